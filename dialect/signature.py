@@ -1,0 +1,96 @@
+"""The kernel signature: what the launcher and the interpreter need to know about a kernel's params.
+
+MLIR integers are signless and memrefs know nothing of size symbols, so the frontend records the
+user-level signature of each kernel as a JSON string attribute ``kern.signature`` on the kernel
+function; it survives every pass down to the ``gpu.func``. The backend (launcher, CPU interpreter)
+reads it back with :meth:`KernelSignature.from_json`.
+
+Kernel argument order (kern IR ``func.func`` and ``gpu.func`` alike): the declared params in source
+order -- scalars by value, buffers as ``memref<?xT>`` over their flat storage -- followed by one
+``index`` argument per size symbol, in the order of :attr:`KernelSignature.sizes`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+SIGNATURE_ATTR = "kern.signature"
+
+#: Scalar dtype names of the language and their numpy dtype names.
+NUMPY_DTYPES = {
+    "bool": "bool",
+    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64",
+    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
+    "index": "int64",
+}
+
+
+@dataclass
+class Param:
+    """One declared kernel parameter.
+
+    - ``kind``: ``"scalar"`` or ``"buffer"``.
+    - ``dtype``: language dtype name (``"f32"``, ``"u32"``, ``"index"``, ...); for buffers the element
+      (storage) dtype.
+    - ``access``: ``"read"``, ``"write"`` or ``"add"`` for buffers, ``None`` for scalars.
+    - ``accessor``: ``"sequential"``, ``"strided"``, ``"indexed"``, ... (buffers only).
+    - ``index_param``: the name of the index buffer of ``indexed(I)``-like accessors, else ``None``.
+    - ``dims``: the declared logical dims, each an int or a size-symbol name (``["n", 3]``).
+    - ``components``: elements' component count (1 for ``f32[n]``, 3 for ``f32[n, 3]``).
+    - ``layout``: the storage layout in CuTe notation over the dims (``"(n,3):(1,n)"``).
+    - ``storage_shape``: the shape the launcher expects of the array that holds the buffer, each
+      entry an int or a size-symbol name (``["3", "n"]`` for ``soa``); symbols are bound from it.
+    """
+
+    name: str
+    kind: str
+    dtype: str
+    access: str | None = None
+    accessor: str | None = None
+    index_param: str | None = None
+    dims: list = field(default_factory=list)
+    components: int = 1
+    layout: str | None = None
+    storage_shape: list = field(default_factory=list)
+
+
+@dataclass
+class KernelSignature:
+    """A kernel's launch contract.
+
+    ``problem_size`` is the name of the size symbol (or ``index`` scalar param) that gives ``P``;
+    ``block`` the block size (threads per block, a power of two 32..1024); ``sizes`` the size
+    symbols passed as trailing ``index`` arguments.
+    """
+
+    name: str
+    params: list[Param]
+    sizes: list[str]
+    problem_size: str
+    block: int = 256
+    attributes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "KernelSignature":
+        """Parse the ``kern.signature`` attribute text; raises ``ValueError`` on malformed input."""
+        data = json.loads(text)
+        params = [Param(**p) for p in data.pop("params")]
+        return cls(params=params, **data)
+
+    def param(self, name: str) -> Param:
+        """The param called ``name``; ``KeyError`` if there is none."""
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def arg_names(self) -> list[str]:
+        """Names of the kernel's arguments in ABI order: params, then size symbols."""
+        return [p.name for p in self.params] + list(self.sizes)

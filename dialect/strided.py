@@ -1,0 +1,203 @@
+"""Flat strided layouts with symbolic sizes, the form buffer layouts take in the kern IR.
+
+A buffer's storage layout maps a coordinate ``(c_0, ..., c_{r-1})`` of its logical dims to a flat
+element offset ``sum_k c_k * d_k`` (CuTe's ``S:D``, flat modes only). Shapes and strides may name size
+symbols bound at launch: ``(n,3):(1,n)`` is the struct-of-arrays layout of ``f32[n, 3]``.
+
+Each shape/stride entry is a :class:`Poly`, a polynomial with integer coefficients over the symbols
+(``3``, ``n``, ``H*W*C``, ``2*n+1``), so the text form round-trips exactly and lowering can emit the
+products and sums as ``arith`` ops (see ``passes/lower_layouts.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")
+
+
+@dataclass(frozen=True)
+class Poly:
+    """A polynomial ``sum coeff * prod(symbols)``; ``terms`` maps a sorted symbol tuple to a coeff."""
+
+    terms: tuple  # tuple[(tuple[str, ...], int)], sorted, no zero coefficients
+
+    @staticmethod
+    def const(value: int) -> "Poly":
+        return Poly(((( ), int(value)),) if value else ())
+
+    @staticmethod
+    def sym(name: str) -> "Poly":
+        return Poly((((name,), 1),))
+
+    @staticmethod
+    def _make(d: dict) -> "Poly":
+        return Poly(tuple(sorted((k, v) for k, v in d.items() if v)))
+
+    def __add__(self, other: "Poly") -> "Poly":
+        d = dict(self.terms)
+        for k, v in other.terms:
+            d[k] = d.get(k, 0) + v
+        return Poly._make(d)
+
+    def __mul__(self, other: "Poly") -> "Poly":
+        d: dict = {}
+        for k1, v1 in self.terms:
+            for k2, v2 in other.terms:
+                k = tuple(sorted(k1 + k2))
+                d[k] = d.get(k, 0) + v1 * v2
+        return Poly._make(d)
+
+    @property
+    def is_const(self) -> bool:
+        return all(not k for k, _ in self.terms)
+
+    @property
+    def value(self) -> int:
+        """The integer value of a constant polynomial; ``ValueError`` if it names symbols."""
+        if not self.is_const:
+            raise ValueError(f"'{self}' is not a constant")
+        return sum(v for _, v in self.terms)
+
+    @property
+    def symbols(self) -> list[str]:
+        out: list[str] = []
+        for k, _ in self.terms:
+            for s in k:
+                if s not in out:
+                    out.append(s)
+        return out
+
+    def evaluate(self, env: dict) -> int:
+        """Value with symbols bound by ``env`` (name -> int); ``KeyError`` for an unbound symbol."""
+        total = 0
+        for k, v in self.terms:
+            p = v
+            for s in k:
+                p *= int(env[s])
+            total += p
+        return total
+
+    def __str__(self) -> str:
+        if not self.terms:
+            return "0"
+        parts = []
+        for k, v in self.terms:
+            factors = list(k)
+            if v != 1 or not factors:
+                factors.insert(0, str(v))
+            parts.append("*".join(factors))
+        return "+".join(parts)
+
+    @staticmethod
+    def parse(text: str) -> "Poly":
+        """Parse ``int``, ``name``, ``a*b``, ``a+b`` and parentheses; ``ValueError`` otherwise."""
+        toks = [(m.group(1), m.group(2), m.group(3)) for m in _TOKEN.finditer(text) if m.group(0).strip()]
+        pos = 0
+
+        def peek():
+            return toks[pos] if pos < len(toks) else (None, None, None)
+
+        def atom():
+            nonlocal pos
+            num, name, ch = peek()
+            pos += 1
+            if num is not None:
+                return Poly.const(int(num))
+            if name is not None:
+                return Poly.sym(name)
+            if ch == "(":
+                e = expr()
+                if peek()[2] != ")":
+                    raise ValueError(f"expected ')' in '{text}'")
+                pos += 1
+                return e
+            raise ValueError(f"unexpected '{ch}' in '{text}'")
+
+        def term():
+            nonlocal pos
+            e = atom()
+            while peek()[2] == "*":
+                pos += 1
+                e = e * atom()
+            return e
+
+        def expr():
+            nonlocal pos
+            e = term()
+            while peek()[2] == "+":
+                pos += 1
+                e = e + term()
+            return e
+
+        result = expr()
+        if pos != len(toks):
+            raise ValueError(f"trailing text in '{text}'")
+        return result
+
+
+@dataclass(frozen=True)
+class StridedLayout:
+    """A flat layout ``(s_0,...,s_{r-1}):(d_0,...,d_{r-1})`` whose entries are :class:`Poly` s."""
+
+    shape: tuple
+    stride: tuple
+
+    def __post_init__(self):
+        if len(self.shape) != len(self.stride):
+            raise ValueError(f"shape and stride of '{self}' differ in rank")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def symbols(self) -> list[str]:
+        out: list[str] = []
+        for p in self.shape + self.stride:
+            for s in p.symbols:
+                if s not in out:
+                    out.append(s)
+        return out
+
+    def offset(self, coord, env: dict | None = None) -> int:
+        """Flat offset of integer coordinate ``coord`` with symbols bound by ``env``."""
+        env = env or {}
+        return sum(int(c) * d.evaluate(env) for c, d in zip(coord, self.stride))
+
+    def cosize(self, env: dict) -> int:
+        """``max offset + 1`` over the (non-empty) shape: the storage the layout needs, in elements."""
+        dims = [s.evaluate(env) for s in self.shape]
+        if any(d <= 0 for d in dims):
+            return 0
+        return sum((d - 1) * abs(st.evaluate(env)) for d, st in zip(dims, self.stride)) + 1
+
+    def __str__(self) -> str:
+        return "(" + ",".join(map(str, self.shape)) + "):(" + ",".join(map(str, self.stride)) + ")"
+
+    @staticmethod
+    def parse(text: str) -> "StridedLayout":
+        """Parse ``(shape):(stride)`` text (entries as in :meth:`Poly.parse`); ``ValueError`` if bad."""
+        m = re.fullmatch(r"\s*\((.*)\)\s*:\s*\((.*)\)\s*", text)
+        if not m:
+            raise ValueError(f"'{text}' is not a layout '(shape):(stride)'")
+        shape = tuple(Poly.parse(x) for x in _split(m.group(1)))
+        stride = tuple(Poly.parse(x) for x in _split(m.group(2)))
+        return StridedLayout(shape, stride)
+
+
+def _split(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    return parts

@@ -1,0 +1,79 @@
+"""The one place kernc imports the upstream MLIR Python bindings from.
+
+kernc needs ``ir``, ``passmanager``, ``rewrite`` and the upstream ``dialects`` of an MLIR build that
+has the LLVM NVPTX backend compiled in (so ``gpu-module-to-binary{format=isa}`` emits PTX in-process).
+An upstream ``mlir`` package is used when one is importable; otherwise the bindings bundled in the
+``numba-cuda-mlir`` wheel (``numba_cuda_mlir._mlir``, MLIR 23) are loaded *without* running that
+package's ``__init__`` (which would import numba and the CUDA runtime): a stub package module is placed
+in ``sys.modules`` and the bundled shared libraries are preloaded with ``RTLD_NOW | RTLD_LOCAL |
+RTLD_DEEPBIND`` first, as the package's own ``__init__`` does (see ``../shared/design/toolchain.md``).
+
+Nothing else in kernc names the distribution: every other module does
+``from kernc.mlir import ir, passmanager, ...``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import types
+
+
+def _load_numba_cuda_mlir():
+    spec = importlib.util.find_spec("numba_cuda_mlir")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(
+            "kernc needs the MLIR Python bindings: install 'numba-cuda-mlir==0.6.0' "
+            "(or an upstream 'mlir' package with the NVPTX backend)"
+        )
+    pkg_dir = list(spec.submodule_search_locations)[0]
+    if "numba_cuda_mlir" not in sys.modules:
+        stub = types.ModuleType("numba_cuda_mlir")
+        stub.__path__ = [pkg_dir]
+        stub.__file__ = os.path.join(pkg_dir, "__init__.py")
+        stub.__package__ = "numba_cuda_mlir"
+        sys.modules["numba_cuda_mlir"] = stub
+        handles = []
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            mode = os.RTLD_NOW | os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0)
+            libs = os.path.join(pkg_dir, "_mlir", "_mlir_libs")
+            for name in (
+                "libMLIRPythonCAPI.so",
+                "libMLIRPythonSupport-numba_cuda_mlir.so",
+                "libMLIRToLLVM70.so",
+                "libMLIRModernToNVVM.so",
+            ):
+                path = os.path.join(libs, name)
+                if os.path.exists(path):
+                    handles.append(ctypes.CDLL(path, mode=mode))
+        stub._mlir_deepbind_handles = handles  # keep the handles alive
+    return importlib.import_module("numba_cuda_mlir._mlir"), "numba_cuda_mlir._mlir"
+
+
+def _load():
+    try:
+        if os.environ.get("KERNC_MLIR") != "numba-cuda-mlir":
+            import mlir.ir  # noqa: F401  an upstream build, if one is installed
+
+            return importlib.import_module("mlir"), "mlir"
+    except ImportError:
+        pass
+    return _load_numba_cuda_mlir()
+
+
+_root, DISTRIBUTION = _load()
+ir = importlib.import_module(DISTRIBUTION + ".ir")
+passmanager = importlib.import_module(DISTRIBUTION + ".passmanager")
+rewrite = importlib.import_module(DISTRIBUTION + ".rewrite")
+
+
+def dialect(name: str):
+    """Import and return the upstream dialect module ``dialects.<name>`` (e.g. ``"arith"``)."""
+    return importlib.import_module(f"{DISTRIBUTION}.dialects.{name}")
+
+
+__all__ = ["ir", "passmanager", "rewrite", "dialect", "DISTRIBUTION"]
