@@ -1,0 +1,43 @@
+"""kernc: a GPU kernel compiler toolchain.
+
+``.kern`` source -> AST -> ``kern`` MLIR dialect -> ``gpu`` IR -> PTX, launched through CuPy on NVIDIA
+GPUs or executed by kernc's CPU reference interpreter. See ``kernc.compile`` / ``kernc.compile_file``.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from kernc.errors import (  # noqa: E402
+    CompileError,
+    Diagnostic,
+    InternalCompilerError,
+    KerncError,
+    KerncLaunchError,
+    KerncRuntimeError,
+)
+
+
+def __getattr__(name):
+    # The API pulls in MLIR; load it on first use so `import kernc` stays cheap.
+    if name in ("compile", "compile_file", "Module", "Kernel", "LaunchResult"):
+        from kernc import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'kernc' has no attribute '{name}'")
+
+
+__all__ = [
+    "compile",
+    "compile_file",
+    "Module",
+    "Kernel",
+    "LaunchResult",
+    "CompileError",
+    "Diagnostic",
+    "InternalCompilerError",
+    "KerncError",
+    "KerncLaunchError",
+    "KerncRuntimeError",
+    "__version__",
+]

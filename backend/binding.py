@@ -1,0 +1,210 @@
+"""Binding a kernel call's arguments to its signature: validation, size symbols, grid.
+
+Used by both devices (CPU interpreter and CuPy). Every problem is a :class:`KerncLaunchError` naming
+the parameter: a missing or extra argument, a wrong dtype (no silent casts: outputs are updated in
+place, a cast copy would silently drop them), a shape that does not match the declared storage shape,
+a size symbol bound to two different values (``n`` = 1000 from ``x`` but 999 from ``y``), a
+non-contiguous array, a scalar out of range of its type.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kernc.dialect.signature import NUMPY_DTYPES, KernelSignature, Param
+from kernc.dialect.strided import Poly, StridedLayout
+from kernc.errors import KerncLaunchError
+
+#: CUDA's limit on gridDim.x (CUDA C++ Programming Guide, "Features and Technical Specifications").
+MAX_GRID_X = 2**31 - 1
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a language dtype name; ``bf16`` needs ``ml_dtypes``."""
+    if name == "bf16":
+        try:
+            import ml_dtypes
+
+            return np.dtype(ml_dtypes.bfloat16)
+        except ImportError as err:  # pragma: no cover - depends on the environment
+            raise KerncLaunchError("bf16 buffers need the 'ml_dtypes' package on the host") from err
+    return np.dtype(NUMPY_DTYPES[name])
+
+
+@dataclass
+class BoundLaunch:
+    """A validated launch: ``args`` in kernel ABI order (flat 1-D buffer views, exact-typed scalars,
+    then one int per size symbol), the bound ``sizes``, ``problem_size`` ``P``, ``grid`` blocks of
+    ``block`` threads, and ``index_bits`` (32 when every size and buffer length fits in int32)."""
+
+    signature: KernelSignature
+    args: list
+    sizes: dict
+    problem_size: int
+    grid: int
+    block: int
+    index_bits: int
+    arrays: dict = field(default_factory=dict)
+
+
+def _scalar(p: Param, value, index_bits: int = 64):
+    dtype = numpy_dtype(p.dtype)
+    if hasattr(value, "shape") and getattr(value, "shape", ()) != ():
+        raise KerncLaunchError(f"argument '{p.name}': expected a scalar {p.dtype}, got an array")
+    if hasattr(value, "item") and not isinstance(value, (int, float, bool)):
+        value = value.item()
+    if p.dtype == "bool":
+        if not isinstance(value, (bool, np.bool_)):
+            raise KerncLaunchError(f"argument '{p.name}': expected bool, got {type(value).__name__}")
+        return np.bool_(value)
+    if dtype.kind in "iu":
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise KerncLaunchError(
+                f"argument '{p.name}': expected an integer ({p.dtype}), got {type(value).__name__} {value!r}"
+            )
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise KerncLaunchError(
+                f"argument '{p.name}': {value} is out of range for {p.dtype} [{info.min}, {info.max}]"
+            )
+        return dtype.type(int(value))
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise KerncLaunchError(f"argument '{p.name}': expected a number ({p.dtype}), got {type(value).__name__}")
+    return dtype.type(value)
+
+
+def _bind_dim(p: Param, axis: int, expected, actual: int, sizes: dict, origin: dict) -> None:
+    if isinstance(expected, int) or (isinstance(expected, str) and expected.isdigit()):
+        if int(expected) != actual:
+            raise KerncLaunchError(
+                f"argument '{p.name}': dimension {axis} must be {int(expected)}, got {actual}"
+            )
+        return
+    poly = Poly.parse(str(expected))
+    if len(poly.terms) == 1 and poly.terms[0][1] == 1 and len(poly.terms[0][0]) == 1:
+        sym = poly.terms[0][0][0]
+        if sym in sizes and sizes[sym] != actual:
+            raise KerncLaunchError(
+                f"argument '{p.name}': size '{sym}' is {actual} here but {sizes[sym]} from {origin[sym]}"
+            )
+        sizes.setdefault(sym, actual)
+        origin.setdefault(sym, f"'{p.name}'")
+
+
+def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str) -> BoundLaunch:
+    """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
+
+    ``is_array(x)`` says whether ``x`` is an array of the target device (numpy for ``"cpu"``, CuPy for
+    ``"cuda"``). Size symbols that no array shape binds are taken from ``kwargs`` (``n=1000``).
+    Raises :class:`KerncLaunchError`.
+    """
+    params = sig.params
+    if len(args) > len(params):
+        raise KerncLaunchError(
+            f"kernel '{sig.name}' takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}"
+        )
+    values = {p.name: v for p, v in zip(params, args)}
+    kw = dict(kwargs)
+    for p in params[len(args):]:
+        if p.name in kw:
+            values[p.name] = kw.pop(p.name)
+    explicit_sizes = {k: kw.pop(k) for k in list(kw) if k in sig.sizes}
+    if kw:
+        raise KerncLaunchError(f"kernel '{sig.name}' has no parameter '{sorted(kw)[0]}'")
+    missing = [p.name for p in params if p.name not in values]
+    if missing:
+        raise KerncLaunchError(f"kernel '{sig.name}': missing argument '{missing[0]}'")
+
+    sizes: dict = {}
+    origin: dict = {}
+    flat: dict = {}
+    for p in params:
+        if p.kind != "buffer":
+            continue
+        a = values[p.name]
+        if not is_array(a):
+            want = "a numpy array" if device == "cpu" else "a CUDA array (CuPy, __cuda_array_interface__ or DLPack)"
+            raise KerncLaunchError(f"argument '{p.name}': expected {want}, got {type(a).__name__}")
+        dtype = numpy_dtype(p.dtype)
+        if a.dtype != dtype:
+            raise KerncLaunchError(
+                f"argument '{p.name}': expected dtype {dtype.name} ({p.dtype}), got {a.dtype.name}; "
+                f"convert it with .astype(np.{dtype.name}) first"
+            )
+        if a.ndim != len(p.storage_shape):
+            raise KerncLaunchError(
+                f"argument '{p.name}': expected a {len(p.storage_shape)}-D array of shape "
+                f"({', '.join(map(str, p.storage_shape))}), got shape {tuple(a.shape)}"
+            )
+        if not a.flags.c_contiguous:
+            raise KerncLaunchError(
+                f"argument '{p.name}': the array is not C-contiguous; pass a contiguous copy "
+                f"(np.ascontiguousarray) so that results are written where you can see them"
+            )
+        for axis, (expected, actual) in enumerate(zip(p.storage_shape, a.shape)):
+            _bind_dim(p, axis, expected, int(actual), sizes, origin)
+        flat[p.name] = a.reshape(-1)
+
+    for sym, v in explicit_sizes.items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < 0:
+            raise KerncLaunchError(f"size '{sym}' must be a non-negative integer, got {v!r}")
+        if sym in sizes and sizes[sym] != int(v):
+            raise KerncLaunchError(f"size '{sym}' given as {v} but {origin[sym]} has {sizes[sym]}")
+        sizes[sym] = int(v)
+    unbound = [s for s in sig.sizes if s not in sizes]
+    if unbound:
+        raise KerncLaunchError(
+            f"kernel '{sig.name}': size '{unbound[0]}' is not bound by any array shape; pass it as {unbound[0]}=..."
+        )
+
+    # Storage that is not a plain permutation (1-D cosize storage) must be large enough.
+    for p in params:
+        if p.kind == "buffer" and p.layout:
+            need = StridedLayout.parse(p.layout).cosize(sizes)
+            if flat[p.name].size < need:
+                raise KerncLaunchError(
+                    f"argument '{p.name}': layout {p.layout} needs {need} elements, the array has {flat[p.name].size}"
+                )
+
+    if sig.problem_size in sizes:
+        problem = sizes[sig.problem_size]
+    else:
+        pv = values[sig.problem_size]
+        if isinstance(pv, bool) or not isinstance(pv, numbers.Integral) or int(pv) < 0:
+            raise KerncLaunchError(f"argument '{sig.problem_size}': the problem size must be a non-negative integer")
+        problem = int(pv)
+
+    largest = max([problem, *sizes.values(), *(f.size for f in flat.values())], default=0)
+    index_bits = 32 if largest < 2**31 - sig.block else 64
+
+    out_args = []
+    for p in params:
+        if p.kind == "buffer":
+            out_args.append(flat[p.name])
+        elif p.dtype == "index":
+            v = values[p.name]
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise KerncLaunchError(f"argument '{p.name}': expected an integer (index), got {type(v).__name__}")
+            lim = 2 ** (index_bits - 1)
+            if not -lim <= int(v) < lim:
+                if index_bits == 32 and -(2**63) <= int(v) < 2**63:
+                    index_bits = 64
+                else:
+                    raise KerncLaunchError(f"argument '{p.name}': {v} is out of range for index")
+            out_args.append(int(v))
+        else:
+            out_args.append(_scalar(p, values[p.name]))
+    out_args.extend(sizes[s] for s in sig.sizes)
+
+    grid = math.ceil(problem / sig.block) if problem else 0
+    if grid > MAX_GRID_X:
+        raise KerncLaunchError(
+            f"kernel '{sig.name}': problem size {problem} needs {grid} blocks of {sig.block}, "
+            f"more than the {MAX_GRID_X} CUDA allows in grid x"
+        )
+    return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, index_bits,
+                       {p.name: values[p.name] for p in params if p.kind == "buffer"})

@@ -1,0 +1,22 @@
+"""Running kernels on the CPU reference interpreter (``backend/interpreter.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .binding import BoundLaunch
+
+
+def is_host_array(x) -> bool:
+    """Whether ``x`` is a numpy array (the CPU device's arrays)."""
+    return isinstance(x, np.ndarray)
+
+
+def launch(interpreter, bound: BoundLaunch):
+    """Execute ``bound`` on ``interpreter``; returns the run's statistics (all zero when ``P == 0``)."""
+    from .interpreter import RunStats
+
+    if bound.grid == 0:
+        return RunStats()
+    names = bound.signature.arg_names
+    return interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names)

@@ -1,0 +1,142 @@
+"""The Python API: compile ``.kern`` source, read every stage's IR, call kernels.
+
+>>> import kernc, numpy as np
+>>> mod = kernc.compile(open("examples/saxpy.kern").read())
+>>> x = np.arange(4, dtype=np.float32); y = np.ones(4, dtype=np.float32)
+>>> mod.saxpy(2.0, x, y)            # numpy arrays -> CPU interpreter; CuPy arrays -> GPU
+>>> y
+array([1., 3., 5., 7.], dtype=float32)
+
+Output buffers (``write``/``add``) are updated in place. Size symbols are bound from argument shapes;
+one that no shape binds is passed by keyword (``mod.k(..., n=100)``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from kernc.backend import binding, cpu, cuda
+from kernc.compiler import Compilation, CompileOptions, validate_arch
+from kernc.errors import KerncLaunchError
+
+
+@dataclass
+class LaunchResult:
+    """What a kernel call returns: the ``device`` it ran on (``"cpu"`` or ``"cuda"``), the bound
+    ``sizes``, the ``problem_size``, ``grid``/``block`` and, on the CPU, the interpreter's memory
+    ``stats`` (``RunStats``: global load/store requests and 32-byte sectors, atomics, shared-memory
+    requests and bank conflicts)."""
+
+    device: str
+    problem_size: int
+    grid: int
+    block: int
+    sizes: dict = field(default_factory=dict)
+    stats: object = None
+
+
+class Kernel:
+    """One kernel of a :class:`Module`; call it with the kernel's arguments.
+
+    Raises :class:`~kernc.errors.KerncLaunchError` for bad arguments (the message names the
+    parameter) and :class:`~kernc.errors.KerncRuntimeError` for faults found on the CPU interpreter
+    (e.g. an out-of-bounds index).
+    """
+
+    def __init__(self, module: "Module", name: str):
+        self._module = module
+        self.name = name
+        self.signature = module._compilation.signatures[name]
+
+    def __repr__(self) -> str:
+        params = ", ".join(p.name for p in self.signature.params)
+        return f"<kernc kernel {self.name}({params}) over {self.signature.problem_size}>"
+
+    def _device_of(self, args, kwargs) -> str:
+        devices = set()
+        for p, a in list(zip(self.signature.params, args)) + [
+            (p, kwargs[p.name]) for p in self.signature.params if p.name in kwargs
+        ]:
+            if p.kind != "buffer":
+                continue
+            if cpu.is_host_array(a):
+                devices.add("cpu")
+            elif cuda.is_cuda_array(a):
+                devices.add("cuda")
+        if len(devices) > 1:
+            raise KerncLaunchError(f"kernel '{self.name}': arrays are on different devices (numpy and CUDA)")
+        return devices.pop() if devices else "cpu"
+
+    def __call__(self, *args, device: str | None = None, **kwargs) -> LaunchResult:
+        device = device or self._device_of(args, kwargs)
+        if device == "cpu":
+            bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu")
+            stats = cpu.launch(self._module._interpreter(), bound)
+        elif device == "cuda":
+            args = tuple(cuda.as_cupy(a) if cuda.is_cuda_array(a) else a for a in args)
+            kwargs = {k: (cuda.as_cupy(v) if cuda.is_cuda_array(v) else v) for k, v in kwargs.items()}
+            cp = cuda.cupy()
+            bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda")
+            cuda.launch(self._module._cuda_module(bound.index_bits), bound)
+            stats = None
+        else:
+            raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
+        return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), stats)
+
+
+class Module:
+    """A compiled ``.kern`` program: ``.ptx``, ``.ir(stage)``, and one :class:`Kernel` per kernel
+    as an attribute (``mod.saxpy``)."""
+
+    def __init__(self, compilation: Compilation):
+        self._compilation = compilation
+        self._interp = None
+        self._cuda: dict = {}
+        self.kernels = {name: Kernel(self, name) for name in compilation.signatures}
+
+    def __getattr__(self, name: str) -> Kernel:
+        kernels = self.__dict__.get("kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"no kernel named '{name}' (kernels: {', '.join(kernels) or 'none'})")
+
+    def __dir__(self):
+        return list(super().__dir__()) + list(self.kernels)
+
+    @property
+    def ptx(self) -> str:
+        """PTX of all kernels (32-bit index arithmetic, the ``arch`` given at compile time)."""
+        return self._compilation.ptx()
+
+    def ir(self, stage: str) -> str:
+        """Text of a stage: ``"ast"``, ``"kern"``, ``"gpu"``, ``"llvm"`` or ``"ptx"``."""
+        return self._compilation.ir(stage)
+
+    def _interpreter(self):
+        if self._interp is None:
+            from kernc.backend.interpreter import Interpreter
+
+            self._interp = Interpreter(self._compilation.gpu_ir(debug_info=True))
+        return self._interp
+
+    def _cuda_module(self, index_bits: int):
+        cp = cuda.cupy()
+        key = (index_bits, cp.cuda.runtime.getDevice())
+        if key not in self._cuda:
+            self._cuda[key] = cuda.CudaModule(self._compilation.ptx(index_bits))
+        return self._cuda[key]
+
+
+def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3) -> Module:
+    """Compile ``.kern`` source text. Raises :class:`~kernc.errors.CompileError` with located
+    diagnostics for a wrong program and ``ValueError`` for a bad ``arch``."""
+    validate_arch(arch)
+    return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level)))
+
+
+def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3) -> Module:
+    """Compile the ``.kern`` file at ``path`` (see :func:`compile`); ``OSError`` if unreadable."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return compile(text, filename=str(path), arch=arch, opt_level=opt_level)

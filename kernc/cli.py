@@ -1,0 +1,293 @@
+"""The ``kernc`` command line (contract in ``shared/design/architecture.md``).
+
+Exit codes: 0 ok; 1 user error (a diagnostic is printed); 2 usage error; 3 internal compiler error
+(a one-line summary, and the full report written to a file whose path is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import traceback
+
+EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_ICE = 0, 1, 2, 3
+
+
+def write_atomically(path: str, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``,
+    so ``path`` is either untouched or complete (never half-written on an error or interrupt)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kernc-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out in (None, "-"):
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        write_atomically(out, text)
+
+
+def _read_source(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _ir_printer(name: str, text: str) -> None:
+    sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n{text}\n")
+
+
+def cmd_compile(ns) -> int:
+    from kernc.compiler import Compilation, CompileOptions
+
+    opts = CompileOptions(
+        arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
+        kernels=tuple(ns.kernel) if ns.kernel else None,
+    )
+    comp = Compilation(_read_source(ns.file), ns.file, opts, _ir_printer if ns.print_ir_after_all else None)
+    _emit(comp.ir(ns.emit), ns.output)
+    return EXIT_OK
+
+
+def cmd_check(ns) -> int:
+    from kernc import frontend
+
+    frontend.check(frontend.parse(_read_source(ns.file), ns.file))
+    print(f"{ns.file}: ok")
+    return EXIT_OK
+
+
+def cmd_opt(ns) -> int:
+    from kernc.compiler import context, run_passes
+    from kernc.errors import CompileError, Diagnostic
+    from kernc.mlir import ir
+    from kernc.passes.registry import parse_pipeline
+
+    text = _read_source(ns.file)
+    try:
+        passes = parse_pipeline(ns.passes)
+    except ValueError as err:
+        raise CompileError(Diagnostic(f"bad pass pipeline: {err}"))
+    ctx = context()
+    with ctx:
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as err:
+            raise CompileError(Diagnostic(f"{ns.file}: cannot parse IR: {err}"))
+    run_passes(module, passes, (lambda n, m: _ir_printer(n, str(m))) if ns.print_ir_after_all else None)
+    with ctx:
+        _emit(str(module), ns.output)
+    return EXIT_OK
+
+
+def _parse_scalar(text: str):
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"'{text}' is neither a number nor true/false (use NAME=@file.npy for arrays)")
+
+
+def cmd_run(ns) -> int:
+    import numpy as np
+
+    import kernc
+    from kernc.backend.binding import numpy_dtype
+    from kernc.dialect.strided import Poly
+    from kernc.errors import KerncLaunchError
+
+    mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch)
+    names = list(mod.kernels)
+    if ns.kernel is None:
+        if len(names) != 1:
+            raise KerncLaunchError(f"{ns.file} has {len(names)} kernels ({', '.join(names)}); choose one with --kernel")
+        ns.kernel = names[0]
+    if ns.kernel not in mod.kernels:
+        raise KerncLaunchError(f"no kernel named '{ns.kernel}' in {ns.file} (kernels: {', '.join(names)})")
+    kernel = mod.kernels[ns.kernel]
+    sig = kernel.signature
+    values: dict = {}
+    for item in ns.input:
+        name, eq, val = item.partition("=")
+        if not eq:
+            raise KerncLaunchError(f"--input '{item}' is not NAME=VALUE or NAME=@file.npy")
+        try:
+            p = sig.param(name)
+        except KeyError:
+            raise KerncLaunchError(f"kernel '{sig.name}' has no parameter '{name}'") from None
+        if val.startswith("@"):
+            try:
+                values[name] = np.load(val[1:], allow_pickle=False)
+            except (OSError, ValueError) as err:
+                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {err}") from err
+        else:
+            try:
+                values[name] = _parse_scalar(val)
+            except ValueError as err:
+                raise KerncLaunchError(f"--input {name}: {err}") from err
+        if p.kind == "buffer" and not isinstance(values[name], np.ndarray):
+            raise KerncLaunchError(f"--input {name}: '{name}' is a buffer; pass it as {name}=@file.npy")
+    sizes: dict = {}
+    for item in ns.size:
+        sym, eq, val = item.partition("=")
+        if not eq or not val.strip().isdigit():
+            raise KerncLaunchError(f"--size '{item}' is not SYM=INT")
+        sizes[sym] = int(val)
+    # Bind symbols from given arrays so that missing outputs can be allocated (zeros).
+    env = dict(sizes)
+    for p in sig.params:
+        a = values.get(p.name)
+        if p.kind == "buffer" and isinstance(a, np.ndarray) and a.ndim == len(p.storage_shape):
+            for dim, n in zip(p.storage_shape, a.shape):
+                if isinstance(dim, str) and dim.isidentifier():
+                    env.setdefault(dim, int(n))
+    for p in sig.params:
+        if p.name in values:
+            continue
+        if p.kind == "buffer" and p.access in ("write", "add"):
+            try:
+                shape = tuple(Poly.parse(str(d)).evaluate(env) for d in p.storage_shape)
+            except KeyError as err:
+                raise KerncLaunchError(
+                    f"output '{p.name}' was not given and size {err} is unknown; pass --size {err.args[0]}=N"
+                ) from None
+            values[p.name] = np.zeros(shape, dtype=numpy_dtype(p.dtype))
+        else:
+            raise KerncLaunchError(f"missing --input {p.name}=...")
+    kwargs = {s: v for s, v in sizes.items() if s in sig.sizes}
+    extra = [s for s in sizes if s not in sig.sizes]
+    if extra:
+        raise KerncLaunchError(f"kernel '{sig.name}' has no size symbol '{extra[0]}'")
+    if ns.device == "cuda":
+        from kernc.backend import cuda
+
+        cp = cuda.cupy()
+        dev_values = {k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in values.items()}
+        result = kernel(**dev_values, **kwargs, device="cuda")
+        values = {k: (cp.asnumpy(v) if isinstance(v, cp.ndarray) else v) for k, v in dev_values.items()}
+    else:
+        result = kernel(**values, **kwargs, device="cpu")
+    os.makedirs(ns.output_dir, exist_ok=True)
+    written = []
+    for p in sig.params:
+        if p.kind == "buffer" and p.access in ("write", "add"):
+            path = os.path.join(ns.output_dir, f"{p.name}.npy")
+            import io
+
+            buf = io.BytesIO()
+            np.save(buf, values[p.name], allow_pickle=False)
+            write_atomically(path, buf.getvalue())
+            written.append(path)
+    print(
+        f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}; "
+        f"wrote {', '.join(written) or 'nothing'}"
+    )
+    if result.stats is not None and (ns.stats or ns.stats_json):
+        stats = result.stats.to_dict()
+        if ns.stats:
+            for k, v in stats.items():
+                print(f"  {k}: {v}")
+        if ns.stats_json:
+            write_atomically(ns.stats_json, json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kernc import __version__
+
+    ap = argparse.ArgumentParser(prog="kernc", description="kernc: a GPU kernel compiler for .kern files")
+    ap.add_argument("--version", action="version", version=f"kernc {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="compile a .kern file and print or write one stage")
+    c.add_argument("file")
+    c.add_argument("-o", "--output", default=None, help="output file ('-' or none: stdout)")
+    c.add_argument("--emit", choices=["ast", "kern", "gpu", "llvm", "ptx"], default="ptx")
+    c.add_argument("--arch", default="sm_90")
+    c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+    c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
+    c.add_argument("--O", type=int, choices=[0, 1, 2, 3], default=3, help="LLVM optimisation level")
+    c.add_argument("--index-bits", type=int, choices=[32, 64], default=32,
+                   help="width of index arithmetic in the generated code (32 needs all sizes < 2^31)")
+    c.set_defaults(fn=cmd_compile)
+
+    k = sub.add_parser("check", help="parse and check a .kern file")
+    k.add_argument("file")
+    k.set_defaults(fn=cmd_check)
+
+    o = sub.add_parser("opt", help="run named passes on MLIR text (like mlir-opt)")
+    o.add_argument("file")
+    o.add_argument("--passes", required=True, help="e.g. 'kern-lower-accessors,kern-lower-layouts,canonicalize'")
+    o.add_argument("-o", "--output", default=None)
+    o.add_argument("--print-ir-after-all", action="store_true")
+    o.set_defaults(fn=cmd_opt)
+
+    r = sub.add_parser("run", help="run one kernel on the CPU interpreter or a CUDA GPU")
+    r.add_argument("file")
+    r.add_argument("--kernel", default=None)
+    r.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    r.add_argument("--input", action="append", default=[], metavar="NAME=@file.npy|NAME=VALUE")
+    r.add_argument("--size", action="append", default=[], metavar="SYM=INT")
+    r.add_argument("--output-dir", default=".")
+    r.add_argument("--arch", default="sm_90")
+    r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
+    r.add_argument("--stats-json", default=None, metavar="FILE")
+    r.set_defaults(fn=cmd_run)
+    return ap
+
+
+def _report_ice(err: BaseException, argv) -> int:
+    fd, path = tempfile.mkstemp(prefix="kernc-crash-", suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"kernc internal compiler error\ncommand: kernc {' '.join(argv)}\n\n")
+        f.write("".join(traceback.format_exception(err)))
+    summary = str(err).splitlines()[0] if str(err) else type(err).__name__
+    print(f"kernc: internal compiler error: {summary}", file=sys.stderr)
+    print(f"kernc: this is a bug in kernc; the full report was written to {path}", file=sys.stderr)
+    return EXIT_ICE
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``kernc`` console script; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ns = build_parser().parse_args(argv)
+    from kernc.errors import InternalCompilerError, KerncError
+
+    try:
+        return ns.fn(ns)
+    except InternalCompilerError as err:
+        return _report_ice(err, argv)
+    except KerncError as err:
+        print(str(err), file=sys.stderr)
+        return EXIT_USER
+    except (OSError, ValueError) as err:
+        print(f"kernc: error: {err}", file=sys.stderr)
+        return EXIT_USER
+    except KeyboardInterrupt:
+        return 130
+    except Exception as err:  # anything else is a kernc bug
+        return _report_ice(err, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""The whole pipeline on one screen: ``.kern`` text -> AST -> kern IR -> gpu IR -> LLVM -> PTX.
+
+::
+
+    source ──frontend.parse/check──► AST ──frontend.lower──► kern IR
+           ──passes.kern_to_gpu()──► gpu IR        (the CPU interpreter runs this)
+           ──passes.gpu_to_llvm()──► NVVM/LLVM IR
+           ──passes.llvm_to_ptx()──► PTX           (CuPy loads this; ptxas validates it)
+
+:class:`Compilation` runs the stages on demand and keeps each stage's IR as text, so ``ir(stage)`` is
+cheap and every stage can be re-entered from its text (``kernc opt``). All MLIR work shares one
+``ir.Context`` per process (a new context costs ~9 ms).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from kernc import frontend
+from kernc.backend import toolkit
+from kernc.dialect import kern
+from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.errors import CompileError, Diagnostic, InternalCompilerError, KerncError
+from kernc.mlir import ir
+from kernc.passes import pipeline
+from kernc.passes.base import Pass, walk_ops
+
+STAGES = ("ast", "kern", "gpu", "llvm", "ptx")
+
+_CTX_LOCK = threading.RLock()
+_CTX: ir.Context | None = None
+
+
+def context() -> ir.Context:
+    """The process-wide MLIR context with the kern dialect loaded."""
+    global _CTX
+    if _CTX is None:
+        _CTX = ir.Context()
+        kern.load(_CTX)
+    return _CTX
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """User-facing compile options (see ``passes.pipeline.TargetOptions`` for their meaning).
+
+    ``kernels``: compile only these kernels (``None``: all).
+    """
+
+    arch: str = "sm_90"
+    opt_level: int = 3
+    index_bits: int = 32
+    kernels: tuple | None = None
+
+    def target(self, index_bits: int | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
+        return pipeline.TargetOptions(
+            arch=self.arch,
+            index_bits=index_bits or self.index_bits,
+            opt_level=self.opt_level,
+            libdevice=libdevice,
+        )
+
+
+def validate_arch(arch: str) -> str:
+    """Return ``arch`` if it names an SM architecture ``sm_XY[a]`` (XY >= 50); ``ValueError`` else."""
+    import re
+
+    m = re.fullmatch(r"sm_(\d+)a?", arch)
+    if not m or int(m.group(1)) < 50:
+        raise ValueError(f"unknown GPU architecture '{arch}' (expected e.g. sm_80, sm_90)")
+    return arch
+
+
+def run_passes(
+    module: ir.Module,
+    passes: list[Pass],
+    after_pass: Callable[[str, ir.Module], None] | None = None,
+) -> None:
+    """Run ``passes`` in order on ``module``, verifying after each and calling ``after_pass``.
+
+    Raises :class:`InternalCompilerError` when a pass fails or leaves IR that does not verify (the
+    frontend has already rejected bad programs, so this is a kernc bug).
+    """
+    ctx = context()
+    for p in passes:
+        try:
+            with ctx, ir.Location.unknown():
+                p.apply(ctx, module)
+                module.operation.verify()
+        except KerncError:
+            raise
+        except Exception as err:  # MLIRError and friends
+            raise InternalCompilerError(f"pass '{p.name}' failed: {err}") from err
+        if after_pass is not None:
+            after_pass(p.name, module)
+
+
+def _text(module: ir.Module, debug_info: bool = False) -> str:
+    return module.operation.get_asm(enable_debug_info=debug_info)
+
+
+def _uses_math(module: ir.Module) -> bool:
+    return any(op.name.startswith("math.") for op in walk_ops(module))
+
+
+class Compilation:
+    """One ``.kern`` source taken through the pipeline.
+
+    Raises :class:`~kernc.errors.CompileError` from the constructor when the source is wrong
+    (syntax, names, types, accessors), with every diagnostic found.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        filename: str = "<string>",
+        options: CompileOptions | None = None,
+        after_pass: Callable[[str, str], None] | None = None,
+    ):
+        self.source = text
+        self.filename = filename
+        self.options = options or CompileOptions()
+        validate_arch(self.options.arch)
+        self._after_pass = after_pass
+        self._lock = threading.RLock()
+        self._ptx: dict[int, str] = {}
+        self._llvm: dict[int, str] = {}
+        self.program = frontend.check(frontend.parse(text, filename))
+        with _CTX_LOCK:
+            ctx = context()
+            with ctx, ir.Location.unknown():
+                module = frontend.lower(self.program, ctx)
+                if self.options.kernels is not None:
+                    self._select(module, self.options.kernels)
+            self._notify("frontend", module)
+            self._kern = _text(module, debug_info=True)
+            run_passes(module, pipeline.kern_to_gpu(), self._hook())
+            self._gpu = _text(module, debug_info=True)
+            self._needs_libdevice = _uses_math(module)
+            self.signatures = self._signatures(module)
+
+    # -- stages -------------------------------------------------------------------------------
+    def _hook(self):
+        if self._after_pass is None:
+            return None
+        return lambda name, module: self._notify(name, module)
+
+    def _notify(self, name: str, module: ir.Module) -> None:
+        if self._after_pass is not None:
+            self._after_pass(name, _text(module))
+
+    def _select(self, module: ir.Module, names) -> None:
+        found = set()
+        for fn in walk_ops(module, {"func.func"}):
+            name = ir.StringAttr(fn.attributes["sym_name"]).value
+            if name in names:
+                found.add(name)
+            else:
+                fn.erase()
+        missing = [n for n in names if n not in found]
+        if missing:
+            raise CompileError(Diagnostic(f"no kernel named '{missing[0]}' in {self.filename}"))
+
+    def _signatures(self, module: ir.Module) -> dict[str, KernelSignature]:
+        sigs = {}
+        for fn in walk_ops(module, {"gpu.func"}):
+            if SIGNATURE_ATTR in fn.attributes:
+                sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+                sigs[sig.name] = sig
+        return sigs
+
+    def ast(self) -> str:
+        return frontend.dump_ast(self.program)
+
+    def kern_ir(self, debug_info: bool = False) -> str:
+        return self._reprint(self._kern, debug_info)
+
+    def gpu_ir(self, debug_info: bool = False) -> str:
+        return self._reprint(self._gpu, debug_info)
+
+    def _reprint(self, text: str, debug_info: bool) -> str:
+        if debug_info:
+            return text
+        with _CTX_LOCK, context():
+            return _text(ir.Module.parse(text))
+
+    def _lower_to_llvm(self, index_bits: int) -> ir.Module:
+        libdevice = None
+        if self._needs_libdevice:
+            libdevice = toolkit.libdevice_path()
+            if libdevice is None:
+                raise InternalCompilerError(
+                    "this kernel calls math functions, which need libdevice: "
+                    "pip install nvidia-nvvm (or set KERNC_LIBDEVICE)"
+                )
+        module = ir.Module.parse(self._gpu)
+        run_passes(module, pipeline.gpu_to_llvm(self.options.target(index_bits, libdevice)), self._hook())
+        return module
+
+    def llvm_ir(self, index_bits: int | None = None) -> str:
+        bits = index_bits or self.options.index_bits
+        with self._lock:
+            if bits not in self._llvm:
+                with _CTX_LOCK, context():
+                    self._llvm[bits] = _text(self._lower_to_llvm(bits))
+            return self._llvm[bits]
+
+    def ptx(self, index_bits: int | None = None) -> str:
+        """PTX text of every kernel, ``index`` lowered to ``index_bits`` (default: the option's)."""
+        bits = index_bits or self.options.index_bits
+        with self._lock:
+            if bits not in self._ptx:
+                with _CTX_LOCK, context():
+                    module = self._lower_to_llvm(bits)
+                    run_passes(module, pipeline.llvm_to_ptx(), self._hook())
+                    self._ptx[bits] = extract_ptx(module)
+            return self._ptx[bits]
+
+    def ir(self, stage: str, index_bits: int | None = None) -> str:
+        """The program at ``stage`` (one of :data:`STAGES`) as text; ``ValueError`` for a bad stage."""
+        if stage == "ast":
+            return self.ast()
+        if stage == "kern":
+            return self.kern_ir()
+        if stage == "gpu":
+            return self.gpu_ir()
+        if stage == "llvm":
+            return self.llvm_ir(index_bits)
+        if stage == "ptx":
+            return self.ptx(index_bits)
+        raise ValueError(f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})")
+
+
+def extract_ptx(module: ir.Module) -> str:
+    """The PTX text of the first ``#gpu.object`` of the module's ``gpu.binary``."""
+    from kernc.mlir import dialect
+
+    gpu = dialect("gpu")
+    for op in walk_ops(module, {"gpu.binary"}):
+        objects = ir.ArrayAttr(op.attributes["objects"])
+        data = gpu.ObjectAttr(objects[0]).object
+        return data.decode() if isinstance(data, bytes) else str(data)
+    raise InternalCompilerError("no gpu.binary produced")
+
+
+__all__ = ["Compilation", "CompileOptions", "STAGES", "context", "run_passes", "extract_ptx"]

@@ -1,0 +1,68 @@
+"""``kern-bare-ptr-abi``: ``gpu.func`` buffer arguments become plain global pointers.
+
+Upstream ``convert-gpu-to-nvvm`` expands every dynamic 1-D memref argument into the 5-field descriptor
+ABI (allocated ptr, aligned ptr, offset, size, stride) -- five PTX params per buffer. kernc kernels
+take one ``!llvm.ptr<1>`` per buffer instead (what CUDA C++ kernels take), and rebuild the descriptor
+inside the kernel from the pointer (offset 0, stride 1; the size field is unused by loads and stores),
+joined to the old memref uses with ``builtin.unrealized_conversion_cast``, which
+``reconcile-unrealized-casts`` removes after the NVVM conversion.
+
+The descriptor's integer fields use the index bitwidth of the NVVM conversion (``index_bits``).
+Runs after the gpu IR stage (the interpreter never sees it).
+"""
+
+from __future__ import annotations
+
+from kernc.mlir import dialect, ir
+
+from .base import Pass, walk_ops
+
+llvm = dialect("llvm")
+builtin = dialect("builtin")
+
+
+class BarePointerABI(Pass):
+    """Rewrite memref kernel arguments to ``!llvm.ptr<1>`` plus an in-kernel descriptor."""
+
+    name = "kern-bare-ptr-abi"
+    summary = "pass gpu.func buffers as !llvm.ptr<1> instead of memref descriptors"
+
+    def __init__(self, index_bits: int = 64):
+        if index_bits not in (32, 64):
+            raise ValueError("index_bits must be 32 or 64")
+        self.index_bits = index_bits
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        for fn in walk_ops(module, {"gpu.func"}):
+            if "gpu.kernel" in fn.attributes:
+                self._rewrite(fn)
+
+    def _rewrite(self, fn) -> None:
+        entry = fn.regions[0].blocks[0]
+        first = entry.operations[0]
+        ptr_t = ir.Type.parse("!llvm.ptr<1>")
+        ity = ir.IntegerType.get_signless(self.index_bits)
+        n = self.index_bits
+        desc_t = ir.Type.parse(f"!llvm.struct<(ptr<1>, ptr<1>, i{n}, array<1 x i{n}>, array<1 x i{n}>)>")
+        new_inputs = []
+        for arg in list(entry.arguments):
+            if not isinstance(arg.type, ir.MemRefType):
+                new_inputs.append(arg.type)
+                continue
+            memref_t = arg.type
+            with ir.InsertionPoint(first), fn.location:
+                cast = builtin.UnrealizedConversionCastOp([memref_t], [arg])
+            arg.replace_all_uses_except(cast.results[0], cast.operation)
+            arg.set_type(ptr_t)
+            with ir.InsertionPoint(cast.operation), fn.location:
+                zero = llvm.ConstantOp(ity, ir.IntegerAttr.get(ity, 0)).result
+                one = llvm.ConstantOp(ity, ir.IntegerAttr.get(ity, 1)).result
+                d = llvm.UndefOp(desc_t).result
+                d = llvm.InsertValueOp(d, arg, [0]).result
+                d = llvm.InsertValueOp(d, arg, [1]).result
+                d = llvm.InsertValueOp(d, zero, [2]).result
+                d = llvm.InsertValueOp(d, zero, [3, 0]).result
+                d = llvm.InsertValueOp(d, one, [4, 0]).result
+            cast.operation.operands[0] = d
+            new_inputs.append(ptr_t)
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new_inputs, []))

@@ -1,0 +1,59 @@
+"""The pass interface shared by kernc's own passes and wrapped upstream MLIR passes.
+
+A pass is a small named object with ``apply(ctx, module)`` (the xDSL shape): kernc's passes rewrite the
+module through the Python bindings; :class:`UpstreamPass` runs an upstream pipeline string through
+``PassManager.parse``. Upstream MLIR cannot nest a Python pass under ``gpu.module``, so kernc passes
+are always module-anchored and walk the ops they rewrite themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernc.mlir import ir, passmanager
+
+
+class Pass:
+    """Base class: a named, module-anchored rewrite. Subclasses set ``name`` and implement ``apply``."""
+
+    name: str = ""
+    summary: str = ""
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass
+class UpstreamPass(Pass):
+    """An upstream MLIR pass or nested pipeline, e.g. ``"canonicalize"`` or
+    ``"gpu.module(convert-scf-to-cf)"``, anchored at ``builtin.module``."""
+
+    pipeline: str
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.pipeline
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        pm = passmanager.PassManager.parse(f"builtin.module({self.pipeline})", context=ctx)
+        pm.run(module.operation)
+
+
+def walk_ops(root, names: set[str] | None = None) -> list:
+    """All operations nested under ``root`` (pre-order), optionally only those named in ``names``.
+
+    Collected into a list first so callers may rewrite/erase while iterating.
+    """
+    found: list = []
+
+    def visit(op):
+        op = op.operation if hasattr(op, "operation") else op
+        if names is None or op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found

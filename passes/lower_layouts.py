@@ -1,0 +1,55 @@
+"""``kern-lower-layouts``: ``kern.layout_apply`` -> ``index`` arithmetic.
+
+A flat strided layout maps coordinate ``c`` to ``sum_k c_k * d_k`` (CuTe, ``02_layout_algebra.md``);
+each stride ``d_k`` is a polynomial over size symbols (``dialect/strided.py``) whose symbols are the
+op's ``sizes`` operands. Static strides become constants (a stride of 1 or 0 folds away in
+``canonicalize``; multiplications by powers of two become shifts in the NVPTX backend).
+"""
+
+from __future__ import annotations
+
+from kernc.dialect.strided import Poly, StridedLayout
+from kernc.mlir import dialect, ir
+
+from .base import Pass, walk_ops
+from .lower_accessors import index_const
+
+arith = dialect("arith")
+
+
+def emit_poly(poly: Poly, env: dict) -> ir.Value:
+    """Emit ``poly`` as ``index`` arithmetic with symbol values from ``env`` (name -> ``ir.Value``)."""
+    total = None
+    for syms, coeff in poly.terms:
+        term = index_const(coeff) if (coeff != 1 or not syms) else None
+        for s in syms:
+            term = env[s] if term is None else arith.MulIOp(term, env[s]).result
+        total = term if total is None else arith.AddIOp(total, term).result
+    return total if total is not None else index_const(0)
+
+
+class LowerLayouts(Pass):
+    """Replace every ``kern.layout_apply`` with the dot product of coordinates and strides."""
+
+    name = "kern-lower-layouts"
+    summary = "lower kern.layout_apply to index arithmetic"
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        for op in walk_ops(module, {"kern.layout_apply"}):
+            seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+            operands = list(op.operands)
+            coords, sizes = operands[: seg[0]], operands[seg[0]:]
+            syms = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
+            layout = StridedLayout.parse(ir.StringAttr(op.attributes["layout"]).value)
+            env = dict(zip(syms, sizes))
+            with ir.InsertionPoint(op), op.location:
+                offset = None
+                for c, d in zip(coords, layout.stride):
+                    if d.is_const and d.value == 0:
+                        continue
+                    term = c if (d.is_const and d.value == 1) else arith.MulIOp(c, emit_poly(d, env)).result
+                    offset = term if offset is None else arith.AddIOp(offset, term).result
+                if offset is None:
+                    offset = index_const(0)
+            op.results[0].replace_all_uses_with(offset)
+            op.erase()

@@ -1,0 +1,71 @@
+"""Pass names -> passes, and the textual pipeline parser of ``kernc opt --passes``.
+
+Upstream MLIR cannot name a Python pass inside a pipeline string, so ``kernc opt`` splits the user's
+pipeline at top-level commas itself: each element that names a kernc pass (``kern-*``) becomes that
+pass, built with its ``{key=value}`` options; anything else (``canonicalize``, ``cse``,
+``gpu.module(convert-gpu-to-nvvm{index-bitwidth=32})``, ...) is handed to upstream MLIR unchanged.
+"""
+
+from __future__ import annotations
+
+from .bare_ptr_abi import BarePointerABI
+from .base import Pass, UpstreamPass
+from .lower_accessors import LowerAccessors
+from .lower_layouts import LowerLayouts
+from .outline_to_gpu import OutlineToGpu
+from .verify import VerifyKern
+
+KERN_PASSES = {
+    VerifyKern.name: lambda: VerifyKern(),
+    LowerAccessors.name: lambda: LowerAccessors(),
+    LowerLayouts.name: lambda: LowerLayouts(),
+    OutlineToGpu.name: lambda: OutlineToGpu(),
+    BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
+}
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split ``text`` at ``sep`` outside ``()``/``{}``; ``ValueError`` on unbalanced brackets."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+            if depth < 0:
+                raise ValueError(f"unbalanced brackets in pipeline '{text}'")
+        if ch == sep and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if depth != 0:
+        raise ValueError(f"unbalanced brackets in pipeline '{text}'")
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
+def parse_pipeline(text: str) -> list[Pass]:
+    """Parse ``'p1,p2{opt=v},gpu.module(...)'`` into passes; ``ValueError`` on a malformed pipeline
+    or a bad option of a kernc pass."""
+    passes: list[Pass] = []
+    for item in split_top_level(text):
+        name, _, rest = item.partition("{")
+        name = name.strip()
+        if name in KERN_PASSES:
+            opts = {}
+            if rest:
+                if not rest.endswith("}"):
+                    raise ValueError(f"malformed options in '{item}'")
+                for kv in rest[:-1].split():
+                    key, eq, value = kv.partition("=")
+                    if not eq:
+                        raise ValueError(f"option '{kv}' of '{name}' is not key=value")
+                    opts[key] = value
+            try:
+                passes.append(KERN_PASSES[name](**opts))
+            except TypeError as err:
+                raise ValueError(f"pass '{name}' takes no such options: {sorted(opts)}") from err
+        else:
+            passes.append(UpstreamPass(item))
+    return passes
