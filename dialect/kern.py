@@ -62,45 +62,63 @@ def _segments(op) -> list[int]:
     return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
 
 
-def _layout_ok(op, rank: int | None) -> bool:
+def _layout_error(op, rank) -> str | None:
+    text = _str(op.attributes["layout"])
     try:
-        layout = StridedLayout.parse(_str(op.attributes["layout"]))
-    except ValueError:
-        return False
+        layout = StridedLayout.parse(text)
+    except ValueError as err:
+        return f"bad layout: {err}"
     if rank is not None and layout.rank != rank:
-        return False
-    return set(layout.symbols) <= set(_syms(op))
+        return f"layout '{text}' has rank {layout.rank}, but {rank} coordinates are given"
+    missing = set(layout.symbols) - set(_syms(op))
+    if missing:
+        return f"layout '{text}' names size symbols {sorted(missing)} that 'syms' does not list"
+    return None
 
 
-def _access_ok(op, table: dict, with_values: bool) -> bool:
-    """Shared verifier of read/write/add: accessor known, arg count, sizes, component count."""
+def _access_error(op, table: dict, with_values: bool) -> str | None:
+    """Shared verifier of read/write/add: the first problem found, or ``None``."""
     accessor = _str(op.attributes["accessor"])
     if accessor not in table:
-        return False
+        return f"unknown accessor '{accessor}' (expected one of {', '.join(table)})"
     seg = _segments(op)
-    if seg[1] != table[accessor] or seg[2] != len(_syms(op)):
-        return False
+    if seg[1] != table[accessor]:
+        return f"accessor '{accessor}' takes {table[accessor]} args, got {seg[1]}"
+    if seg[2] != len(_syms(op)):
+        return f"{seg[2]} size operands for {len(_syms(op))} syms"
     buf_t = op.operands[0].type
     if not isinstance(buf_t, ir.MemRefType) or buf_t.rank != 1:
-        return False
-    elem = buf_t.element_type
+        return "the buffer must be a 1-D memref"
     values = list(op.operands)[1 + seg[1] + seg[2]:] if with_values else list(op.results)
-    if not values or any(v.type != elem for v in values):
-        return False
-    rank = 1 if len(values) == 1 else 2
-    if not _layout_ok(op, None):
-        return False
-    layout = StridedLayout.parse(_str(op.attributes["layout"]))
-    if layout.rank not in (rank, 1 if rank == 1 else 2):
-        return False
+    if not values:
+        return "an element needs at least one component"
+    if any(v.type != buf_t.element_type for v in values):
+        return f"component values must have the buffer's element type {buf_t.element_type}"
+    err = _layout_error(op, None)
+    if err:
+        return err
+    rank = StridedLayout.parse(_str(op.attributes["layout"])).rank
+    if len(values) > 1 and rank != 2:
+        return f"{len(values)}-component elements need a rank-2 layout (element, component)"
+    if len(values) == 1 and rank not in (1, 2):
+        return "single-component elements need a rank-1 or rank-2 layout"
     if accessor == "indexed":
         idx_t = op.operands[1].type
         if not isinstance(idx_t, ir.MemRefType) or not isinstance(idx_t.element_type, ir.IntegerType):
-            return False
-    if accessor == "strided":
-        if any(not isinstance(v.type, ir.IndexType) for v in list(op.operands)[1:3]):
-            return False
-    return all(isinstance(v.type, ir.IndexType) for v in list(op.operands)[1 + seg[1]:1 + seg[1] + seg[2]])
+            return "indexed(I) needs an integer index buffer"
+    if accessor == "strided" and any(not isinstance(v.type, ir.IndexType) for v in list(op.operands)[1:3]):
+        return "strided(off, s) takes index operands"
+    sizes = list(op.operands)[1 + seg[1]:1 + seg[1] + seg[2]]
+    if any(not isinstance(v.type, ir.IndexType) for v in sizes):
+        return "size operands must be of type index"
+    return None
+
+
+def _verified(op, error: str | None) -> bool:
+    if error is None:
+        return True
+    op.location.emit_error(f"'{op.operation.name}' op {error}")
+    return False
 
 
 class ReadOp(Kern.Operation, name="read"):
@@ -115,7 +133,7 @@ class ReadOp(Kern.Operation, name="read"):
     values: Sequence[ext.Result[Any]]
 
     def verify_invariants(self) -> bool:
-        return _access_ok(self, READ_ACCESSORS, with_values=False)
+        return _verified(self, _access_error(self, READ_ACCESSORS, with_values=False))
 
 
 class WriteOp(Kern.Operation, name="write"):
@@ -130,7 +148,7 @@ class WriteOp(Kern.Operation, name="write"):
     syms: ir.ArrayAttr
 
     def verify_invariants(self) -> bool:
-        return _access_ok(self, WRITE_ACCESSORS, with_values=True)
+        return _verified(self, _access_error(self, WRITE_ACCESSORS, with_values=True))
 
 
 class AddOp(Kern.Operation, name="add"):
@@ -145,7 +163,7 @@ class AddOp(Kern.Operation, name="add"):
     syms: ir.ArrayAttr
 
     def verify_invariants(self) -> bool:
-        return _access_ok(self, ADD_ACCESSORS, with_values=True)
+        return _verified(self, _access_error(self, ADD_ACCESSORS, with_values=True))
 
 
 class LayoutApplyOp(Kern.Operation, name="layout_apply"):
@@ -159,9 +177,12 @@ class LayoutApplyOp(Kern.Operation, name="layout_apply"):
 
     def verify_invariants(self) -> bool:
         seg = _segments(self)
-        if not _layout_ok(self, seg[0]) or seg[1] != len(_syms(self)):
-            return False
-        return all(isinstance(v.type, ir.IndexType) for v in self.operands)
+        err = _layout_error(self, seg[0])
+        if err is None and seg[1] != len(_syms(self)):
+            err = f"{seg[1]} size operands for {len(_syms(self))} syms"
+        if err is None and not all(isinstance(v.type, ir.IndexType) for v in self.operands):
+            err = "operands must be of type index"
+        return _verified(self, err)
 
 
 class ThreadIdOp(Kern.Operation, name="thread_id"):
@@ -206,7 +227,12 @@ _loaded: set = set()
 
 
 def load(context) -> None:
-    """Register the kern dialect in ``context`` (once per context)."""
+    """Register the kern dialect in ``context`` (once per context).
+
+    Also turns off the context's multithreading: the kern verifiers are Python callbacks, and MLIR's
+    parallel verifier would run them on worker threads while the caller holds the GIL (a deadlock).
+    """
+    context.enable_multithreading(False)
     key = id(context)
     if key in _loaded:
         return

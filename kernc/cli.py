@@ -72,7 +72,7 @@ def cmd_check(ns) -> int:
 
 
 def cmd_opt(ns) -> int:
-    from kernc.compiler import context, run_passes
+    from kernc.compiler import context, mlir_error_text, run_passes
     from kernc.errors import CompileError, Diagnostic
     from kernc.mlir import ir
     from kernc.passes.registry import parse_pipeline
@@ -87,7 +87,7 @@ def cmd_opt(ns) -> int:
         try:
             module = ir.Module.parse(text)
         except ir.MLIRError as err:
-            raise CompileError(Diagnostic(f"{ns.file}: cannot parse IR: {err}"))
+            raise CompileError(Diagnostic(f"{ns.file}: cannot parse IR: {mlir_error_text(err)}"))
     run_passes(module, passes, (lambda n, m: _ir_printer(n, str(m))) if ns.print_ir_after_all else None)
     with ctx:
         _emit(str(module), ns.output)

@@ -37,8 +37,12 @@ def context() -> ir.Context:
     """The process-wide MLIR context with the kern dialect loaded."""
     global _CTX
     if _CTX is None:
-        _CTX = ir.Context()
-        kern.load(_CTX)
+        ctx = ir.Context()
+        # The kern verifiers are Python callbacks: MLIR's parallel verifier would call them from
+        # worker threads while this thread holds the GIL (a deadlock), so run single-threaded.
+        ctx.enable_multithreading(False)
+        kern.load(ctx)
+        _CTX = ctx
     return _CTX
 
 
@@ -92,9 +96,19 @@ def run_passes(
         except KerncError:
             raise
         except Exception as err:  # MLIRError and friends
-            raise InternalCompilerError(f"pass '{p.name}' failed: {err}") from err
+            raise InternalCompilerError(f"pass '{p.name}' failed: {mlir_error_text(err)}") from err
         if after_pass is not None:
             after_pass(p.name, module)
+
+
+def mlir_error_text(err: Exception) -> str:
+    """The message of an ``ir.MLIRError`` with each attached diagnostic (location: message)."""
+    lines = [str(err).splitlines()[0] if str(err) else type(err).__name__]
+    for d in getattr(err, "error_diagnostics", []) or []:
+        lines.append(f"  {d.location}: {d.message}")
+        for n in getattr(d, "notes", []) or []:
+            lines.append(f"    note: {n.location}: {n.message}")
+    return "\n".join(lines)
 
 
 def _text(module: ir.Module, debug_info: bool = False) -> str:

@@ -1,0 +1,352 @@
+"""The abstract syntax tree of a ``.kern`` file.
+
+Every node is a dataclass whose first field ``loc`` is the :class:`kernc.errors.SourceLocation` of
+the construct (1-based line/column). Nodes compare by identity (``eq=False``) so they can key dicts.
+
+The checker (:mod:`kernc.frontend.check`) annotates nodes in place:
+
+- every expression gets ``ty`` (a :mod:`kernc.frontend.types` type);
+- :class:`Name`, :class:`Let`, :class:`For` and :class:`Assign` get ``sym`` (the resolved
+  :class:`kernc.frontend.check.Symbol`);
+- every :class:`Kernel` gets ``info`` (a :class:`kernc.frontend.check.KernelInfo`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Optional
+
+from kernc.errors import SourceLocation
+
+Loc = SourceLocation
+
+
+@dataclass(eq=False)
+class Node:
+    """Base of all AST nodes."""
+
+    loc: Loc
+
+
+# ---- expressions ------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Expr(Node):
+    """Base of expressions; ``ty`` is set by the checker."""
+
+    ty = None  # plain class attribute (not a dataclass field): set per instance by the checker
+
+
+@dataclass(eq=False)
+class IntLit(Expr):
+    """An integer literal; ``suffix`` is a type name (``"u32"``, ``"f64"``) or ``None``."""
+
+    value: int
+    suffix: Optional[str] = None
+    text: str = ""
+
+
+@dataclass(eq=False)
+class FloatLit(Expr):
+    """A float literal (``value`` parsed from ``text``); ``suffix`` is a float type name or ``None``."""
+
+    value: float
+    suffix: Optional[str] = None
+    text: str = ""
+
+
+@dataclass(eq=False)
+class BoolLit(Expr):
+    """``true`` or ``false``."""
+
+    value: bool
+
+
+@dataclass(eq=False)
+class Name(Expr):
+    """A use of a name: local, parameter, size symbol or builtin value (``thread_id``)."""
+
+    id: str
+    sym = None
+
+
+@dataclass(eq=False)
+class Unary(Expr):
+    """``op operand`` with ``op`` in ``- ! ~``."""
+
+    op: str
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Binary(Expr):
+    """``left op right``; ``loc`` is the operator's position."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    """``func(args...)``: a builtin math function or a cast (``f32(x)``)."""
+
+    func: str
+    args: list
+
+
+@dataclass(eq=False)
+class VectorLit(Expr):
+    """``[a, b, c]``."""
+
+    elems: list
+
+
+@dataclass(eq=False)
+class Index(Expr):
+    """``base[index]``: one component of a vector."""
+
+    base: Expr
+    index: Expr
+
+
+@dataclass(eq=False)
+class Slice(Expr):
+    """``base[start:stop]`` with literal bounds (``None`` = from the start / to the end)."""
+
+    base: Expr
+    start: Optional[Expr]
+    stop: Optional[Expr]
+
+
+@dataclass(eq=False)
+class Member(Expr):
+    """``base.name`` (``.first``/``.second`` of pair accessors; not supported yet)."""
+
+    base: Expr
+    name: str
+
+
+# ---- statements -------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Stmt(Node):
+    """Base of statements."""
+
+
+@dataclass(eq=False)
+class Block(Node):
+    """``{ stmts }``: a scope."""
+
+    stmts: list
+
+
+@dataclass(eq=False)
+class Let(Stmt):
+    """``let name[: type] = value;`` -- declares a mutable local variable."""
+
+    name: str
+    type_name: Optional[str]
+    value: Expr
+    type_loc: Optional[Loc] = None
+    sym = None
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    """``target op value;`` with ``op`` in ``= += -= *= /=``; ``target`` is a Name or an Index."""
+
+    target: Expr
+    op: str
+    value: Expr
+    sym = None
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    """``if cond then [else orelse]``; ``orelse`` is a Block, a nested If (``else if``) or None."""
+
+    cond: Expr
+    then: Block
+    orelse: Optional[Any] = None
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    """``for var in start..stop body`` (``stop`` exclusive, step 1)."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    body: Block
+    sym = None
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    """``return;``: the thread does nothing more (outputs assigned before stay assigned)."""
+
+
+# ---- declarations -----------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Attribute(Node):
+    """``@name`` or ``@name(args)`` before a kernel."""
+
+    name: str
+    args: Optional[list] = None
+
+
+@dataclass(eq=False)
+class ScalarParam(Node):
+    """``name: T`` -- a scalar passed by value."""
+
+    name: str
+    type_name: str
+    type_loc: Optional[Loc] = None
+
+
+@dataclass(eq=False)
+class Pattern(Node):
+    """An accessor pattern after the access mode: ``strided(off, s)``, ``indexed(I)``, ..."""
+
+    name: str
+    args: Optional[list] = None
+
+
+@dataclass(eq=False)
+class LayoutLiteral(Node):
+    """``(shape...):(stride...)`` with entries that are int/size-symbol sums and products."""
+
+    shape: list
+    stride: list
+
+
+@dataclass(eq=False)
+class LayoutName(Node):
+    """``soa``, ``aos`` or the name of a ``layout`` definition, with optional size arguments."""
+
+    name: str
+    args: Optional[list] = None
+
+
+@dataclass(eq=False)
+class BufferParam(Node):
+    """``name: T[dims] ACCESS [PATTERN...] [as LAYOUT] [default V]``."""
+
+    name: str
+    elem_name: str
+    dims: list
+    access: str
+    patterns: list = field(default_factory=list)
+    layout: Optional[Any] = None
+    default: Optional[Expr] = None
+    elem_loc: Optional[Loc] = None
+    access_loc: Optional[Loc] = None
+
+
+@dataclass(eq=False)
+class Over(Node):
+    """``over P`` (``names == [P]``, ``extents is None``) or ``over (i, j) in (M, N)``."""
+
+    names: list
+    extents: Optional[list] = None
+
+
+@dataclass(eq=False)
+class Kernel(Node):
+    """A kernel definition."""
+
+    name: str
+    attributes: list
+    params: list
+    over: Over
+    body: Block
+    info = None
+
+
+@dataclass(eq=False)
+class LayoutDef(Node):
+    """``layout name[(params)] = (shape):(stride);``."""
+
+    name: str
+    params: list
+    shape: list
+    stride: list
+
+
+@dataclass(eq=False)
+class Program(Node):
+    """A whole file: ``items`` are Kernel and LayoutDef nodes in source order."""
+
+    items: list
+    filename: str = "<input>"
+    source: str = ""
+
+    @property
+    def kernels(self) -> list:
+        return [i for i in self.items if isinstance(i, Kernel)]
+
+    @property
+    def layouts(self) -> list:
+        return [i for i in self.items if isinstance(i, LayoutDef)]
+
+
+# ---- dumping ----------------------------------------------------------------------------------
+
+
+def dump_ast(node: Any) -> str:
+    """A deterministic, indented text rendering of ``node`` (for ``kernc compile --emit ast``).
+
+    One line per node: ``ClassName [line:col] field=value ...``, then its child nodes indented by two
+    spaces under the field that holds them. Types annotated by the checker appear as ``: type``.
+    """
+    out: list[str] = []
+    _dump(node, 0, out, None)
+    return "\n".join(out) + "\n"
+
+
+def _scalar_repr(v: Any) -> str:
+    if isinstance(v, str):
+        return repr(v)
+    return str(v)
+
+
+def _is_node_value(v: Any) -> bool:
+    if isinstance(v, Node):
+        return True
+    return isinstance(v, list) and any(isinstance(x, Node) for x in v)
+
+
+def _dump(node: Any, depth: int, out: list, label: Optional[str]) -> None:
+    pad = "  " * depth
+    prefix = f"{label}: " if label else ""
+    if not isinstance(node, Node):
+        out.append(f"{pad}{prefix}{_scalar_repr(node)}")
+        return
+    parts = [type(node).__name__, f"[{node.loc.line}:{node.loc.column}]"]
+    children = []
+    for f in fields(node):
+        if f.name in ("loc", "source") or f.name.endswith("_loc"):
+            continue
+        v = getattr(node, f.name)
+        if _is_node_value(v):
+            children.append((f.name, v))
+        elif isinstance(v, list):
+            parts.append(f"{f.name}=[{', '.join(_scalar_repr(x) for x in v)}]")
+        elif v is not None:
+            parts.append(f"{f.name}={_scalar_repr(v)}")
+    ty = getattr(node, "ty", None)
+    if ty is not None:
+        parts.append(f": {ty}")
+    out.append(pad + prefix + " ".join(parts))
+    for name, v in children:
+        if isinstance(v, list):
+            out.append(f"{pad}  {name}:")
+            for x in v:
+                _dump(x, depth + 2, out, None)
+        else:
+            _dump(v, depth + 1, out, name)

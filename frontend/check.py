@@ -1,0 +1,1277 @@
+"""Name resolution and type checking of a parsed ``.kern`` program.
+
+:func:`check` validates a :class:`kernc.frontend.ast.Program` and annotates it in place (see
+:mod:`kernc.frontend.ast`): expression types, resolved :class:`Symbol` s, and a :class:`KernelInfo`
+per kernel (parameters, size symbols, layouts, block size, the kernel signature). All errors found
+are collected and raised together as one :class:`kernc.errors.CompileError`.
+
+Language rules enforced here (the reference for the lowering):
+
+- ``let`` bindings are *mutable* local variables with a fixed type; ``x = e``, ``x += e``,
+  ``x -= e``, ``x *= e``, ``x /= e`` update them. Names cannot be redeclared while visible (no
+  shadowing); loop variables and parameters are read-only.
+- Unsuffixed literals take their type from the other operand (an integer literal may become a float;
+  a float literal never becomes an integer); alone they default to ``i32`` / ``f32``.
+- There is no implicit conversion: mixing int and float, signed and unsigned, or different widths is
+  an error with a hint to cast (``f32(x)``, ``u32(x)``, ``index(x)``).
+- A scalar operand broadcasts against a vector; two vectors must have the same length.
+- A ``read`` buffer's name is the thread's element (a scalar, or a K-vector for ``T[n, K]``); an
+  output (``write``/``add``) can only be assigned (``y = v``, ``y += v``, ``y -= v``,
+  ``y[k] = v``), never read. An output's pending value starts at zero.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Optional
+
+from kernc.dialect.signature import KernelSignature, Param
+from kernc.dialect.strided import Poly, StridedLayout
+from kernc.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
+
+from . import ast as A
+from . import types as T
+
+#: Builtin values (all of type ``index``).
+BUILTIN_VALUES = ("thread_id", "block_id", "block_dim", "lane_id", "problem_size")
+#: Builtin functions and their arity.
+FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "floor", "ceil")
+BUILTIN_FUNCS = {**{f: 1 for f in FLOAT_UNARY}, "abs": 1, "min": 2, "max": 2, "fma": 3, "select": 3}
+#: Accessor patterns: supported ones with their argument counts, and the ones that parse but are
+#: not implemented yet.
+SUPPORTED_ACCESSORS = {"sequential": 0, "strided": 2, "indexed": 1}
+PENDING_ACCESSORS = ("shared", "unique", "pair", "shared_sum", "atomic", "block_sum", "sum")
+KERNEL_ATTRIBUTES = ("block", "deterministic", "checked")
+BUILTIN_LAYOUTS = ("soa", "aos")
+PENDING_LAYOUTS = ("caspar",)
+
+_ARITH = ("+", "-", "*", "/", "%", "//", "%%")
+_BITWISE = ("&", "|", "^")
+_SHIFT = ("<<", ">>")
+_COMPARE = ("==", "!=", "<", "<=", ">", ">=")
+_LOGIC = ("&&", "||")
+
+
+@dataclass(eq=False)
+class BufferInfo:
+    """A checked buffer parameter.
+
+    ``value_type`` is what the body sees (``elem`` or ``VectorType(elem, components)``);
+    ``accessor_args`` are the two index expressions of ``strided``; ``index_param`` names the index
+    buffer of ``indexed``; ``layout`` is the storage layout over ``dims``; ``storage_shape`` the
+    shape of the array the user passes (ints and symbol strings).
+    """
+
+    name: str
+    elem: T.ScalarType
+    dims: list
+    components: int
+    access: str
+    accessor: str
+    accessor_args: list
+    index_param: Optional[str]
+    layout: StridedLayout
+    storage_shape: list
+    loc: SourceLocation
+
+    @property
+    def value_type(self) -> T.Type:
+        return T.VectorType(self.elem, self.components) if self.components > 1 else self.elem
+
+    @property
+    def is_output(self) -> bool:
+        return self.access in ("write", "add")
+
+
+@dataclass(eq=False)
+class Symbol:
+    """A resolved name.
+
+    ``kind`` is ``"scalar"`` (scalar param), ``"buffer"``, ``"size"`` (size symbol), ``"local"``
+    (``let``), ``"loopvar"`` or ``"builtin"`` (``thread_id``...). ``ty`` is the value type (for
+    buffers the element value type).
+    """
+
+    name: str
+    kind: str
+    ty: Optional[T.Type]
+    loc: Optional[SourceLocation] = None
+    buffer: Optional[BufferInfo] = None
+
+    def __repr__(self) -> str:
+        return f"Symbol({self.name!r}, {self.kind}, {self.ty})"
+
+
+@dataclass(eq=False)
+class KernelInfo:
+    """Everything the lowering needs about a checked kernel.
+
+    ``params`` are the param symbols in source order; ``sizes`` the size symbols in ABI order;
+    ``problem_size`` the name giving ``P`` (a size symbol or an integer scalar param);
+    ``flagged_outputs`` the ``write`` outputs that are not assigned on every path (their final
+    write is guarded by an "assigned" flag); ``nested_return`` whether a ``return`` occurs inside an
+    ``if``/``for`` (the lowering then tracks a "returned" flag).
+    """
+
+    name: str
+    block: int
+    attributes: list
+    params: list
+    sizes: list
+    problem_size: str
+    size_symbols: dict = field(default_factory=dict)
+    flagged_outputs: set = field(default_factory=set)
+    nested_return: bool = False
+    used_reads: list = field(default_factory=list)
+
+    @property
+    def problem_symbol(self) -> Symbol:
+        for p in self.params:
+            if p.name == self.problem_size:
+                return p
+        return self.size_symbols[self.problem_size]
+
+    @property
+    def outputs(self) -> list:
+        return [p for p in self.params
+                if p.kind == "buffer" and p.buffer is not None and p.buffer.is_output]
+
+    def signature(self) -> KernelSignature:
+        """The :class:`kernc.dialect.signature.KernelSignature` of the kernel."""
+        params = []
+        for p in self.params:
+            if p.kind == "scalar":
+                params.append(Param(name=p.name, kind="scalar", dtype=p.ty.name))
+            else:
+                b = p.buffer
+                params.append(Param(
+                    name=p.name, kind="buffer", dtype=b.elem.name, access=b.access,
+                    accessor=b.accessor, index_param=b.index_param,
+                    dims=[_poly_entry(d) for d in b.dims], components=b.components,
+                    layout=str(b.layout), storage_shape=list(b.storage_shape),
+                ))
+        return KernelSignature(name=self.name, params=params, sizes=list(self.sizes),
+                               problem_size=self.problem_size, block=self.block,
+                               attributes=list(self.attributes))
+
+
+def _poly_entry(p: Poly):
+    """An int for a constant polynomial, else its text (a symbol name for a single symbol)."""
+    return p.value if p.is_const else str(p)
+
+
+def _did_you_mean(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def check(program: A.Program) -> A.Program:
+    """Type-check ``program`` and annotate it in place; returns it.
+
+    Raises :class:`kernc.errors.CompileError` with every error found (each a located
+    :class:`kernc.errors.Diagnostic`).
+    """
+    checker = _Checker(program)
+    try:
+        checker.run()
+    except CompileError:
+        raise
+    except Exception as exc:  # a checker bug, most likely triggered by an earlier error
+        if checker.diags:
+            raise CompileError(checker.diags) from None
+        raise InternalCompilerError(f"the checker failed: {exc!r}") from exc
+    return program
+
+
+class _Checker:
+    def __init__(self, program: A.Program):
+        self.program = program
+        self.diags: list[Diagnostic] = []
+        self.layouts: dict[str, A.LayoutDef] = {}
+        self.scopes: list[dict] = []
+        self.info: Optional[KernelInfo] = None
+
+    # ---- diagnostics ------------------------------------------------------------------------
+
+    def error(self, msg: str, loc: SourceLocation, hint: Optional[str] = None,
+              note: Optional[tuple] = None) -> None:
+        notes = []
+        if note is not None:
+            notes.append(Diagnostic(note[0], note[1], severity="note", source=self.program.source))
+        self.diags.append(Diagnostic(msg, loc, source=self.program.source, hint=hint, notes=notes))
+
+    def run(self) -> None:
+        kernel_names: dict[str, A.Kernel] = {}
+        for item in self.program.items:
+            if isinstance(item, A.LayoutDef):
+                self.check_layout_def(item)
+        for item in self.program.items:
+            if isinstance(item, A.Kernel):
+                if item.name in kernel_names:
+                    self.error(f"redefinition of kernel '{item.name}'", item.loc,
+                               note=("previous definition is here", kernel_names[item.name].loc))
+                else:
+                    kernel_names[item.name] = item
+                self.check_kernel(item)
+        if self.diags:
+            raise CompileError(self.diags)
+
+    # ---- size polynomials and layouts -------------------------------------------------------
+
+    def poly(self, e: A.Expr, what: str, names_ok) -> Optional[Poly]:
+        """The polynomial of a dim/layout entry (ints, names, ``+``, ``*``); None after an error.
+
+        ``names_ok(name, loc)`` validates each name (reporting its own error) and returns a bool.
+        """
+        if isinstance(e, A.IntLit):
+            if e.value < 0 or (e.suffix is not None and e.suffix not in ("index",)):
+                self.error(f"{what} entries must be non-negative integers or size symbols, "
+                           f"not '{e.text}'", e.loc)
+                return None
+            return Poly.const(e.value)
+        if isinstance(e, A.Name):
+            return Poly.sym(e.id) if names_ok(e.id, e.loc) else None
+        if isinstance(e, A.Binary) and e.op in ("+", "*"):
+            a = self.poly(e.left, what, names_ok)
+            b = self.poly(e.right, what, names_ok)
+            if a is None or b is None:
+                return None
+            return a + b if e.op == "+" else a * b
+        self.error(f"{what} entries must be sums and products of integers and size symbols", e.loc)
+        return None
+
+    def check_layout_def(self, d: A.LayoutDef) -> None:
+        if d.name in BUILTIN_LAYOUTS or d.name in PENDING_LAYOUTS:
+            self.error(f"'{d.name}' is a builtin layout and cannot be redefined", d.loc)
+            return
+        if d.name in self.layouts:
+            self.error(f"redefinition of layout '{d.name}'", d.loc,
+                       note=("previous definition is here", self.layouts[d.name].loc))
+            return
+        if len(set(d.params)) != len(d.params):
+            self.error(f"layout '{d.name}' has duplicate parameter names", d.loc)
+            return
+        if len(d.shape) != len(d.stride):
+            self.error(f"layout '{d.name}' has {len(d.shape)} shape entries but {len(d.stride)} "
+                       f"strides", d.loc)
+            return
+
+        def names_ok(name, loc):
+            if name in d.params:
+                return True
+            self.error(f"unknown name '{name}' in layout '{d.name}'" + _did_you_mean(name, d.params),
+                       loc, hint=f"size parameters are declared as `layout {d.name}({name}) = ...`")
+            return False
+
+        ok = all(self.poly(e, "layout", names_ok) is not None for e in d.shape + d.stride)
+        if ok:
+            self.layouts[d.name] = d
+
+    def resolve_layout(self, p: A.BufferParam, dims: list, names_ok) -> Optional[StridedLayout]:
+        rank = len(dims)
+        spec = p.layout
+        if spec is None or (isinstance(spec, A.LayoutName) and spec.name in BUILTIN_LAYOUTS):
+            if spec is not None and spec.args:
+                self.error(f"layout '{spec.name}' takes no arguments", spec.loc)
+                return None
+            if rank == 1:
+                return StridedLayout((dims[0],), (Poly.const(1),))
+            if spec is not None and spec.name == "soa":
+                return StridedLayout(tuple(dims), (Poly.const(1), dims[0]))
+            return StridedLayout(tuple(dims), (dims[1], Poly.const(1)))
+        if isinstance(spec, A.LayoutName) and spec.name in PENDING_LAYOUTS:
+            self.error(f"layout '{spec.name}' is not supported yet", spec.loc)
+            return None
+        if isinstance(spec, A.LayoutLiteral):
+            if len(spec.shape) != len(spec.stride):
+                self.error(f"layout has {len(spec.shape)} shape entries but {len(spec.stride)} "
+                           f"strides", spec.loc)
+                return None
+            shape = [self.poly(e, "layout", names_ok) for e in spec.shape]
+            stride = [self.poly(e, "layout", names_ok) for e in spec.stride]
+            if None in shape or None in stride:
+                return None
+        else:
+            d = self.layouts.get(spec.name)
+            if d is None:
+                self.error(f"unknown layout '{spec.name}'"
+                           + _did_you_mean(spec.name, list(self.layouts) + list(BUILTIN_LAYOUTS)),
+                           spec.loc)
+                return None
+            args = spec.args or []
+            if len(args) != len(d.params):
+                self.error(f"layout '{d.name}' takes {len(d.params)} argument"
+                           f"{'' if len(d.params) == 1 else 's'}, got {len(args)}", spec.loc,
+                           note=(f"layout '{d.name}' is defined here", d.loc))
+                return None
+            vals = [self.poly(e, "layout argument", names_ok) for e in args]
+            if None in vals:
+                return None
+            env = dict(zip(d.params, vals))
+            shape = [_subst(self.poly(e, "layout", lambda n, l: True), env) for e in d.shape]
+            stride = [_subst(self.poly(e, "layout", lambda n, l: True), env) for e in d.stride]
+        layout = StridedLayout(tuple(shape), tuple(stride))
+        if tuple(shape) != tuple(dims):
+            dims_text = ", ".join(str(x) for x in dims)
+            self.error(f"layout {layout} does not match the dims [{dims_text}] of '{p.name}'",
+                       spec.loc, hint="the layout's shape must list the buffer's dims in order")
+            return None
+        return layout
+
+    # ---- kernels ----------------------------------------------------------------------------
+
+    def check_kernel(self, k: A.Kernel) -> None:
+        block, attributes = 256, []
+        seen_attrs: dict[str, A.Attribute] = {}
+        for a in k.attributes:
+            if a.name in seen_attrs:
+                self.error(f"duplicate attribute '@{a.name}'", a.loc)
+                continue
+            seen_attrs[a.name] = a
+            if a.name == "block":
+                args = a.args or []
+                if len(args) != 1 or not isinstance(args[0], A.IntLit):
+                    self.error("@block takes one integer literal, e.g. @block(256)", a.loc)
+                    continue
+                n = args[0].value
+                if n < 32 or n > 1024 or n & (n - 1):
+                    self.error(f"block size must be a power of two between 32 and 1024, got {n}",
+                               args[0].loc)
+                    continue
+                block = n
+            elif a.name in ("deterministic", "checked"):
+                if a.args is not None:
+                    self.error(f"@{a.name} takes no arguments", a.loc)
+                    continue
+                attributes.append(a.name)
+            else:
+                self.error(f"unknown kernel attribute '@{a.name}'"
+                           + _did_you_mean(a.name, KERNEL_ATTRIBUTES), a.loc,
+                           hint="kernel attributes: @block(N), @deterministic, @checked")
+
+        params: list[Symbol] = []
+        by_name: dict[str, Symbol] = {}
+        # pass 1: names and kinds
+        for p in k.params:
+            if p.name in by_name:
+                self.error(f"duplicate parameter '{p.name}'", p.loc,
+                           note=("previous declaration is here", by_name[p.name].loc))
+                continue
+            if not self.name_free(p.name, p.loc, "a parameter"):
+                continue
+            if isinstance(p, A.ScalarParam):
+                ty = self.type_named(p.type_name, p.type_loc or p.loc)
+                sym = Symbol(p.name, "scalar", ty, p.loc)
+            else:
+                sym = Symbol(p.name, "buffer", None, p.loc)
+            sym.node = p
+            by_name[p.name] = sym
+            params.append(sym)
+
+        sizes: list[str] = []
+        size_syms: dict[str, Symbol] = {}
+
+        def size_name_ok(name, loc):
+            if name in by_name:
+                kind = "scalar parameter" if by_name[name].kind == "scalar" else "buffer"
+                self.error(f"'{name}' is a {kind}, not a size symbol", loc,
+                           hint="size symbols are bound from buffer shapes; use a fresh name")
+                return False
+            if not self.name_free(name, loc, "a size symbol"):
+                return False
+            return True
+
+        def add_sizes(poly: Poly, loc):
+            for s in poly.symbols:
+                if s not in size_syms:
+                    sizes.append(s)
+                    size_syms[s] = Symbol(s, "size", T.INDEX, loc)
+
+        # pass 2: buffers (dims, layout); accessors need every param, so they come in pass 3
+        for sym in params:
+            p = sym.node
+            if sym.kind != "buffer":
+                continue
+            elem = self.type_named(p.elem_name, p.elem_loc or p.loc)
+            if elem is not None and (elem.is_bool or elem.is_index):
+                self.error(f"buffers of '{elem}' are not supported", p.elem_loc or p.loc,
+                           hint="use u8 for flags" if elem.is_bool else "use i64 (or u32) for indices")
+                elem = None
+            if p.access == "view":
+                self.error("'view' buffers are not supported yet", p.access_loc or p.loc)
+                continue
+            dims = [self.poly(d, "dim", size_name_ok) for d in p.dims]
+            if None in dims or elem is None:
+                continue
+            if len(dims) > 2:
+                self.error(f"buffer '{p.name}' has {len(dims)} dims; only T[n] and T[n, K] are supported "
+                           f"(N-D buffers need 'view', not supported yet)", p.loc)
+                continue
+            components = 1
+            if len(dims) == 2:
+                if not dims[1].is_const:
+                    self.error("the last dim of a multi-component buffer must be an integer literal "
+                               "(the component count)", p.dims[1].loc)
+                    continue
+                components = dims[1].value
+                if components < 2:
+                    self.error(f"a multi-component element needs at least 2 components, got "
+                               f"{components}", p.dims[1].loc, hint=f"declare it as {p.elem_name}[{p.dims[0].id if isinstance(p.dims[0], A.Name) else 'n'}]")
+                    continue
+            for d in dims:
+                add_sizes(d, p.loc)
+            layout = self.resolve_layout(p, dims, size_name_ok)
+            if layout is None:
+                continue
+            for s in layout.shape + layout.stride:
+                add_sizes(s, p.loc)
+            sym.ty = T.VectorType(elem, components) if components > 1 else elem
+            sym.buffer = BufferInfo(p.name, elem, dims, components, p.access, "sequential", [], None,
+                                    layout, storage_shape(layout), p.loc)
+
+        # over
+        over = k.over
+        problem = None
+        if over.extents is not None or len(over.names) != 1:
+            self.error("N-D 'over (i, j) in (M, N)' is not supported yet", over.loc)
+        else:
+            name = over.names[0]
+            if name in by_name:
+                s = by_name[name]
+                if s.kind == "scalar" and s.ty is not None and s.ty.is_int:
+                    problem = name
+                elif s.kind == "scalar" and s.ty is not None:
+                    self.error(f"the problem size '{name}' must be an integer, not '{s.ty}'", over.loc)
+                elif s.kind == "buffer":
+                    self.error(f"the problem size must be a size symbol or an integer scalar "
+                               f"parameter; '{name}' is a buffer", over.loc,
+                               hint=f"use the size symbol of its dims, e.g. over n for {name}: T[n]")
+            elif name in size_syms:
+                problem = name
+            elif self.name_free(name, over.loc, "a size symbol"):
+                problem = name
+                sizes.append(name)
+                size_syms[name] = Symbol(name, "size", T.INDEX, over.loc)
+
+        info = KernelInfo(k.name, block, attributes, params, sizes, problem or "?", size_syms)
+        k.info = info
+        self.info = info
+
+        # pass 3: accessor patterns (they refer to other params and to size symbols)
+        for sym in params:
+            if sym.kind == "buffer" and sym.buffer is not None:
+                self.check_accessor(sym, by_name, size_syms)
+
+        # body
+        builtins = {n: Symbol(n, "builtin", T.INDEX) for n in BUILTIN_VALUES}
+        kernel_scope = dict(builtins)
+        kernel_scope.update(size_syms)
+        kernel_scope.update({s.name: s for s in params})
+        self.scopes = [kernel_scope]
+        self.used_reads: list = []
+        self.check_block(k.body, new_scope=True)
+        info.used_reads = [s for s in params if s in self.used_reads]
+        info.nested_return = _has_nested_return(k.body.stmts)
+        for out in info.outputs:
+            if out.buffer.access == "write":
+                assigned, leaks = _definitely_assigns(k.body.stmts, out, False)
+                if leaks or not assigned:
+                    info.flagged_outputs.add(out)
+        self.scopes = []
+
+    def check_accessor(self, sym: Symbol, by_name: dict, size_syms: dict) -> None:
+        p: A.BufferParam = sym.node
+        b = sym.buffer
+        if p.default is not None:
+            self.error("'default' values of accessors are not supported yet", p.default.loc)
+        if not p.patterns:
+            return
+        if len(p.patterns) > 1:
+            self.error("only one accessor pattern per buffer is supported", p.patterns[1].loc)
+            return
+        pat = p.patterns[0]
+        if pat.name in PENDING_ACCESSORS:
+            self.error(f"accessor '{pat.name}' is not supported yet", pat.loc,
+                       hint="supported accessors: sequential, strided(off, s), indexed(I)")
+            return
+        if pat.name not in SUPPORTED_ACCESSORS:
+            self.error(f"unknown accessor '{pat.name}'"
+                       + _did_you_mean(pat.name, list(SUPPORTED_ACCESSORS) + list(PENDING_ACCESSORS)),
+                       pat.loc, hint="supported accessors: sequential, strided(off, s), indexed(I)")
+            return
+        want = SUPPORTED_ACCESSORS[pat.name]
+        args = pat.args or []
+        if len(args) != want:
+            if want == 0:
+                self.error(f"accessor '{pat.name}' takes no arguments", pat.loc)
+            else:
+                self.error(f"accessor '{pat.name}' takes {want} argument{'s' if want > 1 else ''}, "
+                           f"got {len(args)}", pat.loc,
+                           hint="strided(off, s)" if pat.name == "strided" else "indexed(I)")
+            return
+        b.accessor = pat.name
+        if pat.name == "strided":
+            scope = {n: s for n, s in by_name.items() if s.kind == "scalar"}
+            scope.update(size_syms)
+            self.scopes = [scope]
+            self.in_accessor = True
+            ok = True
+            for a in args:
+                t = self.expr(a)
+                if t is None:
+                    ok = False
+                    continue
+                if T.is_literal(t):
+                    self.retype(a, T.INDEX)
+                    t = a.ty
+                if not isinstance(t, T.ScalarType) or not t.is_int:
+                    self.error(f"strided arguments must be integers, got '{t}'", a.loc)
+                    ok = False
+            self.in_accessor = False
+            self.scopes = []
+            if ok:
+                b.accessor_args = list(args)
+        else:
+            a = args[0]
+            if not isinstance(a, A.Name):
+                self.error("indexed(I) takes the name of an index buffer parameter", a.loc)
+                return
+            target = by_name.get(a.id)
+            if target is None:
+                self.error(f"unknown index buffer '{a.id}'" + _did_you_mean(a.id, by_name), a.loc)
+                return
+            tb = target.buffer
+            if target.kind != "buffer" or tb is None:
+                if target.kind != "buffer":
+                    self.error(f"the index of indexed({a.id}) must be a buffer parameter, "
+                               f"'{a.id}' is a scalar", a.loc)
+                return
+            if target is sym:
+                self.error(f"buffer '{p.name}' cannot index itself", a.loc)
+                return
+            problems = []
+            if tb.access != "read":
+                problems.append("read")
+            if tb.components != 1:
+                problems.append("1-D")
+            if tb.elem.name not in ("u32", "i32"):
+                problems.append("u32 or i32")
+            pats = target.node.patterns
+            if pats and pats[0].name != "sequential":
+                problems.append("sequential")
+            if problems:
+                self.error(f"the index buffer '{a.id}' of indexed({a.id}) must be a 1-D u32 or i32 "
+                           f"buffer read sequentially", a.loc,
+                           note=(f"'{a.id}' is declared here", target.loc),
+                           hint=f"declare it as `{a.id}: u32[n] read`")
+                return
+            b.index_param = a.id
+
+    # ---- scopes -----------------------------------------------------------------------------
+
+    def name_free(self, name: str, loc: SourceLocation, what: str) -> bool:
+        """Report (and return False) if ``name`` is reserved or already visible."""
+        if name in T.SCALARS:
+            self.error(f"'{name}' is a type name and cannot be used as {what}", loc)
+            return False
+        if name in BUILTIN_FUNCS:
+            self.error(f"'{name}' is a builtin function and cannot be used as {what}", loc)
+            return False
+        if name in BUILTIN_VALUES:
+            self.error(f"'{name}' is a builtin value and cannot be used as {what}", loc)
+            return False
+        for scope in reversed(self.scopes):
+            if name in scope:
+                prev = scope[name]
+                self.error(f"redeclaration of '{name}'", loc,
+                           note=("previously declared here", prev.loc) if prev.loc else None)
+                return False
+        return True
+
+    def lookup(self, name: str) -> Optional[Symbol]:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def visible_names(self) -> list:
+        names = set()
+        for scope in self.scopes:
+            names |= set(scope)
+        return sorted(names)
+
+    def type_named(self, name: str, loc: SourceLocation) -> Optional[T.ScalarType]:
+        t = T.SCALARS.get(name)
+        if t is None:
+            self.error(f"unknown type '{name}'" + _did_you_mean(name, T.SCALARS), loc,
+                       hint="types: bool, i8..i64, u8..u64, f16, bf16, f32, f64, index")
+        return t
+
+    # ---- statements -------------------------------------------------------------------------
+
+    def check_block(self, block: A.Block, new_scope: bool = True, extra: Optional[dict] = None) -> None:
+        if new_scope:
+            self.scopes.append(dict(extra or {}))
+        for s in block.stmts:
+            self.stmt(s)
+        if new_scope:
+            self.scopes.pop()
+
+    def stmt(self, s: A.Stmt) -> None:
+        if isinstance(s, A.Let):
+            self.let(s)
+        elif isinstance(s, A.Assign):
+            self.assign(s)
+        elif isinstance(s, A.If):
+            self.cond(s.cond)
+            self.check_block(s.then)
+            if isinstance(s.orelse, A.Block):
+                self.check_block(s.orelse)
+            elif isinstance(s.orelse, A.If):
+                self.stmt(s.orelse)
+        elif isinstance(s, A.For):
+            self.for_(s)
+        elif isinstance(s, A.Return):
+            pass
+        else:  # pragma: no cover - the parser builds no other statements
+            self.error(f"unsupported statement {type(s).__name__}", s.loc)
+
+    def cond(self, e: A.Expr) -> None:
+        t = self.expr(e)
+        if t is None:
+            return
+        if t != T.BOOL:
+            self.error(f"condition must be 'bool', got '{t}'", e.loc,
+                       hint="compare explicitly, e.g. `x != 0`" if T.scalar_of(t).is_numeric else None)
+
+    def let(self, s: A.Let) -> None:
+        t = self.expr(s.value)
+        declared = None
+        if s.type_name is not None:
+            declared = self.type_named(s.type_name, s.type_loc or s.loc)
+        if t is not None:
+            if declared is not None:
+                target = T.with_scalar(t, declared) if isinstance(t, T.VectorType) else declared
+                if not self.coerce(s.value, target, f"the initializer of '{s.name}'"):
+                    t = None
+                else:
+                    t = target
+            else:
+                self.default(s.value)
+                t = s.value.ty
+        if not self.name_free(s.name, s.loc, "a variable"):
+            return
+        sym = Symbol(s.name, "local", t, s.loc)
+        s.sym = sym
+        self.scopes[-1][s.name] = sym
+
+    def for_(self, s: A.For) -> None:
+        lt = self.expr(s.start)
+        rt = self.expr(s.stop)
+        ty = None
+        if lt is not None and rt is not None:
+            ty = self.unify(s.start, s.stop, "..", s.loc)
+            if ty is not None:
+                if T.is_literal(ty):
+                    self.retype(s.start, T.I32)
+                    self.retype(s.stop, T.I32)
+                    ty = T.I32
+                if not isinstance(ty, T.ScalarType) or not ty.is_int:
+                    self.error(f"loop bounds must be integers, got '{ty}'", s.loc)
+                    ty = None
+        scope = {}
+        if self.name_free(s.var, s.loc, "a loop variable"):
+            sym = Symbol(s.var, "loopvar", ty, s.loc)
+            s.sym = sym
+            scope[s.var] = sym
+        self.check_block(s.body, extra=scope)
+
+    def assign(self, s: A.Assign) -> None:
+        target = s.target
+        base = target.base if isinstance(target, A.Index) else target
+        assert isinstance(base, A.Name)
+        sym = self.lookup(base.id)
+        vt = self.expr(s.value)
+        if sym is None:
+            self.error(f"unknown name '{base.id}'" + _did_you_mean(base.id, self.visible_names()),
+                       base.loc)
+            return
+        base.sym = sym
+        s.sym = sym
+        op = s.op
+        if sym.kind == "buffer":
+            b = sym.buffer
+            if b is None:
+                return
+            if not b.is_output:
+                self.error(f"cannot assign to '{sym.name}': it is a read buffer", base.loc,
+                           hint=f"declare it `write` or `add` to produce output",
+                           note=(f"'{sym.name}' is declared here", sym.loc))
+                return
+            if op not in ("=", "+=", "-="):
+                self.error(f"operator '{op}' cannot update output '{sym.name}'; use '=', '+=' or '-='",
+                           s.loc, hint="compute the value in a `let` variable first")
+                return
+        elif sym.kind == "scalar":
+            self.error(f"cannot assign to parameter '{sym.name}'", base.loc,
+                       hint=f"copy it into a variable: `let {sym.name}2 = {sym.name};`")
+            return
+        elif sym.kind == "loopvar":
+            self.error(f"cannot assign to loop variable '{sym.name}'", base.loc)
+            return
+        elif sym.kind in ("size", "builtin"):
+            self.error(f"cannot assign to '{sym.name}'", base.loc)
+            return
+        ttype = sym.ty
+        if ttype is None or vt is None:
+            return
+        if isinstance(target, A.Index):
+            base.ty = ttype
+            if not isinstance(ttype, T.VectorType):
+                self.error(f"cannot index '{sym.name}' of scalar type '{ttype}'", target.loc)
+                return
+            if not self.component_index(target.index, ttype.n):
+                return
+            ttype = ttype.elem
+            target.ty = ttype
+        else:
+            base.ty = ttype
+        if op != "=":
+            s_ = T.scalar_of(ttype)
+            if not s_.is_numeric:
+                self.error(f"operator '{op}' needs a numeric target, '{sym.name}' is '{ttype}'", s.loc)
+                return
+            if isinstance(ttype, T.VectorType) and not isinstance(vt, T.VectorType):
+                self.coerce(s.value, ttype.elem, f"'{op}' on '{sym.name}'")
+                return
+        self.coerce(s.value, ttype, f"assignment to '{sym.name}'")
+
+    def component_index(self, idx: A.Expr, n: int) -> bool:
+        """Check a component index into an ``n``-vector (literal in range, or an integer)."""
+        if isinstance(idx, A.IntLit):
+            idx.ty = T.INDEX if idx.suffix is None else T.SCALARS[idx.suffix]
+            if not 0 <= idx.value < n:
+                self.error(f"component index {idx.value} is out of range for a {n}-component value",
+                           idx.loc, hint=f"valid indices are 0..{n - 1}")
+                return False
+            return True
+        t = self.expr(idx)
+        if t is None:
+            return False
+        if T.is_literal(t):
+            self.retype(idx, T.I32)
+            t = idx.ty
+        if not isinstance(t, T.ScalarType) or not t.is_int:
+            self.error(f"component index must be an integer, got '{t}'", idx.loc)
+            return False
+        return True
+
+    # ---- types: unification and literal retyping --------------------------------------------
+
+    def coerce(self, e: A.Expr, target: T.Type, what: str) -> bool:
+        """Make ``e`` (already checked) have type ``target``, retyping literals; report mismatches."""
+        t = e.ty
+        if t is None:
+            return False
+        if t == target:
+            return True
+        if T.width(t) != T.width(target) or isinstance(t, T.VectorType) != isinstance(target, T.VectorType):
+            self.error(f"type mismatch in {what}: expected '{target}', got '{t}'", e.loc)
+            return False
+        s, ts = T.scalar_of(t), T.scalar_of(target)
+        if s.literal and _literal_fits(s, ts):
+            return self.retype(e, ts)
+        hint = None
+        if s.literal and s.is_float and ts.is_int:
+            msg = f"type mismatch in {what}: a float literal cannot be '{ts}'"
+        else:
+            msg = f"type mismatch in {what}: expected '{target}', got '{t}'"
+            if not s.literal:
+                hint = f"convert explicitly: {ts}(...)"
+        self.error(msg, e.loc, hint=hint)
+        return False
+
+    def default(self, e: A.Expr) -> None:
+        if e.ty is not None and T.is_literal(e.ty):
+            self.retype(e, T.default_scalar(T.scalar_of(e.ty)))
+
+    def retype(self, e: A.Expr, s: T.ScalarType) -> bool:
+        """Give the literal-typed subtree ``e`` the scalar type ``s`` (vectors keep their length)."""
+        if e.ty is None or not T.is_literal(e.ty):
+            return True
+        ok = True
+        if isinstance(e, A.IntLit):
+            if s.is_int:
+                lo, hi = T.int_range(s)
+                if not lo <= e.value <= hi:
+                    self.error(f"integer literal {e.text} is out of range for '{s}' ({lo}..{hi})",
+                               e.loc)
+                    ok = False
+        elif isinstance(e, (A.Unary, A.Binary, A.Call, A.VectorLit, A.Index, A.Slice)):
+            for c in _children(e):
+                if c.ty is not None and T.is_literal(c.ty):
+                    if isinstance(e, A.Binary) and e.op in _SHIFT and c is e.right and s.is_float:
+                        continue
+                    ok = self.retype(c, s) and ok
+        e.ty = T.with_scalar(e.ty, s)
+        return ok
+
+    def unify(self, l: A.Expr, r: A.Expr, op: str, loc: SourceLocation) -> Optional[T.Type]:
+        """The common type of two checked operands (broadcasting scalars); retypes literals."""
+        lt, rt = l.ty, r.ty
+        n = None
+        if isinstance(lt, T.VectorType) and isinstance(rt, T.VectorType) and lt.n != rt.n:
+            self.error(f"vector lengths differ in '{op}': {lt.n} and {rt.n}", loc)
+            return None
+        for t in (lt, rt):
+            if isinstance(t, T.VectorType):
+                n = t.n
+        s = self.unify_scalar(T.scalar_of(lt), T.scalar_of(rt), op, loc)
+        if s is None:
+            return None
+        if not s.literal:
+            for e in (l, r):
+                if T.is_literal(e.ty):
+                    if not self.retype(e, s):
+                        return None
+        return T.VectorType(s, n) if n is not None else s
+
+    def unify_scalar(self, a: T.ScalarType, b: T.ScalarType, op: str, loc) -> Optional[T.ScalarType]:
+        if a == b:
+            return a
+        if a.literal and b.literal:
+            return T.FLOAT_LIT if (a.is_float or b.is_float) else T.INT_LIT
+        if a.literal or b.literal:
+            lit, conc = (a, b) if a.literal else (b, a)
+            if _literal_fits(lit, conc):
+                return conc
+            if lit.is_float and conc.is_int:
+                self.error(f"a float literal cannot be used as '{conc}' in '{op}'", loc,
+                           hint=f"convert explicitly, e.g. f32(x)")
+            else:
+                self.error(f"cannot use an {lit.name} as '{conc}' in '{op}'", loc)
+            return None
+        if a.is_int and b.is_int:
+            if a.signed != b.signed and not (a.is_index or b.is_index):
+                s, u = (a, b) if a.signed else (b, a)
+                self.error(f"cannot mix signed '{s}' and unsigned '{u}' in '{op}'", loc,
+                           hint=f"cast one operand, e.g. {u}(...) or {s}(...)")
+            else:
+                wide = b if (b.is_index or b.bits > a.bits) else a
+                self.error(f"mismatched integer types '{a}' and '{b}' in '{op}'", loc,
+                           hint=f"cast one operand, e.g. {wide}(...)")
+            return None
+        if a.is_float and b.is_float:
+            wide = a if a.bits >= b.bits else b
+            self.error(f"mismatched float types '{a}' and '{b}' in '{op}'", loc,
+                       hint=f"cast one operand, e.g. {wide}(...)")
+            return None
+        if a.is_numeric and b.is_numeric:
+            f, i = (a, b) if a.is_float else (b, a)
+            self.error(f"cannot mix '{a}' and '{b}' in '{op}': no implicit int/float conversion", loc,
+                       hint=f"convert explicitly, e.g. {f}(...)")
+            return None
+        self.error(f"cannot mix '{a}' and '{b}' in '{op}'", loc)
+        return None
+
+    # ---- expressions ------------------------------------------------------------------------
+
+    def expr(self, e: A.Expr) -> Optional[T.Type]:
+        """Check ``e``; set and return ``e.ty`` (None after an error, which is already reported)."""
+        t = self._expr(e)
+        e.ty = t
+        return t
+
+    def _expr(self, e: A.Expr) -> Optional[T.Type]:
+        if isinstance(e, A.IntLit):
+            if e.suffix is None:
+                return T.INT_LIT
+            t = T.SCALARS[e.suffix]
+            lo, hi = T.int_range(t)
+            if not lo <= e.value <= hi:
+                self.error(f"integer literal {e.text} is out of range for '{t}' ({lo}..{hi})", e.loc)
+                return None
+            return t
+        if isinstance(e, A.FloatLit):
+            return T.FLOAT_LIT if e.suffix is None else T.SCALARS[e.suffix]
+        if isinstance(e, A.BoolLit):
+            return T.BOOL
+        if isinstance(e, A.Name):
+            return self.name(e)
+        if isinstance(e, A.Unary):
+            return self.unary(e)
+        if isinstance(e, A.Binary):
+            return self.binary(e)
+        if isinstance(e, A.Call):
+            return self.call(e)
+        if isinstance(e, A.VectorLit):
+            return self.vector(e)
+        if isinstance(e, A.Index):
+            bt = self.expr(e.base)
+            if bt is None:
+                return None
+            if not isinstance(bt, T.VectorType):
+                what = f"'{e.base.id}'" if isinstance(e.base, A.Name) else "a value"
+                hint = None
+                if isinstance(e.base, A.Name) and e.base.sym is not None and e.base.sym.kind == "buffer":
+                    hint = ("a buffer's name is the thread's element; coordinate access x[i] "
+                            "needs a 'view' buffer (not supported yet)")
+                self.error(f"cannot index {what} of scalar type '{bt}'", e.loc, hint=hint)
+                return None
+            if not self.component_index(e.index, bt.n):
+                return None
+            return bt.elem
+        if isinstance(e, A.Slice):
+            bt = self.expr(e.base)
+            if bt is None:
+                return None
+            if not isinstance(bt, T.VectorType):
+                self.error(f"cannot slice a value of scalar type '{bt}'", e.loc)
+                return None
+            bounds = []
+            for b, dflt in ((e.start, 0), (e.stop, bt.n)):
+                if b is None:
+                    bounds.append(dflt)
+                elif isinstance(b, A.IntLit):
+                    b.ty = T.INDEX
+                    bounds.append(b.value)
+                else:
+                    self.error("slice bounds must be integer literals", b.loc)
+                    return None
+            lo, hi = bounds
+            if not 0 <= lo < hi <= bt.n:
+                self.error(f"slice [{lo}:{hi}] is out of range for a {bt.n}-component value", e.loc)
+                return None
+            e.bounds = (lo, hi)
+            return T.VectorType(bt.elem, hi - lo)
+        if isinstance(e, A.Member):
+            self.expr(e.base)
+            self.error(f"'.{e.name}' is not supported yet (pair accessors)", e.loc)
+            return None
+        self.error(f"unsupported expression {type(e).__name__}", e.loc)  # pragma: no cover
+        return None
+
+    def name(self, e: A.Name) -> Optional[T.Type]:
+        sym = self.lookup(e.id)
+        if sym is None:
+            if e.id in T.SCALARS:
+                self.error(f"'{e.id}' is a type, not a value", e.loc,
+                           hint=f"to convert a value write {e.id}(x)")
+            elif e.id in BUILTIN_FUNCS:
+                self.error(f"'{e.id}' is a function; call it as {e.id}(...)", e.loc)
+            elif getattr(self, "in_accessor", False):
+                self.error(f"unknown name '{e.id}' in accessor arguments"
+                           + _did_you_mean(e.id, self.visible_names()), e.loc,
+                           hint="strided arguments may use integer scalar parameters, size symbols "
+                                "and literals")
+            else:
+                self.error(f"unknown name '{e.id}'" + _did_you_mean(e.id, self.visible_names()), e.loc)
+            return None
+        e.sym = sym
+        if sym.kind == "buffer":
+            b = sym.buffer
+            if b is None:
+                return None
+            if b.is_output:
+                self.error(f"cannot read output '{e.id}' (declared '{b.access}')", e.loc,
+                           hint="keep the value in a `let` variable and assign that to the output")
+                return None
+            if sym not in self.used_reads:
+                self.used_reads.append(sym)
+            return sym.ty
+        if sym.ty is None:
+            return None
+        return sym.ty
+
+    def unary(self, e: A.Unary) -> Optional[T.Type]:
+        t = self.expr(e.operand)
+        if t is None:
+            return None
+        s = T.scalar_of(t)
+        if e.op == "-" and not s.is_numeric:
+            self.error(f"cannot negate a value of type '{t}'", e.loc)
+            return None
+        if e.op == "!" and not s.is_bool:
+            self.error(f"'!' needs a bool operand, got '{t}'", e.loc,
+                       hint="use '~' for bitwise not" if s.is_int else None)
+            return None
+        if e.op == "~" and not s.is_int:
+            self.error(f"'~' needs an integer operand, got '{t}'", e.loc,
+                       hint="use '!' for logical not" if s.is_bool else None)
+            return None
+        return t
+
+    def binary(self, e: A.Binary) -> Optional[T.Type]:
+        lt = self.expr(e.left)
+        rt = self.expr(e.right)
+        if lt is None or rt is None:
+            return None
+        op = e.op
+        if op in _SHIFT:
+            for side, st in ((e.left, lt), (e.right, rt)):
+                if not T.scalar_of(st).is_int:
+                    self.error(f"'{op}' needs integer operands, got '{st}'", side.loc)
+                    return None
+        t = self.unify(e.left, e.right, op, e.loc)
+        if t is None:
+            return None
+        s = T.scalar_of(t)
+        if op in _LOGIC:
+            if not s.is_bool:
+                self.error(f"'{op}' needs bool operands, got '{t}'", e.loc,
+                           hint="use '&' / '|' for bitwise operations" if s.is_int else None)
+                return None
+            return t
+        if op in _COMPARE:
+            self.default(e.left)
+            self.default(e.right)
+            t = T.default_type(t)
+            if op not in ("==", "!=") and T.scalar_of(t).is_bool:
+                self.error(f"'{op}' cannot compare bools", e.loc)
+                return None
+            return T.with_scalar(t, T.BOOL)
+        if op in _BITWISE:
+            if s.is_float:
+                self.error(f"'{op}' needs integer or bool operands, got '{t}'", e.loc)
+                return None
+            return t
+        if op in _SHIFT:
+            return t
+        # arithmetic
+        if s.is_bool:
+            self.error(f"arithmetic '{op}' on bool values", e.loc,
+                       hint="convert with u32(...) or use '&&', '||', '^'")
+            return None
+        return t
+
+    def vector(self, e: A.VectorLit) -> Optional[T.Type]:
+        if not e.elems:
+            self.error("empty vector literal", e.loc)
+            return None
+        types = [self.expr(x) for x in e.elems]
+        if None in types:
+            return None
+        for x in e.elems:
+            if isinstance(x.ty, T.VectorType):
+                self.error("vector literal elements must be scalars", x.loc)
+                return None
+        s = T.scalar_of(types[0])
+        for x in e.elems[1:]:
+            s = self.unify_scalar(s, T.scalar_of(x.ty), "[...]", x.loc)
+            if s is None:
+                return None
+        if not s.literal:
+            for x in e.elems:
+                if not self.retype(x, s):
+                    return None
+        return T.VectorType(s, len(e.elems))
+
+    def call(self, e: A.Call) -> Optional[T.Type]:
+        f = e.func
+        if f in T.SCALARS:
+            return self.cast(e, T.SCALARS[f])
+        if f not in BUILTIN_FUNCS:
+            sym = self.lookup(f)
+            for a in e.args:
+                self.expr(a)
+            if sym is not None:
+                self.error(f"'{f}' is not a function", e.loc)
+            else:
+                self.error(f"unknown function '{f}'"
+                           + _did_you_mean(f, list(BUILTIN_FUNCS) + list(T.SCALARS)), e.loc)
+            return None
+        arity = BUILTIN_FUNCS[f]
+        types = [self.expr(a) for a in e.args]
+        if len(e.args) != arity:
+            self.error(f"'{f}' takes {arity} argument{'s' if arity > 1 else ''}, got {len(e.args)}",
+                       e.loc)
+            return None
+        if None in types:
+            return None
+        if f in FLOAT_UNARY:
+            (a,) = e.args
+            s = T.scalar_of(a.ty)
+            if s is T.INT_LIT:
+                return T.with_scalar(a.ty, T.FLOAT_LIT)
+            if not s.is_float:
+                self.error(f"'{f}' needs a float argument, got '{a.ty}'", a.loc,
+                           hint=f"convert explicitly, e.g. {f}(f32(x))" if s.is_int else None)
+                return None
+            return a.ty
+        if f == "abs":
+            (a,) = e.args
+            if not T.scalar_of(a.ty).is_numeric:
+                self.error(f"'abs' needs a numeric argument, got '{a.ty}'", a.loc)
+                return None
+            return a.ty
+        if f in ("min", "max"):
+            t = self.unify(e.args[0], e.args[1], f, e.loc)
+            if t is None:
+                return None
+            if not T.scalar_of(t).is_numeric:
+                self.error(f"'{f}' needs numeric arguments, got '{t}'", e.loc)
+                return None
+            return t
+        if f == "fma":
+            t = self.unify(e.args[0], e.args[1], f, e.loc)
+            if t is None:
+                return None
+            # unify the third operand with the first two (placeholder node carries their type)
+            tmp = A.Name(e.loc, "")
+            tmp.ty = t
+            t = self.unify(tmp, e.args[2], f, e.loc)
+            if t is None:
+                return None
+            if not T.is_literal(t):
+                for a in e.args[:2]:
+                    if T.is_literal(a.ty):
+                        self.retype(a, T.scalar_of(t))
+            s = T.scalar_of(t)
+            if s is T.INT_LIT:
+                t = T.with_scalar(t, T.FLOAT_LIT)
+            elif not s.is_float:
+                self.error(f"'fma' needs float arguments, got '{t}'", e.loc)
+                return None
+            return t
+        if f == "select":
+            c, a, b = e.args
+            self.default(c)
+            if T.scalar_of(c.ty) != T.BOOL:
+                self.error(f"the condition of 'select' must be bool, got '{c.ty}'", c.loc)
+                return None
+            t = self.unify(a, b, f, e.loc)
+            if t is None:
+                return None
+            if isinstance(c.ty, T.VectorType):
+                if isinstance(t, T.VectorType) and t.n != c.ty.n:
+                    self.error(f"vector lengths differ in 'select': {c.ty.n} and {t.n}", e.loc)
+                    return None
+                t = T.VectorType(T.scalar_of(t), c.ty.n)
+            return t
+        raise AssertionError(f)  # pragma: no cover
+
+    def cast(self, e: A.Call, to: T.ScalarType) -> Optional[T.Type]:
+        if len(e.args) != 1:
+            for a in e.args:
+                self.expr(a)
+            self.error(f"the conversion '{to}(...)' takes 1 argument, got {len(e.args)}", e.loc)
+            return None
+        (a,) = e.args
+        t = self.expr(a)
+        if t is None:
+            return None
+        s = T.scalar_of(t)
+        if s.literal:
+            if _literal_fits(s, to):
+                self.retype(a, to)
+            else:
+                self.default(a)
+        return T.with_scalar(a.ty, to)
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _literal_fits(lit: T.ScalarType, t: T.ScalarType) -> bool:
+    if t.literal:
+        return lit == t or (lit is T.INT_LIT and t is T.FLOAT_LIT)
+    if lit is T.INT_LIT:
+        return t.is_numeric
+    if lit is T.FLOAT_LIT:
+        return t.is_float
+    return False
+
+
+def _children(e: A.Expr) -> list:
+    if isinstance(e, A.Unary):
+        return [e.operand]
+    if isinstance(e, A.Binary):
+        return [e.left, e.right]
+    if isinstance(e, A.Call):
+        return list(e.args)
+    if isinstance(e, A.VectorLit):
+        return list(e.elems)
+    if isinstance(e, (A.Index, A.Slice)):
+        return [e.base]
+    return []
+
+
+def _subst(p: Poly, env: dict) -> Poly:
+    out = Poly.const(0)
+    for syms, coeff in p.terms:
+        term = Poly.const(coeff)
+        for s in syms:
+            term = term * env[s]
+        out = out + term
+    return out
+
+
+def storage_shape(layout: StridedLayout) -> list:
+    """The shape of the array holding a buffer of ``layout``.
+
+    If the strides are those of a row-major array of some ordering of the dims, the dims ordered by
+    decreasing stride (``(n):(1)`` -> ``[n]``, aos ``(n,3):(3,1)`` -> ``[n, 3]``, soa
+    ``(n,3):(1,n)`` -> ``[3, n]``); otherwise ``[cosize]`` (1-D flat storage).
+    """
+    shape, stride = list(layout.shape), list(layout.stride)
+    order: list[int] = []
+    expect = Poly.const(1)
+    remaining = list(range(len(shape)))
+    while remaining:
+        nxt = next((i for i in remaining if stride[i] == expect), None)
+        if nxt is None:
+            break
+        order.append(nxt)
+        remaining.remove(nxt)
+        expect = expect * shape[nxt]
+    if not remaining:
+        return [_poly_entry(shape[i]) for i in reversed(order)]
+    cosize = Poly.const(1)
+    for s, d in zip(shape, stride):
+        cosize = cosize + (s + Poly.const(-1)) * d
+    return [_poly_entry(cosize)]
+
+
+def _has_nested_return(stmts: list, depth: int = 0) -> bool:
+    for s in stmts:
+        if isinstance(s, A.Return) and depth > 0:
+            return True
+        if isinstance(s, A.If):
+            if _has_nested_return(s.then.stmts, depth + 1):
+                return True
+            if isinstance(s.orelse, A.Block) and _has_nested_return(s.orelse.stmts, depth + 1):
+                return True
+            if isinstance(s.orelse, A.If) and _has_nested_return([s.orelse], depth):
+                return True
+        if isinstance(s, A.For) and _has_nested_return(s.body.stmts, depth + 1):
+            return True
+    return False
+
+
+def _definitely_assigns(stmts: list, out: Symbol, assigned: bool) -> tuple[bool, bool]:
+    """Definite assignment of output ``out`` over ``stmts`` entered with ``assigned``.
+
+    Returns ``(assigned at the end, some path leaves through 'return' unassigned)``.
+    """
+    leaks = False
+    for s in stmts:
+        if isinstance(s, A.Assign) and s.sym is out:
+            assigned = True
+        elif isinstance(s, A.Return):
+            return assigned, leaks or not assigned
+        elif isinstance(s, A.If):
+            branches = [s.then.stmts]
+            if isinstance(s.orelse, A.Block):
+                branches.append(s.orelse.stmts)
+            elif isinstance(s.orelse, A.If):
+                branches.append([s.orelse])
+            else:
+                branches.append([])
+            results = [_definitely_assigns(b, out, assigned) for b in branches]
+            leaks = leaks or any(r[1] for r in results)
+            assigned = all(r[0] for r in results)
+        elif isinstance(s, A.For):
+            _, inner_leaks = _definitely_assigns(s.body.stmts, out, assigned)
+            leaks = leaks or inner_leaks
+    return assigned, leaks

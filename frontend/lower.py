@@ -1,0 +1,640 @@
+"""Lowering a checked ``.kern`` program to the kern MLIR dialect (``dialect/kern.py``).
+
+Each kernel becomes a ``func.func @name`` with the arguments ``params..., sizes...`` (scalars by
+value, buffers as ``memref<?xT>`` over their flat storage, then one ``index`` per size symbol) and the
+``kern.signature`` attribute (``dialect/signature.py``). The body is the per-thread program of item
+``t`` in ``arith``/``math``/``scf`` plus ``kern`` ops:
+
+- Vectors are scalarised: a K-vector is K SSA values (no MLIR vector types).
+- Every buffer the body reads gets exactly one ``kern.read``, hoisted to the start of the body
+  (unconditional); ``strided`` arguments are computed (as ``index``) just before.
+- Outputs are written once, at the end of the body, at top level: each ``write``/``add`` buffer's
+  pending value lives in SSA variables initialised to zero; assignments update it. A ``write``
+  output not assigned on every path carries an i1 "assigned" flag and its ``kern.write`` sits in
+  ``scf.if %assigned``. An output never assigned gets no op at all.
+- ``let`` variables are mutable: values updated inside ``if``/``for`` flow out as ``scf.if`` /
+  ``scf.for`` results (SSA construction over structured control flow).
+- ``return;`` ends the thread: later statements are skipped (a "returned" i1 flag guards the rest of
+  the enclosing blocks and later loop iterations). Outputs assigned *before* the return keep their
+  value and are written, like stores that already happened in C.
+- ``problem_size`` is the ``over`` size argument itself (or the scalar param, cast to ``index``).
+- A dynamic component index ``v[k]`` is a chain of ``arith.select`` (an out-of-range ``k`` yields
+  the last component).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from kernc.dialect import kern
+from kernc.dialect.signature import SIGNATURE_ATTR
+from kernc.errors import InternalCompilerError
+from kernc.mlir import dialect, ir
+
+from . import ast as A
+from . import types as T
+from .check import FLOAT_UNARY, KernelInfo, Symbol
+
+arith = dialect("arith")
+func = dialect("func")
+scf = dialect("scf")
+math = dialect("math")
+
+_RETURNED = "returned"
+
+_CMPI = {
+    "==": ("eq", "eq"), "!=": ("ne", "ne"),
+    "<": ("slt", "ult"), "<=": ("sle", "ule"), ">": ("sgt", "ugt"), ">=": ("sge", "uge"),
+}
+_CMPF = {"==": "oeq", "!=": "une", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
+
+
+def lower(program: A.Program, context) -> "ir.Module":
+    """Lower the checked ``program`` to a kern-IR ``ir.Module`` created in ``context``.
+
+    ``program`` must have passed :func:`kernc.frontend.check.check`. The kern dialect is loaded into
+    ``context``. Raises :class:`kernc.errors.InternalCompilerError` if the produced module does not
+    verify (a frontend bug, never a user error).
+    """
+    _load_kern(context)
+    with context, ir.Location.file(program.filename, 1, 1):
+        module = ir.Module.create()
+        for k in program.kernels:
+            if k.info is None:
+                raise InternalCompilerError(f"kernel '{k.name}' was not checked before lowering")
+            _KernelLowering(program, k, module).run()
+        if not module.operation.verify():  # pragma: no cover - verify() raises on failure
+            raise InternalCompilerError("the lowered kern module does not verify")
+    return module
+
+
+def _load_kern(context) -> None:
+    """Load the kern dialect into ``context``.
+
+    ``kern.load`` remembers contexts by ``id()``, which Python reuses once a context is freed; so
+    check that the ops really are registered and reload the dialect if they are not.
+    """
+    kern.load(context)
+    if not context.is_registered_operation("kern.read"):
+        with context:
+            kern.Kern.load(reload=True)
+
+
+def _is_zero_constant(v) -> bool:
+    """True if ``v`` is an ``arith.constant`` zero (the initial value of a pending output)."""
+    try:
+        op = v.owner
+        if not isinstance(op, ir.Operation) and hasattr(op, "operation"):
+            op = op.operation
+        if op.name != "arith.constant":
+            return False
+        attr = op.attributes["value"]
+        if isinstance(attr, ir.FloatAttr):
+            return ir.FloatAttr(attr).value == 0.0
+        return ir.IntegerAttr(attr).value == 0
+    except Exception:
+        return False
+
+
+def _flat(v) -> list:
+    return list(v) if isinstance(v, list) else [v]
+
+
+def _unflat(template, values: list, pos: int):
+    if isinstance(template, list):
+        n = len(template)
+        return list(values[pos:pos + n]), pos + n
+    return values[pos], pos + 1
+
+
+class _KernelLowering:
+    def __init__(self, program: A.Program, kernel: A.Kernel, module):
+        self.program = program
+        self.kernel = kernel
+        self.info: KernelInfo = kernel.info
+        self.module = module
+        self.filename = program.filename
+        self.args: dict = {}          # Symbol -> block argument (scalar params, buffers)
+        self.size_args: dict = {}     # size symbol name -> block argument
+        self.accessor_args: dict = {}  # buffer Symbol -> list of op args
+        self.assigned_outputs: set = set()
+
+    # ---- helpers ----------------------------------------------------------------------------
+
+    def loc(self, node) -> "ir.Location":
+        loc = node.loc if isinstance(node, (A.Node, Symbol)) else node
+        return ir.Location.file(loc.filename, loc.line, loc.column)
+
+    def const(self, s: T.ScalarType, value):
+        s = T.default_scalar(s)
+        ty = T.mlir_type(s)
+        if s.is_float:
+            return arith.constant(ty, float(value))
+        if s.is_bool:
+            return arith.constant(ty, 1 if value else 0)
+        v = int(value)
+        if not s.is_index:
+            bits = s.bits
+            v &= (1 << bits) - 1
+            if v >= 1 << (bits - 1):
+                v -= 1 << bits
+        return arith.constant(ty, v)
+
+    # ---- kernel -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        info = self.info
+        arg_types = []
+        for p in info.params:
+            if p.kind == "scalar":
+                arg_types.append(T.mlir_type(p.ty))
+            else:
+                dyn = ir.ShapedType.get_dynamic_size()
+                arg_types.append(ir.MemRefType.get([dyn], T.mlir_type(p.buffer.elem)))
+        arg_types += [ir.IndexType.get()] * len(info.sizes)
+        with self.loc(self.kernel), ir.InsertionPoint(self.module.body):
+            f = func.FuncOp(info.name, ir.FunctionType.get(arg_types, []))
+            f.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(info.signature().to_json())
+            entry = f.add_entry_block()
+        args = list(entry.arguments)
+        for p, a in zip(info.params, args):
+            self.args[p] = a
+        for name, a in zip(info.sizes, args[len(info.params):]):
+            self.size_args[name] = a
+        with ir.InsertionPoint(entry):
+            env: dict = {}
+            self.prologue(env)
+            self.stmts(self.kernel.body.stmts, env)
+            self.epilogue(env)
+            with self.loc(self.kernel.body):
+                func.ReturnOp([])
+
+    def prologue(self, env: dict) -> None:
+        info = self.info
+        for p in info.params:
+            if p.kind == "scalar":
+                env[p] = self.args[p]
+        for name, sym in info.size_symbols.items():
+            env[sym] = self.size_args[name]
+        # accessor arguments (strided offsets/strides as index, index buffers)
+        for p in info.params:
+            if p.kind != "buffer":
+                continue
+            b = p.buffer
+            with self.loc(p):
+                if b.accessor == "strided":
+                    vals = []
+                    for a in b.accessor_args:
+                        v = self.expr(a, env)
+                        vals.append(self.convert(v, a.ty, T.INDEX))
+                    self.accessor_args[p] = vals
+                elif b.accessor == "indexed":
+                    idx_sym = next(s for s in info.params if s.name == b.index_param)
+                    self.accessor_args[p] = [self.args[idx_sym]]
+                else:
+                    self.accessor_args[p] = []
+        # one read per buffer the body uses, unconditional, at the start
+        for p in info.used_reads:
+            b = p.buffer
+            syms = b.layout.symbols
+            with self.loc(p):
+                op = kern.ReadOp(self.args[p], self.accessor_args[p],
+                                 [self.size_args[s] for s in syms],
+                                 **kern.accessor_attrs(b.accessor, str(b.layout), syms),
+                                 values=[T.mlir_type(b.elem)] * b.components)
+                results = list(op.results)
+            env[p] = results if b.components > 1 else results[0]
+        # pending output values and flags
+        assigned = self.modified(self.kernel.body.stmts)
+        for p in info.outputs:
+            if p not in assigned:
+                continue
+            self.assigned_outputs.add(p)
+            b = p.buffer
+            with self.loc(p):
+                zeros = [self.const(b.elem, 0) for _ in range(b.components)]
+                env[p] = zeros if b.components > 1 else zeros[0]
+                if p in info.flagged_outputs:
+                    env[("flag", p)] = self.const(T.BOOL, False)
+        if info.nested_return:
+            with self.loc(self.kernel.body):
+                env[_RETURNED] = self.const(T.BOOL, False)
+
+    def epilogue(self, env: dict) -> None:
+        for p in self.info.outputs:
+            if p not in self.assigned_outputs:
+                continue
+            b = p.buffer
+            syms = b.layout.symbols
+            with self.loc(p):
+                values = _flat(env[p])
+                sizes = [self.size_args[s] for s in syms]
+                attrs = kern.accessor_attrs(b.accessor, str(b.layout), syms)
+                op_cls = kern.WriteOp if b.access == "write" else kern.AddOp
+                flag = env.get(("flag", p))
+                if flag is not None:
+                    ifop = scf.IfOp(flag, [], has_else=False)
+                    with ir.InsertionPoint(ifop.then_block):
+                        op_cls(self.args[p], self.accessor_args[p], sizes, values, **attrs)
+                        scf.YieldOp([])
+                else:
+                    op_cls(self.args[p], self.accessor_args[p], sizes, values, **attrs)
+
+    # ---- SSA state --------------------------------------------------------------------------
+
+    def modified(self, stmts: list, out: Optional[list] = None) -> list:
+        """State keys assigned by ``stmts`` (ordered, unique): locals, outputs, flags, returned."""
+        if out is None:
+            out = []
+
+        def add(k):
+            if k not in out:
+                out.append(k)
+
+        for s in stmts:
+            if isinstance(s, A.Assign):
+                add(s.sym)
+                if s.sym in self.info.flagged_outputs:
+                    add(("flag", s.sym))
+            elif isinstance(s, A.Return):
+                if self.info.nested_return:
+                    add(_RETURNED)
+            elif isinstance(s, A.If):
+                self.modified(s.then.stmts, out)
+                if isinstance(s.orelse, A.Block):
+                    self.modified(s.orelse.stmts, out)
+                elif isinstance(s.orelse, A.If):
+                    self.modified([s.orelse], out)
+            elif isinstance(s, A.For):
+                self.modified(s.body.stmts, out)
+        return out
+
+    def live_keys(self, stmts: list, env: dict) -> list:
+        return [k for k in self.modified(stmts) if k in env]
+
+    @staticmethod
+    def may_return(s) -> bool:
+        if isinstance(s, A.Return):
+            return True
+        if isinstance(s, A.If):
+            if any(_KernelLowering.may_return(x) for x in s.then.stmts):
+                return True
+            if isinstance(s.orelse, A.Block):
+                return any(_KernelLowering.may_return(x) for x in s.orelse.stmts)
+            if isinstance(s.orelse, A.If):
+                return _KernelLowering.may_return(s.orelse)
+            return False
+        if isinstance(s, A.For):
+            return any(_KernelLowering.may_return(x) for x in s.body.stmts)
+        return False
+
+    def guarded(self, stmts: list, env: dict, loc_node) -> None:
+        """Lower ``stmts`` inside ``scf.if !returned`` (the thread may already have returned)."""
+        keys = self.live_keys(stmts, env)
+        with self.loc(loc_node):
+            true = self.const(T.BOOL, True)
+            not_ret = arith.xori(env[_RETURNED], true)
+            types = [v.type for k in keys for v in _flat(env[k])]
+            ifop = scf.IfOp(not_ret, types, has_else=bool(keys))
+        inner = dict(env)
+        with ir.InsertionPoint(ifop.then_block):
+            self.stmts(stmts, inner)
+            with self.loc(loc_node):
+                scf.YieldOp([v for k in keys for v in _flat(inner[k])])
+        if keys:
+            with ir.InsertionPoint(ifop.else_block), self.loc(loc_node):
+                scf.YieldOp([v for k in keys for v in _flat(env[k])])
+        self.rebind(env, keys, list(ifop.results))
+
+    @staticmethod
+    def rebind(env: dict, keys: list, values: list) -> None:
+        pos = 0
+        for k in keys:
+            env[k], pos = _unflat(env[k], values, pos)
+
+    # ---- statements -------------------------------------------------------------------------
+
+    def stmts(self, stmts: list, env: dict) -> None:
+        for i, s in enumerate(stmts):
+            if isinstance(s, A.Return):
+                if _RETURNED in env:
+                    with self.loc(s):
+                        env[_RETURNED] = self.const(T.BOOL, True)
+                return  # the rest of the block is unreachable
+            self.stmt(s, env)
+            rest = stmts[i + 1:]
+            if rest and _RETURNED in env and self.may_return(s):
+                self.guarded(rest, env, rest[0])
+                return
+
+    def stmt(self, s, env: dict) -> None:
+        if isinstance(s, A.Let):
+            v = self.expr(s.value, env)
+            env[s.sym] = list(v) if isinstance(v, list) else v
+        elif isinstance(s, A.Assign):
+            self.assign(s, env)
+        elif isinstance(s, A.If):
+            self.if_(s, env)
+        elif isinstance(s, A.For):
+            self.for_(s, env)
+        else:  # pragma: no cover
+            raise InternalCompilerError(f"cannot lower statement {type(s).__name__}")
+
+    def assign(self, s: A.Assign, env: dict) -> None:
+        sym: Symbol = s.sym
+        v = self.expr(s.value, env)
+        with self.loc(s):
+            cur = env[sym]
+            elem = T.scalar_of(sym.ty)
+            op = s.op[:-1] if s.op != "=" else None
+
+            def combine(old, new):
+                if op is None or (op == "+" and _is_zero_constant(old)):
+                    return new
+                return self.scalar_binop(op, elem, old, new)
+
+            if isinstance(s.target, A.Index):
+                idx = s.target.index
+                cur = list(cur)
+                if isinstance(idx, A.IntLit):
+                    cur[idx.value] = combine(cur[idx.value], v)
+                else:
+                    k = self.expr(idx, env)
+                    out = []
+                    for i, c in enumerate(cur):
+                        hit = self.scalar_binop("==", idx.ty, k, self.const(idx.ty, i))
+                        out.append(arith.select(hit, combine(c, v), c))
+                    cur = out
+                env[sym] = cur
+            elif isinstance(cur, list):
+                vals = v if isinstance(v, list) else [v] * len(cur)
+                env[sym] = [combine(c, x) for c, x in zip(cur, vals)]
+            else:
+                env[sym] = combine(cur, v)
+            if ("flag", sym) in env:
+                env[("flag", sym)] = self.const(T.BOOL, True)
+
+    def if_(self, s: A.If, env: dict) -> None:
+        branches = [s.then.stmts]
+        if isinstance(s.orelse, A.Block):
+            branches.append(s.orelse.stmts)
+        elif isinstance(s.orelse, A.If):
+            branches.append([s.orelse])
+        keys = []
+        for b in branches:
+            for k in self.live_keys(b, env):
+                if k not in keys:
+                    keys.append(k)
+        cond = self.expr(s.cond, env)
+        with self.loc(s):
+            types = [v.type for k in keys for v in _flat(env[k])]
+            has_else = len(branches) > 1 or bool(keys)
+            ifop = scf.IfOp(cond, types, has_else=has_else)
+        blocks = [ifop.then_block] + ([ifop.else_block] if has_else else [])
+        for i, block in enumerate(blocks):
+            inner = dict(env)
+            with ir.InsertionPoint(block):
+                if i < len(branches):
+                    self.stmts(branches[i], inner)
+                with self.loc(s):
+                    scf.YieldOp([v for k in keys for v in _flat(inner[k])])
+        self.rebind(env, keys, list(ifop.results))
+
+    def for_(self, s: A.For, env: dict) -> None:
+        ty = s.sym.ty
+        lo = self.convert(self.expr(s.start, env), ty, T.INDEX)
+        hi = self.convert(self.expr(s.stop, env), ty, T.INDEX)
+        keys = self.live_keys(s.body.stmts, env)
+        with self.loc(s):
+            one = self.const(T.INDEX, 1)
+            inits = [v for k in keys for v in _flat(env[k])]
+            loop = scf.ForOp(lo, hi, one, inits)
+        inner = dict(env)
+        self.rebind(inner, keys, list(loop.inner_iter_args))
+        with ir.InsertionPoint(loop.body):
+            with self.loc(s):
+                inner[s.sym] = self.convert(loop.induction_variable, T.INDEX, ty)
+            body = s.body.stmts
+            if _RETURNED in inner and any(self.may_return(x) for x in body) and body:
+                self.guarded(body, inner, s)
+            else:
+                self.stmts(body, inner)
+            with self.loc(s):
+                scf.YieldOp([v for k in keys for v in _flat(inner[k])])
+        self.rebind(env, keys, list(loop.results))
+
+    # ---- expressions ------------------------------------------------------------------------
+
+    def expr(self, e: A.Expr, env: dict):
+        """The SSA value(s) of ``e``: one ``ir.Value`` for scalars, a list for vectors."""
+        with self.loc(e):
+            return self._expr(e, env)
+
+    def _expr(self, e: A.Expr, env: dict):
+        if isinstance(e, (A.IntLit, A.FloatLit)):
+            return self.const(T.scalar_of(e.ty), e.value)
+        if isinstance(e, A.BoolLit):
+            return self.const(T.BOOL, e.value)
+        if isinstance(e, A.Name):
+            return self.name(e, env)
+        if isinstance(e, A.Unary):
+            v = self.expr(e.operand, env)
+            s = T.scalar_of(e.operand.ty)
+            return self.map(lambda x: self.scalar_unop(e.op, s, x), v)
+        if isinstance(e, A.Binary):
+            return self.binary(e, env)
+        if isinstance(e, A.Call):
+            return self.call(e, env)
+        if isinstance(e, A.VectorLit):
+            return [self.expr(x, env) for x in e.elems]
+        if isinstance(e, A.Index):
+            base = self.expr(e.base, env)
+            if isinstance(e.index, A.IntLit):
+                return base[e.index.value]
+            k = self.expr(e.index, env)
+            kt = e.index.ty
+            res = base[-1]
+            for i in range(len(base) - 2, -1, -1):
+                hit = self.scalar_binop("==", kt, k, self.const(kt, i))
+                res = arith.select(hit, base[i], res)
+            return res
+        if isinstance(e, A.Slice):
+            base = self.expr(e.base, env)
+            lo, hi = e.bounds
+            return list(base[lo:hi])
+        raise InternalCompilerError(f"cannot lower expression {type(e).__name__}")  # pragma: no cover
+
+    def name(self, e: A.Name, env: dict):
+        sym: Symbol = e.sym
+        if sym.kind == "builtin":
+            if sym.name == "problem_size":
+                p = self.info.problem_symbol
+                if p.kind == "size":
+                    return self.size_args[p.name]
+                return self.convert(self.args[p], p.ty, T.INDEX)
+            return kern.BUILTIN_OPS[sym.name](ir.IndexType.get()).result
+        v = env[sym]
+        return list(v) if isinstance(v, list) else v
+
+    def map(self, fn, *vals):
+        """Apply a scalar function elementwise, broadcasting scalars against vectors."""
+        n = max((len(v) for v in vals if isinstance(v, list)), default=None)
+        if n is None:
+            return fn(*vals)
+        cols = [v if isinstance(v, list) else [v] * n for v in vals]
+        return [fn(*xs) for xs in zip(*cols)]
+
+    def binary(self, e: A.Binary, env: dict):
+        a = self.expr(e.left, env)
+        b = self.expr(e.right, env)
+        s = T.scalar_of(e.left.ty)
+        return self.map(lambda x, y: self.scalar_binop(e.op, s, x, y), a, b)
+
+    def scalar_unop(self, op: str, s: T.ScalarType, x):
+        if op == "-":
+            if s.is_float:
+                return arith.negf(x)
+            return arith.subi(self.const(s, 0), x)
+        if op == "!":
+            return arith.xori(x, self.const(T.BOOL, True))
+        if op == "~":
+            return arith.xori(x, self.const(s, -1))
+        raise InternalCompilerError(f"unary '{op}'")  # pragma: no cover
+
+    def scalar_binop(self, op: str, s: T.ScalarType, a, b):
+        """One scalar binary op on operands of type ``s`` (signedness picks the arith op)."""
+        s = T.default_scalar(s)
+        if op in _CMPF and s.is_float:
+            return arith.cmpf(getattr(arith.CmpFPredicate, _CMPF[op].upper()), a, b)
+        if op in _CMPI:
+            signed, unsigned = _CMPI[op]
+            pred = unsigned if (s.is_unsigned or s.is_bool) else signed
+            return arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b)
+        if s.is_float:
+            if op == "+":
+                return arith.addf(a, b)
+            if op == "-":
+                return arith.subf(a, b)
+            if op == "*":
+                return arith.mulf(a, b)
+            if op == "/":
+                return arith.divf(a, b)
+            if op == "%":
+                return arith.remf(a, b)
+            if op == "//":
+                return math.floor(arith.divf(a, b))
+            if op == "%%":
+                r = arith.remf(a, b)
+                zero = self.const(s, 0.0)
+                nonzero = arith.cmpf(arith.CmpFPredicate.UNE, r, zero)
+                r_neg = arith.cmpf(arith.CmpFPredicate.OLT, r, zero)
+                b_neg = arith.cmpf(arith.CmpFPredicate.OLT, b, zero)
+                fix = arith.andi(nonzero, arith.xori(r_neg, b_neg))
+                return arith.select(fix, arith.addf(r, b), r)
+        else:
+            unsigned = s.is_unsigned
+            if op == "+":
+                return arith.addi(a, b)
+            if op == "-":
+                return arith.subi(a, b)
+            if op == "*":
+                return arith.muli(a, b)
+            if op == "/":
+                return arith.divui(a, b) if unsigned else arith.divsi(a, b)
+            if op == "%":
+                return arith.remui(a, b) if unsigned else arith.remsi(a, b)
+            if op == "//":
+                return arith.divui(a, b) if unsigned else arith.floordivsi(a, b)
+            if op == "%%":
+                if unsigned:
+                    return arith.remui(a, b)
+                r = arith.remsi(a, b)
+                zero = self.const(s, 0)
+                nonzero = arith.cmpi(arith.CmpIPredicate.ne, r, zero)
+                signs_differ = arith.cmpi(arith.CmpIPredicate.slt, arith.xori(r, b), zero)
+                fix = arith.andi(nonzero, signs_differ)
+                return arith.addi(r, arith.select(fix, b, zero))
+            if op in ("&", "&&"):
+                return arith.andi(a, b)
+            if op in ("|", "||"):
+                return arith.ori(a, b)
+            if op == "^":
+                return arith.xori(a, b)
+            if op == "<<":
+                return arith.shli(a, b)
+            if op == ">>":
+                return arith.shrui(a, b) if unsigned else arith.shrsi(a, b)
+        raise InternalCompilerError(f"binary '{op}' on {s}")  # pragma: no cover
+
+    def call(self, e: A.Call, env: dict):
+        f = e.func
+        if f in T.SCALARS:
+            (a,) = e.args
+            v = self.expr(a, env)
+            frm = T.scalar_of(a.ty)
+            return self.map(lambda x: self.convert(x, frm, T.SCALARS[f]), v)
+        args = [self.expr(a, env) for a in e.args]
+        s = T.default_scalar(T.scalar_of(e.ty))
+        if f in FLOAT_UNARY:
+            op = getattr(math, f)
+            return self.map(lambda x: op(x), args[0])
+        if f == "abs":
+            return self.map(lambda x: math.absf(x) if s.is_float else math.absi(x), args[0])
+        if f in ("min", "max"):
+            if s.is_float:
+                op = arith.minnumf if f == "min" else arith.maxnumf
+            elif s.is_unsigned:
+                op = arith.minui if f == "min" else arith.maxui
+            else:
+                op = arith.minsi if f == "min" else arith.maxsi
+            return self.map(lambda x, y: op(x, y), *args)
+        if f == "fma":
+            return self.map(lambda x, y, z: math.fma(x, y, z), *args)
+        if f == "select":
+            return self.map(lambda c, x, y: arith.select(c, x, y), *args)
+        raise InternalCompilerError(f"cannot lower call to '{f}'")  # pragma: no cover
+
+    def convert(self, v, frm: T.ScalarType, to: T.ScalarType):
+        """Convert scalar ``v`` of type ``frm`` to ``to`` (numeric conversion, C semantics)."""
+        frm, to = T.default_scalar(frm), T.default_scalar(to)
+        if frm == to:
+            return v
+        tt = T.mlir_type(to)
+        if to.is_bool:
+            zero = self.const(frm, 0)
+            if frm.is_float:
+                return arith.cmpf(arith.CmpFPredicate.UNE, v, zero)
+            return arith.cmpi(arith.CmpIPredicate.ne, v, zero)
+        if frm.is_bool:
+            if to.is_float:
+                return arith.uitofp(tt, v)
+            if to.is_index:
+                return arith.index_castui(tt, v)
+            return arith.extui(tt, v)
+        if frm.is_int and to.is_int:
+            if frm.is_index:
+                return arith.index_cast(tt, v)
+            if to.is_index:
+                return arith.index_castui(tt, v) if frm.is_unsigned else arith.index_cast(tt, v)
+            if to.bits > frm.bits:
+                return arith.extui(tt, v) if frm.is_unsigned else arith.extsi(tt, v)
+            if to.bits < frm.bits:
+                return arith.trunci(tt, v)
+            return v  # same width, other signedness: same bits
+        if frm.is_int and to.is_float:
+            if frm.is_index:
+                v = arith.index_cast(ir.IntegerType.get_signless(64), v)
+                return arith.sitofp(tt, v)
+            return arith.uitofp(tt, v) if frm.is_unsigned else arith.sitofp(tt, v)
+        if frm.is_float and to.is_int:
+            if to.is_index:
+                v = arith.fptosi(ir.IntegerType.get_signless(64), v)
+                return arith.index_cast(tt, v)
+            return arith.fptoui(tt, v) if to.is_unsigned else arith.fptosi(tt, v)
+        # float -> float
+        if {frm.name, to.name} == {"f16", "bf16"}:
+            v = arith.extf(ir.F32Type.get(), v)
+            return arith.truncf(tt, v)
+        if to.bits > frm.bits:
+            return arith.extf(tt, v)
+        return arith.truncf(tt, v)

@@ -1,0 +1,400 @@
+"""Parsing ``.kern`` text into the AST (:mod:`kernc.frontend.ast`).
+
+The grammar is ``grammar.lark`` (Lark LALR(1), contextual lexer). Lark's exceptions never escape:
+they become located :class:`kernc.errors.Diagnostic` s in a :class:`kernc.errors.CompileError`,
+with readable messages (``expected ';' after 'x'``, ``unexpected character '$'``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import lru_cache
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
+
+from kernc.errors import CompileError, Diagnostic, SourceLocation
+
+from . import ast as A
+
+_GRAMMAR = os.path.join(os.path.dirname(__file__), "grammar.lark")
+
+_INT_SUFFIXES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "index")
+_FLOAT_SUFFIXES = ("bf16", "f16", "f32", "f64")
+
+# Human words for regex terminals in "expected ..." messages.
+_TERMINAL_WORDS = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "ACCESS": "an access mode (read, write, add)",
+    "ASSIGN": "'='",
+    "CMPOP": "a comparison",
+    "ADDOP": "'+' or '-'",
+    "MULOP": "'*' or '/'",
+    "SHIFTOP": "'<<' or '>>'",
+    "UNOP": "an expression",
+    "$END": "end of file",
+}
+# Structural tokens are preferred in messages over the long list of operators that could also
+# continue an expression; the order here is the order in which they are listed.
+_STRUCTURAL = [
+    "';'", "')'", "']'", "'}'", "'{'", "','", "'='", "':'", "'..'", "'('", "'['",
+    "'kernel'", "'over'", "a statement", "an expression", "a name",
+    "an access mode (read, write, add)", "an integer", "'as'",
+]
+_OPERATOR_TERMINALS = {
+    "OROR", "ANDAND", "CMPOP", "BITOR", "BITXOR", "BITAND", "SHIFTOP", "ADDOP", "MULOP",
+    "FLOORDIV", "DOT",
+}
+
+_last = threading.local()
+
+
+class _Tracker:
+    """A Lark post-lexer that remembers the last two tokens (for "expected ';' after ..." errors)."""
+
+    always_accept = ()
+
+    def process(self, stream):
+        for tok in stream:
+            _last.prev = getattr(_last, "cur", None)
+            _last.cur = tok
+            yield tok
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    with open(_GRAMMAR) as f:
+        grammar = f.read()
+    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
+                maybe_placeholders=True, postlex=_Tracker())
+
+
+def parse(text: str, filename: str = "<input>") -> A.Program:
+    """Parse ``.kern`` source ``text`` into an :class:`ast.Program` (not yet type-checked).
+
+    Raises :class:`kernc.errors.CompileError` with one located diagnostic on a syntax error.
+    """
+    parser = _parser()
+    _last.prev = _last.cur = None
+    try:
+        tree = parser.parse(text)
+    except UnexpectedInput as e:
+        raise CompileError(_syntax_diagnostic(e, text, filename, parser)) from None
+    try:
+        items = _ToAst(filename, text).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, CompileError):
+            raise e.orig_exc from None
+        raise
+    return A.Program(SourceLocation(filename, 1, 1), items, filename, text)
+
+
+# ---- syntax errors ----------------------------------------------------------------------------
+
+
+def _describe_terminal(name: str, parser: Lark) -> str:
+    if name in _TERMINAL_WORDS:
+        return _TERMINAL_WORDS[name]
+    try:
+        pattern = parser.get_terminal(name).pattern
+    except KeyError:
+        return name.lower()
+    if pattern.type == "str":
+        return f"'{pattern.value}'"
+    return name.lower()
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of file"
+    if tok.type == "NAME":
+        return f"name '{tok}'"
+    if tok.type in ("INT", "FLOAT"):
+        return f"number '{tok}'"
+    return f"'{tok}'"
+
+
+def _expected_words(expected, parser: Lark) -> list[str]:
+    expected = set(expected)
+    words: set[str] = set()
+    if {"NAME", "INT", "FLOAT"} <= expected:
+        words.add("an expression")
+        expected -= {"NAME", "INT", "FLOAT", "UNOP", "LSQB", "LPAR", "TRUE", "FALSE"}
+    if {"LET", "IF", "FOR"} <= expected:
+        words.add("a statement")
+        expected -= {"LET", "IF", "FOR", "RETURN", "NAME"}
+    words |= {_describe_terminal(t, parser) for t in expected if t not in _OPERATOR_TERMINALS}
+    structural = [w for w in _STRUCTURAL if w in words]
+    if "';'" in structural:
+        return ["';'"]
+    if structural:
+        return structural[:4]
+    if words:
+        return sorted(words)[:4]
+    return ["an operator"] if expected else []
+
+
+def _join_or(words: list[str]) -> str:
+    if not words:
+        return "something else"
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lark) -> Diagnostic:
+    line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
+        if ch.isdigit():
+            end = e.pos_in_stream
+            while end < len(text) and (text[end].isalnum() or text[end] in "_."):
+                end += 1
+            word = text[e.pos_in_stream:end]
+            msg = f"invalid number literal '{word}'"
+            hint = "integer suffixes: i8..i64, u8..u64, index; float suffixes: f16, bf16, f32, f64"
+            return Diagnostic(msg, SourceLocation(filename, line, col), source=text, hint=hint)
+        if ch.isalpha() or ch == "_":
+            end = e.pos_in_stream
+            while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+                end += 1
+            word = text[e.pos_in_stream:end]
+            allowed = _expected_words(e.allowed or set(), parser)
+            msg = f"unexpected name '{word}'" + (f", expected {_join_or(allowed)}" if allowed else "")
+            return Diagnostic(msg, SourceLocation(filename, line, col), source=text)
+        msg = f"unexpected character {ch!r}"
+        allowed = _expected_words(e.allowed or set(), parser)
+        if allowed:
+            msg += f", expected {_join_or(allowed)}"
+        return Diagnostic(msg, SourceLocation(filename, line, col), source=text)
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        expected = e.expected
+        if e.interactive_parser is not None:
+            try:
+                expected = e.interactive_parser.accepts() or expected
+            except Exception:  # pragma: no cover - fall back to LALR's (merged) lookahead set
+                pass
+        words = _expected_words(expected, parser)
+        prev = getattr(_last, "cur", None)
+        if prev is not None and prev.start_pos is not None and tok.start_pos is not None \
+                and prev.start_pos >= tok.start_pos:
+            prev = getattr(_last, "prev", None)
+        if words and words[0] in ("';'", "')'", "']'") and prev is not None and tok.type != "$END" \
+                and prev.end_line is not None and prev.end_line < tok.line:
+            # A missing terminator: point just after the previous token, like clang does.
+            loc = SourceLocation(filename, prev.end_line, prev.end_column)
+            return Diagnostic(f"expected {_join_or(words)} after '{prev}'", loc, source=text)
+        if tok.type == "$END":
+            if prev is not None and prev.end_line is not None:
+                loc = SourceLocation(filename, prev.end_line, prev.end_column)
+            else:
+                loc = SourceLocation(filename, line, col)
+            return Diagnostic(f"unexpected end of file, expected {_join_or(words)}", loc, source=text)
+        msg = f"unexpected {_describe_token(tok)}, expected {_join_or(words)}"
+        return Diagnostic(msg, SourceLocation(filename, tok.line, tok.column), source=text)
+    if isinstance(e, UnexpectedEOF):
+        words = _expected_words(e.expected, parser)
+        lines = text.splitlines() or [""]
+        loc = SourceLocation(filename, len(lines), len(lines[-1]) + 1)
+        return Diagnostic(f"unexpected end of file, expected {_join_or(words)}", loc, source=text)
+    return Diagnostic(f"syntax error: {e}", SourceLocation(filename, line, col), source=text)
+
+
+# ---- tree -> AST ------------------------------------------------------------------------------
+
+
+def _int_value(text: str) -> int:
+    t = text.replace("_", "").lower()
+    if t.startswith("0x"):
+        return int(t[2:], 16)
+    if t.startswith("0b"):
+        return int(t[2:], 2)
+    return int(t)
+
+
+def _split_suffix(text: str, suffixes) -> tuple[str, str | None]:
+    for s in sorted(suffixes, key=len, reverse=True):
+        if text.endswith(s) and len(text) > len(s):
+            body = text[: -len(s)]
+            # `0x1f32` is the hex number 0x1f32, not 0x1 with an f32 suffix
+            if body.lower().startswith("0x") and s.startswith(("f", "bf")):
+                continue
+            return body, s
+    return text, None
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    def __init__(self, filename: str, source: str):
+        super().__init__()
+        self.filename = filename
+        self.source = source
+
+    def _loc(self, x) -> SourceLocation:
+        if isinstance(x, Token):
+            return SourceLocation(self.filename, x.line, x.column)
+        if isinstance(x, A.Node):
+            return x.loc
+        return SourceLocation(self.filename, getattr(x, "line", 1) or 1, getattr(x, "column", 1) or 1)
+
+    # -- top level
+    def start(self, meta, items):
+        return list(items)
+
+    def exprs(self, meta, items):
+        return list(items)
+
+    def call_args(self, meta, items):
+        return [i for i in items if i is not None]
+
+    def layout_params(self, meta, items):
+        return [str(i) for i in items if i is not None]
+
+    def layout_lit(self, meta, items):
+        shape, stride = items
+        return A.LayoutLiteral(self._loc(meta), shape, stride)
+
+    def layout_def(self, meta, items):
+        name, params, lit = items
+        return A.LayoutDef(self._loc(name), str(name), params or [], lit.shape, lit.stride)
+
+    def attribute(self, meta, items):
+        name, args = items
+        return A.Attribute(self._loc(name), str(name), args)
+
+    def params(self, meta, items):
+        return [i for i in items if i is not None]
+
+    def scalar_param(self, meta, items):
+        name, ty = items
+        return A.ScalarParam(self._loc(name), str(name), str(ty), self._loc(ty))
+
+    def pattern(self, meta, items):
+        name, args = items
+        return A.Pattern(self._loc(name), str(name), args)
+
+    def layout_name(self, meta, items):
+        name, args = items
+        return A.LayoutName(self._loc(name), str(name), args)
+
+    def layout_clause(self, meta, items):
+        return items[0]
+
+    def default_clause(self, meta, items):
+        return ("default", items[0])
+
+    def buffer_param(self, meta, items):
+        name, elem, dims, access, *rest = items
+        patterns = [r for r in rest if isinstance(r, A.Pattern)]
+        layout = next((r for r in rest if isinstance(r, (A.LayoutLiteral, A.LayoutName))), None)
+        default = next((r[1] for r in rest if isinstance(r, tuple)), None)
+        return A.BufferParam(self._loc(name), str(name), str(elem), dims, str(access), patterns, layout,
+                             default, elem_loc=self._loc(elem), access_loc=self._loc(access))
+
+    def over_1d(self, meta, items):
+        return A.Over(self._loc(items[0]), [str(items[0])], None)
+
+    def over_nd(self, meta, items):
+        names = [str(i) for i in items[:-1]]
+        return A.Over(self._loc(items[0]), names, items[-1])
+
+    def kernel(self, meta, items):
+        *attrs, name, params, over, body = items
+        return A.Kernel(self._loc(name), str(name), attrs, params, over, body)
+
+    # -- statements
+    def block(self, meta, items):
+        return A.Block(self._loc(meta), list(items))
+
+    def let_stmt(self, meta, items):
+        name, ty, value = items
+        return A.Let(self._loc(name), str(name), str(ty) if ty is not None else None, value,
+                     type_loc=self._loc(ty) if ty is not None else None)
+
+    def lvalue(self, meta, items):
+        name, index = items
+        target = A.Name(self._loc(name), str(name))
+        if index is not None:
+            return A.Index(target.loc, target, index)
+        return target
+
+    def assign_stmt(self, meta, items):
+        target, op, value = items
+        return A.Assign(self._loc(op), target, str(op), value)
+
+    def if_stmt(self, meta, items):
+        cond, then, orelse = items
+        return A.If(cond.loc, cond, then, orelse)
+
+    def for_stmt(self, meta, items):
+        var, start, stop, body = items
+        return A.For(self._loc(var), str(var), start, stop, body)
+
+    def return_stmt(self, meta, items):
+        return A.Return(self._loc(items[0]))
+
+    # -- expressions
+    def binary(self, meta, items):
+        left, op, right = items
+        return A.Binary(self._loc(op), str(op), left, right)
+
+    def unary(self, meta, items):
+        op, operand = items
+        op = str(op)
+        if op == "-" and isinstance(operand, A.IntLit) and not operand.text.startswith("-"):
+            return A.IntLit(self._loc(items[0]), -operand.value, operand.suffix, "-" + operand.text)
+        if op == "-" and isinstance(operand, A.FloatLit) and not operand.text.startswith("-"):
+            return A.FloatLit(self._loc(items[0]), -operand.value, operand.suffix, "-" + operand.text)
+        return A.Unary(self._loc(items[0]), op, operand)
+
+    def index(self, meta, items):
+        base, idx = items
+        return A.Index(base.loc, base, idx)
+
+    def slice(self, meta, items):
+        base, start, _colon, stop = items
+        return A.Slice(base.loc, base, start, stop)
+
+    def member(self, meta, items):
+        base, name = items
+        return A.Member(self._loc(name), base, str(name))
+
+    def call(self, meta, items):
+        name, args = items
+        return A.Call(self._loc(name), str(name), args)
+
+    def int_lit(self, meta, items):
+        tok = items[0]
+        body, suffix = _split_suffix(str(tok), _INT_SUFFIXES + _FLOAT_SUFFIXES)
+        value = _int_value(body)
+        if suffix in _FLOAT_SUFFIXES:
+            return A.FloatLit(self._loc(tok), float(value), suffix, str(tok))
+        return A.IntLit(self._loc(tok), value, suffix, str(tok))
+
+    def float_lit(self, meta, items):
+        tok = items[0]
+        body, suffix = _split_suffix(str(tok), _FLOAT_SUFFIXES)
+        return A.FloatLit(self._loc(tok), float(body.replace("_", "")), suffix, str(tok))
+
+    def true_lit(self, meta, items):
+        return A.BoolLit(self._loc(items[0]), True)
+
+    def false_lit(self, meta, items):
+        return A.BoolLit(self._loc(items[0]), False)
+
+    def name(self, meta, items):
+        return A.Name(self._loc(items[0]), str(items[0]))
+
+    def vector(self, meta, items):
+        lsqb, *elems = items
+        return A.VectorLit(self._loc(lsqb), [e for e in elems if e is not None])

@@ -1,0 +1,331 @@
+"""A tiny, slow reference evaluator of the kern IR the frontend emits (test helper only).
+
+It runs a kernel ``func.func`` thread by thread in Python over numpy arrays, so the frontend's
+lowering can be checked against the examples' numpy references without a GPU or the backend.
+Supports the ops the frontend emits: ``arith``, ``math``, ``scf.if/for/yield``, ``kern.*``,
+``func.return``. Integers are kept as unsigned canonical Python ints (``0 .. 2**N - 1``), ``index``
+values as signed Python ints, floats as numpy scalars of their width.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+
+import numpy as np
+
+from kernc.dialect.signature import KernelSignature
+from kernc.dialect.strided import StridedLayout
+from kernc.mlir import ir
+
+_NP_FLOAT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _kind(t):
+    if isinstance(t, ir.IndexType):
+        return ("index", 64)
+    if isinstance(t, ir.IntegerType):
+        return ("int", ir.IntegerType(t).width)
+    if isinstance(t, ir.F32Type):
+        return ("f32", 32)
+    if isinstance(t, ir.F64Type):
+        return ("f64", 64)
+    if isinstance(t, ir.F16Type):
+        return ("f16", 16)
+    raise NotImplementedError(str(t))
+
+
+def _s(v, bits):
+    """Signed value of the unsigned canonical ``v``."""
+    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+
+def _wrap(v, bits):
+    return int(v) & ((1 << bits) - 1)
+
+
+class _Thread:
+    def __init__(self, ev, t):
+        self.ev = ev
+        self.t = t
+        self.vals = {}
+
+    def get(self, v):
+        return self.vals[v]
+
+    def run_block(self, block, args=()):
+        for a, x in zip(block.arguments, args):
+            self.vals[a] = x
+        for op in block.operations:
+            res = self.op(op.operation)
+            if isinstance(res, tuple) and res and res[0] == "yield":
+                return res[1]
+            if res is not None:
+                for r, x in zip(op.results, res):
+                    self.vals[r] = x
+        return []
+
+    def op(self, op):
+        name = op.name
+        ins = [self.get(v) for v in op.operands]
+        rt = op.results[0].type if len(op.results) else None
+        ev = self.ev
+        if name == "func.return":
+            return ("yield", [])
+        if name == "scf.yield":
+            return ("yield", ins)
+        if name == "scf.if":
+            region = op.regions[0] if ins[0] else op.regions[1]
+            if len(region.blocks) == 0:
+                return []
+            return self.run_block(region.blocks[0])
+        if name == "scf.for":
+            lb, ub, step, *carried = ins
+            body = op.regions[0].blocks[0]
+            i = lb
+            while i < ub:
+                carried = self.run_block(body, [i] + list(carried))
+                i += step
+            return list(carried)
+        if name.startswith("kern."):
+            return self.kern(op, name, ins)
+        if name == "arith.constant":
+            attr = op.attributes["value"]
+            k, bits = _kind(rt)
+            if k == "index":
+                return [ir.IntegerAttr(attr).value]
+            if k == "int":
+                return [_wrap(ir.IntegerAttr(attr).value, bits)]
+            return [_NP_FLOAT[k](ir.FloatAttr(attr).value)]
+        return [self.arith(op, name, ins, rt)]
+
+    def kern(self, op, name, ins):
+        ev = self.ev
+        kind = name.split(".")[1]
+        if kind == "thread_id":
+            return [self.t]
+        if kind == "block_id":
+            return [self.t // ev.sig.block]
+        if kind == "block_dim":
+            return [ev.sig.block]
+        if kind == "lane_id":
+            return [(self.t % ev.sig.block) % 32]
+        if kind == "problem_size":
+            return [ev.P]
+        seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        buf = ev.arrays[ev.memref_name(op.operands[0])]
+        args = ins[1:1 + seg[1]]
+        accessor = ir.StringAttr(op.attributes["accessor"]).value
+        layout = StridedLayout.parse(ir.StringAttr(op.attributes["layout"]).value)
+        if accessor == "sequential":
+            e = self.t
+        elif accessor == "strided":
+            e = args[0] + self.t * args[1]
+        else:
+            idx = ev.arrays[ev.memref_name(op.operands[1])]
+            e = int(idx[self.t])
+        if kind == "read":
+            n = len(op.results)
+        else:
+            n = seg[3]
+        offs = [layout.offset((e, k) if layout.rank == 2 else (e,), ev.sizes) for k in range(n)]
+        for o in offs:
+            if not 0 <= o < buf.size:
+                raise IndexError(f"thread {self.t}: offset {o} out of bounds of {buf.size}")
+        if kind == "read":
+            out = []
+            for o, r in zip(offs, op.results):
+                k, bits = _kind(r.type)
+                x = buf[o]
+                out.append(_NP_FLOAT[k](x) if k in _NP_FLOAT else _wrap(int(x), bits))
+            return out
+        values = ins[1 + seg[1] + seg[2]:]
+        for o, v in zip(offs, values):
+            if buf.dtype.kind == "f":
+                v = buf.dtype.type(v)
+            else:
+                v = _s(v, buf.dtype.itemsize * 8) if buf.dtype.kind == "i" else v
+            if kind == "write":
+                buf[o] = v
+            else:
+                buf[o] = buf.dtype.type(buf[o] + v) if buf.dtype.kind == "f" else \
+                    np.array(int(buf[o]) + int(v)).astype(np.int64).astype(buf.dtype)
+        return []
+
+    def arith(self, op, name, ins, rt):
+        short = name.split(".", 1)[1]
+        if name.startswith("math."):
+            x = ins
+            f = {
+                "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
+                "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil, "absf": np.abs,
+            }.get(short)
+            if f is not None:
+                return type(x[0])(f(x[0]))
+            if short == "rsqrt":
+                return type(x[0])(1.0 / np.sqrt(np.float64(x[0])))
+            if short == "fma":
+                return type(x[0])(np.float64(x[0]) * np.float64(x[1]) + np.float64(x[2]))
+            if short == "absi":
+                k, bits = _kind(rt)
+                return _wrap(abs(_s(x[0], bits)), bits)
+            raise NotImplementedError(name)
+        a = ins[0] if ins else None
+        b = ins[1] if len(ins) > 1 else None
+        fl = {"addf": np.add, "subf": np.subtract, "mulf": np.multiply, "divf": np.divide,
+              "remf": np.fmod, "minnumf": np.fmin, "maxnumf": np.fmax}
+        if short in fl:
+            with np.errstate(all="ignore"):
+                return type(a)(fl[short](a, b))
+        if short == "negf":
+            return type(a)(-a)
+        if short == "cmpf":
+            pred = str(op.attributes["predicate"])
+            p = int(ir.IntegerAttr(op.attributes["predicate"]).value)
+            names = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
+                     "ult", "ule", "une", "uno", "true"]
+            pn = names[p]
+            nan = np.isnan(a) or np.isnan(b)
+            if pn == "une":
+                return int(nan or a != b)
+            if nan:
+                return 0
+            return int({"oeq": a == b, "olt": a < b, "ole": a <= b, "ogt": a > b, "oge": a >= b}[pn])
+        if short == "select":
+            return ins[1] if ins[0] else ins[2]
+        if short == "cmpi":
+            p = int(ir.IntegerAttr(op.attributes["predicate"]).value)
+            names = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+            pn = names[p]
+            k, bits = _kind(op.operands[0].type)
+            if k == "index":
+                sa, sb, ua, ub = a, b, a % (1 << 64), b % (1 << 64)
+            else:
+                sa, sb, ua, ub = _s(a, bits), _s(b, bits), a, b
+            return int({"eq": ua == ub, "ne": ua != ub, "slt": sa < sb, "sle": sa <= sb,
+                        "sgt": sa > sb, "sge": sa >= sb, "ult": ua < ub, "ule": ua <= ub,
+                        "ugt": ua > ub, "uge": ua >= ub}[pn])
+        # casts
+        if short in ("sitofp", "uitofp"):
+            k, bits = _kind(op.operands[0].type)
+            v = a if k == "index" else (_s(a, bits) if short == "sitofp" else a)
+            return _NP_FLOAT[_kind(rt)[0]](v)
+        if short in ("fptosi", "fptoui"):
+            k, bits = _kind(rt)
+            return _wrap(int(np.trunc(np.float64(a))), bits)
+        if short in ("extf", "truncf"):
+            return _NP_FLOAT[_kind(rt)[0]](a)
+        if short in ("index_cast", "index_castui"):
+            k, bits = _kind(op.operands[0].type)
+            if k == "index":
+                return _wrap(a, _kind(rt)[1])
+            return _s(a, bits) if short == "index_cast" else a
+        if short in ("extsi", "extui", "trunci"):
+            k, bits = _kind(op.operands[0].type)
+            _, obits = _kind(rt)
+            v = _s(a, bits) if short == "extsi" else a
+            return _wrap(v, obits)
+        # integer binary ops
+        k, bits = _kind(rt)
+        if k == "index":
+            sa, sb = a, b
+            wrap = lambda v: v  # noqa: E731
+            ua, ub = a, b
+        else:
+            sa, sb = _s(a, bits), _s(b, bits)
+            ua, ub = a, b
+            wrap = lambda v: _wrap(v, bits)  # noqa: E731
+        if short == "addi":
+            return wrap(sa + sb)
+        if short == "subi":
+            return wrap(sa - sb)
+        if short == "muli":
+            return wrap(sa * sb)
+        if short == "divsi":
+            q = abs(sa) // abs(sb)
+            return wrap(q if (sa >= 0) == (sb >= 0) else -q)
+        if short == "divui":
+            return wrap(ua // ub)
+        if short == "floordivsi":
+            return wrap(sa // sb)
+        if short == "remsi":
+            r = abs(sa) % abs(sb)
+            return wrap(r if sa >= 0 else -r)
+        if short == "remui":
+            return wrap(ua % ub)
+        if short == "andi":
+            return wrap(sa & sb)
+        if short == "ori":
+            return wrap(sa | sb)
+        if short == "xori":
+            return wrap(sa ^ sb)
+        if short == "shli":
+            return wrap(sa << ub)
+        if short == "shrsi":
+            return wrap(sa >> ub)
+        if short == "shrui":
+            return wrap(ua >> ub)
+        if short in ("minsi", "maxsi"):
+            return wrap((min if short == "minsi" else max)(sa, sb))
+        if short in ("minui", "maxui"):
+            return wrap((min if short == "minui" else max)(ua, ub))
+        raise NotImplementedError(name)
+
+
+class Evaluator:
+    """Run kernel ``name`` of ``module`` on ``inputs`` (arrays in storage shape, scalars)."""
+
+    def __init__(self, module, name: str):
+        self.func = None
+        for op in module.body.operations:
+            if ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
+                self.func = op
+        assert self.func is not None, name
+        self.sig = KernelSignature.from_json(
+            ir.StringAttr(self.func.operation.attributes["kern.signature"]).value)
+
+    def memref_name(self, value) -> str:
+        return self.arg_names[value]
+
+    def run(self, inputs: dict, P: int | None = None, sizes: dict | None = None) -> dict:
+        sig = self.sig
+        self.arrays = {}
+        self.sizes = dict(sizes or {})
+        for p in sig.params:
+            if p.kind == "buffer":
+                arr = np.array(inputs[p.name], copy=True)
+                for dim, ext in zip(p.storage_shape, arr.shape):
+                    if isinstance(dim, str) and dim.isidentifier():
+                        self.sizes.setdefault(dim, ext)
+                self.arrays[p.name] = arr.reshape(-1)
+        if P is not None:
+            self.sizes.setdefault(sig.problem_size, P)
+        if sig.problem_size in self.sizes:
+            self.P = self.sizes[sig.problem_size]
+        else:
+            self.P = int(inputs[sig.problem_size])
+        block = self.func.operation.regions[0].blocks[0]
+        self.arg_names = {}
+        argvals = []
+        for p, a in zip(sig.params, block.arguments):
+            self.arg_names[a] = p.name
+            if p.kind == "buffer":
+                argvals.append(None)
+                continue
+            v = inputs[p.name]
+            k, bits = _kind(a.type)
+            if k == "index":
+                argvals.append(int(v))
+            elif k == "int":
+                argvals.append(_wrap(int(v), bits))
+            else:
+                argvals.append(_NP_FLOAT[k](v))
+        for s, a in zip(sig.sizes, list(block.arguments)[len(sig.params):]):
+            argvals.append(int(self.sizes[s]))
+        for t in range(self.P):
+            th = _Thread(self, t)
+            th.run_block(block, argvals)
+        out = {}
+        for p in sig.params:
+            if p.kind == "buffer" and p.access in ("write", "add"):
+                out[p.name] = self.arrays[p.name].reshape(np.shape(inputs[p.name]))
+        return out

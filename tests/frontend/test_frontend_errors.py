@@ -1,0 +1,192 @@
+"""Checker diagnostics: exact ``file:line:col: error:`` prefixes and message contents."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernc.errors import CompileError, Diagnostic
+from kernc.frontend import check, parse
+
+from conftest import error_lines
+
+HEAD = ("kernel k(a: f32, b: i32, u: u32, x: f32[n] read, v: f32[n, 3] read, "
+        "y: f32[n] write, w: f32[n, 3] add) over n {\n")
+
+
+def in_body(stmt: str) -> str:
+    return HEAD + "    " + stmt + "\n}\n"
+
+
+# (source, expected "file:line:col: error: " prefix, message substring)
+BODY_CASES = [
+    ("let z = a + b;", "t.kern:2:15: error: ", "cannot mix 'f32' and 'i32' in '+'"),
+    ("let z = b + u;", "t.kern:2:15: error: ", "cannot mix signed 'i32' and unsigned 'u32'"),
+    ("let z = xs;", "t.kern:2:13: error: ", "unknown name 'xs'; did you mean 'x'?"),
+    ("let z = thread_idx;", "t.kern:2:13: error: ", "did you mean 'thread_id'?"),
+    ("let z = a; let z = a;", "t.kern:2:20: error: ", "redeclaration of 'z'"),
+    ("x = a;", "t.kern:2:5: error: ", "cannot assign to 'x': it is a read buffer"),
+    ("let q = y;", "t.kern:2:13: error: ", "cannot read output 'y' (declared 'write')"),
+    ("a = 1.0;", "t.kern:2:5: error: ", "cannot assign to parameter 'a'"),
+    ("let z = sqrt(b);", "t.kern:2:18: error: ", "'sqrt' needs a float argument, got 'i32'"),
+    ("let z = min(a);", "t.kern:2:13: error: ", "'min' takes 2 arguments, got 1"),
+    ("let z = fma(a, a);", "t.kern:2:13: error: ", "'fma' takes 3 arguments, got 2"),
+    ("let z = v[3];", "t.kern:2:15: error: ", "component index 3 is out of range for a 3-component value"),
+    ("w[5] = a;", "t.kern:2:7: error: ", "component index 5 is out of range"),
+    ("y = b;", "t.kern:2:9: error: ", "expected 'f32', got 'i32'"),
+    ("let z: i32 = 1.5;", "t.kern:2:18: error: ", "a float literal cannot be 'i32'"),
+    ("if a { }", "t.kern:2:8: error: ", "condition must be 'bool', got 'f32'"),
+    ("let z = sqr(a);", "t.kern:2:13: error: ", "unknown function 'sqr'; did you mean 'sqrt'?"),
+    ("let z: u8 = 300;", "t.kern:2:17: error: ", "integer literal 300 is out of range for 'u8'"),
+    ("let z: u32 = -1;", "t.kern:2:18: error: ", "integer literal -1 is out of range for 'u32'"),
+    ("y *= 2.0;", "t.kern:2:7: error: ", "operator '*=' cannot update output 'y'"),
+    ("let z = v + [1.0, 2.0];", "t.kern:2:15: error: ", "vector lengths differ in '+': 3 and 2"),
+    ("let z = x.first;", "t.kern:2:15: error: ", "'.first' is not supported yet"),
+    ("for i in 0..a { }", "t.kern:2:9: error: ", "loop bounds must be integers, got 'f32'"),
+    ("for i in 0..3 { i = 2; }", "t.kern:2:21: error: ", "cannot assign to loop variable 'i'"),
+    ("let z = !b;", "t.kern:2:13: error: ", "'!' needs a bool operand, got 'i32'"),
+    ("let f32 = 1;", "t.kern:2:9: error: ", "'f32' is a type name"),
+    ("let z = v[0:4];", "t.kern:2:13: error: ", "slice [0:4] is out of range"),
+    ("let z = b + 1.5;", "t.kern:2:15: error: ", "a float literal cannot be used as 'i32'"),
+    ("let z = 1; z = 2.0;", "t.kern:2:20: error: ", "a float literal cannot be 'i32'"),
+    ("let z = x[0];", "t.kern:2:13: error: ", "cannot index 'x' of scalar type 'f32'"),
+    ("let z = a & a;", "t.kern:2:15: error: ", "'&' needs integer or bool operands"),
+    ("let z = b + i64(b);", "t.kern:2:15: error: ", "mismatched integer types 'i32' and 'i64'"),
+    ("let z = f64(a) * a;", "t.kern:2:20: error: ", "mismatched float types 'f64' and 'f32'"),
+    ("let z = true + true;", "t.kern:2:18: error: ", "arithmetic '+' on bool values"),
+    ("let z = select(a, a, a);", "t.kern:2:20: error: ", "the condition of 'select' must be bool"),
+    ("let z = f32;", "t.kern:2:13: error: ", "'f32' is a type, not a value"),
+    ("let z = u32(a, a);", "t.kern:2:13: error: ", "the conversion 'u32(...)' takes 1 argument, got 2"),
+    ("let z = a < true;", "t.kern:2:15: error: ", "cannot mix 'f32' and 'bool' in '<'"),
+]
+
+
+@pytest.mark.parametrize("stmt, prefix, message", BODY_CASES)
+def test_body_errors(stmt, prefix, message):
+    lines = error_lines(in_body(stmt))
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(prefix), lines[0]
+    assert message in lines[0], lines[0]
+
+
+KERNEL_CASES = [
+    ("@block(100) kernel k(x: f32[n] read) over n { }", "t.kern:1:8: error: ",
+     "block size must be a power of two between 32 and 1024, got 100"),
+    ("@block(2048) kernel k(x: f32[n] read) over n { }", "t.kern:1:8: error: ",
+     "block size must be a power of two between 32 and 1024, got 2048"),
+    ("@block(16) kernel k(x: f32[n] read) over n { }", "t.kern:1:8: error: ", "got 16"),
+    ("@blok(128) kernel k(x: f32[n] read) over n { }", "t.kern:1:2: error: ",
+     "unknown kernel attribute '@blok'; did you mean 'block'?"),
+    ("@block kernel k(x: f32[n] read) over n { }", "t.kern:1:2: error: ",
+     "@block takes one integer literal"),
+    ("kernel k(x: f32[n] read) over x { }", "t.kern:1:31: error: ", "'x' is a buffer"),
+    ("kernel k(a: f32, x: f32[n] read) over a { }", "t.kern:1:39: error: ",
+     "the problem size 'a' must be an integer, not 'f32'"),
+    ("kernel k(x: f32[n] read, x: f32[n] read) over n { }", "t.kern:1:26: error: ",
+     "duplicate parameter 'x'"),
+    ("kernel k(x: f33[n] read) over n { }", "t.kern:1:13: error: ",
+     "unknown type 'f33'; did you mean 'f32'?"),
+    ("kernel k(x: f32[n] read shared(i), i: u32[n] read) over n { }", "t.kern:1:25: error: ",
+     "accessor 'shared' is not supported yet"),
+    ("kernel k(x: f32[n] read unique) over n { }", "t.kern:1:25: error: ",
+     "accessor 'unique' is not supported yet"),
+    ("kernel k(x: f32[n] add shared_sum(i), i: u32[n] read) over n { }", "t.kern:1:24: error: ",
+     "accessor 'shared_sum' is not supported yet"),
+    ("kernel k(x: f32[n] read strid(1, 2)) over n { }", "t.kern:1:25: error: ",
+     "unknown accessor 'strid'; did you mean 'strided'?"),
+    ("kernel k(x: f32[n] read strided(1)) over n { }", "t.kern:1:25: error: ",
+     "accessor 'strided' takes 2 arguments, got 1"),
+    ("kernel k(x: f32[n] read strided(offs, 1), off: index) over n { }", "t.kern:1:33: error: ",
+     "unknown name 'offs' in accessor arguments; did you mean 'off'?"),
+    ("kernel k(x: f32[n] read strided(o, 2), o: f32) over n { }", "t.kern:1:33: error: ",
+     "strided arguments must be integers, got 'f32'"),
+    ("kernel k(x: f32[n] read indexed(j), j: f32[n] read) over n { }", "t.kern:1:33: error: ",
+     "the index buffer 'j' of indexed(j) must be a 1-D u32 or i32 buffer read sequentially"),
+    ("kernel k(x: f32[n] read indexed(j), j: u32[n] write) over n { }", "t.kern:1:33: error: ",
+     "must be a 1-D u32 or i32 buffer"),
+    ("kernel k(x: f32[n] read indexed(j)) over n { }", "t.kern:1:33: error: ",
+     "unknown index buffer 'j'"),
+    ("kernel k(x: f32[n, m] read) over n { }", "t.kern:1:20: error: ",
+     "the last dim of a multi-component buffer must be an integer literal"),
+    ("kernel k(x: f32[n, 3, 3] read) over n { }", "t.kern:1:10: error: ", "has 3 dims"),
+    ("kernel k(x: f32[n] read as (m):(1)) over n { }", "t.kern:1:28: error: ",
+     "layout (m):(1) does not match the dims [n] of 'x'"),
+    ("kernel k(x: f32[n, 3] read as sao) over n { }", "t.kern:1:31: error: ",
+     "unknown layout 'sao'; did you mean 'soa'?"),
+    ("layout foo(A) = (A, 3):(3, 1);\nkernel k(x: f32[n, 3] read as foo(n, 3)) over n { }",
+     "t.kern:2:31: error: ", "layout 'foo' takes 1 argument, got 2"),
+    ("layout foo = (A, 3):(3, 1);\nkernel k(x: f32[n, 3] read) over n { }", "t.kern:1:15: error: ",
+     "unknown name 'A' in layout 'foo'"),
+    ("kernel k(x: f32[n, 3] read as caspar) over n { }", "t.kern:1:31: error: ",
+     "layout 'caspar' is not supported yet"),
+    ("kernel k(x: f32[n] view) over n { }", "t.kern:1:20: error: ",
+     "'view' buffers are not supported yet"),
+    ("kernel k(x: f32[n] read) over (i, j) in (n, n) { }", "t.kern:1:32: error: ",
+     "N-D 'over (i, j) in (M, N)' is not supported yet"),
+    ("kernel k(m: index, x: f32[m] read) over m { }", "t.kern:1:27: error: ",
+     "'m' is a scalar parameter, not a size symbol"),
+    ("kernel k(x: bool[n] read) over n { }", "t.kern:1:13: error: ",
+     "buffers of 'bool' are not supported"),
+    ("kernel k(x: f32[n] read default 0.0) over n { }", "t.kern:1:33: error: ",
+     "'default' values of accessors are not supported yet"),
+    ("kernel k(x: f32[n] read) over n { }\nkernel k(x: f32[n] read) over n { }",
+     "t.kern:2:8: error: ", "redefinition of kernel 'k'"),
+    ("kernel k(x: f32[n, 1] read) over n { }", "t.kern:1:20: error: ",
+     "a multi-component element needs at least 2 components"),
+]
+
+
+@pytest.mark.parametrize("src, prefix, message", KERNEL_CASES)
+def test_kernel_errors(src, prefix, message):
+    lines = error_lines(src)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(prefix), lines[0]
+    assert message in lines[0], lines[0]
+
+
+def test_several_errors_are_reported_together():
+    src = ("kernel k(x: f32[n] read) over n {\n"
+           "    let a = x + 1u32;\n"
+           "    let b = x * true;\n"
+           "    out = 3;\n"
+           "}\n")
+    lines = error_lines(src)
+    assert lines == [
+        "t.kern:2:15: error: cannot mix 'f32' and 'u32' in '+': no implicit int/float conversion",
+        "t.kern:3:15: error: cannot mix 'f32' and 'bool' in '*'",
+        "t.kern:4:5: error: unknown name 'out'",
+    ]
+
+
+def test_diagnostics_are_complete_objects():
+    src = in_body("x = a;")
+    with pytest.raises(CompileError) as info:
+        check(parse(src, "full.kern"))
+    (d,) = info.value.diagnostics
+    assert isinstance(d, Diagnostic)
+    assert (d.location.filename, d.location.line, d.location.column) == ("full.kern", 2, 5)
+    assert d.source == src
+    assert d.hint == "declare it `write` or `add` to produce output"
+    assert d.notes and d.notes[0].severity == "note"
+    assert d.notes[0].location.column == HEAD.index("x: f32") + 1
+    text = d.format()
+    assert "    x = a;\n    ^" in text
+
+
+def test_hint_for_signed_unsigned_mix():
+    with pytest.raises(CompileError) as info:
+        check(parse(in_body("let z = b < u;"), "h.kern"))
+    (d,) = info.value.diagnostics
+    assert d.hint == "cast one operand, e.g. u32(...) or i32(...)"
+
+
+@pytest.mark.parametrize("src", [
+    "", "kernel", "kernel k(", "kernel k() over n {", "@", "layout", "kernel k() over n { let x = ; }",
+    "kernel k(x: f32[] read) over n { }", "kernel k(x: f32[n] read as ()) over n { }",
+    "kernel k() over n { y[1][2] = 3; }", "kernel k() over n { let x = [; }",
+    "\x00\x01", "kernel k() over n { let x = 1..2; }", "kernel k() over n { for in 0..1 {} }",
+])
+def test_garbage_never_raises_anything_but_compile_error(src):
+    try:
+        check(parse(src, "g.kern"))
+    except CompileError as e:
+        assert e.diagnostics and all(d.location is not None for d in e.diagnostics)

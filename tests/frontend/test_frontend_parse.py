@@ -1,0 +1,155 @@
+"""Parser tests: AST shapes, precedence, lexing corner cases, syntax-error diagnostics."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernc.errors import CompileError
+from kernc.frontend import ast as A
+from kernc.frontend import dump_ast, parse
+
+from conftest import EXAMPLES
+
+
+def body(src_stmts: str):
+    prog = parse("kernel k(a: f32, x: f32[n] read) over n {\n" + src_stmts + "\n}\n", "p.kern")
+    return prog.kernels[0].body.stmts
+
+
+@pytest.mark.parametrize("name", ["saxpy", "gather_scatter", "particles"])
+def test_examples_parse(name):
+    path = EXAMPLES / f"{name}.kern"
+    prog = parse(path.read_text(), str(path))
+    assert [k.name for k in prog.kernels] == [name]
+    assert prog.filename == str(path)
+
+
+def test_saxpy_ast():
+    prog = parse((EXAMPLES / "saxpy.kern").read_text(), "saxpy.kern")
+    k = prog.kernels[0]
+    assert [type(p).__name__ for p in k.params] == ["ScalarParam", "BufferParam", "BufferParam"]
+    a, x, y = k.params
+    assert (a.name, a.type_name) == ("a", "f32")
+    assert (x.name, x.elem_name, x.access, [d.id for d in x.dims]) == ("x", "f32", "read", ["n"])
+    assert y.access == "add"
+    assert k.over.names == ["n"]
+    (stmt,) = k.body.stmts
+    assert isinstance(stmt, A.Assign) and stmt.op == "+="
+    assert isinstance(stmt.value, A.Binary) and stmt.value.op == "*"
+    assert (stmt.loc.line, stmt.loc.column) == (3, 7)
+
+
+def test_precedence_rust_like():
+    (s,) = body("let z = 1 + 2 * 3 << 1 & 7 == 2 || false && true;")
+    e = s.value
+    assert e.op == "||"
+    assert e.right.op == "&&"
+    cmp = e.left
+    assert cmp.op == "=="
+    band = cmp.left
+    assert band.op == "&"
+    shift = band.left
+    assert shift.op == "<<"
+    assert shift.left.op == "+" and shift.left.right.op == "*"
+
+
+def test_floor_division_vs_line_comment():
+    stmts = body("let q = 7 // 2; // a comment\n    let r = 7 %% 2; // another // one")
+    assert [s.value.op for s in stmts] == ["//", "%%"]
+
+
+def test_block_comment_after_operand():
+    (s,) = body("let q = a /* inline */ * 2.0;")
+    assert s.value.op == "*"
+
+
+def test_literals_and_suffixes():
+    (s,) = body("let v = [1.0f64, 2u32, 0x1F, 0b101, 1_000, 3f32, 1e3, -4, -2.5];")
+    elems = s.value.elems
+    assert [type(e).__name__ for e in elems] == [
+        "FloatLit", "IntLit", "IntLit", "IntLit", "IntLit", "FloatLit", "FloatLit", "IntLit", "FloatLit"]
+    assert [getattr(e, "suffix") for e in elems] == ["f64", "u32", None, None, None, "f32", None, None, None]
+    assert [e.value for e in elems] == [1.0, 2, 31, 5, 1000, 3.0, 1000.0, -4, -2.5]
+
+
+def test_range_does_not_lex_as_float():
+    (s,) = body("for k in 0..3 { }")
+    assert isinstance(s, A.For)
+    assert (s.start.value, s.stop.value) == (0, 3)
+
+
+def test_else_if_chain_and_slices():
+    (s,) = body("if a < 0.0 { return; } else if a > 1.0 { } else { let w = x; }")
+    assert isinstance(s.orelse, A.If)
+    assert isinstance(s.orelse.orelse, A.Block)
+    (t,) = body("let w = [a, a, a][1:];")
+    assert isinstance(t.value, A.Slice) and t.value.start.value == 1 and t.value.stop is None
+
+
+def test_access_words_are_not_reserved():
+    (s,) = body("let read = 1.0;")
+    assert s.name == "read"
+
+
+def test_layout_defs_and_clauses():
+    prog = parse("layout rm(R, C) = (R, C):(C, 1);\n"
+                 "kernel k(p: f32[n, 3] read as rm(n, 3), q: f32[n, 3] write as (n, 3):(1, n)) over n { }",
+                 "l.kern")
+    (d,) = prog.layouts
+    assert d.name == "rm" and d.params == ["R", "C"]
+    p, q = prog.kernels[0].params
+    assert isinstance(p.layout, A.LayoutName) and p.layout.name == "rm"
+    assert isinstance(q.layout, A.LayoutLiteral) and len(q.layout.stride) == 2
+
+
+def test_dump_ast_is_deterministic_and_readable():
+    text = (EXAMPLES / "saxpy.kern").read_text()
+    d1 = dump_ast(parse(text, "saxpy.kern"))
+    d2 = dump_ast(parse(text, "saxpy.kern"))
+    assert d1 == d2
+    assert "Kernel [2:8] name='saxpy'" in d1
+    assert "Assign [3:7] op='+='" in d1
+    assert "BufferParam [2:38] name='y' elem_name='f32' access='add'" in d1
+
+
+@pytest.mark.parametrize("src, expected", [
+    ("kernel k(a: f32) over n { let x = a\n let y = 2; }",
+     "s.kern:1:36: error: expected ';' after 'a'"),
+    ("kernel k(a f32) over n { }",
+     "s.kern:1:12: error: unexpected name 'f32', expected ':'"),
+    ("kernel k(a: f32) over n { let x = $; }",
+     "s.kern:1:35: error: unexpected character '$', expected an expression"),
+    ("kernel k(a: f32) over n { let x = 1;",
+     "s.kern:1:36: error: unexpected end of file, expected '}' or a statement"),
+    ("kernel k(a: f32[n] reed) over n { }",
+     "s.kern:1:20: error: unexpected name 'reed', expected an access mode"),
+    ("kernel k(a: f32) over n { let x = 2u33; }",
+     "s.kern:1:35: error: invalid number literal '2u33'"),
+    ("kernel k(a: f32) over n { let x = (a + 1; }",
+     "s.kern:1:41: error: unexpected ';', expected ')'"),
+])
+def test_syntax_errors(src, expected):
+    with pytest.raises(CompileError) as info:
+        parse(src, "s.kern")
+    (d,) = info.value.diagnostics
+    assert d.format().splitlines()[0].startswith(expected)
+    assert d.source == src
+    assert d.format().splitlines()[-1].strip() == "^" or d.hint
+
+
+def test_syntax_error_caret_points_at_column():
+    with pytest.raises(CompileError) as info:
+        parse("kernel k(a: f32) over n {\n    let x = @;\n}", "c.kern")
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("c.kern:2:13: error: ")
+    assert lines[1] == "    let x = @;"
+    assert lines[2] == " " * 12 + "^"
+
+
+def test_dump_ast_shows_checked_types():
+    from kernc.frontend import check
+
+    prog = check(parse((EXAMPLES / "saxpy.kern").read_text(), "saxpy.kern"))
+    d = dump_ast(prog)
+    assert "Binary [3:12] op='*' : f32" in d
+    assert "Name [3:14] id='x' : f32" in d
