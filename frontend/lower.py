@@ -80,6 +80,25 @@ def _load_kern(context) -> None:
             kern.Kern.load(reload=True)
 
 
+def _accessor_op(cls, b, buffer, args, sizes, values=None, **kw):
+    """Create a kern.read/write/add of buffer ``b`` (a :class:`BufferInfo`).
+
+    An empty ``syms`` array (a static layout) is dropped by the ``ext`` op builder, which treats
+    falsy attributes as absent; build with a placeholder and set the real (empty) array after.
+    """
+    syms = b.layout.symbols
+    attrs = kern.accessor_attrs(b.accessor, str(b.layout), syms)
+    if not syms:
+        attrs["syms"] = ir.ArrayAttr.get([ir.StringAttr.get("")])
+    if cls is kern.ReadOp:
+        op = cls(buffer, args, sizes, **attrs, values=values)
+    else:
+        op = cls(buffer, args, sizes, values, **attrs)
+    if not syms:
+        op.operation.attributes["syms"] = ir.ArrayAttr.get([])
+    return op
+
+
 def _is_zero_constant(v) -> bool:
     """True if ``v`` is an ``arith.constant`` zero (the initial value of a pending output)."""
     try:
@@ -198,10 +217,9 @@ class _KernelLowering:
             b = p.buffer
             syms = b.layout.symbols
             with self.loc(p):
-                op = kern.ReadOp(self.args[p], self.accessor_args[p],
-                                 [self.size_args[s] for s in syms],
-                                 **kern.accessor_attrs(b.accessor, str(b.layout), syms),
-                                 values=[T.mlir_type(b.elem)] * b.components)
+                op = _accessor_op(kern.ReadOp, b, self.args[p], self.accessor_args[p],
+                                  [self.size_args[s] for s in syms],
+                                  values=[T.mlir_type(b.elem)] * b.components)
                 results = list(op.results)
             env[p] = results if b.components > 1 else results[0]
         # pending output values and flags
@@ -229,16 +247,15 @@ class _KernelLowering:
             with self.loc(p):
                 values = _flat(env[p])
                 sizes = [self.size_args[s] for s in syms]
-                attrs = kern.accessor_attrs(b.accessor, str(b.layout), syms)
                 op_cls = kern.WriteOp if b.access == "write" else kern.AddOp
                 flag = env.get(("flag", p))
                 if flag is not None:
                     ifop = scf.IfOp(flag, [], has_else=False)
                     with ir.InsertionPoint(ifop.then_block):
-                        op_cls(self.args[p], self.accessor_args[p], sizes, values, **attrs)
+                        _accessor_op(op_cls, b, self.args[p], self.accessor_args[p], sizes, values)
                         scf.YieldOp([])
                 else:
-                    op_cls(self.args[p], self.accessor_args[p], sizes, values, **attrs)
+                    _accessor_op(op_cls, b, self.args[p], self.accessor_args[p], sizes, values)
 
     # ---- SSA state --------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ class BarePointerABI(Pass):
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for fn in walk_ops(module, {"gpu.func"}):
-            if "gpu.kernel" in fn.attributes:
+            if "kernel" in fn.attributes or "gpu.kernel" in fn.attributes:
                 self._rewrite(fn)
 
     def _rewrite(self, fn) -> None:
