@@ -28,7 +28,7 @@ from typing import Optional
 
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR
-from kernc.errors import InternalCompilerError
+from kernc.errors import CompileError, InternalCompilerError
 from kernc.mlir import dialect, ir
 
 from . import ast as A
@@ -52,18 +52,30 @@ _CMPF = {"==": "oeq", "!=": "une", "<": "olt", "<=": "ole", ">": "ogt", ">=": "o
 def lower(program: A.Program, context) -> "ir.Module":
     """Lower the checked ``program`` to a kern-IR ``ir.Module`` created in ``context``.
 
-    ``program`` must have passed :func:`kernc.frontend.check.check`. The kern dialect is loaded into
+    ``program`` should have passed :func:`kernc.frontend.check.check` (it is checked here if it was
+    not, which may raise :class:`kernc.errors.CompileError`). The kern dialect is loaded into
     ``context``. Raises :class:`kernc.errors.InternalCompilerError` if the produced module does not
     verify (a frontend bug, never a user error).
     """
+    if any(k.info is None for k in program.kernels):
+        from .check import check
+
+        check(program)
     _load_kern(context)
     with context, ir.Location.file(program.filename, 1, 1):
         module = ir.Module.create()
         for k in program.kernels:
-            if k.info is None:
-                raise InternalCompilerError(f"kernel '{k.name}' was not checked before lowering")
-            _KernelLowering(program, k, module).run()
-        if not module.operation.verify():  # pragma: no cover - verify() raises on failure
+            try:
+                _KernelLowering(program, k, module).run()
+            except (CompileError, InternalCompilerError):
+                raise
+            except Exception as exc:  # pragma: no cover - a frontend bug
+                raise InternalCompilerError(f"lowering kernel '{k.name}' failed: {exc!r}") from exc
+        try:
+            ok = module.operation.verify()
+        except ir.MLIRError as exc:  # pragma: no cover - a frontend bug
+            raise InternalCompilerError(f"the lowered kern module does not verify: {exc}") from exc
+        if not ok:  # pragma: no cover
             raise InternalCompilerError("the lowered kern module does not verify")
     return module
 

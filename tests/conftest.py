@@ -1,0 +1,52 @@
+"""Shared pytest fixtures: compiled examples (compiled once per session) and device detection."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(ROOT, "examples")
+EXAMPLE_NAMES = sorted(
+    f[:-5] for f in os.listdir(EXAMPLES)
+    if f.endswith(".kern") and os.path.exists(os.path.join(EXAMPLES, f[:-5] + ".py"))
+)
+
+_compiled: dict = {}
+
+
+def compiled_example(name: str):
+    """The kernc Module of ``examples/NAME.kern``, compiled once per test session."""
+    import kernc
+
+    if name not in _compiled:
+        _compiled[name] = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"))
+    return _compiled[name]
+
+
+def example_reference(name: str):
+    """The numpy reference module ``examples/NAME.py``."""
+    spec = importlib.util.spec_from_file_location(f"kernc_example_{name}", os.path.join(EXAMPLES, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def gpu_available() -> bool:
+    try:
+        from kernc.backend import cuda
+
+        return cuda.available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU with CuPy (none found)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

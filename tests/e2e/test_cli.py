@@ -1,0 +1,154 @@
+"""The ``kernc`` command line: exit codes, located diagnostics, outputs, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES
+from kernc.cli import main
+
+SAXPY = os.path.join(EXAMPLES, "saxpy.kern")
+
+
+def kernc(*args, cwd=None):
+    """Run the real console entry point in a subprocess (what users run)."""
+    return subprocess.run([sys.executable, "-m", "kernc", *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_compile_to_stdout_and_file(tmp_path, capsys):
+    assert main(["compile", SAXPY]) == 0
+    assert ".visible .entry saxpy(" in capsys.readouterr().out
+    out = tmp_path / "saxpy.ptx"
+    assert main(["compile", SAXPY, "-o", str(out), "--arch", "sm_80"]) == 0
+    assert ".target sm_80" in out.read_text()
+
+
+@pytest.mark.parametrize("stage,marker", [
+    ("ast", "Kernel"), ("kern", '"kern.read"'), ("gpu", "gpu.func @saxpy"),
+    ("llvm", "llvm.func @saxpy"), ("ptx", ".entry saxpy"),
+])
+def test_emit_stages(stage, marker, capsys):
+    assert main(["compile", SAXPY, "--emit", stage]) == 0
+    assert marker in capsys.readouterr().out
+
+
+def test_syntax_error_is_located_and_no_output_written(tmp_path):
+    src = tmp_path / "bad.kern"
+    src.write_text("kernel k(x: f32[n] read, y: f32[n] write) over n {\n    y = x\n}\n")
+    out = tmp_path / "bad.ptx"
+    proc = kernc("compile", str(src), "-o", str(out))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"{src}:2:10: error: expected ';'")
+    assert "    y = x\n" in proc.stderr and "\n         ^" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_type_error_is_located(tmp_path):
+    src = tmp_path / "bad.kern"
+    src.write_text("kernel k(a: i32, x: f32[n] read, y: f32[n] add) over n {\n    y += a * x;\n}\n")
+    proc = kernc("compile", str(src))
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"{src}:2:12: error: cannot mix 'i32' and 'f32'")
+    assert "Traceback" not in proc.stderr
+
+
+def test_existing_output_survives_a_failed_compile(tmp_path, capsys):
+    src = tmp_path / "bad.kern"
+    src.write_text("kernel k(x: f32[n] read) over n { let y = x + 1; }\nkernel k2( {")
+    out = tmp_path / "keep.ptx"
+    out.write_text("previous contents")
+    assert main(["compile", str(src), "-o", str(out)]) == 1
+    assert out.read_text() == "previous contents"
+    assert list(tmp_path.iterdir()) == [src, out] or sorted(tmp_path.iterdir()) == sorted([src, out])
+
+
+def test_usage_error_exit_code():
+    proc = kernc("compile")
+    assert proc.returncode == 2
+
+
+def test_check(capsys):
+    assert main(["check", SAXPY]) == 0
+    assert "ok" in capsys.readouterr().out
+
+
+def test_run_writes_outputs_and_stats(tmp_path, capsys):
+    x = np.arange(100, dtype=np.float32)
+    y = np.ones(100, dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    stats = tmp_path / "stats.json"
+    rc = main(["run", SAXPY, "--kernel", "saxpy", "--device", "cpu", "--input", "a=0.5",
+               "--input", f"x=@{tmp_path / 'x.npy'}", "--input", f"y=@{tmp_path / 'y.npy'}",
+               "--output-dir", str(tmp_path / "out"), "--stats-json", str(stats)])
+    assert rc == 0, capsys.readouterr().err
+    got = np.load(tmp_path / "out" / "y.npy")
+    assert np.array_equal(got, y + np.float32(0.5) * x)
+    data = json.loads(stats.read_text())
+    for key in ("global_load_requests", "global_load_sectors", "global_store_requests",
+                "global_store_sectors", "global_atomics", "shared_requests", "shared_bank_conflicts"):
+        assert key in data
+    assert data["global_load_requests"] == 2 * 4  # two loads, 4 warps (100 threads -> 4 warps)
+    assert "ran saxpy on cpu: P=100" in capsys.readouterr().out
+
+
+def test_run_allocates_missing_outputs(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", np.arange(5, dtype=np.float32))
+    rc = main(["run", SAXPY, "--input", "a=2", "--input", f"x=@{tmp_path / 'x.npy'}",
+               "--output-dir", str(tmp_path)])
+    assert rc == 0
+    assert np.array_equal(np.load(tmp_path / "y.npy"), 2 * np.arange(5, dtype=np.float32))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--input", "a=2"], "missing --input x"),
+    (["--input", "a=2", "--input", "x=@/nonexistent.npy"], "cannot read"),
+    (["--input", "b=2"], "has no parameter 'b'"),
+    (["--input", "a=abc"], "neither a number"),
+    (["--kernel", "nope"], "no kernel named 'nope'"),
+])
+def test_run_bad_inputs(args, message, capsys):
+    assert main(["run", SAXPY, *args]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_run_dtype_mismatch_names_parameter(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", np.arange(5, dtype=np.float64))
+    assert main(["run", SAXPY, "--input", "a=2", "--input", f"x=@{tmp_path / 'x.npy'}"]) == 1
+    err = capsys.readouterr().err
+    assert "argument 'x'" in err and "float32" in err and "float64" in err
+
+
+def test_opt_runs_kern_passes(tmp_path, capsys):
+    assert main(["compile", SAXPY, "--emit", "kern", "-o", str(tmp_path / "k.mlir")]) == 0
+    assert main(["opt", str(tmp_path / "k.mlir"), "--passes", "kern-lower-accessors,kern-lower-layouts,canonicalize"]) == 0
+    out = capsys.readouterr().out
+    assert "memref.load" in out and "kern.read" not in out
+
+
+def test_opt_bad_pipeline(tmp_path, capsys):
+    assert main(["compile", SAXPY, "--emit", "kern", "-o", str(tmp_path / "k.mlir")]) == 0
+    assert main(["opt", str(tmp_path / "k.mlir"), "--passes", "kern-lower-accessors{"]) == 1
+    assert "bad pass pipeline" in capsys.readouterr().err
+
+
+def test_internal_error_exit_code_and_report(monkeypatch, tmp_path, capsys):
+    import kernc.compiler as compiler
+
+    def boom(*a, **k):
+        raise RuntimeError("synthetic failure")
+
+    monkeypatch.setattr(compiler.pipeline, "kern_to_gpu", boom)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    assert main(["compile", SAXPY]) == 3
+    err = capsys.readouterr().err
+    assert "internal compiler error: synthetic failure" in err
+    path = err.strip().split("written to ")[-1]
+    assert os.path.exists(path) and "Traceback" in open(path).read()
