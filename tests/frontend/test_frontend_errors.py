@@ -7,7 +7,7 @@ import pytest
 from kernc.errors import CompileError, Diagnostic
 from kernc.frontend import check, parse
 
-from conftest import error_lines
+from frontend_helpers import error_lines
 
 HEAD = ("kernel k(a: f32, b: i32, u: u32, x: f32[n] read, v: f32[n, 3] read, "
         "y: f32[n] write, w: f32[n, 3] add) over n {\n")

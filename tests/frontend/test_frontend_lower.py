@@ -13,7 +13,7 @@ from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import StridedLayout
 from kernc.mlir import ir, passmanager
 
-from conftest import EXAMPLES, compile_text
+from frontend_helpers import EXAMPLES, compile_text
 from kern_eval import Evaluator
 
 EXAMPLE_NAMES = ["saxpy", "gather_scatter", "particles"]

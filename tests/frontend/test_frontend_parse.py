@@ -8,7 +8,7 @@ from kernc.errors import CompileError
 from kernc.frontend import ast as A
 from kernc.frontend import dump_ast, parse
 
-from conftest import EXAMPLES
+from frontend_helpers import EXAMPLES
 
 
 def body(src_stmts: str):

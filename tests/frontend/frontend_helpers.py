@@ -1,4 +1,4 @@
-"""Shared helpers of the frontend tests."""
+"""Shared helpers of the frontend tests (a plain module, not a conftest: tests/conftest.py owns that name)."""
 
 from __future__ import annotations
 
