@@ -61,6 +61,18 @@ def as_cupy(x):
     return cp.from_dlpack(x)
 
 
+def check_same_device(bound: BoundLaunch) -> None:
+    """Every array of ``bound`` must live on the current CUDA device; ``KerncLaunchError`` names the
+    first that does not."""
+    current = cupy().cuda.runtime.getDevice()
+    for name, a in bound.arrays.items():
+        dev = getattr(getattr(a, "device", None), "id", current)
+        if dev != current:
+            raise KerncLaunchError(
+                f"argument '{name}': the array is on CUDA device {dev}, but the current device is {current}"
+            )
+
+
 class CudaModule:
     """A PTX module loaded into the current CUDA context; ``function(name)`` returns a kernel."""
 

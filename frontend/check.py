@@ -191,6 +191,8 @@ class _Checker:
         self.layouts: dict[str, A.LayoutDef] = {}
         self.scopes: list[dict] = []
         self.info: Optional[KernelInfo] = None
+        self.used_reads: list = []
+        self.in_accessor = False
 
     # ---- diagnostics ------------------------------------------------------------------------
 

@@ -46,13 +46,13 @@ _TERMINAL_WORDS = {
 # Structural tokens are preferred in messages over the long list of operators that could also
 # continue an expression; the order here is the order in which they are listed.
 _STRUCTURAL = [
-    "';'", "')'", "']'", "'}'", "'{'", "','", "'='", "':'", "'..'", "'('", "'['",
-    "'kernel'", "'over'", "a statement", "an expression", "a name",
+    "';'", "')'", "']'", "'}'", "'{'", "','", "'='", "':'", "'..'", "'('",
+    "a kernel or layout definition", "'kernel'", "'over'", "a statement", "an expression", "a name",
     "an access mode (read, write, add)", "an integer", "'as'",
 ]
 _OPERATOR_TERMINALS = {
     "OROR", "ANDAND", "CMPOP", "BITOR", "BITXOR", "BITAND", "SHIFTOP", "ADDOP", "MULOP",
-    "FLOORDIV", "DOT",
+    "FLOORDIV", "DOT", "LSQB",
 }
 
 _last = threading.local()
@@ -129,6 +129,9 @@ def _expected_words(expected, parser: Lark) -> list[str]:
     if {"NAME", "INT", "FLOAT"} <= expected:
         words.add("an expression")
         expected -= {"NAME", "INT", "FLOAT", "UNOP", "LSQB", "LPAR", "TRUE", "FALSE"}
+    if {"KERNEL", "LAYOUT", "AT"} <= expected:
+        words.add("a kernel or layout definition")
+        expected -= {"KERNEL", "LAYOUT", "AT"}
     if {"LET", "IF", "FOR"} <= expected:
         words.add("a statement")
         expected -= {"LET", "IF", "FOR", "RETURN", "NAME"}

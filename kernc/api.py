@@ -78,6 +78,7 @@ class Kernel:
             kwargs = {k: (cuda.as_cupy(v) if cuda.is_cuda_array(v) else v) for k, v in kwargs.items()}
             cp = cuda.cupy()
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda")
+            cuda.check_same_device(bound)
             cuda.launch(self._module._cuda_module(bound.index_bits), bound)
             stats = None
         else:

@@ -190,3 +190,39 @@ def test_garbage_never_raises_anything_but_compile_error(src):
         check(parse(src, "g.kern"))
     except CompileError as e:
         assert e.diagnostics and all(d.location is not None for d in e.diagnostics)
+
+
+def test_mutated_examples_only_raise_compile_errors():
+    """A small deterministic fuzz: random edits of the examples never crash the frontend."""
+    import random
+
+    from kernc.errors import InternalCompilerError  # noqa: F401  (must not be raised either)
+    from kernc.frontend import compile_to_kern
+    from kernc.mlir import ir
+
+    from frontend_helpers import EXAMPLES
+
+    sources = [(EXAMPLES / f"{n}.kern").read_text() for n in ("saxpy", "gather_scatter", "particles")]
+    pieces = ["+", "-", "*", "//", "%%", "(", ")", "[", "]", "{", "}", ";", ",", "..", "let ",
+              "if ", "return;", "x", "1", "1.5", "u32", "f32(", "=", "+=", " read", " as soa",
+              "true", "v[0]", ".first", "strided(off, st)", "indexed(idx)", "@block(64)"]
+    rng = random.Random(1234)
+    ctx = ir.Context()
+    outcomes = {"ok": 0, "error": 0}
+    for _ in range(300):
+        s = rng.choice(sources)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(s))
+            if rng.random() < 0.5:
+                s = s[:i] + s[i + rng.randint(1, 8):]
+            else:
+                s = s[:i] + rng.choice(pieces) + s[i:]
+        try:
+            module = compile_to_kern(s, "fuzz.kern", ctx)
+            assert module.operation.verify()
+            outcomes["ok"] += 1
+        except CompileError as e:
+            assert all(d.location is not None and d.location.filename == "fuzz.kern"
+                       for d in e.diagnostics)
+            outcomes["error"] += 1
+    assert outcomes["ok"] > 10 and outcomes["error"] > 100

@@ -127,6 +127,16 @@ def test_dump_ast_is_deterministic_and_readable():
      "s.kern:1:35: error: invalid number literal '2u33'"),
     ("kernel k(a: f32) over n { let x = (a + 1; }",
      "s.kern:1:41: error: unexpected ';', expected ')'"),
+    ("kernel k(a: f32 over n { }", "s.kern:1:17: error: unexpected 'over', expected ')' or ','"),
+    ("kernel k(a: f32) over n  let x = 1; }", "s.kern:1:26: error: unexpected 'let', expected '{'"),
+    ("kernel k(a: f32) over n { if a > 0.0 return; }",
+     "s.kern:1:38: error: unexpected 'return', expected '{'"),
+    ("fn k() {}", "s.kern:1:1: error: unexpected name 'fn', expected a kernel or layout definition"),
+    ("kernel k(a: f32) { }", "s.kern:1:18: error: unexpected '{', expected 'over'"),
+    ("kernel k(a: f32) over n { for i in 0 to 3 { } }",
+     "s.kern:1:38: error: unexpected name 'to', expected '..'"),
+    ("kernel k(a: f32) over n { let x = 1.; }", "s.kern:1:35: error: invalid number literal '1.'"),
+    ("kernel k(a: f32) over n { return }", "s.kern:1:34: error: unexpected '}', expected ';'"),
 ])
 def test_syntax_errors(src, expected):
     with pytest.raises(CompileError) as info:

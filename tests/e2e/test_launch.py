@@ -1,0 +1,118 @@
+"""Launch validation (both devices share ``backend/binding.py``) and size binding, on the CPU path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernc
+from conftest import compiled_example
+from kernc import KerncLaunchError, KerncRuntimeError
+
+f32 = np.float32
+
+
+@pytest.fixture(scope="module")
+def saxpy():
+    return compiled_example("saxpy").saxpy
+
+
+@pytest.fixture(scope="module")
+def mod2():
+    return kernc.compile(
+        """
+        kernel explicit(y: f32[m] write, c: i8, k: u16) over P {
+            y = f32(c) + f32(k);
+        }
+        kernel soa(v: f32[n, 3] read as soa, w: f32[n, 3] write as aos) over n {
+            w = v * 2.0;
+        }
+        kernel gather(x: f32[m] read indexed(idx), idx: u32[n] read, y: f32[n] write) over n {
+            y = x;
+        }
+        """
+    )
+
+
+def test_ok(saxpy):
+    x, y = np.ones(10, f32), np.zeros(10, f32)
+    res = saxpy(f32(3), x, y)
+    assert res.sizes == {"n": 10} and np.all(y == 3)
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda: (2.0, np.ones(10, np.float64), np.ones(10, f32)), "argument 'x': expected dtype float32 (f32), got float64"),
+    (lambda: (2.0, np.ones(10, f32), np.ones(9, f32)), "argument 'y': size 'n' is 9 here but 10 from 'x'"),
+    (lambda: (2.0, np.ones((10, 2), f32)[:, 0], np.ones(10, f32)), "argument 'x': the array is not C-contiguous"),
+    (lambda: (2.0, np.ones((2, 5), f32), np.ones(10, f32)), "argument 'x': expected a 1-D array of shape (n)"),
+    (lambda: (2.0, [1.0, 2.0], np.ones(2, f32)), "argument 'x': expected a numpy array, got list"),
+    (lambda: ("2", np.ones(2, f32), np.ones(2, f32)), "argument 'a': expected a number"),
+    (lambda: (2.0, np.ones(2, f32)), "missing argument 'y'"),
+    (lambda: (2.0, np.ones(2, f32), np.ones(2, f32), 4), "takes 3 arguments"),
+])
+def test_bad_arguments(saxpy, make, message):
+    with pytest.raises(KerncLaunchError) as info:
+        saxpy(*make())
+    assert message in str(info.value)
+
+
+def test_unknown_keyword(saxpy):
+    with pytest.raises(KerncLaunchError, match="has no parameter 'z'"):
+        saxpy(2.0, np.ones(2, f32), np.ones(2, f32), z=1)
+
+
+def test_explicit_problem_size_and_scalar_ranges(mod2):
+    y = np.zeros(8, f32)
+    mod2.explicit(y, -3, 40000, P=5)
+    assert np.array_equal(y, np.array([39997] * 5 + [0] * 3, f32))
+    with pytest.raises(KerncLaunchError, match="size 'P' is not bound"):
+        mod2.explicit(y, 1, 1)
+    with pytest.raises(KerncLaunchError, match="argument 'c': 200 is out of range for i8"):
+        mod2.explicit(y, 200, 1, P=1)
+    with pytest.raises(KerncLaunchError, match="argument 'k': -1 is out of range for u16"):
+        mod2.explicit(y, 1, -1, P=1)
+    with pytest.raises(KerncLaunchError, match="argument 'c': expected an integer"):
+        mod2.explicit(y, 1.5, 1, P=1)
+
+
+def test_out_of_bounds_problem_size_is_caught_on_cpu(mod2):
+    y = np.zeros(4, f32)
+    with pytest.raises(KerncRuntimeError, match="buffer 'y'.*thread 4.*index 4"):
+        mod2.explicit(y, 1, 1, P=5)
+
+
+def test_soa_and_aos_storage_shapes(mod2):
+    v = np.arange(12, dtype=f32).reshape(3, 4)       # soa: (3, n)
+    w = np.zeros((4, 3), f32)                         # aos: (n, 3)
+    mod2.soa(v, w)
+    assert np.array_equal(w, 2 * v.T)
+    with pytest.raises(KerncLaunchError, match=r"argument 'w': size 'n' is 3 here but 4"):
+        mod2.soa(v, np.zeros((3, 3), f32))
+    with pytest.raises(KerncLaunchError, match=r"argument 'v': dimension 0 must be 3, got 4"):
+        mod2.soa(np.zeros((4, 4), f32), w)
+
+
+def test_gather_with_bad_index_names_buffer_thread_and_index(mod2):
+    x = np.arange(5, dtype=f32)
+    idx = np.array([4, 0, 7, 1], np.uint32)
+    y = np.zeros(4, f32)
+    with pytest.raises(KerncRuntimeError) as info:
+        mod2.gather(x, idx, y)
+    msg = str(info.value)
+    assert "'x'" in msg and "thread 2" in msg and "index 7" in msg
+    idx[2] = 2
+    mod2.gather(x, idx, y)
+    assert np.array_equal(y, np.array([4, 0, 2, 1], f32))
+
+
+def test_unsigned_index_above_2_31_is_not_negative(mod2):
+    """I[t] is zero-extended: 0x80000000 is a huge index (out of bounds), not -2^31."""
+    x = np.arange(5, dtype=f32)
+    with pytest.raises(KerncRuntimeError, match="index 2147483648"):
+        mod2.gather(x, np.array([2**31], np.uint32), np.zeros(1, f32))
+
+
+def test_repr_and_missing_kernel(mod2):
+    assert "explicit(y, c, k) over P" in repr(mod2.explicit)
+    with pytest.raises(AttributeError, match="no kernel named 'nope'"):
+        mod2.nope
