@@ -223,28 +223,62 @@ BUILTIN_OPS = {
     "problem_size": ProblemSizeOp,
 }
 
-_loaded: set = set()
-
-
 def load(context) -> None:
-    """Register the kern dialect in ``context`` (once per context).
+    """Register the kern dialect in ``context`` (a no-op if it already is).
 
     Also turns off the context's multithreading: the kern verifiers are Python callbacks, and MLIR's
     parallel verifier would run them on worker threads while the caller holds the GIL (a deadlock).
     """
     context.enable_multithreading(False)
-    key = id(context)
-    if key in _loaded:
+    if context.is_registered_operation("kern.read"):
         return
     with context:
-        Kern.load(reload=bool(_loaded))
-    _loaded.add(key)
+        Kern.load(reload=_loaded_once[0])
+    _loaded_once[0] = True
 
 
-def accessor_attrs(accessor: str, layout: str, syms: list) -> dict:
+_loaded_once = [False]
+
+
+def _with_attrs(build, attrs: dict):
+    """Build an op, then set ``attrs``. The ``ext`` builder treats falsy attributes (an empty
+    ``syms = []`` of a static layout) as absent, so they are filled in after construction."""
+    placeholder = {k: (v if v else ir.ArrayAttr.get([ir.StringAttr.get("")])) for k, v in attrs.items()}
+    op = build(placeholder)
+    for k, v in attrs.items():
+        op.operation.attributes[k] = v
+    return op
+
+
+def accessor_attrs(accessor: str, layout: str, syms) -> dict:
     """The attribute dict of an accessor op (call inside an ``ir.Context``)."""
     return {
         "accessor": ir.StringAttr.get(accessor),
         "layout": ir.StringAttr.get(layout),
         "syms": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in syms]),
     }
+
+
+def read(buffer, args, sizes, accessor: str, layout: str, syms, result_types):
+    """Build ``kern.read`` at the current insertion point; returns the op (one result per component)."""
+    attrs = accessor_attrs(accessor, layout, syms)
+    return _with_attrs(lambda a: ReadOp(buffer, list(args), list(sizes), **a, values=list(result_types)), attrs)
+
+
+def write(kind: str, buffer, args, sizes, values, accessor: str, layout: str, syms):
+    """Build ``kern.write`` (``kind="write"``) or ``kern.add`` (``kind="add"``)."""
+    cls = {"write": WriteOp, "add": AddOp}[kind]
+    attrs = accessor_attrs(accessor, layout, syms)
+    return _with_attrs(lambda a: cls(buffer, list(args), list(sizes), list(values), **a), attrs)
+
+
+def layout_apply(coords, sizes, layout: str, syms):
+    """Build ``kern.layout_apply``; returns its ``index`` result."""
+    attrs = {
+        "layout": ir.StringAttr.get(layout),
+        "syms": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in syms]),
+    }
+    op = _with_attrs(
+        lambda a: LayoutApplyOp(list(coords), list(sizes), **a, offset=ir.IndexType.get()), attrs
+    )
+    return op.results[0]

@@ -81,34 +81,17 @@ def lower(program: A.Program, context) -> "ir.Module":
 
 
 def _load_kern(context) -> None:
-    """Load the kern dialect into ``context``.
-
-    ``kern.load`` remembers contexts by ``id()``, which Python reuses once a context is freed; so
-    check that the ops really are registered and reload the dialect if they are not.
-    """
+    """Load the kern dialect into ``context``."""
     kern.load(context)
-    if not context.is_registered_operation("kern.read"):
-        with context:
-            kern.Kern.load(reload=True)
 
 
 def _accessor_op(cls, b, buffer, args, sizes, values=None, **kw):
-    """Create a kern.read/write/add of buffer ``b`` (a :class:`BufferInfo`).
-
-    An empty ``syms`` array (a static layout) is dropped by the ``ext`` op builder, which treats
-    falsy attributes as absent; build with a placeholder and set the real (empty) array after.
-    """
+    """Create a kern.read/write/add of buffer ``b`` (a :class:`BufferInfo`)."""
     syms = b.layout.symbols
-    attrs = kern.accessor_attrs(b.accessor, str(b.layout), syms)
-    if not syms:
-        attrs["syms"] = ir.ArrayAttr.get([ir.StringAttr.get("")])
     if cls is kern.ReadOp:
-        op = cls(buffer, args, sizes, **attrs, values=values)
-    else:
-        op = cls(buffer, args, sizes, values, **attrs)
-    if not syms:
-        op.operation.attributes["syms"] = ir.ArrayAttr.get([])
-    return op
+        return kern.read(buffer, args, sizes, b.accessor, str(b.layout), syms, values)
+    kind = "write" if cls is kern.WriteOp else "add"
+    return kern.write(kind, buffer, args, sizes, values, b.accessor, str(b.layout), syms)
 
 
 def _is_zero_constant(v) -> bool:

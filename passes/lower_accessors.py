@@ -77,7 +77,7 @@ class LowerAccessors(Pass):
         sizes = operands[1 + seg[1]:1 + seg[1] + seg[2]]
         accessor = ir.StringAttr(op.attributes["accessor"]).value
         layout_text = ir.StringAttr(op.attributes["layout"]).value
-        syms_attr = op.attributes["syms"]
+        syms = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
         layout = StridedLayout.parse(layout_text)
         kind = op.name
         ncomp = len(op.results) if kind == "kern.read" else len(operands) - 1 - seg[1] - seg[2]
@@ -87,10 +87,7 @@ class LowerAccessors(Pass):
             loaded = []
             for c in range(ncomp):
                 coords = [e] if layout.rank == 1 else [e, index_const(c)]
-                off = kern.LayoutApplyOp(
-                    coords, sizes, layout=ir.StringAttr.get(layout_text), syms=syms_attr,
-                    offset=ir.IndexType.get(),
-                ).result
+                off = kern.layout_apply(coords, sizes, layout_text, syms)
                 if kind == "kern.read":
                     loaded.append(memref.LoadOp(buf, [off]).result)
                 elif kind == "kern.write":
