@@ -1,100 +1,545 @@
-"""``kern-lower-accessors``: accessor ops -> element index + ``kern.layout_apply`` + ``memref`` ops.
+"""``kern-lower-accessors``: accessor ops -> ``memref``/``gpu``/``scf`` code inside each ``gpu.func``.
 
-For each ``kern.read`` / ``kern.write`` / ``kern.add`` the pass computes the element index ``e`` that
-thread ``t`` reaches (``shared/design/accessors.md``):
+Runs after ``kern-to-gpu``: every accessor op sits in the body of a ``gpu.func`` under the guard
+``scf.if t < P`` (``kern.guard``). Semantics: ``shared/design/accessors.md``; IR contract:
+``docs/accessor-lowering.md``.
 
-- ``sequential``: ``e = t``;
-- ``strided(off, s)``: ``e = off + t*s`` (signed ``index`` arithmetic);
-- ``indexed(I)``: ``e = I[t]`` (an unsigned 32-bit load, zero-extended to ``index``);
+*Per-thread* accessors (``sequential``, ``strided``, ``strided_default``, ``indexed`` reads and
+writes, ``atomic`` adds) are lowered in place: the element index ``e`` thread ``t`` reaches, then per
+component a ``kern.layout_apply`` offset and a load, store, read-modify-write or atomic.
 
-then, for each component ``c``, the flat storage offset ``kern.layout_apply(e[, c])`` under the buffer's
-layout, and a ``memref.load`` / ``memref.store`` (``add``: load, add, store -- a plain read-modify-write:
-``add sequential/strided/indexed`` targets are unique per thread by definition).
-The layout ops are turned into index arithmetic by ``kern-lower-layouts`` afterwards.
+*Block-wide* accessors need every thread of the block, including those past ``P``:
+
+- reads (``shared``, ``unique``, ``pair``, ``pair_strided_default``) stage through workgroup memory
+  *before* the guard, leave the thread's values in a private slot (``memref.alloca``), and the op is
+  replaced by loads of that slot inside the guard;
+- updates (``shared_sum``, ``block_sum``, ``sum``, ``pair`` writes) store the thread's contribution in
+  a zero-initialised private slot inside the guard and reduce *after* the guard.
+
+So every ``gpu.barrier`` and ``gpu.shuffle`` sits outside divergent control flow. Workgroup memory is
+one buffer per element type, sized to the largest accessor's need and reused by all accessors of the
+kernel (a barrier separates uses); values are staged a chunk of components at a time so that no
+accessor needs more than :data:`STAGING_BUDGET` bytes per chunk.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from kernc.dialect import kern
+from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import StridedLayout
-from kernc.mlir import dialect, ir
+from kernc.errors import CompileError, Diagnostic
+from kernc.mlir import ir
 
+from . import ir_builder as b
 from .base import Pass, walk_ops
-
-arith = dialect("arith")
-memref = dialect("memref")
+from .lower_layouts import emit_poly
+from .outline_to_gpu import GUARD_ATTR
 
 ACCESSOR_OPS = {"kern.read", "kern.write", "kern.add"}
+#: Bytes of workgroup memory one staging chunk may use (components are staged in chunks).
+STAGING_BUDGET = 16 * 1024
+#: Static shared memory a kernel may use without opting in to more (CUDA: 48 KiB).
+SHARED_LIMIT = 48 * 1024
+WARP = 32
+BLOCK_WIDE_READS = {"shared", "unique", "pair", "pair_strided_default"}
+BLOCK_WIDE_UPDATES = {"shared_sum", "block_sum", "sum", "pair"}
 
 
 def index_const(value: int) -> ir.Value:
     """An ``arith.constant`` of type ``index`` at the current insertion point."""
-    idx = ir.IndexType.get()
-    return arith.ConstantOp(idx, ir.IntegerAttr.get(idx, int(value))).result
+    return b.idx(value)
 
 
-def _segments(op) -> list[int]:
-    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+@dataclass
+class Access:
+    """One accessor op, decoded."""
+
+    op: object
+    kind: str            # "read" | "write" | "add"
+    accessor: str
+    buffer: ir.Value
+    args: list
+    sizes: list
+    values: list         # write/add: the values; read: []
+    ncomp: int           # components per element (pair: per side)
+    layout: StridedLayout
+    layout_text: str
+    syms: list
+    compute: ir.Type     # type of the values
+    storage: ir.Type     # element type of the buffer
+
+    @property
+    def location(self):
+        return self.op.location
+
+    def offset(self, e: ir.Value, c: int) -> ir.Value:
+        coords = [e] if self.layout.rank == 1 else [e, b.idx(c)]
+        return kern.layout_apply(coords, self.sizes, self.layout_text, self.syms)
+
+    def load(self, e, c) -> ir.Value:
+        return b.convert_float(b.load(self.buffer, self.offset(e, c)), self.compute) if b.is_float(self.compute) else b.load(self.buffer, self.offset(e, c))
+
+    def to_storage(self, v):
+        return b.convert_float(v, self.storage) if b.is_float(self.storage) else v
+
+    def count(self) -> ir.Value:
+        """Number of elements of the buffer's view (the layout's first mode)."""
+        env = dict(zip(self.syms, self.sizes))
+        return emit_poly(self.layout.shape[0], env)
 
 
-def element_index(op, accessor: str, args: list) -> ir.Value:
-    """Emit the element index ``e`` thread ``t`` reaches through ``accessor`` (before ``op``)."""
-    idx = ir.IndexType.get()
-    t = kern.ThreadIdOp(idx).result
-    if accessor == "sequential":
-        return t
-    if accessor == "strided":
-        off, step = args
-        return arith.AddIOp(off, arith.MulIOp(t, step).result).result
-    if accessor == "indexed":
-        (index_buf,) = args
-        raw = memref.LoadOp(index_buf, [t]).result
-        return arith.IndexCastUIOp(idx, raw).result
-    raise ValueError(f"kern-lower-accessors: unknown accessor '{accessor}'")
+def decode(op) -> Access:
+    seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    operands = list(op.operands)
+    kind = op.name.split(".")[1]
+    accessor = ir.StringAttr(op.attributes["accessor"]).value
+    layout_text = ir.StringAttr(op.attributes["layout"]).value
+    syms = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
+    values = operands[1 + seg[1] + seg[2]:] if kind != "read" else []
+    nvals = len(op.results) if kind == "read" else len(values)
+    pairish = accessor in ("pair", "pair_strided_default")
+    compute = (op.results[0].type if kind == "read" else values[0].type)
+    return Access(
+        op=op, kind=kind, accessor=accessor, buffer=operands[0],
+        args=operands[1:1 + seg[1]], sizes=operands[1 + seg[1]:1 + seg[1] + seg[2]],
+        values=values, ncomp=nvals // 2 if pairish else nvals,
+        layout=StridedLayout.parse(layout_text), layout_text=layout_text, syms=syms,
+        compute=compute, storage=ir.MemRefType(operands[0].type).element_type,
+    )
 
 
-def _add(a: ir.Value, b: ir.Value) -> ir.Value:
-    if isinstance(a.type, ir.IntegerType):
-        return arith.AddIOp(a, b).result
-    return arith.AddFOp(a, b).result
+def _chunks(ncomp: int, block: int, elem_bytes: int) -> list[range]:
+    per = max(1, min(ncomp, STAGING_BUDGET // (block * elem_bytes)))
+    return [range(c, min(c + per, ncomp)) for c in range(0, ncomp, per)]
+
+
+@dataclass
+class KernelContext:
+    """Per-``gpu.func`` state: the guard, thread ids, and the shared workgroup buffers."""
+
+    fn: object
+    sig: KernelSignature
+    guard: object
+    block: int
+    smem: dict = field(default_factory=dict)       # str(type) -> [block arg, elements, type]
+    smem_users: list = field(default_factory=list)  # (accessor description, bytes)
+    smem_used: bool = False
+
+    def workgroup(self, elem: ir.Type, n: int, user: str, region: str = "data") -> ir.Value:
+        """A workgroup buffer of at least ``n`` elements of ``elem``, shared by all accessors that
+        ask for the same element type and ``region`` (uses are separated by barriers)."""
+        key = (str(elem), region)
+        space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+        if key not in self.smem:
+            entry = self.fn.regions[0].blocks[0]
+            arg = entry.add_argument(ir.MemRefType.get([n], elem, memory_space=space), self.fn.location)
+            self.smem[key] = [arg, n, elem]
+            count = ir.IntegerAttr(self.fn.attributes["workgroup_attributions"]).value if "workgroup_attributions" in self.fn.attributes else 0
+            self.fn.attributes["workgroup_attributions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), count + 1)
+        entry_ = self.smem[key]
+        if n > entry_[1]:
+            entry_[1] = n
+            entry_[0].set_type(ir.MemRefType.get([n], elem, memory_space=space))
+        self.smem_users.append((user, n * (b.bits(elem) // 8)))
+        return entry_[0]
+
+    def begin_staging(self) -> None:
+        """A barrier before re-using workgroup memory another staging step may still be reading."""
+        if self.smem_used:
+            b.barrier()
+        self.smem_used = True
+
+    def check_limit(self) -> None:
+        total = sum(n * (b.bits(t) // 8) for _, n, t in self.smem.values())
+        if total > SHARED_LIMIT:
+            users = ", ".join(f"{u} ({n} bytes)" for u, n in self.smem_users)
+            raise CompileError(Diagnostic(
+                f"kernel '{self.sig.name}' needs {total} bytes of shared memory, more than the "
+                f"{SHARED_LIMIT} bytes a block may use; accessors: {users}",
+                hint="use a smaller @block size",
+            ))
 
 
 class LowerAccessors(Pass):
-    """Rewrite every accessor op into ``memref`` loads/stores at layout offsets."""
+    """Rewrite every accessor op into ``memref``/``gpu``/``scf`` code."""
 
     name = "kern-lower-accessors"
-    summary = "lower kern.read/write/add to memref ops at kern.layout_apply offsets"
+    summary = "lower kern.read/write/add to memory, workgroup staging, shuffles and atomics"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        for fn in walk_ops(module, {"gpu.func"}):
+            if SIGNATURE_ATTR not in fn.attributes:
+                continue
+            guards = [op for op in walk_ops(fn, {"scf.if"}) if GUARD_ATTR in op.attributes]
+            if len(guards) != 1:
+                continue
+            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+            kc = KernelContext(fn, sig, guards[0], int(sig.block))
+            for op in walk_ops(fn, ACCESSOR_OPS):
+                lower_access(kc, decode(op))
+            kc.check_limit()
+        # accessor ops outside a gpu.func (kernc opt on kern IR): per-thread lowering in place
         for op in walk_ops(module, ACCESSOR_OPS):
-            self._rewrite(op)
+            lower_access(None, decode(op))
 
-    def _rewrite(self, op) -> None:
-        seg = _segments(op)
-        operands = list(op.operands)
-        buf = operands[0]
-        args = operands[1:1 + seg[1]]
-        sizes = operands[1 + seg[1]:1 + seg[1] + seg[2]]
-        accessor = ir.StringAttr(op.attributes["accessor"]).value
-        layout_text = ir.StringAttr(op.attributes["layout"]).value
-        syms = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
-        layout = StridedLayout.parse(layout_text)
-        kind = op.name
-        ncomp = len(op.results) if kind == "kern.read" else len(operands) - 1 - seg[1] - seg[2]
-        values = operands[1 + seg[1] + seg[2]:]
-        with ir.InsertionPoint(op), op.location:
-            e = element_index(op, accessor, args)
-            loaded = []
-            for c in range(ncomp):
-                coords = [e] if layout.rank == 1 else [e, index_const(c)]
-                off = kern.layout_apply(coords, sizes, layout_text, syms)
-                if kind == "kern.read":
-                    loaded.append(memref.LoadOp(buf, [off]).result)
-                elif kind == "kern.write":
-                    memref.StoreOp(values[c], buf, [off])
+
+def _tid_values():
+    from kernc.mlir import dialect
+
+    gpu = dialect("gpu")
+    i = b.index_t()
+    t = kern.ThreadIdOp(i).result
+    tid = gpu.ThreadIdOp(gpu.Dimension.x).result
+    blk = kern.BlockIdOp(i).result
+    p = kern.ProblemSizeOp(i).result
+    return t, tid, blk, p
+
+
+def element_index(acc: Access, t: ir.Value) -> ir.Value:
+    """The element index thread ``t`` reaches through a per-thread accessor."""
+    if acc.accessor in ("sequential", "pair", "unique", "sum", "block_sum"):
+        return t
+    if acc.accessor in ("strided", "strided_default", "pair_strided_default"):
+        off, step = acc.args[0], acc.args[1]
+        return b.add(off, b.mul(t, step))
+    if acc.accessor in ("indexed", "atomic"):
+        return b.index_cast_ui(b.load(acc.args[0], t))
+    raise ValueError(f"no element index for accessor '{acc.accessor}'")
+
+
+def _load_default(acc: Access, e: ir.Value, c: int, default: ir.Value) -> ir.Value:
+    """``X[e]`` component ``c`` if ``0 <= e < M`` else ``default`` (signed compare: e may be < 0)."""
+    inb = b.and_(b.cmp("sge", e, b.idx(0)), b.cmp("slt", e, acc.count()))
+    return b.if_else(inb, [acc.compute], lambda: [acc.load(e, c)], lambda: [default])[0]
+
+
+def lower_access(kc: KernelContext | None, acc: Access) -> None:
+    op = acc.op
+    block_wide = (acc.kind == "read" and acc.accessor in BLOCK_WIDE_READS) or (
+        acc.kind != "read" and acc.accessor in BLOCK_WIDE_UPDATES
+    )
+    if block_wide and kc is None:
+        raise CompileError(Diagnostic(
+            f"accessor '{acc.accessor}' can only be lowered inside a gpu.func (run kern-to-gpu first)"))
+    with acc.location:
+        if not block_wide:
+            with ir.InsertionPoint(op):
+                results = _per_thread(acc)
+        elif acc.kind == "read":
+            results = _block_read(kc, acc)
+        else:
+            _block_update(kc, acc)
+            results = []
+    for old, new in zip(op.results, results):
+        old.replace_all_uses_with(new)
+    op.erase()
+
+
+def _per_thread(acc: Access) -> list:
+    t = kern.ThreadIdOp(b.index_t()).result
+    e = element_index(acc, t)
+    out = []
+    for c in range(acc.ncomp):
+        if acc.kind == "read":
+            if acc.accessor == "strided_default":
+                out.append(_load_default(acc, e, c, acc.args[2]))
+            else:
+                out.append(acc.load(e, c))
+            continue
+        off = acc.offset(e, c)
+        v = acc.values[c]
+        if acc.accessor == "atomic":
+            b.atomic_add(acc.to_storage(v), acc.buffer, off)
+        elif acc.kind == "write":
+            b.store(acc.to_storage(v), acc.buffer, off)
+        else:
+            old = b.load(acc.buffer, off)
+            if b.is_float(acc.compute):
+                new = acc.to_storage(b.add(b.convert_float(old, acc.compute), v))
+            else:
+                new = b.add(old, v)
+            b.store(new, acc.buffer, off)
+    return out
+
+
+# --- block-wide reads ------------------------------------------------------------------------
+
+def _block_read(kc: KernelContext, acc: Access) -> list:
+    nres = len(acc.op.results)
+    with ir.InsertionPoint(kc.guard):
+        slot = b.alloca(acc.compute, nres)
+        t, tid, blk, p = _tid_values()
+        in_range = b.cmp("ult", t, p)
+        stage = {
+            "shared": _stage_shared,
+            "unique": _stage_unique,
+            "pair": _stage_pair,
+            "pair_strided_default": _stage_pair,
+        }[acc.accessor]
+        stage(kc, acc, slot, t, tid, blk, p, in_range)
+    with ir.InsertionPoint(acc.op):
+        return [b.load(slot, b.idx(i)) for i in range(nres)]
+
+
+def _stage_shared(kc, acc, slot, t, tid, blk, p, in_range):
+    """Each block loads each distinct element it needs once (ascending, coalesced) into workgroup
+    memory; thread ``t`` then reads its copy at rank ``target[t]`` (``shared_indices`` table)."""
+    unique, target, count = acc.args
+    B = kc.block
+    base = b.mul(blk, b.idx(B))
+    cnt = b.index_cast_ui(b.load(count, blk))
+    esize = b.bits(acc.compute) // 8
+    for chunk in _chunks(acc.ncomp, B, esize):
+        smem = kc.workgroup(acc.compute, B * len(chunk), f"shared({acc.layout_text})")
+        kc.begin_staging()
+        with b.if_(b.cmp("ult", tid, cnt)):
+            e = b.index_cast_ui(b.load(unique, b.add(base, tid)))
+            for j, c in enumerate(chunk):
+                b.store(acc.load(e, c), smem, b.add(b.idx(j * B), tid))
+        b.barrier()
+        with b.if_(in_range):
+            r = b.index_cast_ui(b.load(target, t))
+            for j, c in enumerate(chunk):
+                b.store(b.load(smem, b.add(b.idx(j * B), r)), slot, b.idx(c))
+
+
+def _stage_unique(kc, acc, slot, t, tid, blk, p, in_range):
+    """Thread 0 of the block loads ``X[0]`` once; every thread reads it from workgroup memory."""
+    smem = kc.workgroup(acc.compute, acc.ncomp, "unique")
+    kc.begin_staging()
+    with b.if_(b.cmp("eq", tid, b.idx(0))):
+        for c in range(acc.ncomp):
+            b.store(acc.load(b.idx(0), c), smem, b.idx(c))
+    b.barrier()
+    with b.if_(in_range):
+        for c in range(acc.ncomp):
+            b.store(b.load(smem, b.idx(c)), slot, b.idx(c))
+
+
+def _stage_pair(kc, acc, slot, t, tid, blk, p, in_range):
+    """``(X[e(t)], X[e(t+1)])``: each thread loads its own element into workgroup memory and takes
+    its neighbour's from there; the last thread of the block (and of the problem) loads the second
+    element from global memory. ``pair_strided_default`` reads ``Xd(off + t*s)`` with a default."""
+    B = kc.block
+    K = acc.ncomp
+    strided = acc.accessor == "pair_strided_default"
+
+    def fetch(t_value, c):
+        e = element_index(acc, t_value)
+        return _load_default(acc, e, c, acc.args[2]) if strided else acc.load(e, c)
+
+    t1 = b.add(t, b.idx(1))
+    tid1 = b.add(tid, b.idx(1))
+    interior = b.and_(b.cmp("ult", tid1, b.idx(B)), b.cmp("ult", t1, p))
+    esize = b.bits(acc.compute) // 8
+    for chunk in _chunks(K, B, esize):
+        smem = kc.workgroup(acc.compute, B * len(chunk), f"pair({acc.layout_text})")
+        kc.begin_staging()
+        with b.if_(in_range):
+            for j, c in enumerate(chunk):
+                v = fetch(t, c)
+                b.store(v, smem, b.add(b.idx(j * B), tid))
+                b.store(v, slot, b.idx(c))
+        b.barrier()
+        with b.if_(in_range):
+            for j, c in enumerate(chunk):
+                second = b.if_else(
+                    interior, [acc.compute],
+                    lambda j=j: [b.load(smem, b.add(b.idx(j * B), tid1))],
+                    lambda c=c: [fetch(t1, c)],
+                )[0]
+                b.store(second, slot, b.idx(K + c))
+
+
+# --- block-wide updates -----------------------------------------------------------------------
+
+def _block_update(kc: KernelContext, acc: Access) -> None:
+    n = len(acc.values)
+    with ir.InsertionPoint(kc.guard):
+        slot = b.alloca(acc.compute, n)
+        for i in range(n):
+            b.store(b.zero(acc.compute), slot, b.idx(i))
+    with ir.InsertionPoint(acc.op):
+        for i, v in enumerate(acc.values):
+            b.store(v, slot, b.idx(i))
+    # after the guard, in lowering order (before the gpu.return that ends the function body)
+    with ir.InsertionPoint.at_block_terminator(kc.guard.operation.block):
+        t, tid, blk, p = _tid_values()
+        vals = [b.load(slot, b.idx(i)) for i in range(n)]
+        {
+            "sum": _reduce_sum,
+            "block_sum": _reduce_sum,
+            "shared_sum": _shared_sum,
+            "pair": _pair_update,
+        }[acc.accessor](kc, acc, vals, t, tid, blk, p)
+
+
+def _warp_sum(v: ir.Value) -> ir.Value:
+    """Butterfly (xor) reduction over the 32 lanes of a warp: every lane gets the warp's sum."""
+    for off in (16, 8, 4, 2, 1):
+        other, _ = b.shuffle("xor", v, off)
+        v = b.add(v, other)
+    return v
+
+
+def _reduce_sum(kc, acc, vals, t, tid, blk, p):
+    """Block reduction: warp butterflies, one partial per warp in workgroup memory, then warp 0
+    reduces the partials (fixed order, so the block's sum is reproducible). ``sum``: one atomic per
+    component per block into ``O[0]``; ``block_sum``: thread 0 writes/adds ``O[block]``."""
+    B = kc.block
+    nw = B // WARP
+    K = acc.ncomp
+    lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
+    warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
+    sums = [_warp_sum(v) for v in vals]
+    smem = kc.workgroup(acc.compute, nw * K, acc.accessor)
+    kc.begin_staging()
+    with b.if_(b.cmp("eq", lane, b.idx(0))):
+        for c in range(K):
+            b.store(sums[c], smem, b.add(b.idx(c * nw), warp))
+    b.barrier()
+    with b.if_(b.cmp("eq", warp, b.idx(0))):
+        totals = []
+        for c in range(K):
+            part = b.if_else(
+                b.cmp("ult", lane, b.idx(nw)), [acc.compute],
+                lambda c=c: [b.load(smem, b.add(b.idx(c * nw), lane))],
+                lambda: [b.zero(acc.compute)],
+            )[0]
+            totals.append(_warp_sum(part))
+        with b.if_(b.cmp("eq", lane, b.idx(0))):
+            target = b.idx(0) if acc.accessor == "sum" else blk
+            for c in range(K):
+                off = acc.offset(target, c)
+                if acc.accessor == "sum":
+                    b.atomic_add(acc.to_storage(totals[c]), acc.buffer, off)
+                elif acc.kind == "write":
+                    b.store(acc.to_storage(totals[c]), acc.buffer, off)
                 else:
-                    old = memref.LoadOp(buf, [off]).result
-                    memref.StoreOp(_add(old, values[c]), buf, [off])
-        for old, new in zip(op.results, loaded):
-            old.replace_all_uses_with(new)
-        op.erase()
+                    old = b.load(acc.buffer, off)
+                    new = b.add(b.convert_float(old, acc.compute), totals[c]) if b.is_float(acc.compute) else b.add(old, totals[c])
+                    b.store(acc.to_storage(new), acc.buffer, off)
+
+
+def _shared_sum(kc, acc, vals, t, tid, blk, p):
+    """``X[u] += sum of y_t over I[t] = u``: the block's values are permuted into sorted index order
+    (the ``perm`` table), runs of equal index are reduced with a segmented inclusive scan (warp
+    ``shuffle up`` steps, then the run's parts in earlier warps from workgroup memory, in order),
+    and the last entry of each run issues one atomic add per component, at ascending addresses."""
+    unique, target, perm, count = acc.args
+    B = kc.block
+    nw = B // WARP
+    K = acc.ncomp
+    i32 = ir.IntegerType.get_signless(32)
+    base = b.mul(blk, b.idx(B))
+    nvalid = b.minui(b.idx(B), b.sub(p, base))
+    cnt = b.load(count, blk)
+    valid = b.cmp("ult", tid, nvalid)
+    lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
+    warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
+    # 1. permute values into sorted order: sorted position j = tid takes thread perm[j]'s value
+    src = b.if_else(valid, [b.index_t()], lambda: [b.index_cast_ui(b.load(perm, b.add(base, tid)))],
+                    lambda: [b.idx(0)])[0]
+    key = b.if_else(valid, [i32], lambda: [b.load(target, b.add(base, src))], lambda: [cnt])[0]
+    esize = b.bits(acc.compute) // 8
+    w = [None] * K
+    for chunk in _chunks(K, B, esize):
+        smem = kc.workgroup(acc.compute, B * len(chunk), f"shared_sum({acc.layout_text})")
+        kc.begin_staging()
+        for j, c in enumerate(chunk):
+            b.store(vals[c], smem, b.add(b.idx(j * B), tid))
+        b.barrier()
+        for j, c in enumerate(chunk):
+            w[c] = b.if_else(valid, [acc.compute], lambda j=j: [b.load(smem, b.add(b.idx(j * B), src))],
+                             lambda: [b.zero(acc.compute)])[0]
+    # 2. keys of all sorted positions, for run ends and run starts in earlier warps
+    keys = kc.workgroup(i32, B, "shared_sum keys", region="keys")
+    b.store(key, keys, tid)
+    # 3. segmented inclusive scan within each warp (keys are sorted, so runs are contiguous)
+    d = 1
+    while d < WARP:
+        kup, ok = b.shuffle("up", key, d)
+        same = b.and_(ok, b.cmp("eq", kup, key))
+        for c in range(K):
+            wup, _ = b.shuffle("up", w[c], d)
+            w[c] = b.select(same, b.add(w[c], wup), w[c])
+        d *= 2
+    b.barrier()  # every read of the staged values and every key store is done
+    # 4. the last lane of each warp publishes its (partial run) sums
+    parts = kc.workgroup(acc.compute, nw * K, "shared_sum partials")
+    with b.if_(b.cmp("eq", lane, b.idx(WARP - 1))):
+        for c in range(K):
+            b.store(w[c], parts, b.add(b.idx(c * nw), warp))
+    b.barrier()
+    # 5. run ends add the run's parts from earlier warps (in order) and issue the atomics
+    nxt = b.if_else(b.cmp("ult", b.add(tid, b.idx(1)), nvalid), [i32],
+                    lambda: [b.load(keys, b.add(tid, b.idx(1)))], lambda: [b.const(-1, i32)])[0]
+    is_end = b.and_(valid, b.cmp("ne", nxt, key))
+    with b.if_(is_end):
+        totals = list(w)
+        scf = b.scf
+        loop = scf.ForOp(b.idx(1), b.add(warp, b.idx(1)), b.idx(1), [b.const(1, ir.IntegerType.get_signless(1))] + totals)
+        with ir.InsertionPoint(loop.body):
+            k = loop.induction_variable
+            cont = loop.inner_iter_args[0]
+            prev = b.sub(warp, k)
+            last_key = b.load(keys, b.add(b.mul(prev, b.idx(WARP)), b.idx(WARP - 1)))
+            cont = b.and_(cont, b.cmp("eq", last_key, key))
+            new = []
+            for c in range(K):
+                part = b.load(parts, b.add(b.idx(c * nw), prev))
+                acc_c = loop.inner_iter_args[1 + c]
+                new.append(b.select(cont, b.add(acc_c, part), acc_c))
+            scf.YieldOp([cont] + new)
+        totals = list(loop.results)[1:]
+        e = b.index_cast_ui(b.load(unique, b.add(base, b.index_cast_ui(key))))
+        for c in range(K):
+            b.atomic_add(acc.to_storage(totals[c]), acc.buffer, acc.offset(e, c))
+
+
+def _pair_update(kc, acc, vals, t, tid, blk, p):
+    """``X[j] (=|+=) first_j + second_{j-1}``: neighbours' ``second`` values are exchanged through
+    workgroup memory; the two elements a block shares with its neighbours (its first element and the
+    one past its last thread) are updated with atomics. ``write pair`` relies on the launcher having
+    zeroed the buffer (``zero_init``)."""
+    B = kc.block
+    K = acc.ncomp
+    first, second = vals[:K], vals[K:]
+    in_range = b.cmp("ult", t, p)
+    esize = b.bits(acc.compute) // 8
+    prev = [None] * K
+    has_prev = b.cmp("ugt", tid, b.idx(0))
+    for chunk in _chunks(K, B, esize):
+        smem = kc.workgroup(acc.compute, B * len(chunk), f"pair({acc.layout_text})")
+        kc.begin_staging()
+        for j, c in enumerate(chunk):
+            b.store(second[c], smem, b.add(b.idx(j * B), tid))
+        b.barrier()
+        for j, c in enumerate(chunk):
+            prev[c] = b.if_else(
+                b.and_(has_prev, in_range), [acc.compute],
+                lambda j=j: [b.load(smem, b.add(b.idx(j * B), b.sub(tid, b.idx(1))))],
+                lambda: [b.zero(acc.compute)],
+            )[0]
+    with b.if_(in_range):
+        t1 = b.add(t, b.idx(1))
+        edge = b.and_(b.cmp("eq", tid, b.idx(0)), b.cmp("ugt", t, b.idx(0)))
+        last = b.or_(b.cmp("eq", tid, b.idx(B - 1)), b.cmp("eq", t1, p))
+        for c in range(K):
+            off = acc.offset(t, c)
+            total = b.add(first[c], prev[c])
+
+            def interior(off=off, total=total):
+                if acc.kind == "write":
+                    b.store(acc.to_storage(total), acc.buffer, off)
+                else:
+                    old = b.load(acc.buffer, off)
+                    new = b.add(b.convert_float(old, acc.compute), total) if b.is_float(acc.compute) else b.add(old, total)
+                    b.store(acc.to_storage(new), acc.buffer, off)
+                return []
+
+            b.if_else(edge, [], lambda off=off, total=total: (b.atomic_add(acc.to_storage(total), acc.buffer, off), [])[1], interior)
+            with b.if_(last):
+                b.atomic_add(acc.to_storage(second[c]), acc.buffer, acc.offset(t1, c))

@@ -12,7 +12,7 @@ from kernc.dialect.strided import Poly, StridedLayout
 from kernc.mlir import dialect, ir
 
 from .base import Pass, walk_ops
-from .lower_accessors import index_const
+from .ir_builder import idx as index_const
 
 arith = dialect("arith")
 

@@ -5,22 +5,23 @@ The per-thread body of item ``t`` becomes the body of a ``gpu.func ... kernel`` 
 
 - buffer arguments moved to the global address space (``memref<?xT, #gpu.address_space<global>>``) so
   PTX uses ``ld.global``/``st.global``;
-- ``t = block_id.x * B + thread_id.x`` with the block size ``B`` a constant (``known_block_size``);
-- the whole body under the guard ``scf.if t < P`` (unsigned compare; ``P`` the problem size), so the
-  threads of the last block past ``P`` do nothing of their own;
-- the thread builtins replaced: ``kern.thread_id`` -> ``t``, ``kern.block_id`` -> ``gpu.block_id x``,
-  ``kern.block_dim`` -> ``B``, ``kern.lane_id`` -> ``gpu.lane_id``, ``kern.problem_size`` -> ``P``.
+- ``known_block_size = [B, 1, 1]`` from the signature;
+- the whole body under the guard ``scf.if t < P`` (unsigned compare; ``t`` = ``kern.thread_id``,
+  ``P`` = ``kern.problem_size``), marked with the unit attribute ``kern.guard``: the threads of the
+  last block past ``P`` do nothing of their own, but still take part in the block-wide steps that
+  ``kern-lower-accessors`` places before and after the guard.
 
-The result is the gpu IR of ``docs/gpu-ir.md``, which the CPU interpreter executes.
+Accessor ops and thread builtins stay as they are; ``kern-lower-accessors`` and ``kern-lower-builtins``
+lower them inside the ``gpu.func``.
 """
 
 from __future__ import annotations
 
+from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.mlir import dialect, ir
 
 from .base import Pass, walk_ops
-from .lower_accessors import index_const
 
 arith = dialect("arith")
 gpu = dialect("gpu")
@@ -37,22 +38,14 @@ def global_memref(t: ir.Type) -> ir.Type:
     return ir.MemRefType.get(t.shape, t.element_type, memory_space=space)
 
 
-def problem_size_value(sig: KernelSignature, args) -> ir.Value:
-    """The ``index`` value of ``P``: a size-symbol argument or an integer scalar param."""
-    names = sig.arg_names
-    value = args[names.index(sig.problem_size)]
-    if isinstance(value.type, ir.IndexType):
-        return value
-    dtype = sig.param(sig.problem_size).dtype
-    cast = arith.IndexCastUIOp if dtype.startswith("u") else arith.IndexCastOp
-    return cast(ir.IndexType.get(), value).result
+GUARD_ATTR = "kern.guard"
 
 
 class OutlineToGpu(Pass):
     """Move every kern kernel into ``gpu.module @kernels`` as a guarded ``gpu.func``."""
 
     name = "kern-to-gpu"
-    summary = "wrap kern kernels into gpu.func with thread indexing and the t < P guard"
+    summary = "wrap kern kernels into guarded gpu.func kernels"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         funcs = [
@@ -84,12 +77,12 @@ class OutlineToGpu(Pass):
             gfn.attributes[SIGNATURE_ATTR] = fn.attributes[SIGNATURE_ATTR]
             entry = gfn.add_entry_block()
         with ir.InsertionPoint(entry), fn.location:
-            bid = gpu.BlockIdOp(gpu.Dimension.x).result
-            tid = gpu.ThreadIdOp(gpu.Dimension.x).result
-            t = arith.AddIOp(arith.MulIOp(bid, index_const(block_size)).result, tid).result
-            p = problem_size_value(sig, list(entry.arguments))
+            idx = ir.IndexType.get()
+            t = kern.ThreadIdOp(idx).result
+            p = kern.ProblemSizeOp(idx).result
             guard = arith.CmpIOp(arith.CmpIPredicate.ult, t, p).result
             if_op = scf.IfOp(guard)
+            if_op.attributes[GUARD_ATTR] = ir.UnitAttr.get()
             with ir.InsertionPoint(if_op.then_block):
                 yield_op = scf.YieldOp([])
             gpu.ReturnOp([])
@@ -100,15 +93,3 @@ class OutlineToGpu(Pass):
             if op.operation.name == "func.return":
                 continue
             op.operation.move_before(yield_op)
-        builtins = {
-            "kern.thread_id": lambda: t,
-            "kern.problem_size": lambda: p,
-            "kern.block_id": lambda: bid,
-            "kern.block_dim": lambda: index_const(block_size),
-            "kern.lane_id": lambda: gpu.LaneIdOp().result,
-        }
-        for op in walk_ops(gfn, set(builtins)):
-            with ir.InsertionPoint(op), op.location:
-                value = builtins[op.name]()
-            op.results[0].replace_all_uses_with(value)
-            op.erase()

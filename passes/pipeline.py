@@ -16,7 +16,9 @@ from .bare_ptr_abi import BarePointerABI
 from .base import Pass, UpstreamPass
 from .lower_accessors import LowerAccessors
 from .lower_layouts import LowerLayouts
+from .lower_builtins import LowerBuiltins
 from .outline_to_gpu import OutlineToGpu
+from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
 
 
@@ -39,12 +41,13 @@ class TargetOptions:
 
 
 def kern_to_gpu() -> list[Pass]:
-    """kern IR -> gpu IR: accessors, layouts, outlining, cleanup."""
+    """kern IR -> gpu IR: outlining, accessors, layouts, thread ids, cleanup."""
     return [
         VerifyKern(),
+        OutlineToGpu(),
         LowerAccessors(),
         LowerLayouts(),
-        OutlineToGpu(),
+        LowerBuiltins(),
         UpstreamPass("canonicalize"),
         UpstreamPass("cse"),
     ]
@@ -60,6 +63,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
             f"convert-gpu-to-nvvm{{index-bitwidth={opts.index_bits}}},"
             "reconcile-unrealized-casts)"
         ),
+        RelaxAtomics(),
         UpstreamPass(
             f"nvvm-attach-target{{chip={opts.arch} features={opts.ptx_features} O={opts.opt_level}{link}}}"
         ),

@@ -12,7 +12,9 @@ from .bare_ptr_abi import BarePointerABI
 from .base import Pass, UpstreamPass
 from .lower_accessors import LowerAccessors
 from .lower_layouts import LowerLayouts
+from .lower_builtins import LowerBuiltins
 from .outline_to_gpu import OutlineToGpu
+from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
 
 KERN_PASSES = {
@@ -20,6 +22,8 @@ KERN_PASSES = {
     LowerAccessors.name: lambda: LowerAccessors(),
     LowerLayouts.name: lambda: LowerLayouts(),
     OutlineToGpu.name: lambda: OutlineToGpu(),
+    LowerBuiltins.name: lambda: LowerBuiltins(),
+    RelaxAtomics.name: lambda: RelaxAtomics(),
     BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
 }
 

@@ -1,0 +1,30 @@
+"""``kern-relax-atomics``: kernc's atomics are relaxed and device-scoped (CUDA ``atomicAdd``).
+
+``memref.atomic_rmw`` lowers to ``llvm.atomicrmw ... acq_rel`` at system scope
+(``atom.acq_rel.sys``), a far stronger and slower operation than accumulation needs. After the NVVM
+conversion this pass sets every ``llvm.atomicrmw`` inside a ``gpu.module`` to ``monotonic`` ordering
+with ``syncscope("device")``, which the NVPTX backend emits as ``atom.relaxed.gpu`` (PTX ISA,
+"Memory Consistency Model": relaxed, ``.gpu`` scope) -- the semantics of CUDA's ``atomicAdd``.
+"""
+
+from __future__ import annotations
+
+from kernc.mlir import ir
+
+from .base import Pass, walk_ops
+
+#: ``LLVM::AtomicOrdering::monotonic`` (LLVM's name for C++ ``memory_order_relaxed``).
+MONOTONIC = 2
+
+
+class RelaxAtomics(Pass):
+    """Make every ``llvm.atomicrmw`` in the GPU modules relaxed and device-scoped."""
+
+    name = "kern-relax-atomics"
+    summary = "atomics: monotonic ordering, syncscope(\"device\")"
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        for gm in walk_ops(module, {"gpu.module"}):
+            for op in walk_ops(gm, {"llvm.atomicrmw"}):
+                op.attributes["ordering"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), MONOTONIC)
+                op.attributes["syncscope"] = ir.StringAttr.get("device")
