@@ -49,6 +49,7 @@ class BoundLaunch:
     block: int
     index_bits: int
     arrays: dict = field(default_factory=dict)
+    zero_init: list = field(default_factory=list)
 
 
 def _scalar(p: Param, value, index_bits: int = 64):
@@ -103,21 +104,36 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str)
     Raises :class:`KerncLaunchError`.
     """
     params = sig.params
-    if len(args) > len(params):
+    user = [p for p in params if p.kind != "table"]
+    if len(args) > len(user):
         raise KerncLaunchError(
-            f"kernel '{sig.name}' takes {len(params)} arguments ({', '.join(p.name for p in params)}), got {len(args)}"
+            f"kernel '{sig.name}' takes {len(user)} arguments ({', '.join(p.name for p in user)}), got {len(args)}"
         )
-    values = {p.name: v for p, v in zip(params, args)}
+    values = {p.name: v for p, v in zip(user, args)}
     kw = dict(kwargs)
     for p in params[len(args):]:
-        if p.name in kw:
+        if p.name in kw and p.kind != "table":
             values[p.name] = kw.pop(p.name)
     explicit_sizes = {k: kw.pop(k) for k in list(kw) if k in sig.sizes}
     if kw:
         raise KerncLaunchError(f"kernel '{sig.name}' has no parameter '{sorted(kw)[0]}'")
-    missing = [p.name for p in params if p.name not in values]
+    missing = [p.name for p in params if p.name not in values and p.kind != "table"]
     if missing:
         raise KerncLaunchError(f"kernel '{sig.name}': missing argument '{missing[0]}'")
+
+    from .shared_indices import SharedIndices, shared_indices
+
+    tables: dict = {}
+    for p in params:
+        v = values.get(p.name)
+        if isinstance(v, SharedIndices):
+            if v.block_size != sig.block:
+                raise KerncLaunchError(
+                    f"argument '{p.name}': shared_indices table built for block size {v.block_size}, "
+                    f"kernel '{sig.name}' uses @block({sig.block})"
+                )
+            tables[p.name] = v
+            values[p.name] = v.indices
 
     sizes: dict = {}
     origin: dict = {}
@@ -178,12 +194,42 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str)
             raise KerncLaunchError(f"argument '{sig.problem_size}': the problem size must be a non-negative integer")
         problem = int(pv)
 
+    env = dict(sizes)
+    env.setdefault(sig.problem_size, problem)
+    grid = math.ceil(problem / sig.block) if problem else 0
+    for p in params:
+        if p.kind != "buffer":
+            continue
+        count = int(Poly.parse(str(p.dims[0])).evaluate(env)) if p.dims else 0
+        need = getattr(p, "min_elements", None)
+        if need and problem:
+            want = Poly.parse(str(need)).evaluate(env)
+            if count < want:
+                raise KerncLaunchError(
+                    f"argument '{p.name}': accessor '{p.accessor}' needs at least {want} elements "
+                    f"({need}), the buffer has {count}"
+                )
+        if p.accessor == "block_sum" and count < grid:
+            raise KerncLaunchError(
+                f"argument '{p.name}': block_sum needs one element per block ({grid} blocks of "
+                f"{sig.block}), the buffer has {count}"
+            )
+
     largest = max([problem, *sizes.values(), *(f.size for f in flat.values())], default=0)
     index_bits = 32 if largest < 2**31 - sig.block else 64
 
     out_args = []
     for p in params:
-        if p.kind == "buffer":
+        if p.kind == "table":
+            if p.table_of not in tables:
+                tables[p.table_of] = shared_indices(flat[p.table_of][:problem], sig.block)
+            elif tables[p.table_of].problem_size != problem:
+                raise KerncLaunchError(
+                    f"argument '{p.table_of}': its shared_indices table covers "
+                    f"{tables[p.table_of].problem_size} entries, the problem size is {problem}"
+                )
+            out_args.append(tables[p.table_of].field(p.table_field))
+        elif p.kind == "buffer":
             out_args.append(flat[p.name])
         elif p.dtype == "index":
             v = values[p.name]
@@ -200,11 +246,11 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str)
             out_args.append(_scalar(p, values[p.name]))
     out_args.extend(sizes[s] for s in sig.sizes)
 
-    grid = math.ceil(problem / sig.block) if problem else 0
     if grid > MAX_GRID_X:
         raise KerncLaunchError(
             f"kernel '{sig.name}': problem size {problem} needs {grid} blocks of {sig.block}, "
             f"more than the {MAX_GRID_X} CUDA allows in grid x"
         )
     return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, index_bits,
-                       {p.name: values[p.name] for p in params if p.kind == "buffer"})
+                       {p.name: values[p.name] for p in params if p.kind == "buffer"},
+                       [p.name for p in params if getattr(p, "zero_init", False)])

@@ -16,6 +16,8 @@ def launch(interpreter, bound: BoundLaunch):
     """Execute ``bound`` on ``interpreter``; returns the run's statistics (all zero when ``P == 0``)."""
     from .interpreter import RunStats
 
+    for name in bound.zero_init:
+        bound.arrays[name].fill(0)
     if bound.grid == 0:
         return RunStats()
     names = bound.signature.arg_names

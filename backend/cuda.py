@@ -89,7 +89,10 @@ class CudaModule:
 
 
 def launch(module: CudaModule, bound: BoundLaunch) -> None:
-    """Launch ``bound`` (grid x block threads) from ``module``; nothing is launched when ``P == 0``."""
+    """Launch ``bound`` (grid x block threads) from ``module``; nothing is launched when ``P == 0``
+    (``zero_init`` outputs are still zero-filled)."""
+    for name in bound.zero_init:
+        bound.arrays[name].fill(0)
     if bound.grid == 0:
         return
     itype = np.int32 if bound.index_bits == 32 else np.int64

@@ -1,0 +1,97 @@
+"""``shared_indices(I, block_size)``: the per-block table behind ``shared(I)`` and ``shared_sum(I)``.
+
+For each block ``b`` of ``B`` consecutive entries of ``I[0:P]`` (the last block may be partial):
+
+- ``unique[b*B + j]`` for ``j < count[b]``: the block's distinct index values, ascending;
+- ``target[t]``: the rank of ``I[t]`` among its block's distinct values;
+- ``perm[b*B + j]``: the local thread id of the ``j``-th entry of the block in sorted order (a stable
+  argsort, so equal indices keep thread order and reductions have a fixed order);
+- ``count[b]``: how many distinct values block ``b`` has.
+
+All four are ``uint32`` arrays (``unique``, ``target``, ``perm`` of length ``ceil(P/B)*B``, ``count`` of
+length ``ceil(P/B)``); entries past ``P`` are 0 and never read. No index value is reserved as a
+sentinel: validity comes from ``count`` and ``P`` (Caspar's published ``SharedIndex`` encoding
+reserves ``0xFFFFFFFF``; kernc does not). Computed with numpy for host arrays and CuPy for device
+arrays, fully vectorised (one stable lexsort).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernc.errors import KerncLaunchError
+
+FIELDS = ("unique", "target", "perm", "count")
+
+
+@dataclass
+class SharedIndices:
+    """A ``shared_indices`` table for index array ``indices`` (kept, so a kernel can take this object
+    in place of ``I``) at ``block_size``. Arrays are numpy or CuPy, like ``indices``."""
+
+    indices: object
+    block_size: int
+    unique: object
+    target: object
+    perm: object
+    count: object
+
+    @property
+    def problem_size(self) -> int:
+        return int(self.indices.shape[0])
+
+    def field(self, name: str):
+        return getattr(self, name)
+
+
+def _xp(a):
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def shared_indices(indices, block_size: int) -> SharedIndices:
+    """Build the table for a 1-D ``uint32`` (or ``int32`` non-negative) index array.
+
+    ``block_size`` must be a power of two in 32..1024 and equal to the ``@block`` size of the kernel
+    the table is used with. Raises :class:`KerncLaunchError` for a bad array or block size.
+    """
+    if not (isinstance(block_size, int) and 32 <= block_size <= 1024 and block_size & (block_size - 1) == 0):
+        raise KerncLaunchError(f"shared_indices: block_size must be a power of two in 32..1024, got {block_size!r}")
+    if getattr(indices, "ndim", None) != 1 or getattr(indices, "dtype", None) not in (np.uint32, np.int32):
+        raise KerncLaunchError("shared_indices: expected a 1-D uint32 (or int32) array")
+    xp = _xp(indices)
+    P = int(indices.shape[0])
+    B = block_size
+    nb = -(-P // B)
+    n = nb * B
+    vals = xp.full(n, 1 << 32, dtype=xp.int64)       # past P: larger than any uint32 value
+    vals[:P] = indices.astype(xp.int64)
+    if indices.dtype == np.int32 and P and bool((vals[:P] < 0).any()):
+        raise KerncLaunchError("shared_indices: negative index values")
+    pos = xp.arange(n, dtype=xp.int64)
+    blk = pos // B
+    order = xp.lexsort(xp.stack([pos, vals, blk]))   # by block, then value, then position (stable)
+    svals = vals[order]
+    start = xp.ones(n, dtype=bool)
+    if n:
+        start[1:] = (svals[1:] != svals[:-1]) | (blk[1:] != blk[:-1])
+    # rank of each sorted entry within its block
+    runs = xp.cumsum(start.astype(xp.int64)) - 1
+    first_run = runs[blk * B]  # run index of each block's first sorted entry
+    rank = runs - first_run
+    target = xp.zeros(n, dtype=xp.uint32)
+    target[order] = rank.astype(xp.uint32)
+    perm = (order - blk * B).astype(xp.uint32)
+    unique = xp.zeros(n, dtype=xp.uint32)
+    valid = svals < (1 << 32)
+    sel = start & valid
+    unique[(blk * B + rank)[sel]] = svals[sel].astype(xp.uint32)
+    count = xp.zeros(nb, dtype=xp.uint32)
+    if n:
+        count[:] = xp.bincount(blk[sel], minlength=nb).astype(xp.uint32)[:nb]
+    return SharedIndices(indices, B, unique, target, perm, count)
