@@ -45,7 +45,9 @@ class BarePointerABI(Pass):
         n = self.index_bits
         desc_t = ir.Type.parse(f"!llvm.struct<(ptr<1>, ptr<1>, i{n}, array<1 x i{n}>, array<1 x i{n}>)>")
         new_inputs = []
-        for arg in list(entry.arguments):
+        n_inputs = len(ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs)
+        # only the function's inputs; workgroup/private attributions follow them as block arguments
+        for arg in list(entry.arguments)[:n_inputs]:
             if not isinstance(arg.type, ir.MemRefType):
                 new_inputs.append(arg.type)
                 continue
