@@ -31,7 +31,7 @@ def numpy_dtype(name: str) -> np.dtype:
 
             return np.dtype(ml_dtypes.bfloat16)
         except ImportError as err:  # pragma: no cover - depends on the environment
-            raise KerncLaunchError("bf16 buffers need the 'ml_dtypes' package on the host") from err
+            raise KerncLaunchError("bf16 values need the 'ml_dtypes' package on the host (pip install ml_dtypes)") from err
     return np.dtype(NUMPY_DTYPES[name])
 
 
@@ -75,7 +75,11 @@ def _scalar(p: Param, value, index_bits: int = 64):
         return dtype.type(int(value))
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise KerncLaunchError(f"argument '{p.name}': expected a number ({p.dtype}), got {type(value).__name__}")
-    return dtype.type(value)
+    with np.errstate(over="ignore"):
+        out = dtype.type(value)
+    if np.isinf(out) and math.isfinite(float(value)):
+        raise KerncLaunchError(f"argument '{p.name}': {value!r} is out of range for {p.dtype}")
+    return out
 
 
 def _bind_dim(p: Param, axis: int, expected, actual: int, sizes: dict, origin: dict) -> None:
@@ -111,6 +115,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str)
         )
     values = {p.name: v for p, v in zip(user, args)}
     kw = dict(kwargs)
+    for p in user[: len(args)]:
+        if p.name in kw:
+            raise KerncLaunchError(f"kernel '{sig.name}': got multiple values for argument '{p.name}'")
     for p in params[len(args):]:
         if p.name in kw and p.kind != "table":
             values[p.name] = kw.pop(p.name)
@@ -147,8 +154,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str)
             raise KerncLaunchError(f"argument '{p.name}': expected {want}, got {type(a).__name__}")
         dtype = numpy_dtype(p.dtype)
         if a.dtype != dtype:
+            got = a.dtype.name if a.dtype.isnative else f"{a.dtype.name} in non-native byte order ({a.dtype.str})"
             raise KerncLaunchError(
-                f"argument '{p.name}': expected dtype {dtype.name} ({p.dtype}), got {a.dtype.name}; "
+                f"argument '{p.name}': expected dtype {dtype.name} ({p.dtype}), got {got}; "
                 f"convert it with .astype(np.{dtype.name}) first"
             )
         if a.ndim != len(p.storage_shape):

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from kernc.backend import binding, cpu, cuda
-from kernc.compiler import Compilation, CompileOptions, validate_arch
+from kernc.compiler import Compilation, CompileOptions
 from kernc.errors import KerncLaunchError
 
 
@@ -74,6 +74,11 @@ class Kernel:
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu")
             stats = cpu.launch(self._module._interpreter(), bound)
         elif device == "cuda":
+            if not cuda.available():
+                raise KerncLaunchError(
+                    f"kernel '{self.name}': no usable CUDA device (CuPy sees no GPU or no driver); "
+                    f"pass numpy arrays to run on the CPU interpreter"
+                )
             args = tuple(cuda.as_cupy(a) if cuda.is_cuda_array(a) else a for a in args)
             kwargs = {k: (cuda.as_cupy(v) if cuda.is_cuda_array(v) else v) for k, v in kwargs.items()}
             cp = cuda.cupy()
@@ -130,14 +135,37 @@ class Module:
 
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3) -> Module:
-    """Compile ``.kern`` source text. Raises :class:`~kernc.errors.CompileError` with located
-    diagnostics for a wrong program and ``ValueError`` for a bad ``arch``."""
-    validate_arch(arch)
+    """Compile ``.kern`` source text into a :class:`Module`.
+
+    The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
+    reported here, as :class:`~kernc.errors.CompileError` with ``file:line:col`` diagnostics); PTX for
+    ``arch`` (``"sm_90"`` default; ``sm_50`` .. ``sm_121a``) at LLVM ``opt_level`` 0..3 is generated on
+    first use (``mod.ptx`` or the first GPU launch). ``ValueError`` for a bad ``arch``/``opt_level``.
+
+    Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
+    name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
+    for numpy arrays or on the GPU for CUDA arrays, updates ``write``/``add`` buffers in place, and
+    returns a :class:`LaunchResult`.
+    """
     return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level)))
 
 
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3) -> Module:
     """Compile the ``.kern`` file at ``path`` (see :func:`compile`); ``OSError`` if unreadable."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    return compile(text, filename=str(path), arch=arch, opt_level=opt_level)
+    return compile(read_source(path), filename=str(path), arch=arch, opt_level=opt_level)
+
+
+def read_source(path) -> str:
+    """Read a ``.kern`` file as UTF-8; ``OSError`` if unreadable, ``CompileError`` if not UTF-8."""
+    from kernc.errors import CompileError, Diagnostic, SourceLocation
+
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise CompileError(Diagnostic(
+            f"the file is not UTF-8 text (byte 0x{data[err.start]:02x})", SourceLocation(str(path), line, col)
+        )) from None

@@ -18,18 +18,36 @@ EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_ICE = 0, 1, 2, 3
 
 def write_atomically(path: str, data: str | bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``,
-    so ``path`` is either untouched or complete (never half-written on an error or interrupt)."""
+    so ``path`` is either untouched or complete (never half-written on an error or interrupt).
+
+    The file gets the mode an ordinary ``open(path, "w")`` would give it: an existing file keeps its
+    mode, a new one gets ``0o666`` less the umask. Raises ``OSError`` naming ``path``.
+    """
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kernc-", suffix=".tmp")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot write '{path}': it is a directory")
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kernc-", suffix=".tmp")
+    except OSError as err:
+        raise OSError(f"cannot write '{path}': {err.strerror or err}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(err, OSError):
+            raise OSError(f"cannot write '{path}': {err.strerror or err}") from None
         raise
 
 
@@ -43,8 +61,9 @@ def _emit(text: str, out: str | None) -> None:
 def _read_source(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+    from kernc.api import read_source
+
+    return read_source(path)
 
 
 def _ir_printer(name: str, text: str) -> None:
@@ -66,7 +85,14 @@ def cmd_compile(ns) -> int:
 def cmd_check(ns) -> int:
     from kernc import frontend
 
-    frontend.check(frontend.parse(_read_source(ns.file), ns.file))
+    from kernc.errors import CompileError, Diagnostic, SourceLocation
+
+    text = _read_source(ns.file)
+    try:
+        frontend.check(frontend.parse(text, ns.file))
+    except RecursionError:
+        raise CompileError(Diagnostic("the program is nested too deeply for kernc",
+                                      SourceLocation(ns.file, 1, 1), source=text)) from None
     print(f"{ns.file}: ok")
     return EXIT_OK
 
@@ -181,6 +207,8 @@ def cmd_run(ns) -> int:
     if ns.device == "cuda":
         from kernc.backend import cuda
 
+        if not cuda.available():
+            raise KerncLaunchError("no usable CUDA device (CuPy sees no GPU or no driver); use --device cpu")
         cp = cuda.cupy()
         dev_values = {k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in values.items()}
         result = kernel(**dev_values, **kwargs, device="cuda")
@@ -208,7 +236,29 @@ def cmd_run(ns) -> int:
             for k, v in stats.items():
                 print(f"  {k}: {v}")
         if ns.stats_json:
-            write_atomically(ns.stats_json, json.dumps(stats, indent=2, sort_keys=True) + "\n")
+            _emit(json.dumps(stats, indent=2, sort_keys=True) + "\n", ns.stats_json)
+    return EXIT_OK
+
+
+def cmd_layout(ns) -> int:
+    """``kernc layout EXPR``: print a layout as a grid of offsets (or write an SVG picture)."""
+    from kernc.dialect.layout_algebra import LayoutError, parse_layout
+    from kernc.dialect.layout_print import layout_to_svg, layout_to_text
+    from kernc.errors import CompileError, Diagnostic
+
+    try:
+        layout = parse_layout(ns.expr)
+        if ns.svg:
+            data = layout_to_svg(layout, banks=ns.banks, elem_bytes=ns.elem_bytes)
+        else:
+            data = layout_to_text(layout, banks=ns.banks, elem_bytes=ns.elem_bytes)
+    except LayoutError as err:
+        raise CompileError(Diagnostic(f"layout '{ns.expr}': {err}")) from None
+    if ns.svg:
+        write_atomically(ns.svg, data)
+        print(f"wrote {ns.svg}")
+    else:
+        sys.stdout.write(data)
     return EXIT_OK
 
 
@@ -248,11 +298,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     r.add_argument("--input", action="append", default=[], metavar="NAME=@file.npy|NAME=VALUE")
     r.add_argument("--size", action="append", default=[], metavar="SYM=INT")
-    r.add_argument("--output-dir", default=".")
+    r.add_argument("--output-dir", default=".", help="where NAME.npy outputs go (default: the current folder)")
     r.add_argument("--arch", default="sm_90")
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
-    r.add_argument("--stats-json", default=None, metavar="FILE")
+    r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout)")
     r.set_defaults(fn=cmd_run)
+
+    lay = sub.add_parser("layout", help="print a CuTe-style layout as a grid of offsets (or an SVG)")
+    lay.add_argument("expr", help="e.g. '(4,8):(8,1)', 'Sw<3,3,3> o (8,64):(64,1)', '(6,2):(8,2) o (4,3):(3,1)'")
+    form = lay.add_mutually_exclusive_group()
+    form.add_argument("--text", action="store_true", help="print a text grid (the default)")
+    form.add_argument("--svg", metavar="FILE", default=None, help="write an SVG grid to FILE")
+    lay.add_argument("--banks", action="store_true", help="also show shared-memory banks (32 x 4 bytes)")
+    lay.add_argument("--elem-bytes", type=int, default=4, help="element size in bytes for --banks (default 4)")
+    lay.set_defaults(fn=cmd_layout)
     return ap
 
 

@@ -22,7 +22,7 @@ from kernc import frontend
 from kernc.backend import toolkit
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.errors import CompileError, Diagnostic, InternalCompilerError, KerncError
+from kernc.errors import CompileError, Diagnostic, InternalCompilerError, KerncError, SourceLocation
 from kernc.mlir import ir
 from kernc.passes import pipeline
 from kernc.passes.base import Pass, walk_ops
@@ -68,13 +68,18 @@ class CompileOptions:
 
 
 def validate_arch(arch: str) -> str:
-    """Return ``arch`` if it names an SM architecture ``sm_XY[a]`` (XY >= 50); ``ValueError`` else."""
-    import re
-
-    m = re.fullmatch(r"sm_(\d+)a?", arch)
-    if not m or int(m.group(1)) < 50:
-        raise ValueError(f"unknown GPU architecture '{arch}' (expected e.g. sm_80, sm_90)")
+    """Return ``arch`` if kernc can target it (``passes.pipeline.PTX_VERSION``); ``ValueError`` else."""
+    pipeline.ptx_features(arch)
     return arch
+
+
+def validate_options(opts: "CompileOptions") -> None:
+    """``ValueError`` for an unknown arch, an ``opt_level`` outside 0..3 or ``index_bits`` not 32/64."""
+    validate_arch(opts.arch)
+    if opts.opt_level not in (0, 1, 2, 3):
+        raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
+    if opts.index_bits not in (32, 64):
+        raise ValueError(f"index_bits must be 32 or 64, got {opts.index_bits!r}")
 
 
 def run_passes(
@@ -136,24 +141,35 @@ class Compilation:
         self.source = text
         self.filename = filename
         self.options = options or CompileOptions()
-        validate_arch(self.options.arch)
+        validate_options(self.options)
         self._after_pass = after_pass
         self._lock = threading.RLock()
         self._ptx: dict[int, str] = {}
         self._llvm: dict[int, str] = {}
-        self.program = frontend.check(frontend.parse(text, filename))
-        with _CTX_LOCK:
-            ctx = context()
-            with ctx, ir.Location.unknown():
-                module = frontend.lower(self.program, ctx)
-                if self.options.kernels is not None:
-                    self._select(module, self.options.kernels)
+        try:
+            self.program = frontend.check(frontend.parse(text, filename))
+            with _CTX_LOCK:
+                ctx = context()
+                with ctx, ir.Location.unknown():
+                    module = frontend.lower(self.program, ctx)
+        except RecursionError:
+            raise CompileError(Diagnostic(
+                "the program is nested too deeply for kernc (a very long expression or deeply nested "
+                "blocks); split it with 'let' bindings",
+                SourceLocation(filename, 1, 1), source=text,
+            )) from None
+        with _CTX_LOCK, context(), ir.Location.unknown():
+            if self.options.kernels is not None:
+                self._select(module, self.options.kernels)
             self._notify("frontend", module)
             self._kern = _text(module, debug_info=True)
             run_passes(module, pipeline.kern_to_gpu(), self._hook())
             self._gpu = _text(module, debug_info=True)
             self._needs_libdevice = _uses_math(module)
             self.signatures = self._signatures(module)
+        if not self.signatures:
+            raise CompileError(Diagnostic(f"{filename} defines no kernel to compile",
+                                          SourceLocation(filename, 1, 1), source=text))
 
     # -- stages -------------------------------------------------------------------------------
     def _hook(self):

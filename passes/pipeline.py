@@ -22,6 +22,28 @@ from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
 
 
+#: SM architectures kernc targets and the PTX ISA version each needs (PTX ISA, "Release Notes" /
+#: "Target ISA Notes": sm_90a needs PTX 8.0, sm_100 8.6, sm_120 8.7, sm_103/sm_121 8.8). PTX 8.0 is
+#: the floor (the NVPTX backend's sm_90 support). Anything else is rejected up front: LLVM aborts the
+#: process on a target/PTX mismatch instead of returning an error.
+PTX_VERSION = {
+    **{f"sm_{n}": 80 for n in (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90)},
+    "sm_90a": 80,
+    "sm_100": 86, "sm_100a": 86, "sm_101": 86, "sm_101a": 86,
+    "sm_103": 88, "sm_103a": 88,
+    "sm_120": 87, "sm_120a": 87, "sm_121": 88, "sm_121a": 88,
+}
+
+
+def ptx_features(arch: str) -> str:
+    """The ``+ptxNN`` feature string for ``arch``; ``ValueError`` for an unknown architecture."""
+    if arch not in PTX_VERSION:
+        raise ValueError(
+            f"unknown GPU architecture '{arch}' (supported: {', '.join(PTX_VERSION)})"
+        )
+    return f"+ptx{PTX_VERSION[arch]}"
+
+
 @dataclass(frozen=True)
 class TargetOptions:
     """Code generation options.
@@ -30,14 +52,13 @@ class TargetOptions:
     in the generated code, 32 (default; valid while every buffer and problem size is < 2^31) or 64;
     ``opt_level``: LLVM ``O`` level 0..3; ``libdevice``: path of ``libdevice.10.bc`` to link for
     ``math`` functions (``None``: no linking, only valid for kernels without math calls);
-    ``ptx_version``: the PTX ISA feature, e.g. ``"+ptx80"``.
+    the PTX ISA version follows from ``arch`` (:data:`PTX_VERSION`).
     """
 
     arch: str = "sm_90"
     index_bits: int = 32
     opt_level: int = 3
     libdevice: str | None = None
-    ptx_features: str = "+ptx80"
 
 
 def kern_to_gpu() -> list[Pass]:
@@ -65,7 +86,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
         ),
         RelaxAtomics(),
         UpstreamPass(
-            f"nvvm-attach-target{{chip={opts.arch} features={opts.ptx_features} O={opts.opt_level}{link}}}"
+            f"nvvm-attach-target{{chip={opts.arch} features={ptx_features(opts.arch)} O={opts.opt_level}{link}}}"
         ),
     ]
 

@@ -71,5 +71,18 @@ def parse_pipeline(text: str) -> list[Pass]:
             except TypeError as err:
                 raise ValueError(f"pass '{name}' takes no such options: {sorted(opts)}") from err
         else:
+            _check_upstream(item)
             passes.append(UpstreamPass(item))
     return passes
+
+
+def _check_upstream(item: str) -> None:
+    """``ValueError`` unless upstream MLIR knows the pass (pipeline) ``item``."""
+    from kernc.mlir import ir, passmanager
+
+    ctx = ir.Context()
+    try:
+        passmanager.PassManager.parse(f"builtin.module({item})", context=ctx)
+    except Exception as err:  # MLIRError / ValueError from the pipeline parser
+        known = ", ".join(sorted(KERN_PASSES))
+        raise ValueError(f"unknown pass or bad pipeline '{item}' (kernc passes: {known}; or an upstream MLIR pass): {err}") from None

@@ -63,7 +63,7 @@ def test_static_layout_kernel_end_to_end():
      "unknown accessor 'bogus'"),
     ('"kern.read"(%x, %n) {accessor = "sequential", layout = "(n):(1)", syms = ["m"], operandSegmentSizes = array<i32: 1, 0, 1>} : (memref<?xf32>, index) -> f32',
      "names size symbols ['n']"),
-    ('"kern.read"(%x, %n) {accessor = "sequential", layout = "(n):(1)", syms = ["n"], operandSegmentSizes = array<i32: 1, 0, 1>} : (memref<?xf32>, index) -> f64',
+    ('"kern.read"(%x, %n) {accessor = "sequential", layout = "(n):(1)", syms = ["n"], operandSegmentSizes = array<i32: 1, 0, 1>} : (memref<?xf32>, index) -> i32',
      "element type"),
     ('"kern.read"(%x, %n) {accessor = "strided", layout = "(n):(1)", syms = ["n"], operandSegmentSizes = array<i32: 1, 0, 1>} : (memref<?xf32>, index) -> f32',
      "takes 2 args"),

@@ -1,0 +1,132 @@
+"""Regression tests for defects found by trying kernc as a new user (each failed before its fix)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+import kernc
+from conftest import EXAMPLES, compiled_example, gpu_available
+from kernc import CompileError, KerncLaunchError
+from kernc.cli import main
+
+SAXPY = os.path.join(EXAMPLES, "saxpy.kern")
+SAXPY_TEXT = open(SAXPY).read()
+
+
+@pytest.mark.parametrize("arch,version", [("sm_80", "8.0"), ("sm_90a", "8.0"), ("sm_100", "8.6"), ("sm_120", "8.7")])
+def test_newer_archs_get_a_matching_ptx_version(arch, version):
+    """sm_100 used to abort the whole process (LLVM fatal error: PTX 8.0 cannot target sm_100)."""
+    ptx = kernc.compile(SAXPY_TEXT, arch=arch).ptx
+    assert f".version {version}" in ptx and f".target {arch}" in ptx
+
+
+@pytest.mark.parametrize("arch", ["sm_200", "sm_5", "gfx90a", "sm_90b"])
+def test_unknown_arch_is_rejected_up_front(arch, capsys):
+    with pytest.raises(ValueError, match="unknown GPU architecture"):
+        kernc.compile(SAXPY_TEXT, arch=arch)
+    assert main(["compile", SAXPY, "--arch", arch]) == 1
+    assert "unknown GPU architecture" in capsys.readouterr().err
+
+
+def test_bad_opt_level_is_a_value_error():
+    with pytest.raises(ValueError, match="opt_level"):
+        kernc.compile(SAXPY_TEXT, opt_level=7)
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n", "// only a comment\n", "layout r = (4):(1);\n"])
+def test_file_without_kernels_is_a_user_error(tmp_path, text, capsys):
+    with pytest.raises(CompileError, match="defines no kernel"):
+        kernc.compile(text)
+    src = tmp_path / "empty.kern"
+    src.write_text(text)
+    assert main(["compile", str(src)]) == 1
+    assert f"{src}:1:1: error: {src} defines no kernel" in capsys.readouterr().err
+
+
+def test_very_long_expression_is_compiled_or_reported():
+    """500 chained additions used to escape as a raw RecursionError."""
+    text = "kernel k(y: f32[n] write) over n { y = " + " + ".join(["1.0"] * 500) + "; }"
+    try:
+        mod = kernc.compile(text)
+    except CompileError as err:
+        assert "nested too deeply" in str(err)
+    else:
+        y = np.zeros(3, np.float32)
+        mod.k(y)
+        assert np.all(y == 500)
+
+
+def test_opt_with_unknown_pass_is_a_user_error(tmp_path, capsys):
+    kern = tmp_path / "k.mlir"
+    assert main(["compile", SAXPY, "--emit", "kern", "-o", str(kern)]) == 0
+    assert main(["opt", str(kern), "--passes", "bogus"]) == 1
+    assert "unknown pass or bad pipeline 'bogus'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(gpu_available(), reason="checks the no-GPU path")
+def test_cuda_device_without_gpu_is_a_launch_error(tmp_path, capsys):
+    mod = compiled_example("saxpy")
+    with pytest.raises(KerncLaunchError, match="no usable CUDA device"):
+        mod.saxpy(1.0, np.ones(2, np.float32), np.ones(2, np.float32), device="cuda")
+    np.save(tmp_path / "x.npy", np.ones(2, np.float32))
+    assert main(["run", SAXPY, "--device", "cuda", "--input", "a=1", "--input", f"x=@{tmp_path / 'x.npy'}",
+                 "--output-dir", str(tmp_path)]) == 1
+    assert "no usable CUDA device" in capsys.readouterr().err
+
+
+def test_output_files_follow_umask_and_keep_existing_mode(tmp_path):
+    out = tmp_path / "new.ptx"
+    old = os.umask(0o022)
+    try:
+        assert main(["compile", SAXPY, "-o", str(out)]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    kept = tmp_path / "kept.ptx"
+    kept.write_text("x")
+    kept.chmod(0o640)
+    assert main(["compile", SAXPY, "-o", str(kept)]) == 0
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and ".entry saxpy" in kept.read_text()
+
+
+def test_write_errors_name_the_users_path(tmp_path, capsys):
+    assert main(["compile", SAXPY, "-o", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert str(tmp_path) in err and ".kernc-" not in err
+    assert main(["compile", SAXPY, "-o", str(tmp_path / "missing" / "x.ptx")]) == 1
+    err = capsys.readouterr().err
+    assert "missing/x.ptx" in err and ".kernc-" not in err
+
+
+def test_stats_json_dash_is_stdout(tmp_path, capsys):
+    np.save(tmp_path / "x.npy", np.ones(40, np.float32))
+    assert main(["run", SAXPY, "--input", "a=1", "--input", f"x=@{tmp_path / 'x.npy'}",
+                 "--output-dir", str(tmp_path), "--stats-json", "-"]) == 0
+    out = capsys.readouterr().out
+    assert '"global_load_requests": 4' in out
+    assert not (tmp_path / "-").exists() and not os.path.exists("-")
+
+
+def test_non_utf8_source_is_a_located_error(tmp_path, capsys):
+    src = tmp_path / "latin1.kern"
+    src.write_bytes(b"// caf\xe9\nkernel k() over n {}\n")
+    assert main(["compile", str(src)]) == 1
+    assert f"{src}:1:7: error: the file is not UTF-8 text (byte 0xe9)" in capsys.readouterr().err
+    with pytest.raises(CompileError):
+        kernc.compile_file(src)
+
+
+def test_launch_messages():
+    mod = compiled_example("saxpy")
+    x, y = np.ones(4, np.float32), np.ones(4, np.float32)
+    with pytest.raises(KerncLaunchError, match="got multiple values for argument 'a'"):
+        mod.saxpy(2.0, x, y, a=3.0)
+    with pytest.raises(KerncLaunchError, match="non-native byte order"):
+        mod.saxpy(2.0, x.astype(">f4"), y)
+    with pytest.raises(KerncLaunchError, match="argument 'a': 1e\\+300 is out of range for f32"):
+        mod.saxpy(1e300, x, y)
+    mod.saxpy(float("inf"), x, np.zeros(4, np.float32))  # an infinite value is passed through
