@@ -363,8 +363,10 @@ def _op_shli(x, y, ty):
 
 
 def _op_shrsi(x, y, ty):
-    sa, ok = _shift_amount(y, ty)
-    return _back(np.right_shift(_sv(x, ty), sa) * ok.astype(ty.sdtype), ty)
+    # PTX shr.sN clamps the shift amount to N: amounts >= N fill with the sign bit
+    s = _uv(y, ty)
+    sa = np.minimum(s, ty.bits - 1).astype(ty.sdtype)
+    return _back(np.right_shift(_sv(x, ty), sa), ty)
 
 
 def _op_shrui(x, y, ty):
@@ -751,6 +753,35 @@ def _access(fr: _Frame, mask, buf: _Buf, idxs, what: str):
         for st, i in zip(buf.strides, sel):
             rel = rel + i * st
     return act, rel
+
+
+def _check_store_race(fr, buf, act, addr, rel, val) -> None:
+    """Several lanes storing to one address in one step is a data race (the GPU keeps an unspecified
+    value, and a read-modify-write loses updates): raise ``KerncRuntimeError`` naming the buffer, two
+    threads and the index. This catches, e.g., duplicate indices in ``write/add indexed(I)`` (use
+    ``atomic(I)`` or ``shared_sum(I)`` to accumulate)."""
+    lanes = (np.arange(fr.L) if act is None else act)
+    if type(addr) is not np.ndarray:
+        if lanes.size > 1 and (type(val) is np.ndarray or act is None or act.size > 1):
+            _race(fr, buf, lanes[0], lanes[1], rel if type(rel) is not np.ndarray else rel[0])
+        return
+    if addr.size < 2:
+        return
+    order = np.argsort(addr, kind="stable")
+    sa = addr[order]
+    dup = np.flatnonzero(sa[1:] == sa[:-1])
+    if dup.size:
+        k = int(dup[0])
+        index = rel[order[k]] if type(rel) is np.ndarray else rel
+        _race(fr, buf, lanes[order[k]], lanes[order[k + 1]], index)
+
+
+def _race(fr, buf, lane_a, lane_b, index):
+    raise KerncRuntimeError(
+        f"data race on {buf.describe()}: threads {fr.thread_id(int(lane_a))} and "
+        f"{fr.thread_id(int(lane_b))} both store to index {int(index)} in the same step "
+        f"(indexed/strided writes need distinct targets; use atomic(I) or shared_sum(I) to accumulate)"
+    )
 
 
 def _oob(fr, buf, what, lane, index):
@@ -1296,8 +1327,9 @@ class _Translator:
             val = env[v]
             if type(val) is np.ndarray and act is not None:
                 val = val[act]
+            _check_store_race(fr, buf, act, addr, rel, val)
             if type(addr) is not np.ndarray and type(val) is np.ndarray:
-                val = val[-1]  # several lanes, one address: the last lane wins
+                val = val[-1]  # several lanes, one address, one value
             buf.data[addr] = val
         return f
 

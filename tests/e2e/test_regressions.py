@@ -130,3 +130,26 @@ def test_launch_messages():
     with pytest.raises(KerncLaunchError, match="argument 'a': 1e\\+300 is out of range for f32"):
         mod.saxpy(1e300, x, y)
     mod.saxpy(float("inf"), x, np.zeros(4, np.float32))  # an infinite value is passed through
+
+
+def test_duplicate_indices_in_add_indexed_are_reported_on_cpu():
+    """add indexed(I) is a plain read-modify-write: duplicate targets used to lose updates silently."""
+    mod = kernc.compile(
+        "kernel sc(v: f32[n] read, dst: u32[n] read, out: f32[m] add indexed(dst)) over n { out += v; }"
+    )
+    out = np.zeros(4, np.float32)
+    with pytest.raises(kernc.KerncRuntimeError, match=r"data race on .*'out'.*threads 0 and 1.*index 2.*atomic"):
+        mod.sc(np.ones(3, np.float32), np.array([2, 2, 1], np.uint32), out)
+    out = np.zeros(4, np.float32)
+    mod.sc(np.ones(3, np.float32), np.array([2, 0, 1], np.uint32), out)
+    assert np.array_equal(out, [1, 1, 1, 0])
+
+
+def test_signed_shift_right_by_width_or_more_fills_with_the_sign():
+    """PTX shr.s32 clamps the shift amount at 32; the interpreter used to give 0."""
+    mod = kernc.compile("kernel sh(x: i32[n] read, s: u32[n] read, y: i32[n] write) over n { y = x >> i32(s); }")
+    x = np.array([-8, -8, 8, -8, 1 << 30], np.int32)
+    s = np.array([3, 32, 40, 31, 33], np.uint32)
+    y = np.zeros(5, np.int32)
+    mod.sh(x, s, y)
+    assert list(y) == [-1, -1, 0, -1, 0]
