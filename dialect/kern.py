@@ -19,9 +19,19 @@ Accessor ops (the semantics are in ``shared/design/accessors.md``):
 - ``kern.write`` -- ``(buffer, args..., sizes..., values...)``: ``X[e] = y_t``
 - ``kern.add``   -- ``(buffer, args..., sizes..., values...)``: ``X[e] += y_t``
 
-``args`` by accessor: ``sequential`` none (``e = t``); ``strided`` ``(off, s)`` of type ``index``
-(``e = off + t*s``); ``indexed`` the index buffer ``I`` (``memref<?xi32>``, ``e = I[t]``).
-One result/value per component; their type is the buffer's element type.
+``args`` by accessor (the full table is in ``docs/accessor-lowering.md``): ``sequential``,
+``unique``, ``pair``, ``block_sum``, ``sum`` none; ``strided`` ``(off, s)`` of type ``index``
+(``e = off + t*s``); ``strided_default`` and ``pair_strided_default`` ``(off, s)`` too, with the value
+read out of bounds in the typed ``default`` attribute (an IRDL variadic group needs one type for all
+its operands, so it cannot carry the value among the ``index`` args); ``indexed`` and ``atomic`` the index buffer ``I`` (``memref<?xi32>``, ``e = I[t]``);
+``shared`` the ``unique, target, count`` tables of ``shared_indices(I)`` and ``shared_sum`` the
+``unique, target, perm, count`` tables (all ``memref<?xi32>``).
+
+One result/value per component (``pair`` and ``pair_strided_default``: ``2K`` of them, the first
+element's ``K`` components, then the second's). Their type is the *compute* type, which may differ
+from the buffer's *storage* (memref element) type: for a float storage type it is a float type at
+least as wide (``f16``/``bf16`` storage computes in ``f32``; ``compute f64``); integer storage
+computes in its own type.
 
 ``kern.layout_apply`` -- ``(coords..., sizes...) -> index``: the flat offset of a coordinate under
 ``layout``; produced by accessor lowering, removed by layout lowering.
@@ -41,9 +51,26 @@ from .strided import StridedLayout
 ext = dialect("ext")
 
 #: Accessor kinds each op accepts, with the number of ``args`` operands they take.
-READ_ACCESSORS = {"sequential": 0, "strided": 2, "indexed": 1}
-WRITE_ACCESSORS = {"sequential": 0, "strided": 2, "indexed": 1}
-ADD_ACCESSORS = {"sequential": 0, "strided": 2, "indexed": 1}
+#: The attribute holding the value ``*_default`` reads give out of bounds (exact, typed).
+DEFAULT_ATTR = "default"
+
+READ_ACCESSORS = {
+    "sequential": 0, "strided": 2, "strided_default": 2, "indexed": 1, "shared": 3, "unique": 0,
+    "pair": 0, "pair_strided_default": 2,
+}
+WRITE_ACCESSORS = {
+    "sequential": 0, "strided": 2, "indexed": 1, "block_sum": 0, "sum": 0, "pair": 0,
+}
+ADD_ACCESSORS = {
+    "sequential": 0, "strided": 2, "indexed": 1, "shared_sum": 4, "atomic": 1, "block_sum": 0,
+    "sum": 0, "pair": 0,
+}
+#: Accessors whose ops carry two elements per thread (``2K`` results/values).
+PAIR_ACCESSORS = ("pair", "pair_strided_default")
+#: Accessors whose ``args`` are all integer ``memref`` s (index buffers or ``shared_indices`` tables).
+_MEMREF_ARG_ACCESSORS = ("indexed", "atomic", "shared", "shared_sum")
+#: Accessors whose first two ``args`` are ``(off, s)`` of type ``index``.
+_STRIDED_ACCESSORS = ("strided", "strided_default", "pair_strided_default")
 
 
 class Kern(ext.Dialect, name="kern"):
@@ -92,26 +119,70 @@ def _access_error(op, table: dict, with_values: bool) -> str | None:
     values = list(op.operands)[1 + seg[1] + seg[2]:] if with_values else list(op.results)
     if not values:
         return "an element needs at least one component"
-    if any(v.type != buf_t.element_type for v in values):
-        return f"component values must have the buffer's element type {buf_t.element_type}"
+    components = len(values)
+    if accessor in PAIR_ACCESSORS:
+        if len(values) % 2:
+            return (f"accessor '{accessor}' takes two elements (first, then second): an even number "
+                    f"of component values, got {len(values)}")
+        components = len(values) // 2
+    err = _compute_type_error(buf_t.element_type, values[0].type)
+    if err:
+        return err
+    if any(v.type != values[0].type for v in values):
+        return "component values must all have the same (compute) type"
     err = _layout_error(op, None)
     if err:
         return err
     rank = StridedLayout.parse(_str(op.attributes["layout"])).rank
-    if len(values) > 1 and rank != 2:
-        return f"{len(values)}-component elements need a rank-2 layout (element, component)"
-    if len(values) == 1 and rank not in (1, 2):
+    if components > 1 and rank != 2:
+        return f"{components}-component elements need a rank-2 layout (element, component)"
+    if components == 1 and rank not in (1, 2):
         return "single-component elements need a rank-1 or rank-2 layout"
-    if accessor == "indexed":
-        idx_t = op.operands[1].type
-        if not isinstance(idx_t, ir.MemRefType) or not isinstance(idx_t.element_type, ir.IntegerType):
-            return "indexed(I) needs an integer index buffer"
-    if accessor == "strided" and any(not isinstance(v.type, ir.IndexType) for v in list(op.operands)[1:3]):
+    args = list(op.operands)[1:1 + seg[1]]
+    if accessor in _MEMREF_ARG_ACCESSORS:
+        for a in args:
+            if not isinstance(a.type, ir.MemRefType) or a.type.rank != 1 \
+                    or not isinstance(a.type.element_type, ir.IntegerType):
+                what = "index buffer" if accessor in ("indexed", "atomic") else "shared_indices tables"
+                return f"{accessor}(I) needs 1-D integer memref args (the {what})"
+    if accessor in _STRIDED_ACCESSORS and any(not isinstance(v.type, ir.IndexType) for v in args[:2]):
         return "strided(off, s) takes index operands"
+    if accessor in ("strided_default", "pair_strided_default"):
+        if DEFAULT_ATTR not in op.attributes:
+            return f"'{accessor}' needs a '{DEFAULT_ATTR}' attribute (the value read out of bounds)"
+        dtype = op.attributes[DEFAULT_ATTR].type
+        if dtype != values[0].type:
+            return (f"the default value of '{accessor}' must have the compute type {values[0].type}, "
+                    f"got {dtype}")
     sizes = list(op.operands)[1 + seg[1]:1 + seg[1] + seg[2]]
     if any(not isinstance(v.type, ir.IndexType) for v in sizes):
         return "size operands must be of type index"
     return None
+
+
+def _float_width(t) -> int | None:
+    """Bit width of an MLIR float type, ``None`` for other types."""
+    for cls, bits in ((ir.F16Type, 16), (ir.BF16Type, 16), (ir.F32Type, 32), (ir.F64Type, 64)):
+        if isinstance(t, cls):
+            return bits
+    return None
+
+
+def _compute_type_error(storage, compute) -> str | None:
+    """Whether values of type ``compute`` may stand for elements stored as ``storage``.
+
+    Equal types always may; a float storage type may also be computed in a strictly wider float type
+    (``f16``/``bf16`` -> ``f32``/``f64``, ``f32`` -> ``f64``). Integer storage computes as stored.
+    """
+    if compute == storage:
+        return None
+    sw, cw = _float_width(storage), _float_width(compute)
+    if sw is not None and cw is not None and cw > sw:
+        return None
+    if sw is not None:
+        return (f"component values must have the buffer's element type {storage} or a wider float "
+                f"(compute) type, got {compute}")
+    return f"component values must have the buffer's element type {storage}, got {compute}"
 
 
 def _verified(op, error: str | None) -> bool:
@@ -259,10 +330,22 @@ def accessor_attrs(accessor: str, layout: str, syms) -> dict:
     }
 
 
-def read(buffer, args, sizes, accessor: str, layout: str, syms, result_types):
-    """Build ``kern.read`` at the current insertion point; returns the op (one result per component)."""
+def read(buffer, args, sizes, accessor: str, layout: str, syms, result_types, default=None):
+    """Build ``kern.read`` at the current insertion point; returns the op (one result per component).
+
+    ``default``: ``(type, value)`` of the value ``strided_default``/``pair_strided_default`` reads
+    give out of bounds, stored exactly as the ``default`` attribute (a typed float/integer attr).
+    """
     attrs = accessor_attrs(accessor, layout, syms)
-    return _with_attrs(lambda a: ReadOp(buffer, list(args), list(sizes), **a, values=list(result_types)), attrs)
+    op = _with_attrs(lambda a: ReadOp(buffer, list(args), list(sizes), **a, values=list(result_types)), attrs)
+    if default is not None:
+        type_, value = default
+        if isinstance(type_, ir.IntegerType) or isinstance(type_, ir.IndexType):
+            attr = ir.IntegerAttr.get(type_, int(value))
+        else:
+            attr = ir.FloatAttr.get(type_, float(value))
+        op.operation.attributes[DEFAULT_ATTR] = attr
+    return op
 
 
 def write(kind: str, buffer, args, sizes, values, accessor: str, layout: str, syms):

@@ -6,8 +6,11 @@ function; it survives every pass down to the ``gpu.func``. The backend (launcher
 reads it back with :meth:`KernelSignature.from_json`.
 
 Kernel argument order (kern IR ``func.func`` and ``gpu.func`` alike): the declared params in source
-order -- scalars by value, buffers as ``memref<?xT>`` over their flat storage -- followed by one
-``index`` argument per size symbol, in the order of :attr:`KernelSignature.sizes`.
+order -- scalars by value, buffers as ``memref<?xT>`` over their flat storage -- then the hidden
+``kind="table"`` params (``memref<?xi32>``, four per index param of ``shared(I)``/``shared_sum(I)``,
+see ``docs/accessor-lowering.md``), followed by one ``index`` argument per size symbol, in the order
+of :attr:`KernelSignature.sizes`. :attr:`KernelSignature.params` lists declared and hidden params in
+that argument order.
 """
 
 from __future__ import annotations
@@ -31,17 +34,32 @@ NUMPY_DTYPES = {
 class Param:
     """One declared kernel parameter.
 
-    - ``kind``: ``"scalar"`` or ``"buffer"``.
+    - ``kind``: ``"scalar"``, ``"buffer"`` or ``"table"`` (a hidden ``shared_indices`` table the
+      launcher computes from the index param ``table_of``; users never pass it).
     - ``dtype``: language dtype name (``"f32"``, ``"u32"``, ``"index"``, ...); for buffers the element
-      (storage) dtype.
+      (storage) dtype; ``"u32"`` for tables.
     - ``access``: ``"read"``, ``"write"`` or ``"add"`` for buffers, ``None`` for scalars.
-    - ``accessor``: ``"sequential"``, ``"strided"``, ``"indexed"``, ... (buffers only).
-    - ``index_param``: the name of the index buffer of ``indexed(I)``-like accessors, else ``None``.
+    - ``accessor``: the kern IR accessor name (buffers only): ``"sequential"``, ``"strided"``,
+      ``"strided_default"``, ``"indexed"``, ``"shared"``, ``"unique"``, ``"pair"``,
+      ``"pair_strided_default"``, ``"shared_sum"``, ``"atomic"``, ``"block_sum"``, ``"sum"``.
+    - ``index_param``: the name of the index buffer of ``indexed(I)``, ``shared(I)``,
+      ``shared_sum(I)`` and ``atomic(I)``, else ``None``.
     - ``dims``: the declared logical dims, each an int or a size-symbol name (``["n", 3]``).
     - ``components``: elements' component count (1 for ``f32[n]``, 3 for ``f32[n, 3]``).
     - ``layout``: the storage layout in CuTe notation over the dims (``"(n,3):(1,n)"``).
     - ``storage_shape``: the shape the launcher expects of the array that holds the buffer, each
       entry an int or a size-symbol name (``["3", "n"]`` for ``soa``); symbols are bound from it.
+      ``[]`` for tables.
+    - ``compute``: the compute dtype of the buffer's values when the program chose one with a
+      ``compute f32|f64`` clause; ``None`` means the storage dtype after ``f16``/``bf16`` -> ``f32``
+      promotion.
+    - ``zero_init``: the launcher zero-fills the buffer before the launch (also when ``P == 0``):
+      ``write sum`` and ``write pair``.
+    - ``min_elements``: a :class:`kernc.dialect.strided.Poly` text over size symbols that the number
+      of elements (the first dim) must reach: ``"n+1"`` for ``pair`` reads and writes over ``n``,
+      ``"1"`` for ``unique``; ``None`` otherwise.
+    - ``table_of`` / ``table_field``: for ``kind="table"``, the index param and which table
+      (``"unique"``, ``"target"``, ``"perm"`` or ``"count"``).
     """
 
     name: str
@@ -54,6 +72,11 @@ class Param:
     components: int = 1
     layout: str | None = None
     storage_shape: list = field(default_factory=list)
+    compute: str | None = None
+    zero_init: bool = False
+    min_elements: str | None = None
+    table_of: str | None = None
+    table_field: str | None = None
 
 
 @dataclass

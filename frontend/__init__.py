@@ -5,7 +5,8 @@ Public API (all errors in the user's program raise :class:`kernc.errors.CompileE
 
 - :func:`parse` ``(text, filename="<input>") -> ast.Program``
 - :func:`check` ``(program) -> ast.Program`` (annotates types and symbols in place)
-- :func:`lower` ``(program, context) -> ir.Module`` (kern IR, one ``func.func`` per kernel)
+- :func:`lower` ``(program, context, verify=True) -> ir.Module`` (kern IR, one ``func.func`` per
+  kernel; the accessor contract is ``docs/accessor-lowering.md``)
 - :func:`compile_to_kern` ``(text, filename, context) -> ir.Module`` (parse + check + lower)
 - :func:`dump_ast` ``(program) -> str`` (for ``kernc compile --emit ast``)
 """

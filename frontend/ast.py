@@ -122,10 +122,18 @@ class Slice(Expr):
 
 @dataclass(eq=False)
 class Member(Expr):
-    """``base.name`` (``.first``/``.second`` of pair accessors; not supported yet)."""
+    """``base.name``: ``u.first`` / ``u.second`` of a ``pair`` read (each a scalar or K-vector); as
+    an assignment target, ``out.first`` / ``out.second`` of a ``pair`` output."""
 
     base: Expr
     name: str
+
+
+@dataclass(eq=False)
+class TupleLit(Expr):
+    """``(a, b)``: only valid as the value assigned to a ``pair`` output (``out = (first, second)``)."""
+
+    elems: list
 
 
 # ---- statements -------------------------------------------------------------------------------
@@ -156,7 +164,11 @@ class Let(Stmt):
 
 @dataclass(eq=False)
 class Assign(Stmt):
-    """``target op value;`` with ``op`` in ``= += -= *= /=``; ``target`` is a Name or an Index."""
+    """``target op value;`` with ``op`` in ``= += -= *= /=``.
+
+    ``target`` is a Name (``x``), a Member (``out.first``) or an Index of either (``x[k]``,
+    ``out.second[k]``). ``value`` may be a :class:`TupleLit` for a ``pair`` output.
+    """
 
     target: Expr
     op: str
@@ -235,7 +247,11 @@ class LayoutName(Node):
 
 @dataclass(eq=False)
 class BufferParam(Node):
-    """``name: T[dims] ACCESS [PATTERN...] [as LAYOUT] [default V]``."""
+    """``name: T[dims] ACCESS [PATTERN...] [as LAYOUT] [default V] [compute T]``.
+
+    The three clauses after the patterns may come in any order (each at most once). ``compute`` is
+    the type name of the ``compute`` clause (``"f64"``), located at ``compute_loc``.
+    """
 
     name: str
     elem_name: str
@@ -246,6 +262,8 @@ class BufferParam(Node):
     default: Optional[Expr] = None
     elem_loc: Optional[Loc] = None
     access_loc: Optional[Loc] = None
+    compute: Optional[str] = None
+    compute_loc: Optional[Loc] = None
 
 
 @dataclass(eq=False)

@@ -18,6 +18,15 @@ Language rules enforced here (the reference for the lowering):
 - A ``read`` buffer's name is the thread's element (a scalar, or a K-vector for ``T[n, K]``); an
   output (``write``/``add``) can only be assigned (``y = v``, ``y += v``, ``y -= v``,
   ``y[k] = v``), never read. An output's pending value starts at zero.
+- Accessors (``docs/accessor-lowering.md``): each access mode allows the patterns of
+  :data:`ACCESS_PATTERNS`; ``default v`` only on ``read strided(off, s)`` / ``read pair strided``
+  (which requires one), with ``v`` a number literal rounded once to the compute type; the index
+  param of ``indexed``/``shared``/``shared_sum``/``atomic`` is a sequential 1-D ``u32``/``i32``
+  ``read`` buffer with one entry per item. A ``pair`` read is used as ``u.first`` / ``u.second``;
+  a ``pair`` output is assigned ``out = (a, b)`` or ``out.first`` / ``out.second``.
+- Buffers compute in their compute type (``f16``/``bf16`` -> ``f32``, or ``compute f32|f64`` on
+  float storage, never narrower); an output also accepts values of its storage type (widened
+  exactly).
 """
 
 from __future__ import annotations
@@ -38,13 +47,35 @@ BUILTIN_VALUES = ("thread_id", "block_id", "block_dim", "lane_id", "problem_size
 #: Builtin functions and their arity.
 FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "floor", "ceil")
 BUILTIN_FUNCS = {**{f: 1 for f in FLOAT_UNARY}, "abs": 1, "min": 2, "max": 2, "fma": 3, "select": 3}
-#: Accessor patterns: supported ones with their argument counts, and the ones that parse but are
-#: not implemented yet.
-SUPPORTED_ACCESSORS = {"sequential": 0, "strided": 2, "indexed": 1}
-PENDING_ACCESSORS = ("shared", "unique", "pair", "shared_sum", "atomic", "block_sum", "sum")
+#: Accessor patterns of the language with their argument counts (``pair strided(off, s) default v``
+#: combines two of them).
+ACCESSORS = {
+    "sequential": 0, "strided": 2, "indexed": 1, "shared": 1, "unique": 0, "pair": 0,
+    "shared_sum": 1, "atomic": 1, "block_sum": 0, "sum": 0,
+}
+SUPPORTED_ACCESSORS = ACCESSORS
+#: Accessor patterns that parse but are not implemented yet (none left).
+PENDING_ACCESSORS: tuple = ()
+#: The patterns each access mode allows.
+ACCESS_PATTERNS = {
+    "read": ("sequential", "strided", "indexed", "shared", "unique", "pair"),
+    "write": ("sequential", "strided", "indexed", "block_sum", "sum", "pair"),
+    "add": ("sequential", "strided", "indexed", "shared_sum", "atomic", "block_sum", "sum", "pair"),
+}
+#: Accessors whose argument is an index buffer param ``I``.
+INDEX_ACCESSORS = ("indexed", "shared", "shared_sum", "atomic")
+#: Block-wide output accessors: their ``write`` op is emitted unconditionally (no "assigned" flag;
+#: a thread that assigns nothing contributes 0).
+BLOCK_WIDE_OUTPUTS = ("block_sum", "sum", "pair")
+#: The ``shared_indices`` tables appended as hidden params per index param of shared/shared_sum, and
+#: the ones each accessor takes as its ``args`` (``docs/accessor-lowering.md``).
+TABLE_FIELDS = ("unique", "target", "perm", "count")
+TABLE_ARGS = {"shared": ("unique", "target", "count"), "shared_sum": ("unique", "target", "perm", "count")}
+#: Compute types a ``compute`` clause may name.
+COMPUTE_TYPES = ("f32", "f64")
 KERNEL_ATTRIBUTES = ("block", "deterministic", "checked")
-BUILTIN_LAYOUTS = ("soa", "aos")
-PENDING_LAYOUTS = ("caspar",)
+BUILTIN_LAYOUTS = ("soa", "aos", "caspar")
+PENDING_LAYOUTS: tuple = ()
 
 _ARITH = ("+", "-", "*", "/", "%", "//", "%%")
 _BITWISE = ("&", "|", "^")
@@ -57,10 +88,16 @@ _LOGIC = ("&&", "||")
 class BufferInfo:
     """A checked buffer parameter.
 
-    ``value_type`` is what the body sees (``elem`` or ``VectorType(elem, components)``);
-    ``accessor_args`` are the two index expressions of ``strided``; ``index_param`` names the index
-    buffer of ``indexed``; ``layout`` is the storage layout over ``dims``; ``storage_shape`` the
-    shape of the array the user passes (ints and symbol strings).
+    ``elem`` is the storage dtype, ``compute`` the compute dtype of its values (``None``: ``elem``
+    after ``f16``/``bf16`` -> ``f32`` promotion; see :attr:`compute_elem`), ``compute_name`` the type
+    named by an explicit ``compute`` clause. ``value_type`` is what the body sees (``compute_elem``
+    or a K-vector of it; a ``pair`` buffer has two such values). ``accessor`` is the kern IR accessor
+    name (``"strided_default"``, ``"pair_strided_default"``, ``"shared"``, ...);
+    ``accessor_args`` are the ``(off, s)`` index expressions of the strided forms; ``default_value``
+    the exact default (a Python int, or a float holding the value rounded once to the compute
+    type); ``index_param`` names the index buffer of ``indexed``/``shared``/``shared_sum``/
+    ``atomic``; ``layout`` is the storage layout over ``dims``; ``storage_shape`` the shape of the
+    array the user passes (ints and symbol strings).
     """
 
     name: str
@@ -74,14 +111,70 @@ class BufferInfo:
     layout: StridedLayout
     storage_shape: list
     loc: SourceLocation
+    compute: Optional[T.ScalarType] = None
+    compute_name: Optional[str] = None
+    default_value: Optional[object] = None
+
+    @property
+    def compute_elem(self) -> T.ScalarType:
+        """The scalar type the body computes with (the type of the accessor ops' values)."""
+        if self.compute is not None:
+            return self.compute
+        return promoted(self.elem)
 
     @property
     def value_type(self) -> T.Type:
-        return T.VectorType(self.elem, self.components) if self.components > 1 else self.elem
+        c = self.compute_elem
+        return T.VectorType(c, self.components) if self.components > 1 else c
 
     @property
     def is_output(self) -> bool:
         return self.access in ("write", "add")
+
+    @property
+    def is_pair(self) -> bool:
+        """``pair`` / ``pair strided(off, s) default v``: two elements per thread."""
+        return self.accessor in ("pair", "pair_strided_default")
+
+    @property
+    def flat_width(self) -> int:
+        """Scalar values per thread in the IR: ``components``, twice that for pair accessors."""
+        return self.components * (2 if self.is_pair else 1)
+
+    @property
+    def pattern_text(self) -> str:
+        """The accessor as the program spells it (for messages)."""
+        return {"strided_default": "strided(off, s) default v",
+                "pair_strided_default": "pair strided(off, s) default v"}.get(self.accessor,
+                                                                               self.accessor)
+
+    def signature_extras(self, problem: str) -> dict:
+        """The ``compute``/``zero_init``/``min_elements`` fields of the buffer's signature param."""
+        min_elements = None
+        if self.accessor == "pair":
+            min_elements = f"{problem}+1"
+        elif self.accessor == "unique":
+            min_elements = "1"
+        return {
+            "compute": self.compute_name,
+            "zero_init": self.access == "write" and self.accessor in ("sum", "pair"),
+            "min_elements": min_elements,
+        }
+
+
+def promoted(s: T.ScalarType) -> T.ScalarType:
+    """The default compute type of storage type ``s``: ``f32`` for ``f16``/``bf16``, else ``s``."""
+    return T.F32 if s.name in ("f16", "bf16") else s
+
+
+@dataclass(eq=False)
+class TableInfo:
+    """A hidden ``shared_indices`` table param: ``name`` (``"I.unique"``), the index param ``I``
+    (``table_of``) and the table (``field``: ``unique``, ``target``, ``perm`` or ``count``)."""
+
+    name: str
+    table_of: str
+    field: str
 
 
 @dataclass(eq=False)
@@ -107,7 +200,9 @@ class Symbol:
 class KernelInfo:
     """Everything the lowering needs about a checked kernel.
 
-    ``params`` are the param symbols in source order; ``sizes`` the size symbols in ABI order;
+    ``params`` are the param symbols in source order; ``tables`` the hidden table params that follow
+    them (:class:`TableInfo`, four per index param of ``shared``/``shared_sum``); ``sizes`` the size
+    symbols in ABI order;
     ``problem_size`` the name giving ``P`` (a size symbol or an integer scalar param);
     ``flagged_outputs`` the ``write`` outputs that are not assigned on every path (their final
     write is guarded by an "assigned" flag); ``nested_return`` whether a ``return`` occurs inside an
@@ -124,6 +219,7 @@ class KernelInfo:
     flagged_outputs: set = field(default_factory=set)
     nested_return: bool = False
     used_reads: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
 
     @property
     def problem_symbol(self) -> Symbol:
@@ -150,7 +246,11 @@ class KernelInfo:
                     accessor=b.accessor, index_param=b.index_param,
                     dims=[_poly_entry(d) for d in b.dims], components=b.components,
                     layout=str(b.layout), storage_shape=list(b.storage_shape),
+                    **b.signature_extras(self.problem_size),
                 ))
+        for t in self.tables:
+            params.append(Param(name=t.name, kind="table", dtype="u32", storage_shape=[],
+                                table_of=t.table_of, table_field=t.field))
         return KernelSignature(name=self.name, params=params, sizes=list(self.sizes),
                                problem_size=self.problem_size, block=self.block,
                                attributes=list(self.attributes))
@@ -270,9 +370,34 @@ class _Checker:
         if ok:
             self.layouts[d.name] = d
 
-    def resolve_layout(self, p: A.BufferParam, dims: list, names_ok) -> Optional[StridedLayout]:
+    def caspar_layout(self, p: A.BufferParam, dims: list, elem: T.ScalarType) -> Optional[StridedLayout]:
+        """Caspar's layout: planes of 16-byte chunks of ``C = 16 / sizeof(T)`` components; element
+        ``e`` component ``c`` at ``(c // C) * (n * C) + e * C + c % C``. With ``K <= C`` (one chunk)
+        that is the flat ``(n, K):(C, 1)`` over a ``[n, C]`` array; more chunks need a nested layout
+        (not supported yet)."""
+        spec = p.layout
+        if spec.args:
+            self.error("layout 'caspar' takes no arguments", spec.loc)
+            return None
+        chunk = 16 // (elem.bits // 8)
+        if len(dims) != 2:
+            self.error("layout 'caspar' is for multi-component elements (T[n, K])", spec.loc,
+                       hint="a single-component buffer needs no layout clause")
+            return None
+        k = dims[1].value
+        if k > chunk:
+            self.error(f"layout 'caspar' with {k} components of '{elem}' (more than one 16-byte "
+                       f"chunk of {chunk}) is not supported yet", spec.loc,
+                       hint="use 'as soa' or 'as aos'")
+            return None
+        return StridedLayout((dims[0], dims[1]), (Poly.const(chunk), Poly.const(1)))
+
+    def resolve_layout(self, p: A.BufferParam, dims: list, names_ok,
+                       elem: Optional[T.ScalarType] = None) -> Optional[StridedLayout]:
         rank = len(dims)
         spec = p.layout
+        if isinstance(spec, A.LayoutName) and spec.name == "caspar":
+            return self.caspar_layout(p, dims, elem)
         if spec is None or (isinstance(spec, A.LayoutName) and spec.name in BUILTIN_LAYOUTS):
             if spec is not None and spec.args:
                 self.error(f"layout '{spec.name}' takes no arguments", spec.loc)
@@ -423,14 +548,20 @@ class _Checker:
                     continue
             for d in dims:
                 add_sizes(d, p.loc)
-            layout = self.resolve_layout(p, dims, size_name_ok)
+            layout = self.resolve_layout(p, dims, size_name_ok, elem)
             if layout is None:
                 continue
             for s in layout.shape + layout.stride:
                 add_sizes(s, p.loc)
-            sym.ty = T.VectorType(elem, components) if components > 1 else elem
-            sym.buffer = BufferInfo(p.name, elem, dims, components, p.access, "sequential", [], None,
-                                    layout, storage_shape(layout), p.loc)
+            shape = storage_shape(layout)
+            if isinstance(p.layout, A.LayoutName) and p.layout.name == "caspar":
+                shape = [_poly_entry(dims[0]), layout.stride[0].value]
+            compute = self.compute_clause(p, elem)
+            b = BufferInfo(p.name, elem, dims, components, p.access, "sequential", [], None,
+                           layout, shape, p.loc, compute=compute,
+                           compute_name=compute.name if compute is not None else None)
+            sym.buffer = b
+            sym.ty = b.value_type
 
         # over
         over = k.over
@@ -463,7 +594,15 @@ class _Checker:
         # pass 3: accessor patterns (they refer to other params and to size symbols)
         for sym in params:
             if sym.kind == "buffer" and sym.buffer is not None:
-                self.check_accessor(sym, by_name, size_syms)
+                self.check_accessor(sym, by_name, size_syms, problem)
+        # hidden shared_indices tables, four per index param of shared/shared_sum (first use order)
+        for sym in params:
+            b = sym.buffer
+            if sym.kind == "buffer" and b is not None and b.accessor in TABLE_ARGS \
+                    and b.index_param is not None \
+                    and all(t.table_of != b.index_param for t in info.tables):
+                info.tables += [TableInfo(f"{b.index_param}.{f}", b.index_param, f)
+                                for f in TABLE_FIELDS]
 
         # body
         builtins = {n: Symbol(n, "builtin", T.INDEX) for n in BUILTIN_VALUES}
@@ -476,99 +615,249 @@ class _Checker:
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = _has_nested_return(k.body.stmts)
         for out in info.outputs:
-            if out.buffer.access == "write":
+            if out.buffer.access == "write" and out.buffer.accessor not in BLOCK_WIDE_OUTPUTS:
                 assigned, leaks = _definitely_assigns(k.body.stmts, out, False)
                 if leaks or not assigned:
                     info.flagged_outputs.add(out)
         self.scopes = []
 
-    def check_accessor(self, sym: Symbol, by_name: dict, size_syms: dict) -> None:
+    def compute_clause(self, p: A.BufferParam, elem: T.ScalarType) -> Optional[T.ScalarType]:
+        """The type of ``p``'s ``compute`` clause (``None`` without one, or after an error)."""
+        if p.compute is None:
+            return None
+        loc = p.compute_loc or p.loc
+        ct = T.SCALARS.get(p.compute)
+        if ct is None:
+            self.error(f"unknown compute type '{p.compute}'" + _did_you_mean(p.compute, COMPUTE_TYPES),
+                       loc, hint="compute types: f32, f64")
+            return None
+        if not elem.is_float:
+            self.error(f"'compute {ct}' needs a float buffer; '{elem}' values are computed as stored",
+                       loc, hint="drop the compute clause")
+            return None
+        if ct.name not in COMPUTE_TYPES:
+            self.error(f"the compute type must be f32 or f64, got '{ct}'", loc,
+                       hint=f"'{elem}' storage computes in "
+                            f"'{promoted(elem)}' by default" if elem.bits < 32 else None)
+            return None
+        if ct.bits < elem.bits:
+            self.error(f"compute type '{ct}' is narrower than the storage type '{elem}' of "
+                       f"'{p.name}'", loc, hint="drop the clause, or use 'compute f64'")
+            return None
+        return ct
+
+    def check_accessor(self, sym: Symbol, by_name: dict, size_syms: dict,
+                       problem: Optional[str] = None) -> None:
+        """Check ``sym``'s accessor patterns and ``default`` clause against its access mode; set
+        ``accessor``, ``accessor_args``, ``default_value`` and ``index_param`` of its buffer."""
         p: A.BufferParam = sym.node
         b = sym.buffer
+        pats = p.patterns
+        names = ", ".join(ACCESSORS)
+        for pat in pats:
+            if pat.name not in ACCESSORS:
+                self.error(f"unknown accessor '{pat.name}'"
+                           + _did_you_mean(pat.name, list(ACCESSORS) + ["compute", "default"]),
+                           pat.loc, hint=f"accessors: {names}")
+                return
+        if len(pats) > 2 or (len(pats) == 2 and (pats[0].name, pats[1].name) != ("pair", "strided")):
+            self.error("only 'pair strided(off, s) default v' combines two accessor patterns",
+                       pats[1].loc if pats[0].name == "pair" or len(pats) > 2 else pats[0].loc,
+                       hint="one accessor per buffer, e.g. `read shared(I)`")
+            return
+        for pat in pats:
+            want = ACCESSORS[pat.name]
+            args = pat.args or []
+            if len(args) != want or (want == 0 and pat.args is not None):
+                if want == 0:
+                    self.error(f"accessor '{pat.name}' takes no arguments", pat.loc)
+                else:
+                    self.error(f"accessor '{pat.name}' takes {want} argument{'s' if want > 1 else ''}, "
+                               f"got {len(args)}", pat.loc,
+                               hint="strided(off, s)" if pat.name == "strided" else f"{pat.name}(I)")
+                return
+        kind = pats[0].name if pats else "sequential"
+        strided = pats[-1] if pats and pats[-1].name == "strided" else None
+        mode = p.access
+        if kind not in ACCESS_PATTERNS[mode]:
+            self.access_mode_error(kind, mode, pats[0], p)
+            return
+        if kind == "pair" and strided is not None and mode != "read":
+            self.error(f"'pair strided(off, s) default v' is only for 'read' buffers, not '{mode}'",
+                       pats[0].loc, hint="pair outputs are `write pair` or `add pair`")
+            return
         if p.default is not None:
-            self.error("'default' values of accessors are not supported yet", p.default.loc)
-        if not p.patterns:
+            if mode != "read":
+                self.error(f"'default' values are only for 'read' buffers, not '{mode}'",
+                           p.default.loc, hint="out-of-range writes need a 'view' (not supported yet)")
+                return
+            if strided is None:
+                self.error("'default v' needs a strided read: `strided(off, s) default v` or "
+                           "`pair strided(off, s) default v`", p.default.loc,
+                           hint=f"'{kind}' reads are always in bounds" if kind != "sequential" else
+                           "a sequential read is `strided(0, 1)`: write `strided(0, 1) default v`")
+                return
+        elif kind == "pair" and strided is not None:
+            self.error("'pair strided(off, s)' needs a default value for the items out of range",
+                       pats[1].loc, hint="e.g. `pair strided(-1, 1) default 0`")
             return
-        if len(p.patterns) > 1:
-            self.error("only one accessor pattern per buffer is supported", p.patterns[1].loc)
-            return
-        pat = p.patterns[0]
-        if pat.name in PENDING_ACCESSORS:
-            self.error(f"accessor '{pat.name}' is not supported yet", pat.loc,
-                       hint="supported accessors: sequential, strided(off, s), indexed(I)")
-            return
-        if pat.name not in SUPPORTED_ACCESSORS:
-            self.error(f"unknown accessor '{pat.name}'"
-                       + _did_you_mean(pat.name, list(SUPPORTED_ACCESSORS) + list(PENDING_ACCESSORS)),
-                       pat.loc, hint="supported accessors: sequential, strided(off, s), indexed(I)")
-            return
-        want = SUPPORTED_ACCESSORS[pat.name]
-        args = pat.args or []
-        if len(args) != want:
-            if want == 0:
-                self.error(f"accessor '{pat.name}' takes no arguments", pat.loc)
-            else:
-                self.error(f"accessor '{pat.name}' takes {want} argument{'s' if want > 1 else ''}, "
-                           f"got {len(args)}", pat.loc,
-                           hint="strided(off, s)" if pat.name == "strided" else "indexed(I)")
-            return
-        b.accessor = pat.name
-        if pat.name == "strided":
-            scope = {n: s for n, s in by_name.items() if s.kind == "scalar"}
-            scope.update(size_syms)
-            self.scopes = [scope]
-            self.in_accessor = True
-            ok = True
-            for a in args:
-                t = self.expr(a)
-                if t is None:
-                    ok = False
-                    continue
-                if T.is_literal(t):
-                    self.retype(a, T.INDEX)
-                    t = a.ty
-                if not isinstance(t, T.ScalarType) or not t.is_int:
-                    self.error(f"strided arguments must be integers, got '{t}'", a.loc)
-                    ok = False
-            self.in_accessor = False
-            self.scopes = []
-            if ok:
-                b.accessor_args = list(args)
+        if strided is not None:
+            if not self.strided_args(strided, by_name, size_syms, b):
+                return
+        if p.default is not None:
+            value = self.default_value(p.default, b)
+            if value is None:
+                return
+            b.default_value = value
+        if kind in INDEX_ACCESSORS:
+            if not self.index_param(sym, pats[0], by_name, problem):
+                return
+        if kind == "pair" and strided is not None:
+            b.accessor = "pair_strided_default"
+        elif strided is not None and p.default is not None:
+            b.accessor = "strided_default"
         else:
-            a = args[0]
-            if not isinstance(a, A.Name):
-                self.error("indexed(I) takes the name of an index buffer parameter", a.loc)
-                return
-            target = by_name.get(a.id)
-            if target is None:
-                self.error(f"unknown index buffer '{a.id}'" + _did_you_mean(a.id, by_name), a.loc)
-                return
-            tb = target.buffer
-            if target.kind != "buffer" or tb is None:
-                if target.kind != "buffer":
-                    self.error(f"the index of indexed({a.id}) must be a buffer parameter, "
-                               f"'{a.id}' is a scalar", a.loc)
-                return
-            if target is sym:
-                self.error(f"buffer '{p.name}' cannot index itself", a.loc)
-                return
-            problems = []
-            if tb.access != "read":
-                problems.append("read")
-            if tb.components != 1:
-                problems.append("1-D")
-            if tb.elem.name not in ("u32", "i32"):
-                problems.append("u32 or i32")
-            pats = target.node.patterns
-            if pats and pats[0].name != "sequential":
-                problems.append("sequential")
-            if problems:
-                self.error(f"the index buffer '{a.id}' of indexed({a.id}) must be a 1-D u32 or i32 "
-                           f"buffer read sequentially", a.loc,
-                           note=(f"'{a.id}' is declared here", target.loc),
-                           hint=f"declare it as `{a.id}: u32[n] read`")
-                return
-            b.index_param = a.id
+            b.accessor = kind
+
+    def access_mode_error(self, kind: str, mode: str, pat: A.Pattern, p: A.BufferParam) -> None:
+        """Report accessor ``kind`` (pattern ``pat`` of ``p``) used with an access ``mode`` it does
+        not support."""
+        loc = pat.loc
+        if kind in ("shared_sum", "atomic"):
+            idx = pat.args[0].id if pat.args and isinstance(pat.args[0], A.Name) else "I"
+            if mode == "write":
+                hint = (f"duplicate indices are summed into the buffer: declare `{p.name}: "
+                        f"{p.elem_name}[...] add {kind}({idx})`, or use `write indexed({idx})` when "
+                        f"the indices are unique")
+            else:
+                hint = f"to gather use shared({idx}) or indexed({idx})"
+            self.error(f"accessor '{kind}' needs 'add' access, not '{mode}'", loc, hint=hint)
+        elif kind in ("shared", "unique"):
+            hint = ("to scatter use indexed(I); to add with duplicate indices use shared_sum(I) or "
+                    "atomic(I)") if kind == "shared" else "to add every thread's value into one " \
+                "element use 'add sum'"
+            self.error(f"accessor '{kind}' is only for 'read' buffers, not '{mode}'", loc, hint=hint)
+        else:
+            self.error(f"accessor '{kind}' is only for 'write' or 'add' buffers, not '{mode}'", loc,
+                       hint="to read one element in every thread use 'unique'")
+
+    def strided_args(self, pat: A.Pattern, by_name: dict, size_syms: dict, b: BufferInfo) -> bool:
+        """Check the ``(off, s)`` of ``strided`` (integers over scalar params and size symbols)."""
+        args = pat.args or []
+        scope = {n: s for n, s in by_name.items() if s.kind == "scalar"}
+        scope.update(size_syms)
+        saved = self.scopes
+        self.scopes = [scope]
+        self.in_accessor = True
+        ok = True
+        for a in args:
+            t = self.expr(a)
+            if t is None:
+                ok = False
+                continue
+            if T.is_literal(t):
+                self.retype(a, T.INDEX)
+                t = a.ty
+            if not isinstance(t, T.ScalarType) or not t.is_int:
+                self.error(f"strided arguments must be integers, got '{t}'", a.loc)
+                ok = False
+        self.in_accessor = False
+        self.scopes = saved
+        if ok:
+            b.accessor_args = list(args)
+        return ok
+
+    def default_value(self, e: A.Expr, b: BufferInfo):
+        """The exact value of a ``default v`` literal in ``b``'s compute type (None after an error).
+
+        Floats are rounded once from the literal's decimal text (:func:`types.exact_float`)."""
+        ct = b.compute_elem
+        neg = False
+        lit = e
+        while isinstance(lit, A.Unary) and lit.op == "-":
+            neg = not neg
+            lit = lit.operand
+        if not isinstance(lit, (A.IntLit, A.FloatLit)):
+            self.error("the default value must be a number literal", e.loc,
+                       hint="e.g. `default -1` or `default 0.5`")
+            return None
+        if lit.suffix is not None and lit.suffix not in (ct.name, b.elem.name):
+            self.error(f"the default value {lit.text} has type '{lit.suffix}', but '{b.name}' "
+                       f"computes in '{ct}'", e.loc, hint="drop the suffix")
+            return None
+        if isinstance(lit, A.FloatLit) and not ct.is_float:
+            self.error(f"a float literal cannot be the default of a '{ct}' buffer", e.loc)
+            return None
+        fr = literal_fraction(lit)
+        if neg:
+            fr = -fr
+        e.ty = ct
+        if ct.is_int:
+            lo, hi = T.int_range(ct)
+            if not lo <= fr <= hi:
+                self.error(f"default value {fr} is out of range for '{ct}' ({lo}..{hi})", e.loc)
+                return None
+            return int(fr)
+        value = T.exact_float(fr, ct)
+        if value is None:
+            self.error(f"default value {lit.text} is out of range for '{ct}'", e.loc)
+            return None
+        if value == 0 and (lit.text.startswith("-") != neg):
+            value = -0.0
+        return value
+
+    def index_param(self, sym: Symbol, pat: A.Pattern, by_name: dict, problem: Optional[str]) -> bool:
+        """Check the index buffer ``I`` of ``indexed/shared/shared_sum/atomic(I)``; set
+        ``index_param``. ``I`` must be a sequential 1-D u32/i32 ``read`` buffer with one entry per
+        item (its dim is the problem size symbol)."""
+        p: A.BufferParam = sym.node
+        a = (pat.args or [None])[0]
+        what = f"{pat.name}(I)"
+        if not isinstance(a, A.Name):
+            self.error(f"{what} takes the name of an index buffer parameter", a.loc if a else pat.loc)
+            return False
+        target = by_name.get(a.id)
+        if target is None:
+            self.error(f"unknown index buffer '{a.id}'" + _did_you_mean(a.id, by_name), a.loc)
+            return False
+        if target.kind != "buffer":
+            self.error(f"the index of {pat.name}({a.id}) must be a buffer parameter, "
+                       f"'{a.id}' is a scalar", a.loc,
+                       hint=f"declare it `{a.id}: u32[n] read`")
+            return False
+        tb = target.buffer
+        if tb is None:
+            return False
+        if target is sym:
+            self.error(f"buffer '{p.name}' cannot index itself", a.loc)
+            return False
+        problems = []
+        if tb.access != "read":
+            problems.append("read")
+        if tb.components != 1:
+            problems.append("1-D")
+        if tb.elem.name not in ("u32", "i32"):
+            problems.append("u32 or i32")
+        pats = target.node.patterns
+        if (pats and pats[0].name != "sequential") or target.node.default is not None \
+                or str(tb.layout) != f"({tb.dims[0]}):(1)":
+            problems.append("sequential")
+        if problems:
+            self.error(f"the index buffer '{a.id}' of {pat.name}({a.id}) must be a 1-D u32 or i32 "
+                       f"buffer read sequentially", a.loc,
+                       note=(f"'{a.id}' is declared here", target.loc),
+                       hint=f"declare it as `{a.id}: u32[{problem or 'n'}] read`")
+            return False
+        info = self.info
+        if problem is not None and info is not None and problem in info.size_symbols \
+                and tb.dims[0] != Poly.sym(problem):
+            self.error(f"the index buffer '{a.id}' of {pat.name}({a.id}) must have one entry per "
+                       f"item: its dim must be the problem size '{problem}', not '{tb.dims[0]}'",
+                       a.loc, note=(f"'{a.id}' is declared here", target.loc),
+                       hint=f"declare it as `{a.id}: u32[{problem}] read`")
+            return False
+        sym.buffer.index_param = a.id
+        return True
 
     # ---- scopes -----------------------------------------------------------------------------
 
@@ -691,10 +980,19 @@ class _Checker:
 
     def assign(self, s: A.Assign) -> None:
         target = s.target
-        base = target.base if isinstance(target, A.Index) else target
+        index = target.index if isinstance(target, A.Index) else None
+        inner = target.base if isinstance(target, A.Index) else target
+        member = inner if isinstance(inner, A.Member) else None
+        base = member.base if member is not None else inner
         assert isinstance(base, A.Name)
         sym = self.lookup(base.id)
-        vt = self.expr(s.value)
+        tuple_value = s.value if isinstance(s.value, A.TupleLit) else None
+        if tuple_value is not None:
+            vt = None
+            for x in tuple_value.elems:
+                self.expr(x)
+        else:
+            vt = self.expr(s.value)
         if sym is None:
             self.error(f"unknown name '{base.id}'" + _did_you_mean(base.id, self.visible_names()),
                        base.loc)
@@ -702,8 +1000,8 @@ class _Checker:
         base.sym = sym
         s.sym = sym
         op = s.op
+        b = sym.buffer if sym.kind == "buffer" else None
         if sym.kind == "buffer":
-            b = sym.buffer
             if b is None:
                 return
             if not b.is_output:
@@ -725,29 +1023,80 @@ class _Checker:
         elif sym.kind in ("size", "builtin"):
             self.error(f"cannot assign to '{sym.name}'", base.loc)
             return
-        ttype = sym.ty
-        if ttype is None or vt is None:
+        is_pair = b is not None and b.is_pair
+        what = (f"'{sym.name}' is declared '{b.access} {b.pattern_text}'" if b is not None
+                else f"'{sym.name}' is a variable")
+        if member is not None:
+            if not is_pair:
+                self.error(f"'.{member.name}' can only be assigned on a pair output; {what}",
+                           member.loc, hint="declare the output `write pair` or `add pair`")
+                return
+            if member.name not in ("first", "second"):
+                self.error(f"pair output '{sym.name}' has no member '.{member.name}'"
+                           + _did_you_mean(member.name, ("first", "second")), member.loc)
+                return
+            if tuple_value is not None:
+                self.error(f"a tuple is assigned to the whole pair output: `{sym.name} = (a, b);`",
+                           tuple_value.loc)
+                return
+        elif tuple_value is not None:
+            if not is_pair:
+                self.error(f"a tuple can only be assigned to a pair output; {what}",
+                           tuple_value.loc, hint="declare the output `write pair` or `add pair`")
+                return
+            if index is not None:
+                self.error(f"index a component of pair output '{sym.name}' through "
+                           f"'{sym.name}.first[k]' or '{sym.name}.second[k]'", target.loc)
+                return
+            if len(tuple_value.elems) != 2:
+                self.error(f"pair output '{sym.name}' takes a tuple of 2 values (first, second), "
+                           f"got {len(tuple_value.elems)}", tuple_value.loc)
+                return
+        elif is_pair:
+            self.error(f"pair output '{sym.name}' takes a tuple: `{sym.name} = (first, second);`",
+                       s.value.loc if index is None else target.loc,
+                       hint=f"or assign one element: `{sym.name}.first = v;` / "
+                            f"`{sym.name}.second += v;`")
             return
-        if isinstance(target, A.Index):
+        ttype = sym.ty
+        if ttype is None:
+            return
+        if member is not None:
+            member.ty = ttype
+        if index is not None:
             base.ty = ttype
             if not isinstance(ttype, T.VectorType):
                 self.error(f"cannot index '{sym.name}' of scalar type '{ttype}'", target.loc)
                 return
-            if not self.component_index(target.index, ttype.n):
+            if not self.component_index(index, ttype.n):
                 return
             ttype = ttype.elem
             target.ty = ttype
         else:
             base.ty = ttype
-        if op != "=":
-            s_ = T.scalar_of(ttype)
-            if not s_.is_numeric:
-                self.error(f"operator '{op}' needs a numeric target, '{sym.name}' is '{ttype}'", s.loc)
-                return
-            if isinstance(ttype, T.VectorType) and not isinstance(vt, T.VectorType):
-                self.coerce(s.value, ttype.elem, f"'{op}' on '{sym.name}'")
-                return
-        self.coerce(s.value, ttype, f"assignment to '{sym.name}'")
+        values = tuple_value.elems if tuple_value is not None else [s.value]
+        if op != "=" and not T.scalar_of(ttype).is_numeric:
+            self.error(f"operator '{op}' needs a numeric target, '{sym.name}' is '{ttype}'", s.loc)
+            return
+        if tuple_value is None and vt is None:
+            return
+        for v in values:
+            if v.ty is None:
+                continue
+            if op != "=" and isinstance(ttype, T.VectorType) and not isinstance(v.ty, T.VectorType):
+                self.coerce_assigned(v, ttype.elem, f"'{op}' on '{sym.name}'", b)
+            else:
+                self.coerce_assigned(v, ttype, f"assignment to '{sym.name}'", b)
+
+    def coerce_assigned(self, e: A.Expr, target: T.Type, what: str, b: Optional[BufferInfo]) -> bool:
+        """:meth:`coerce` for a value assigned to ``target``; an output also accepts values of its
+        storage type (widened exactly to its compute type: ``e.out_convert = (storage, compute)``)."""
+        if b is not None and e.ty is not None and not T.is_literal(e.ty) \
+                and b.elem != b.compute_elem and T.scalar_of(e.ty) == b.elem \
+                and T.with_scalar(e.ty, b.compute_elem) == target:
+            e.out_convert = (b.elem, b.compute_elem)
+            return True
+        return self.coerce(e, target, what)
 
     def component_index(self, idx: A.Expr, n: int) -> bool:
         """Check a component index into an ``n``-vector (literal in range, or an integer)."""
@@ -948,10 +1297,47 @@ class _Checker:
             e.bounds = (lo, hi)
             return T.VectorType(bt.elem, hi - lo)
         if isinstance(e, A.Member):
-            self.expr(e.base)
-            self.error(f"'.{e.name}' is not supported yet (pair accessors)", e.loc)
+            return self.member(e)
+        if isinstance(e, A.TupleLit):
+            for x in e.elems:
+                self.expr(x)
+            self.error("a tuple (a, b) can only be the value assigned to a pair output", e.loc,
+                       hint="declare the output `write pair` or `add pair` and write `out = (a, b);`")
             return None
         self.error(f"unsupported expression {type(e).__name__}", e.loc)  # pragma: no cover
+        return None
+
+    def member(self, e: A.Member) -> Optional[T.Type]:
+        """``u.first`` / ``u.second`` of a ``pair`` read: the element's value type."""
+        base = e.base
+        if isinstance(base, A.Name):
+            sym = self.lookup(base.id)
+            b = sym.buffer if sym is not None and sym.kind == "buffer" else None
+            if b is not None and b.is_pair and not b.is_output:
+                base.sym = sym
+                base.ty = sym.ty
+                if e.name not in ("first", "second"):
+                    self.error(f"pair read '{base.id}' has no member '.{e.name}'"
+                               + _did_you_mean(e.name, ("first", "second")), e.loc,
+                               hint=f"'{base.id}.first' and '{base.id}.second' are its two elements")
+                    return None
+                if sym not in self.used_reads:
+                    self.used_reads.append(sym)
+                return sym.ty
+        bt = self.expr(base)
+        if bt is None:
+            return None
+        if e.name in ("first", "second"):
+            what = "a value"
+            if isinstance(base, A.Name) and base.sym is not None:
+                b = base.sym.buffer if base.sym.kind == "buffer" else None
+                what = (f"'{base.id}' is read '{b.pattern_text}'" if b is not None
+                        else f"'{base.id}' is a {base.sym.kind}")
+            self.error(f"'.{e.name}' needs a buffer read with 'pair'; {what}", e.loc,
+                       hint="declare it `read pair` (elements t and t+1)")
+        else:
+            self.error(f"unknown member '.{e.name}'" + _did_you_mean(e.name, ("first", "second")),
+                       e.loc, hint="only pair reads have members: '.first' and '.second'")
         return None
 
     def name(self, e: A.Name) -> Optional[T.Type]:
@@ -978,6 +1364,13 @@ class _Checker:
             if b.is_output:
                 self.error(f"cannot read output '{e.id}' (declared '{b.access}')", e.loc,
                            hint="keep the value in a `let` variable and assign that to the output")
+                return None
+            if b.is_pair:
+                self.error(f"'{e.id}' is read '{b.pattern_text}': use '{e.id}.first' or "
+                           f"'{e.id}.second'", e.loc,
+                           hint="'.first' is the thread's element t, '.second' element t+1"
+                           if b.accessor == "pair" else
+                           "'.first' is the element at off + t*s, '.second' at off + (t+1)*s")
                 return None
             if sym not in self.used_reads:
                 self.used_reads.append(sym)
@@ -1173,6 +1566,21 @@ class _Checker:
 
 
 # ---- helpers ----------------------------------------------------------------------------------
+
+
+def literal_fraction(lit) -> "Fraction":  # noqa: F821
+    """The exact value of an integer or float literal node, from its source text (no rounding)."""
+    from fractions import Fraction
+
+    if isinstance(lit, A.IntLit) or not lit.text:
+        return Fraction(lit.value)
+    text = lit.text.replace("_", "")
+    if lit.suffix is not None and text.endswith(lit.suffix):
+        text = text[: -len(lit.suffix)]
+    try:
+        return Fraction(text)
+    except ValueError:  # e.g. a hex integer token with a float suffix
+        return Fraction(lit.value)
 
 
 def _literal_fits(lit: T.ScalarType, t: T.ScalarType) -> bool:

@@ -1,17 +1,27 @@
 """Lowering a checked ``.kern`` program to the kern MLIR dialect (``dialect/kern.py``).
 
-Each kernel becomes a ``func.func @name`` with the arguments ``params..., sizes...`` (scalars by
-value, buffers as ``memref<?xT>`` over their flat storage, then one ``index`` per size symbol) and the
-``kern.signature`` attribute (``dialect/signature.py``). The body is the per-thread program of item
-``t`` in ``arith``/``math``/``scf`` plus ``kern`` ops:
+Each kernel becomes a ``func.func @name`` with the arguments ``params..., tables..., sizes...``
+(scalars by value, buffers as ``memref<?xT>`` over their flat storage with ``T`` the *storage* type,
+the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_sum`` as
+``memref<?xi32>``, then one ``index`` per size symbol) and the ``kern.signature`` attribute
+(``dialect/signature.py``). The body is the per-thread program of item ``t`` in
+``arith``/``math``/``scf`` plus ``kern`` ops (contract: ``docs/accessor-lowering.md``):
 
 - Vectors are scalarised: a K-vector is K SSA values (no MLIR vector types).
+- Accessor ops compute in the buffer's *compute* type (``f16``/``bf16`` storage -> ``f32``, or the
+  ``compute`` clause): their results/values have that type, the memref keeps the storage type.
 - Every buffer the body reads gets exactly one ``kern.read``, hoisted to the start of the body
-  (unconditional); ``strided`` arguments are computed (as ``index``) just before.
+  (unconditional, so block-wide reads are reached by every thread); accessor ``args`` are computed
+  just before: ``(off, s)`` as ``index``, index buffers, table params; the ``default`` value of
+  ``strided``/``pair strided`` reads is the op's typed ``default`` attribute (exact: rounded once
+  from the literal). ``pair`` reads
+  have ``2K`` results (first's ``K`` components, then second's).
 - Outputs are written once, at the end of the body, at top level: each ``write``/``add`` buffer's
-  pending value lives in SSA variables initialised to zero; assignments update it. A ``write``
-  output not assigned on every path carries an i1 "assigned" flag and its ``kern.write`` sits in
-  ``scf.if %assigned``. An output never assigned gets no op at all.
+  pending value lives in SSA variables initialised to zero (``2K`` of them for a ``pair`` output);
+  assignments update it. A ``write`` output not assigned on every path carries an i1 "assigned"
+  flag and its ``kern.write`` sits in ``scf.if %assigned`` -- except the block-wide ``write sum``,
+  ``write block_sum`` and ``write pair``, whose op is always emitted unconditionally (a thread that
+  assigns nothing contributes 0). Other outputs never assigned get no op at all.
 - ``let`` variables are mutable: values updated inside ``if``/``for`` flow out as ``scf.if`` /
   ``scf.for`` results (SSA construction over structured control flow).
 - ``return;`` ends the thread: later statements are skipped (a "returned" i1 flag guards the rest of
@@ -33,7 +43,7 @@ from kernc.mlir import dialect, ir
 
 from . import ast as A
 from . import types as T
-from .check import FLOAT_UNARY, KernelInfo, Symbol
+from .check import BLOCK_WIDE_OUTPUTS, FLOAT_UNARY, TABLE_ARGS, KernelInfo, Symbol, literal_fraction
 
 arith = dialect("arith")
 func = dialect("func")
@@ -49,13 +59,15 @@ _CMPI = {
 _CMPF = {"==": "oeq", "!=": "une", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
 
 
-def lower(program: A.Program, context) -> "ir.Module":
+def lower(program: A.Program, context, verify: bool = True) -> "ir.Module":
     """Lower the checked ``program`` to a kern-IR ``ir.Module`` created in ``context``.
 
     ``program`` should have passed :func:`kernc.frontend.check.check` (it is checked here if it was
     not, which may raise :class:`kernc.errors.CompileError`). The kern dialect is loaded into
     ``context``. Raises :class:`kernc.errors.InternalCompilerError` if the produced module does not
     verify (a frontend bug, never a user error).
+
+    ``verify=False`` skips module verification (tests inspect the IR).
     """
     if any(k.info is None for k in program.kernels):
         from .check import check
@@ -71,6 +83,8 @@ def lower(program: A.Program, context) -> "ir.Module":
                 raise
             except Exception as exc:  # pragma: no cover - a frontend bug
                 raise InternalCompilerError(f"lowering kernel '{k.name}' failed: {exc!r}") from exc
+        if not verify:
+            return module
         try:
             ok = module.operation.verify()
         except ir.MLIRError as exc:  # pragma: no cover - a frontend bug
@@ -89,7 +103,10 @@ def _accessor_op(cls, b, buffer, args, sizes, values=None, **kw):
     """Create a kern.read/write/add of buffer ``b`` (a :class:`BufferInfo`)."""
     syms = b.layout.symbols
     if cls is kern.ReadOp:
-        return kern.read(buffer, args, sizes, b.accessor, str(b.layout), syms, values)
+        default = None
+        if b.accessor in ("strided_default", "pair_strided_default"):
+            default = (T.mlir_type(T.default_scalar(b.compute_elem)), b.default_value)
+        return kern.read(buffer, args, sizes, b.accessor, str(b.layout), syms, values, default=default)
     kind = "write" if cls is kern.WriteOp else "add"
     return kern.write(kind, buffer, args, sizes, values, b.accessor, str(b.layout), syms)
 
@@ -131,6 +148,7 @@ class _KernelLowering:
         self.args: dict = {}          # Symbol -> block argument (scalar params, buffers)
         self.size_args: dict = {}     # size symbol name -> block argument
         self.accessor_args: dict = {}  # buffer Symbol -> list of op args
+        self.table_args: dict = {}    # (index param, table field) -> block argument
         self.assigned_outputs: set = set()
 
     # ---- helpers ----------------------------------------------------------------------------
@@ -165,6 +183,8 @@ class _KernelLowering:
             else:
                 dyn = ir.ShapedType.get_dynamic_size()
                 arg_types.append(ir.MemRefType.get([dyn], T.mlir_type(p.buffer.elem)))
+        dyn = ir.ShapedType.get_dynamic_size()
+        arg_types += [ir.MemRefType.get([dyn], ir.IntegerType.get_signless(32))] * len(info.tables)
         arg_types += [ir.IndexType.get()] * len(info.sizes)
         with self.loc(self.kernel), ir.InsertionPoint(self.module.body):
             f = func.FuncOp(info.name, ir.FunctionType.get(arg_types, []))
@@ -173,7 +193,10 @@ class _KernelLowering:
         args = list(entry.arguments)
         for p, a in zip(info.params, args):
             self.args[p] = a
-        for name, a in zip(info.sizes, args[len(info.params):]):
+        rest = args[len(info.params):]
+        for t, a in zip(info.tables, rest):
+            self.table_args[(t.table_of, t.field)] = a
+        for name, a in zip(info.sizes, rest[len(info.tables):]):
             self.size_args[name] = a
         with ir.InsertionPoint(entry):
             env: dict = {}
@@ -196,17 +219,7 @@ class _KernelLowering:
                 continue
             b = p.buffer
             with self.loc(p):
-                if b.accessor == "strided":
-                    vals = []
-                    for a in b.accessor_args:
-                        v = self.expr(a, env)
-                        vals.append(self.convert(v, a.ty, T.INDEX))
-                    self.accessor_args[p] = vals
-                elif b.accessor == "indexed":
-                    idx_sym = next(s for s in info.params if s.name == b.index_param)
-                    self.accessor_args[p] = [self.args[idx_sym]]
-                else:
-                    self.accessor_args[p] = []
+                self.accessor_args[p] = self.op_args(p, env)
         # one read per buffer the body uses, unconditional, at the start
         for p in info.used_reads:
             b = p.buffer
@@ -214,24 +227,38 @@ class _KernelLowering:
             with self.loc(p):
                 op = _accessor_op(kern.ReadOp, b, self.args[p], self.accessor_args[p],
                                   [self.size_args[s] for s in syms],
-                                  values=[T.mlir_type(b.elem)] * b.components)
+                                  values=[T.mlir_type(b.compute_elem)] * b.flat_width)
                 results = list(op.results)
-            env[p] = results if b.components > 1 else results[0]
+            env[p] = results if (b.components > 1 or b.is_pair) else results[0]
         # pending output values and flags
         assigned = self.modified(self.kernel.body.stmts)
         for p in info.outputs:
-            if p not in assigned:
+            b = p.buffer
+            always = b.access == "write" and b.accessor in BLOCK_WIDE_OUTPUTS
+            if p not in assigned and not always:
                 continue
             self.assigned_outputs.add(p)
-            b = p.buffer
             with self.loc(p):
-                zeros = [self.const(b.elem, 0) for _ in range(b.components)]
-                env[p] = zeros if b.components > 1 else zeros[0]
+                zeros = [self.const(b.compute_elem, 0) for _ in range(b.flat_width)]
+                env[p] = zeros if (b.components > 1 or b.is_pair) else zeros[0]
                 if p in info.flagged_outputs:
                     env[("flag", p)] = self.const(T.BOOL, False)
         if info.nested_return:
             with self.loc(self.kernel.body):
                 env[_RETURNED] = self.const(T.BOOL, False)
+
+    def op_args(self, p: Symbol, env: dict) -> list:
+        """The ``args`` operands of buffer ``p``'s accessor ops (``docs/accessor-lowering.md``)."""
+        b = p.buffer
+        acc = b.accessor
+        if acc in ("strided", "strided_default", "pair_strided_default"):
+            return [self.convert(self.expr(a, env), a.ty, T.INDEX) for a in b.accessor_args]
+        if acc in ("indexed", "atomic"):
+            idx_sym = next(s for s in self.info.params if s.name == b.index_param)
+            return [self.args[idx_sym]]
+        if acc in TABLE_ARGS:
+            return [self.table_args[(b.index_param, f)] for f in TABLE_ARGS[acc]]
+        return []
 
     def epilogue(self, env: dict) -> None:
         for p in self.info.outputs:
@@ -352,11 +379,32 @@ class _KernelLowering:
         else:  # pragma: no cover
             raise InternalCompilerError(f"cannot lower statement {type(s).__name__}")
 
+    def assigned_value(self, e: A.Expr, env: dict):
+        """The value of ``e`` assigned to an output or variable (widened from an output's storage
+        type to its compute type where the checker asked for it)."""
+        v = self.expr(e, env)
+        conv = getattr(e, "out_convert", None)
+        if conv is not None:
+            with self.loc(e):
+                v = self.map(lambda x: self.convert(x, *conv), v)
+        return v
+
     def assign(self, s: A.Assign, env: dict) -> None:
         sym: Symbol = s.sym
-        v = self.expr(s.value, env)
+        target = s.target
+        index = target.index if isinstance(target, A.Index) else None
+        inner = target.base if isinstance(target, A.Index) else target
+        b = sym.buffer if sym.kind == "buffer" else None
+        if b is not None and b.is_pair:
+            # pending: 2K values, first's K components then second's
+            if isinstance(s.value, A.TupleLit):
+                parts = [(0, s.value.elems[0]), (1, s.value.elems[1])]
+            else:
+                parts = [(0 if inner.name == "first" else 1, s.value)]
+            values = [(part, self.assigned_value(e, env)) for part, e in parts]
+        else:
+            values = [(None, self.assigned_value(s.value, env))]
         with self.loc(s):
-            cur = env[sym]
             elem = T.scalar_of(sym.ty)
             op = s.op[:-1] if s.op != "=" else None
 
@@ -365,26 +413,37 @@ class _KernelLowering:
                     return new
                 return self.scalar_binop(op, elem, old, new)
 
-            if isinstance(s.target, A.Index):
-                idx = s.target.index
-                cur = list(cur)
-                if isinstance(idx, A.IntLit):
-                    cur[idx.value] = combine(cur[idx.value], v)
-                else:
-                    k = self.expr(idx, env)
-                    out = []
-                    for i, c in enumerate(cur):
-                        hit = self.scalar_binop("==", idx.ty, k, self.const(idx.ty, i))
-                        out.append(arith.select(hit, combine(c, v), c))
-                    cur = out
+            if b is not None and b.is_pair:
+                k = b.components
+                cur = list(env[sym])
+                for part, v in values:
+                    seg = cur[part * k:(part + 1) * k]
+                    new = self.update(seg if k > 1 else seg[0], index, v, combine, env)
+                    cur[part * k:(part + 1) * k] = _flat(new)
                 env[sym] = cur
-            elif isinstance(cur, list):
-                vals = v if isinstance(v, list) else [v] * len(cur)
-                env[sym] = [combine(c, x) for c, x in zip(cur, vals)]
             else:
-                env[sym] = combine(cur, v)
+                env[sym] = self.update(env[sym], index, values[0][1], combine, env)
             if ("flag", sym) in env:
                 env[("flag", sym)] = self.const(T.BOOL, True)
+
+    def update(self, cur, index, v, combine, env: dict):
+        """``cur`` (a scalar or a list of components) after ``combine`` with ``v``; ``index`` is the
+        component index expression of ``x[k] = v`` (or None: the whole value, scalars broadcast)."""
+        if index is not None:
+            cur = list(cur)
+            if isinstance(index, A.IntLit):
+                cur[index.value] = combine(cur[index.value], v)
+                return cur
+            k = self.expr(index, env)
+            out = []
+            for i, c in enumerate(cur):
+                hit = self.scalar_binop("==", index.ty, k, self.const(index.ty, i))
+                out.append(arith.select(hit, combine(c, v), c))
+            return out
+        if isinstance(cur, list):
+            vals = v if isinstance(v, list) else [v] * len(cur)
+            return [combine(c, x) for c, x in zip(cur, vals)]
+        return combine(cur, v)
 
     def if_(self, s: A.If, env: dict) -> None:
         branches = [s.then.stmts]
@@ -444,7 +503,11 @@ class _KernelLowering:
 
     def _expr(self, e: A.Expr, env: dict):
         if isinstance(e, (A.IntLit, A.FloatLit)):
-            return self.const(T.scalar_of(e.ty), e.value)
+            s = T.default_scalar(T.scalar_of(e.ty))
+            if s.is_float:  # rounded once from the literal's text
+                v = T.exact_float(literal_fraction(e), s)
+                return self.const(s, v if v is not None else float("inf") * (1 if e.value > 0 else -1))
+            return self.const(s, e.value)
         if isinstance(e, A.BoolLit):
             return self.const(T.BOOL, e.value)
         if isinstance(e, A.Name):
@@ -474,6 +537,11 @@ class _KernelLowering:
             base = self.expr(e.base, env)
             lo, hi = e.bounds
             return list(base[lo:hi])
+        if isinstance(e, A.Member):  # u.first / u.second of a pair read
+            vals = env[e.base.sym]
+            k = e.base.sym.buffer.components
+            part = vals[:k] if e.name == "first" else vals[k:]
+            return list(part) if k > 1 else part[0]
         raise InternalCompilerError(f"cannot lower expression {type(e).__name__}")  # pragma: no cover
 
     def name(self, e: A.Name, env: dict):

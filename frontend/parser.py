@@ -294,15 +294,37 @@ class _ToAst(Transformer):
         return items[0]
 
     def default_clause(self, meta, items):
-        return ("default", items[0])
+        return ("default", items[0], self._loc(meta))
+
+    def compute_clause(self, meta, items):
+        return ("compute", items[0], self._loc(meta))
 
     def buffer_param(self, meta, items):
         name, elem, dims, access, *rest = items
         patterns = [r for r in rest if isinstance(r, A.Pattern)]
-        layout = next((r for r in rest if isinstance(r, (A.LayoutLiteral, A.LayoutName))), None)
-        default = next((r[1] for r in rest if isinstance(r, tuple)), None)
-        return A.BufferParam(self._loc(name), str(name), str(elem), dims, str(access), patterns, layout,
-                             default, elem_loc=self._loc(elem), access_loc=self._loc(access))
+        clauses: dict = {}
+        for r in rest:
+            if isinstance(r, A.Pattern):
+                continue
+            if isinstance(r, (A.LayoutLiteral, A.LayoutName)):
+                key, value, loc = "as", r, r.loc
+            else:
+                key, value, loc = r
+            if key in clauses:
+                raise CompileError(Diagnostic(
+                    f"duplicate '{key}' clause on buffer '{name}'", loc, source=self.source,
+                    notes=[Diagnostic("previous clause is here", clauses[key][1], severity="note",
+                                      source=self.source)]))
+            clauses[key] = (value, loc)
+        layout = clauses.get("as", (None, None))[0]
+        default = clauses.get("default", (None, None))[0]
+        compute, compute_loc = clauses.get("compute", (None, None))
+        param = A.BufferParam(self._loc(name), str(name), str(elem), dims, str(access), patterns,
+                              layout, default, elem_loc=self._loc(elem), access_loc=self._loc(access))
+        if compute is not None:
+            param.compute = str(compute)
+            param.compute_loc = self._loc(compute)
+        return param
 
     def over_1d(self, meta, items):
         return A.Over(self._loc(items[0]), [str(items[0])], None)
@@ -325,8 +347,10 @@ class _ToAst(Transformer):
                      type_loc=self._loc(ty) if ty is not None else None)
 
     def lvalue(self, meta, items):
-        name, index = items
+        name, member, index = items
         target = A.Name(self._loc(name), str(name))
+        if member is not None:
+            target = A.Member(self._loc(member), target, str(member))
         if index is not None:
             return A.Index(target.loc, target, index)
         return target
@@ -397,6 +421,10 @@ class _ToAst(Transformer):
 
     def name(self, meta, items):
         return A.Name(self._loc(items[0]), str(items[0]))
+
+    def tuple(self, meta, items):
+        lpar, *elems = items
+        return A.TupleLit(self._loc(lpar), [e for e in elems if e is not None])
 
     def vector(self, meta, items):
         lsqb, *elems = items

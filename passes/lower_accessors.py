@@ -84,6 +84,10 @@ class Access:
     def to_storage(self, v):
         return b.convert_float(v, self.storage) if b.is_float(self.storage) else v
 
+    def default_value(self) -> ir.Value:
+        """The exact ``default`` attribute of a ``*_default`` read, as an ``arith.constant``."""
+        return b.arith.ConstantOp(self.compute, self.op.attributes[kern.DEFAULT_ATTR]).result
+
     def count(self) -> ir.Value:
         """Number of elements of the buffer's view (the layout's first mode)."""
         env = dict(zip(self.syms, self.sizes))
@@ -244,7 +248,7 @@ def _per_thread(acc: Access) -> list:
     for c in range(acc.ncomp):
         if acc.kind == "read":
             if acc.accessor == "strided_default":
-                out.append(_load_default(acc, e, c, acc.args[2]))
+                out.append(_load_default(acc, e, c, acc.default_value()))
             else:
                 out.append(acc.load(e, c))
             continue
@@ -328,7 +332,7 @@ def _stage_pair(kc, acc, slot, t, tid, blk, p, in_range):
 
     def fetch(t_value, c):
         e = element_index(acc, t_value)
-        return _load_default(acc, e, c, acc.args[2]) if strided else acc.load(e, c)
+        return _load_default(acc, e, c, acc.default_value()) if strided else acc.load(e, c)
 
     t1 = b.add(t, b.idx(1))
     tid1 = b.add(tid, b.idx(1))

@@ -145,6 +145,7 @@ def test_internal_error_exit_code_and_report(monkeypatch, tmp_path, capsys):
     def boom(*a, **k):
         raise RuntimeError("synthetic failure")
 
+    monkeypatch.setenv("KERNC_ALWAYS_COMPILE", "1")  # a cache hit would never run the pipeline
     monkeypatch.setattr(compiler.pipeline, "kern_to_gpu", boom)
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     assert main(["compile", SAXPY]) == 3

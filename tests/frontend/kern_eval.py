@@ -2,8 +2,10 @@
 
 It runs a kernel ``func.func`` thread by thread in Python over numpy arrays, so the frontend's
 lowering can be checked against the examples' numpy references without a GPU or the backend.
-Supports the ops the frontend emits: ``arith``, ``math``, ``scf.if/for/yield``, ``kern.*``,
-``func.return``. Integers are kept as unsigned canonical Python ints (``0 .. 2**N - 1``), ``index``
+Supports the ops the frontend emits: ``arith``, ``math``, ``scf.if/for/yield``, ``kern.*`` (every
+accessor of ``docs/accessor-lowering.md``, with the per-thread meaning of ``accessors.md``: block-wide
+sums become per-thread adds, ``shared`` reads go through the ``shared_indices`` tables the evaluator
+builds for the hidden table params), ``func.return``. Integers are kept as unsigned canonical Python ints (``0 .. 2**N - 1``), ``index``
 values as signed Python ints, floats as numpy scalars of their width.
 """
 
@@ -116,39 +118,68 @@ class _Thread:
         args = ins[1:1 + seg[1]]
         accessor = ir.StringAttr(op.attributes["accessor"]).value
         layout = StridedLayout.parse(ir.StringAttr(op.attributes["layout"]).value)
+        t, B = self.t, ev.sig.block
+        arg_arrays = [ev.arrays.get(ev.memref_name(v)) if isinstance(v.type, ir.MemRefType) else None
+                      for v in list(op.operands)[1:1 + seg[1]]]
+        default = None
         if accessor == "sequential":
-            e = self.t
-        elif accessor == "strided":
-            e = args[0] + self.t * args[1]
+            elems = [t]
+        elif accessor in ("strided", "strided_default"):
+            elems = [args[0] + t * args[1]]
+            default = _default_attr(op) if accessor == "strided_default" else None
+        elif accessor == "pair_strided_default":
+            elems = [args[0] + t * args[1], args[0] + (t + 1) * args[1]]
+            default = _default_attr(op)
+        elif accessor in ("indexed", "atomic"):
+            elems = [int(arg_arrays[0][t])]
+        elif accessor in ("shared", "shared_sum"):
+            unique, target = arg_arrays[0], arg_arrays[1]
+            elems = [int(unique[(t // B) * B + int(target[t])])]
+        elif accessor == "unique":
+            elems = [0]
+        elif accessor == "pair":
+            elems = [t, t + 1]
+        elif accessor == "block_sum":
+            elems = [t // B]
+        elif accessor == "sum":
+            elems = [0]
         else:
-            idx = ev.arrays[ev.memref_name(op.operands[1])]
-            e = int(idx[self.t])
-        if kind == "read":
-            n = len(op.results)
-        else:
-            n = seg[3]
-        offs = [layout.offset((e, k) if layout.rank == 2 else (e,), ev.sizes) for k in range(n)]
-        for o in offs:
-            if not 0 <= o < buf.size:
-                raise IndexError(f"thread {self.t}: offset {o} out of bounds of {buf.size}")
+            raise NotImplementedError(accessor)
+        n_all = len(op.results) if kind == "read" else seg[3]
+        n = n_all // len(elems)
+        M = layout.shape[0].evaluate(ev.sizes)
+        offs = []
+        for e in elems:
+            if default is not None and not 0 <= e < M:
+                offs += [None] * n
+                continue
+            for k in range(n):
+                o = layout.offset((e, k) if layout.rank == 2 else (e,), ev.sizes)
+                if not 0 <= o < buf.size:
+                    raise IndexError(f"thread {t}: offset {o} out of bounds of {buf.size}")
+                offs.append(o)
         if kind == "read":
             out = []
             for o, r in zip(offs, op.results):
                 k, bits = _kind(r.type)
+                if o is None:
+                    out.append(default)
+                    continue
                 x = buf[o]
                 out.append(_NP_FLOAT[k](x) if k in _NP_FLOAT else _wrap(int(x), bits))
             return out
         values = ins[1 + seg[1] + seg[2]:]
+        # block-wide and scatter-add accessors add (their `write` forms are zeroed before the launch)
+        adds = kind == "add" or accessor in ("sum", "block_sum", "pair")
         for o, v in zip(offs, values):
-            if buf.dtype.kind == "f":
-                v = buf.dtype.type(v)
-            else:
+            if buf.dtype.kind != "f":
                 v = _s(v, buf.dtype.itemsize * 8) if buf.dtype.kind == "i" else v
-            if kind == "write":
-                buf[o] = v
-            else:
-                buf[o] = buf.dtype.type(buf[o] + v) if buf.dtype.kind == "f" else \
-                    np.array(int(buf[o]) + int(v)).astype(np.int64).astype(buf.dtype)
+            with np.errstate(over="ignore"):  # rounding a compute value to a narrower storage type
+                if not adds:
+                    buf[o] = buf.dtype.type(v)
+                else:
+                    buf[o] = buf.dtype.type(buf[o] + v) if buf.dtype.kind == "f" else \
+                        np.array(int(buf[o]) + int(v)).astype(np.int64).astype(buf.dtype)
         return []
 
     def arith(self, op, name, ins, rt):
@@ -271,6 +302,24 @@ class _Thread:
         raise NotImplementedError(name)
 
 
+def shared_indices(index, P: int, B: int) -> dict:
+    """The ``shared_indices(I, B)`` tables of ``docs/accessor-lowering.md`` for ``I[0:P]``:
+    ``unique``, ``target``, ``perm`` (``ceil(P/B) * B`` entries each) and ``count`` (one per block),
+    all uint32."""
+    nb = -(-P // B)
+    tables = {f: np.zeros(max(nb * B, 1), np.uint32) for f in ("unique", "target", "perm")}
+    tables["count"] = np.zeros(max(nb, 1), np.uint32)
+    idx = np.asarray(index).astype(np.uint32)[:P]
+    for b in range(nb):
+        chunk = idx[b * B:(b + 1) * B]
+        distinct = np.unique(chunk)
+        tables["unique"][b * B:b * B + len(distinct)] = distinct
+        tables["target"][b * B:b * B + len(chunk)] = np.searchsorted(distinct, chunk)
+        tables["perm"][b * B:b * B + len(chunk)] = np.argsort(chunk, kind="stable")
+        tables["count"][b] = len(distinct)
+    return tables
+
+
 class Evaluator:
     """Run kernel ``name`` of ``module`` on ``inputs`` (arrays in storage shape, scalars)."""
 
@@ -303,12 +352,24 @@ class Evaluator:
             self.P = self.sizes[sig.problem_size]
         else:
             self.P = int(inputs[sig.problem_size])
+        for p in sig.params:
+            if p.kind == "table":
+                tables = shared_indices(self.arrays[p.table_of], self.P, sig.block)
+                self.arrays[p.name] = tables[p.table_field]
+            elif p.kind == "buffer" and p.access == "write" and p.zero_init:
+                self.arrays[p.name][:] = 0
+            elif p.kind == "buffer" and p.access == "write" and p.accessor == "block_sum":
+                layout = StridedLayout.parse(p.layout)
+                for b in range(-(-self.P // sig.block)):
+                    for k in range(p.components):
+                        self.arrays[p.name][layout.offset((b, k) if layout.rank == 2 else (b,),
+                                                          self.sizes)] = 0
         block = self.func.operation.regions[0].blocks[0]
         self.arg_names = {}
         argvals = []
         for p, a in zip(sig.params, block.arguments):
             self.arg_names[a] = p.name
-            if p.kind == "buffer":
+            if p.kind in ("buffer", "table"):
                 argvals.append(None)
                 continue
             v = inputs[p.name]
@@ -329,3 +390,11 @@ class Evaluator:
             if p.kind == "buffer" and p.access in ("write", "add"):
                 out[p.name] = self.arrays[p.name].reshape(np.shape(inputs[p.name]))
         return out
+
+
+def _default_attr(op):
+    """The value of a ``*_default`` read's typed ``default`` attribute."""
+    attr = op.attributes["default"]
+    if isinstance(attr.type, ir.IntegerType):
+        return ir.IntegerAttr(attr).value
+    return ir.FloatAttr(attr).value

@@ -16,7 +16,7 @@ from kernc.mlir import ir, passmanager
 from frontend_helpers import EXAMPLES, compile_text
 from kern_eval import Evaluator
 
-EXAMPLE_NAMES = ["saxpy", "gather_scatter", "particles"]
+EXAMPLE_NAMES = ["saxpy", "gather_scatter", "particles", "edge_update", "laplacian_1d"]
 
 
 def load_reference(name):

@@ -16,7 +16,7 @@ def body(src_stmts: str):
     return prog.kernels[0].body.stmts
 
 
-@pytest.mark.parametrize("name", ["saxpy", "gather_scatter", "particles"])
+@pytest.mark.parametrize("name", ["saxpy", "gather_scatter", "particles", "edge_update", "laplacian_1d"])
 def test_examples_parse(name):
     path = EXAMPLES / f"{name}.kern"
     prog = parse(path.read_text(), str(path))
