@@ -100,11 +100,11 @@ def _bind_dim(p: Param, axis: int, expected, actual: int, sizes: dict, origin: d
         origin.setdefault(sym, f"'{p.name}'")
 
 
-def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str) -> BoundLaunch:
+def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
 
     ``is_array(x)`` says whether ``x`` is an array of the target device (numpy for ``"cpu"``, CuPy for
-    ``"cuda"``). Size symbols that no array shape binds are taken from ``kwargs`` (``n=1000``).
+    ``"cuda"``); ``zeros(n, dtype)`` allocates zero-filled scratch memory there (default numpy). Size symbols that no array shape binds are taken from ``kwargs`` (``n=1000``).
     Raises :class:`KerncLaunchError`.
     """
     params = sig.params
@@ -253,6 +253,15 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str)
         else:
             out_args.append(_scalar(p, values[p.name]))
     out_args.extend(sizes[s] for s in sig.sizes)
+    zeros = zeros or np.zeros
+    for p in sig.extra:
+        if p.kind == "table":
+            if p.table_of not in tables:
+                tables[p.table_of] = shared_indices(flat[p.table_of][:problem], sig.block)
+            out_args.append(tables[p.table_of].field(p.table_field))
+        else:  # scratch
+            n = Poly.parse(p.scratch_size).evaluate({**env, "__grid": grid})
+            out_args.append(zeros(max(int(n), 1), numpy_dtype(p.dtype)))
 
     if grid > MAX_GRID_X:
         raise KerncLaunchError(

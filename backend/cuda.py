@@ -11,6 +11,8 @@ PTX was generated with.
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -83,24 +85,76 @@ class CudaModule:
         self._functions: dict = {}
 
     def function(self, name: str):
-        if name not in self._functions:
-            self._functions[name] = self._module.get_function(name)
-        return self._functions[name]
+        """The CuPy kernel function ``name`` of this module (looked up once)."""
+        fn = self._functions.get(name)
+        if fn is None:
+            fn = self._functions[name] = self._module.get_function(name)
+        return fn
 
 
-def launch(module: CudaModule, bound: BoundLaunch) -> None:
+#: Loaded modules shared by every kernc Module of the process, keyed by (PTX text, device).
+MODULE_CACHE_SIZE = 64
+_modules: OrderedDict = OrderedDict()
+_modules_lock = threading.Lock()
+
+
+def load_module(ptx: str) -> CudaModule:
+    """The :class:`CudaModule` of ``ptx`` on the current device, loaded once per process (the
+    ``MODULE_CACHE_SIZE`` most recently used stay loaded; callers keep their own reference)."""
+    key = (ptx, cupy().cuda.runtime.getDevice())
+    with _modules_lock:
+        mod = _modules.get(key)
+        if mod is not None:
+            _modules.move_to_end(key)
+            return mod
+    mod = CudaModule(ptx)
+    with _modules_lock:
+        mod = _modules.setdefault(key, mod)
+        _modules.move_to_end(key)
+        while len(_modules) > MODULE_CACHE_SIZE:
+            _modules.popitem(last=False)
+    return mod
+
+
+class ArgPacker:
+    """The launch-argument conversion of one kernel signature at one index width, worked out once.
+
+    Calling it on a :class:`BoundLaunch`'s ``args`` (ABI order) returns the tuple CuPy passes to the
+    driver: ``index`` params and size symbols become ``int32``/``int64`` (the PTX's index width),
+    everything else (buffer views, scalars that binding already made exact numpy scalars) is passed
+    as is."""
+
+    __slots__ = ("index_bits", "index_positions", "_itype")
+
+    def __init__(self, signature, index_bits: int):
+        self.index_bits = index_bits
+        self._itype = np.int32 if index_bits == 32 else np.int64
+        sizes = set(signature.sizes)
+        self.index_positions = tuple(
+            i for i, name in enumerate(signature.arg_names)
+            if name in sizes or signature.param(name).dtype == "index"
+        )
+
+    def __call__(self, args) -> tuple:
+        if not self.index_positions:
+            return tuple(args)
+        packed = list(args)
+        itype, n = self._itype, len(packed)
+        for i in self.index_positions:
+            if i < n:
+                packed[i] = itype(packed[i])
+        return tuple(packed)
+
+
+def launch(module: CudaModule, bound: BoundLaunch, packer: ArgPacker | None = None) -> None:
     """Launch ``bound`` (grid x block threads) from ``module``; nothing is launched when ``P == 0``
-    (``zero_init`` outputs are still zero-filled)."""
+    (``zero_init`` outputs are still zero-filled). ``packer``: the kernel's :class:`ArgPacker` for
+    ``bound.index_bits`` (built here when not given)."""
     for name in bound.zero_init:
         bound.arrays[name].fill(0)
     if bound.grid == 0:
         return
-    itype = np.int32 if bound.index_bits == 32 else np.int64
-    sig = bound.signature
-    packed = []
-    names = sig.arg_names
-    for name, value in zip(names, bound.args):
-        is_index = name in sig.sizes or sig.param(name).dtype == "index"
-        packed.append(itype(value) if is_index else value)
-    fn = module.function(sig.name)
-    fn((bound.grid,), (bound.block,), tuple(packed))
+    if packer is None or packer.index_bits != bound.index_bits:
+        packer = ArgPacker(bound.signature, bound.index_bits)
+    fn = module.function(bound.signature.name)
+    fn((bound.grid,), (bound.block,), packer(bound.args))

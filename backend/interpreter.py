@@ -1217,6 +1217,11 @@ class _Translator:
             self.unsupported(o)
         return f
 
+    def c_fence(self, o):
+        """``llvm.fence``: a no-op here -- every store is visible to every later op, since the
+        interpreter runs blocks in order (batches in sequence, lanes of a batch in lockstep)."""
+        return lambda fr, mask: None
+
     def c_barrier(self, o):
         def f(fr, mask):
             if mask is fr.full:
@@ -1670,6 +1675,7 @@ _HANDLERS = {
     "math.ipowi": _Translator.c_ipowi,
     "math.sincos": _Translator.c_sincos,
     "gpu.barrier": _Translator.c_barrier,
+    "llvm.fence": _Translator.c_fence,
     "gpu.shuffle": _Translator.c_shuffle,
     "memref.load": _Translator.c_load,
     "memref.store": _Translator.c_store,

@@ -11,7 +11,12 @@ For each block ``b`` of ``B`` consecutive entries of ``I[0:P]`` (the last block 
 All four are ``uint32`` arrays (``unique``, ``target``, ``perm`` of length ``ceil(P/B)*B``, ``count`` of
 length ``ceil(P/B)``); entries past ``P`` are 0 and never read. No index value is reserved as a
 sentinel: validity comes from ``count`` and ``P`` (Caspar's published ``SharedIndex`` encoding
-reserves ``0xFFFFFFFF``; kernc does not). Computed with numpy for host arrays and CuPy for device
+reserves ``0xFFFFFFFF``; kernc does not).
+
+``@deterministic`` ``shared_sum(I)`` kernels also need the *merge tables* (computed on first use):
+``gunique`` (the ``G`` distinct values of the whole ``I``, ascending), ``gstart`` (``G + 1`` offsets
+into ``gpos``), ``gpos`` (for each distinct value, the slots ``b*B + rank`` of the blocks that hold
+it, in block order) and ``gcount`` (``[G]``). Computed with numpy for host arrays and CuPy for device
 arrays, fully vectorised (one stable lexsort).
 """
 
@@ -43,7 +48,17 @@ class SharedIndices:
         return int(self.indices.shape[0])
 
     def field(self, name: str):
+        """One table by name: ``unique``, ``target``, ``perm``, ``count`` or a merge table."""
+        if name in ("gunique", "gstart", "gpos", "gcount"):
+            return self.merge_tables()[name]
         return getattr(self, name)
+
+    def merge_tables(self) -> dict:
+        """The global merge tables of ``@deterministic`` shared sums (cached)."""
+        cached = getattr(self, "_merge", None)
+        if cached is None:
+            cached = self._merge = _merge_tables(self)
+        return cached
 
 
 def _xp(a):
@@ -95,3 +110,30 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
     if n:
         count[:] = xp.bincount(blk[sel], minlength=nb).astype(xp.uint32)[:nb]
     return SharedIndices(indices, B, unique, target, perm, count)
+
+
+def _merge_tables(t: SharedIndices) -> dict:
+    xp = _xp(t.indices)
+    B = t.block_size
+    nb = int(t.count.shape[0])
+    counts = t.count.astype(xp.int64)
+    blocks = xp.repeat(xp.arange(nb, dtype=xp.int64), counts)          # block of each (block, rank)
+    first = xp.cumsum(counts) - counts
+    ranks = xp.arange(int(counts.sum()), dtype=xp.int64) - xp.repeat(first, counts)
+    values = t.unique.astype(xp.int64)[blocks * B + ranks]
+    order = xp.lexsort(xp.stack([blocks, values]))                     # by value, then block
+    sv = values[order]
+    start = xp.ones(sv.shape[0], dtype=bool)
+    if sv.shape[0]:
+        start[1:] = sv[1:] != sv[:-1]
+    starts = xp.flatnonzero(start)
+    G = int(starts.shape[0])
+    gstart = xp.zeros(G + 1, dtype=xp.uint32)
+    gstart[:G] = starts.astype(xp.uint32)
+    gstart[G] = sv.shape[0]
+    return {
+        "gunique": sv[starts].astype(xp.uint32),
+        "gstart": gstart,
+        "gpos": (blocks * B + ranks)[order].astype(xp.uint32),
+        "gcount": xp.asarray([G], dtype=xp.uint32),
+    }

@@ -59,7 +59,12 @@ class Param:
       of elements (the first dim) must reach: ``"n+1"`` for ``pair`` reads and writes over ``n``,
       ``"1"`` for ``unique``; ``None`` otherwise.
     - ``table_of`` / ``table_field``: for ``kind="table"``, the index param and which table
-      (``"unique"``, ``"target"``, ``"perm"`` or ``"count"``).
+      (``"unique"``, ``"target"``, ``"perm"`` or ``"count"``; for ``@deterministic`` shared sums also
+      ``"gunique"``, ``"gstart"``, ``"gpos"``, ``"gcount"``, see ``backend/shared_indices.py``).
+    - ``scratch_size``: for ``kind="scratch"`` (device memory the launcher allocates zero-filled for
+      each launch, e.g. the per-block partial sums of ``@deterministic`` reductions), the number of
+      elements as a :class:`~kernc.dialect.strided.Poly` text over size symbols and ``__grid`` (the
+      number of blocks).
     """
 
     name: str
@@ -77,6 +82,7 @@ class Param:
     min_elements: str | None = None
     table_of: str | None = None
     table_field: str | None = None
+    scratch_size: str | None = None
 
 
 @dataclass
@@ -85,7 +91,8 @@ class KernelSignature:
 
     ``problem_size`` is the name of the size symbol (or ``index`` scalar param) that gives ``P``;
     ``block`` the block size (threads per block, a power of two 32..1024); ``sizes`` the size
-    symbols passed as trailing ``index`` arguments.
+    symbols passed as trailing ``index`` arguments. ``extra`` are hidden arguments that lowering
+    added after the size symbols (scratch buffers and tables of ``@deterministic`` reductions).
     """
 
     name: str
@@ -94,6 +101,7 @@ class KernelSignature:
     problem_size: str
     block: int = 256
     attributes: list[str] = field(default_factory=list)
+    extra: list[Param] = field(default_factory=list)
 
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
@@ -104,16 +112,17 @@ class KernelSignature:
         """Parse the ``kern.signature`` attribute text; raises ``ValueError`` on malformed input."""
         data = json.loads(text)
         params = [Param(**p) for p in data.pop("params")]
-        return cls(params=params, **data)
+        extra = [Param(**p) for p in data.pop("extra", [])]
+        return cls(params=params, extra=extra, **data)
 
     def param(self, name: str) -> Param:
         """The param called ``name``; ``KeyError`` if there is none."""
-        for p in self.params:
+        for p in self.params + self.extra:
             if p.name == name:
                 return p
         raise KeyError(name)
 
     @property
     def arg_names(self) -> list[str]:
-        """Names of the kernel's arguments in ABI order: params, then size symbols."""
-        return [p.name for p in self.params] + list(self.sizes)
+        """Names of the kernel's arguments in ABI order: params, size symbols, then ``extra``."""
+        return [p.name for p in self.params] + list(self.sizes) + [p.name for p in self.extra]

@@ -48,6 +48,13 @@ class Kernel:
         self._module = module
         self.name = name
         self.signature = module._compilation.signatures[name]
+        self._packers: dict = {}  # index_bits -> cuda.ArgPacker, built on the first GPU launch
+
+    def _packer(self, index_bits: int):
+        packer = self._packers.get(index_bits)
+        if packer is None:
+            packer = self._packers[index_bits] = cuda.ArgPacker(self.signature, index_bits)
+        return packer
 
     def __repr__(self) -> str:
         params = ", ".join(p.name for p in self.signature.params)
@@ -82,9 +89,10 @@ class Kernel:
             args = tuple(cuda.as_cupy(a) if cuda.is_cuda_array(a) else a for a in args)
             kwargs = {k: (cuda.as_cupy(v) if cuda.is_cuda_array(v) else v) for k, v in kwargs.items()}
             cp = cuda.cupy()
-            bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda")
+            bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
+                                 zeros=cp.zeros)
             cuda.check_same_device(bound)
-            cuda.launch(self._module._cuda_module(bound.index_bits), bound)
+            cuda.launch(self._module._cuda_module(bound.index_bits), bound, self._packer(bound.index_bits))
             stats = None
         else:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
@@ -130,7 +138,7 @@ class Module:
         cp = cuda.cupy()
         key = (index_bits, cp.cuda.runtime.getDevice())
         if key not in self._cuda:
-            self._cuda[key] = cuda.CudaModule(self._compilation.ptx(index_bits))
+            self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits))
         return self._cuda[key]
 
 

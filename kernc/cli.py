@@ -61,6 +61,15 @@ def _emit(text: str, out: str | None) -> None:
 def _read_source(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
+    # The common case (a UTF-8 file) without importing kernc.api, which loads MLIR: a `kernc compile`
+    # served from the compile cache never imports the compiler. Anything else goes through
+    # kernc.api.read_source for its diagnostic.
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
     from kernc.api import read_source
 
     return read_source(path)
@@ -71,13 +80,20 @@ def _ir_printer(name: str, text: str) -> None:
 
 
 def cmd_compile(ns) -> int:
+    text = _read_source(ns.file)
+    kernels = tuple(ns.kernel) if ns.kernel else None
+    if ns.emit == "ptx" and not ns.print_ir_after_all:
+        from kernc.backend import cache
+
+        ptx = cache.lookup_ptx(text, ns.file, arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
+                               kernels=kernels)
+        if ptx is not None:  # a cache hit: MLIR is never imported
+            _emit(ptx, ns.output)
+            return EXIT_OK
     from kernc.compiler import Compilation, CompileOptions
 
-    opts = CompileOptions(
-        arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
-        kernels=tuple(ns.kernel) if ns.kernel else None,
-    )
-    comp = Compilation(_read_source(ns.file), ns.file, opts, _ir_printer if ns.print_ir_after_all else None)
+    opts = CompileOptions(arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits, kernels=kernels)
+    comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None)
     _emit(comp.ir(ns.emit), ns.output)
     return EXIT_OK
 

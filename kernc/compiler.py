@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kernc import frontend
-from kernc.backend import toolkit
+from kernc.backend import cache, toolkit
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.errors import CompileError, Diagnostic, InternalCompilerError, KerncError, SourceLocation
@@ -28,6 +28,7 @@ from kernc.passes import pipeline
 from kernc.passes.base import Pass, walk_ops
 
 STAGES = ("ast", "kern", "gpu", "llvm", "ptx")
+_GPU_FIELDS = ("kern", "gpu", "needs_libdevice", "signatures")
 
 _CTX_LOCK = threading.RLock()
 _CTX: ir.Context | None = None
@@ -129,6 +130,11 @@ class Compilation:
 
     Raises :class:`~kernc.errors.CompileError` from the constructor when the source is wrong
     (syntax, names, types, accessors), with every diagnostic found.
+
+    The compile cache (``kernc.backend.cache``) is consulted first: on a hit the kern and gpu IR and
+    the signatures come from it (the frontend and kern passes do not run; :attr:`program` is parsed
+    on first use), and PTX per index width is cached too. ``use_cache=False`` or an ``after_pass``
+    hook (which wants to see the passes run) bypasses it.
     """
 
     def __init__(
@@ -137,6 +143,7 @@ class Compilation:
         filename: str = "<string>",
         options: CompileOptions | None = None,
         after_pass: Callable[[str, str], None] | None = None,
+        use_cache: bool = True,
     ):
         self.source = text
         self.filename = filename
@@ -146,12 +153,21 @@ class Compilation:
         self._lock = threading.RLock()
         self._ptx: dict[int, str] = {}
         self._llvm: dict[int, str] = {}
+        self._program = None
+        #: the ``gpu`` cache key of this compilation (``None``: the cache is not used)
+        self.cache_key = None
+        #: whether the gpu IR came from the compile cache
+        self.from_cache = False
+        if use_cache and after_pass is None and cache.enabled():
+            self.cache_key = cache.front_key(text, filename, self.options.kernels)
+            if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
+                return
         try:
-            self.program = frontend.check(frontend.parse(text, filename))
+            self._program = frontend.check(frontend.parse(text, filename))
             with _CTX_LOCK:
                 ctx = context()
                 with ctx, ir.Location.unknown():
-                    module = frontend.lower(self.program, ctx)
+                    module = frontend.lower(self._program, ctx)
         except RecursionError:
             raise CompileError(Diagnostic(
                 "the program is nested too deeply for kernc (a very long expression or deeply nested "
@@ -170,6 +186,45 @@ class Compilation:
         if not self.signatures:
             raise CompileError(Diagnostic(f"{filename} defines no kernel to compile",
                                           SourceLocation(filename, 1, 1), source=text))
+        if self.cache_key is not None:
+            cache.put("gpu", self.cache_key, {
+                "kern": self._kern,
+                "gpu": self._gpu,
+                "needs_libdevice": self._needs_libdevice,
+                "signatures": [sig.to_json() for sig in self.signatures.values()],
+            })
+
+    # -- the compile cache --------------------------------------------------------------------
+    def _load_cached(self, entry: dict | None) -> bool:
+        """Take the kern/gpu IR and signatures from a cache entry; False if it is unusable."""
+        if entry is None:
+            return False
+        try:
+            sigs = {}
+            for text in entry["signatures"]:
+                sig = KernelSignature.from_json(text)
+                sigs[sig.name] = sig
+            kern_text, gpu_text = entry["kern"], entry["gpu"]
+            needs = entry["needs_libdevice"]
+            if not (sigs and isinstance(kern_text, str) and isinstance(gpu_text, str) and isinstance(needs, bool)):
+                return False
+        except (TypeError, ValueError, KeyError, AttributeError):
+            return False
+        self._kern, self._gpu, self._needs_libdevice, self.signatures = kern_text, gpu_text, needs, sigs
+        self.from_cache = True
+        return True
+
+    def _ptx_cache_key(self, bits: int) -> str | None:
+        if self.cache_key is None:
+            return None
+        return cache.ptx_key(self.cache_key, self.options.arch, self.options.opt_level, bits)
+
+    @property
+    def program(self):
+        """The checked AST (parsed on first use when the IR came from the cache)."""
+        if self._program is None:
+            self._program = frontend.check(frontend.parse(self.source, self.filename))
+        return self._program
 
     # -- stages -------------------------------------------------------------------------------
     def _hook(self):
@@ -242,10 +297,17 @@ class Compilation:
         bits = index_bits or self.options.index_bits
         with self._lock:
             if bits not in self._ptx:
+                key = self._ptx_cache_key(bits)
+                hit = cache.get("ptx", key, require=("ptx",)) if key else None
+                if hit is not None and isinstance(hit["ptx"], str):
+                    self._ptx[bits] = hit["ptx"]
+                    return self._ptx[bits]
                 with _CTX_LOCK, context():
                     module = self._lower_to_llvm(bits)
                     run_passes(module, pipeline.llvm_to_ptx(), self._hook())
                     self._ptx[bits] = extract_ptx(module)
+                if key:
+                    cache.put("ptx", key, {"ptx": self._ptx[bits]})
             return self._ptx[bits]
 
     def ir(self, stage: str, index_bits: int | None = None) -> str:

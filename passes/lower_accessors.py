@@ -149,6 +149,21 @@ class KernelContext:
         self.smem_users.append((user, n * (b.bits(elem) // 8)))
         return entry_[0]
 
+    @property
+    def deterministic(self) -> bool:
+        return "deterministic" in self.sig.attributes
+
+    def arg(self, name: str) -> ir.Value:
+        """The ``gpu.func`` argument of the signature's argument ``name``."""
+        return self.fn.regions[0].blocks[0].arguments[self.sig.arg_names.index(name)]
+
+    def param_of(self, value: ir.Value) -> str:
+        """The signature name of the ``gpu.func`` argument ``value``."""
+        for name, arg in zip(self.sig.arg_names, self.fn.regions[0].blocks[0].arguments):
+            if arg == value:
+                return name
+        raise ValueError("not an argument of the kernel")
+
     def begin_staging(self) -> None:
         """A barrier before re-using workgroup memory another staging step may still be reading."""
         if self.smem_used:
@@ -388,23 +403,24 @@ def _warp_sum(v: ir.Value) -> ir.Value:
     return v
 
 
-def _reduce_sum(kc, acc, vals, t, tid, blk, p):
-    """Block reduction: warp butterflies, one partial per warp in workgroup memory, then warp 0
-    reduces the partials (fixed order, so the block's sum is reproducible). ``sum``: one atomic per
-    component per block into ``O[0]``; ``block_sum``: thread 0 writes/adds ``O[block]``."""
+def _block_totals(kc, acc, vals, tid) -> list:
+    """Sum ``vals`` over the threads of the block in a fixed order: warp butterflies, one partial per
+    warp in workgroup memory, then warp 0 reduces the partials. Every thread must call it (it has a
+    barrier); the totals are valid in warp 0 (zero elsewhere)."""
     B = kc.block
     nw = B // WARP
-    K = acc.ncomp
+    K = len(vals)
     lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
     warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
     sums = [_warp_sum(v) for v in vals]
-    smem = kc.workgroup(acc.compute, nw * K, acc.accessor)
+    smem = kc.workgroup(acc.compute, nw * K, f"{acc.accessor} partials")
     kc.begin_staging()
     with b.if_(b.cmp("eq", lane, b.idx(0))):
         for c in range(K):
             b.store(sums[c], smem, b.add(b.idx(c * nw), warp))
     b.barrier()
-    with b.if_(b.cmp("eq", warp, b.idx(0))):
+
+    def warp0():
         totals = []
         for c in range(K):
             part = b.if_else(
@@ -413,18 +429,86 @@ def _reduce_sum(kc, acc, vals, t, tid, blk, p):
                 lambda: [b.zero(acc.compute)],
             )[0]
             totals.append(_warp_sum(part))
-        with b.if_(b.cmp("eq", lane, b.idx(0))):
-            target = b.idx(0) if acc.accessor == "sum" else blk
+        return totals
+
+    return b.if_else(b.cmp("eq", warp, b.idx(0)), [acc.compute] * K, warp0,
+                     lambda: [b.zero(acc.compute)] * K)
+
+
+def _add_to(acc: Access, e: ir.Value, c: int, v: ir.Value) -> None:
+    """``X[e] += v`` for component ``c`` as a plain read-modify-write (one writer)."""
+    off = acc.offset(e, c)
+    old = b.load(acc.buffer, off)
+    new = b.add(b.convert_float(old, acc.compute), v) if b.is_float(acc.compute) else b.add(old, v)
+    b.store(acc.to_storage(new), acc.buffer, off)
+
+
+def _reduce_sum(kc, acc, vals, t, tid, blk, p):
+    """Block reduction (:func:`_block_totals`). ``sum``: one atomic per component per block into
+    ``O[0]`` (``@deterministic``: per-block partials combined in block order by the last block);
+    ``block_sum``: thread 0 writes/adds ``O[block]``."""
+    totals = _block_totals(kc, acc, vals, tid)
+    if acc.accessor == "sum" and kc.deterministic:
+        _deterministic_sum(kc, acc, totals, tid, blk)
+        return
+    with b.if_(b.cmp("eq", tid, b.idx(0))):
+        target = b.idx(0) if acc.accessor == "sum" else blk
+        for c in range(acc.ncomp):
+            if acc.accessor == "sum":
+                b.atomic_add(acc.to_storage(totals[c]), acc.buffer, acc.offset(target, c))
+            elif acc.kind == "write":
+                b.store(acc.to_storage(totals[c]), acc.buffer, acc.offset(target, c))
+            else:
+                _add_to(acc, target, c, totals[c])
+
+
+def _last_block(kc, name: str, tid, blk) -> ir.Value:
+    """After each block stored its partials: thread 0 fences (device scope), counts the block in
+    ``NAME.counter`` and tells its block whether it was the last one to finish (the CUDA
+    "threadFenceReduction" pattern). Every thread must call it; returns a block-uniform i1."""
+    from kernc.mlir import dialect
+
+    gpu, llvm = dialect("gpu"), dialect("llvm")
+    i32 = ir.IntegerType.get_signless(32)
+    counter = kc.arg(f"{name}.counter")
+    flag = kc.workgroup(i32, 1, "deterministic flag", region="flag")
+    nblocks = gpu.GridDimOp(gpu.Dimension.x).result
+    with b.if_(b.cmp("eq", tid, b.idx(0))):
+        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+        old = b.memref.AtomicRMWOp(b.arith.AtomicRMWKind.addi, b.const(1, i32), counter, [b.idx(0)]).result
+        last = b.cmp("eq", b.index_cast_ui(old), b.sub(nblocks, b.idx(1)))
+        b.store(b.arith.ExtUIOp(i32, last).result, flag, b.idx(0))
+    b.barrier()
+    is_last = b.cmp("ne", b.load(flag, b.idx(0)), b.const(0, i32))
+    return is_last
+
+
+def _deterministic_sum(kc, acc, totals, tid, blk):
+    """``@deterministic`` sum: each block stores its totals in ``O.partials[block]``; the last block
+    to finish sums the partials in a fixed order (thread i takes blocks i, i+B, ..., then the fixed
+    block reduction) and adds the result to ``O`` -- bitwise reproducible from run to run."""
+    from kernc.mlir import dialect
+
+    gpu, llvm = dialect("gpu"), dialect("llvm")
+    name = kc.param_of(acc.buffer)
+    partials = kc.arg(f"{name}.partials")
+    K = acc.ncomp
+    with b.if_(b.cmp("eq", tid, b.idx(0))):
+        for c in range(K):
+            b.store(totals[c], partials, b.add(b.mul(blk, b.idx(K)), b.idx(c)))
+    is_last = _last_block(kc, name, tid, blk)
+    with b.if_(is_last):
+        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+        nblocks = gpu.GridDimOp(gpu.Dimension.x).result
+        loop = b.scf.ForOp(tid, nblocks, b.idx(kc.block), [b.zero(acc.compute)] * K)
+        with ir.InsertionPoint(loop.body):
+            q = loop.induction_variable
+            b.scf.YieldOp([b.add(loop.inner_iter_args[c], b.load(partials, b.add(b.mul(q, b.idx(K)), b.idx(c))))
+                           for c in range(K)])
+        final = _block_totals(kc, acc, list(loop.results), tid)
+        with b.if_(b.cmp("eq", tid, b.idx(0))):
             for c in range(K):
-                off = acc.offset(target, c)
-                if acc.accessor == "sum":
-                    b.atomic_add(acc.to_storage(totals[c]), acc.buffer, off)
-                elif acc.kind == "write":
-                    b.store(acc.to_storage(totals[c]), acc.buffer, off)
-                else:
-                    old = b.load(acc.buffer, off)
-                    new = b.add(b.convert_float(old, acc.compute), totals[c]) if b.is_float(acc.compute) else b.add(old, totals[c])
-                    b.store(acc.to_storage(new), acc.buffer, off)
+                _add_to(acc, b.idx(0), c, final[c])
 
 
 def _shared_sum(kc, acc, vals, t, tid, blk, p):
@@ -498,9 +582,51 @@ def _shared_sum(kc, acc, vals, t, tid, blk, p):
                 new.append(b.select(cont, b.add(acc_c, part), acc_c))
             scf.YieldOp([cont] + new)
         totals = list(loop.results)[1:]
-        e = b.index_cast_ui(b.load(unique, b.add(base, b.index_cast_ui(key))))
-        for c in range(K):
-            b.atomic_add(acc.to_storage(totals[c]), acc.buffer, acc.offset(e, c))
+        if kc.deterministic:
+            partials = kc.arg(f"{kc.param_of(acc.buffer)}.partials")
+            slot = b.mul(b.add(base, b.index_cast_ui(key)), b.idx(K))
+            for c in range(K):
+                b.store(totals[c], partials, b.add(slot, b.idx(c)))
+        else:
+            e = b.index_cast_ui(b.load(unique, b.add(base, b.index_cast_ui(key))))
+            for c in range(K):
+                b.atomic_add(acc.to_storage(totals[c]), acc.buffer, acc.offset(e, c))
+    if kc.deterministic:
+        _deterministic_shared_sum(kc, acc, tid, blk)
+
+
+def _deterministic_shared_sum(kc, acc, tid, blk):
+    """``@deterministic`` shared_sum: blocks store their per-index run totals in ``X.partials`` (at
+    ``block*B + rank``); the last block to finish adds, for each distinct index ``u`` of the whole
+    problem, the partials of the blocks that hold ``u`` in block order (the ``gunique``/``gstart``/
+    ``gpos``/``gcount`` merge tables of ``shared_indices``), one plain update per ``u``."""
+    from kernc.mlir import dialect
+
+    llvm = dialect("llvm")
+    name = kc.param_of(acc.buffer)
+    index = kc.sig.param(name).index_param
+    partials = kc.arg(f"{name}.partials")
+    gunique, gstart, gpos, gcount = (kc.arg(f"{index}.{f}") for f in ("gunique", "gstart", "gpos", "gcount"))
+    K = acc.ncomp
+    is_last = _last_block(kc, name, tid, blk)
+    with b.if_(is_last):
+        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+        G = b.index_cast_ui(b.load(gcount, b.idx(0)))
+        outer = b.scf.ForOp(tid, G, b.idx(kc.block))
+        with ir.InsertionPoint(outer.body):
+            g = outer.induction_variable
+            lo = b.index_cast_ui(b.load(gstart, g))
+            hi = b.index_cast_ui(b.load(gstart, b.add(g, b.idx(1))))
+            inner = b.scf.ForOp(lo, hi, b.idx(1), [b.zero(acc.compute)] * K)
+            with ir.InsertionPoint(inner.body):
+                pos = b.index_cast_ui(b.load(gpos, inner.induction_variable))
+                base = b.mul(pos, b.idx(K))
+                b.scf.YieldOp([b.add(inner.inner_iter_args[c], b.load(partials, b.add(base, b.idx(c))))
+                               for c in range(K)])
+            u = b.index_cast_ui(b.load(gunique, g))
+            for c in range(K):
+                _add_to(acc, u, c, inner.results[c])
+            b.scf.YieldOp([])
 
 
 def _pair_update(kc, acc, vals, t, tid, blk, p):

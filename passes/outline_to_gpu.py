@@ -39,6 +39,49 @@ def global_memref(t: ir.Type) -> ir.Type:
 
 
 GUARD_ATTR = "kern.guard"
+DETERMINISTIC = "deterministic"
+#: Accessors whose cross-block combination ``@deterministic`` reorders (``kern-lower-accessors``).
+DETERMINISTIC_ACCESSORS = ("sum", "shared_sum")
+_DTYPE_OF = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64", "i32": "i32", "i64": "i64",
+             "i16": "i16", "i8": "i8"}
+
+
+def _memref_of(dtype: str) -> ir.Type:
+    elem = {"u32": ir.IntegerType.get_signless(32)}.get(dtype) or ir.Type.parse(
+        dtype if not dtype.startswith(("u", "i")) else "i" + dtype[1:])
+    return ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], elem)
+
+
+def deterministic_extras(fn, sig: KernelSignature) -> list:
+    """Hidden arguments of a ``@deterministic`` kernel: per ``sum``/``shared_sum`` output, the
+    per-block partials and a block counter (scratch), and for ``shared_sum(I)`` the global merge
+    tables of ``I`` (``backend/shared_indices.py``). They follow the size symbols."""
+    from kernc.dialect.signature import Param
+
+    names = sig.arg_names
+    entry = fn.regions[0].blocks[0]
+    extras: list = []
+    seen: set = set()
+    for op in walk_ops(fn, {"kern.write", "kern.add"}):
+        accessor = ir.StringAttr(op.attributes["accessor"]).value
+        if accessor not in DETERMINISTIC_ACCESSORS:
+            continue
+        buf = op.operands[0]
+        pname = next(names[i] for i, a in enumerate(entry.arguments) if a == buf)
+        seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        k = seg[3]
+        dtype = _DTYPE_OF[str(op.operands[1 + seg[1] + seg[2]].type)]
+        per_block = k if accessor == "sum" else k * int(sig.block)
+        extras += [
+            Param(f"{pname}.partials", "scratch", dtype, scratch_size=f"{per_block}*__grid"),
+            Param(f"{pname}.counter", "scratch", "u32", scratch_size="1"),
+        ]
+        index = sig.param(pname).index_param
+        if accessor == "shared_sum" and index not in seen:
+            seen.add(index)
+            extras += [Param(f"{index}.{f}", "table", "u32", table_of=index, table_field=f)
+                       for f in ("gunique", "gstart", "gpos", "gcount")]
+    return extras
 
 
 class OutlineToGpu(Pass):
@@ -67,6 +110,9 @@ class OutlineToGpu(Pass):
         inputs = [global_memref(t) for t in ftype.inputs]
         name = ir.StringAttr(fn.attributes["sym_name"]).value
         block_size = int(sig.block)
+        if DETERMINISTIC in sig.attributes:
+            sig.extra = deterministic_extras(fn, sig)
+            inputs += [global_memref(_memref_of(p.dtype)) for p in sig.extra]
         with ir.InsertionPoint(gmod.bodyRegion.blocks[0]), fn.location:
             gfn = gpu.GPUFuncOp(
                 ir.FunctionType.get(inputs, []),
@@ -74,7 +120,7 @@ class OutlineToGpu(Pass):
                 kernel=True,
                 known_block_size=[block_size, 1, 1],
             )
-            gfn.attributes[SIGNATURE_ATTR] = fn.attributes[SIGNATURE_ATTR]
+            gfn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
             entry = gfn.add_entry_block()
         with ir.InsertionPoint(entry), fn.location:
             idx = ir.IndexType.get()

@@ -17,6 +17,19 @@ EXAMPLE_NAMES = sorted(
 _compiled: dict = {}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_compile_cache(tmp_path_factory):
+    """Point the compile cache at a per-session temporary folder (also for CLI subprocesses), so
+    the suite never reads or writes the user's real cache."""
+    saved = os.environ.get("KERNC_CACHE_DIR")
+    os.environ["KERNC_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernc-cache"))
+    yield
+    if saved is None:
+        os.environ.pop("KERNC_CACHE_DIR", None)
+    else:
+        os.environ["KERNC_CACHE_DIR"] = saved
+
+
 def compiled_example(name: str):
     """The kernc Module of ``examples/NAME.kern``, compiled once per test session."""
     import kernc

@@ -1,0 +1,404 @@
+"""The compile cache: gpu IR + kernel signatures per source, PTX per target, in memory and on disk.
+
+Two kinds of entry, each immutable once written:
+
+- ``gpu``: keyed by :func:`front_key` (the source text, its file name -- it is in the IR's debug
+  locations --, the ``includes`` it reads, the selected kernels and :func:`compiler_id`). The payload
+  holds the kern IR and gpu IR text (with debug info), whether the program calls libdevice math and
+  the kernel signatures, so a warm start runs neither the frontend nor the kern passes.
+- ``ptx``: keyed by :func:`ptx_key` (a ``gpu`` key plus arch, opt level, index width and
+  :func:`libdevice_id`). The payload is the PTX text.
+
+Entries live in a bounded in-process LRU and, one file per entry, under :func:`cache_dir`
+(``$KERNC_CACHE_DIR``, else ``platformdirs.user_cache_dir("kernc")``). ``KERNC_ALWAYS_COMPILE=1``
+turns the whole cache off (nothing is read or written).
+
+On disk an entry is ``HEADER | payload`` where the header holds a magic with the format version, the
+entry kind, the 32-byte key, the payload length and the payload's SHA-256. A file that is truncated,
+corrupt, empty, of another kind or format, or stored under the wrong name is ignored (a miss) and
+overwritten by the next successful compile; no cache problem ever reaches the user as an exception.
+Writes go to a temporary file in the same folder that is then ``os.replace``-d over the entry, so
+readers never see a partial file and concurrent writers of one entry are safe (both write the same
+bytes; the last rename wins). The folder is created ``0o700`` and files ``0o600``; a folder that is
+not a real directory owned by this user, or that others can write to, disables the disk cache.
+
+This module imports nothing heavy (no MLIR, no numpy): ``kernc compile`` checks the cache before it
+loads the compiler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import struct
+import tempfile
+import threading
+from collections import OrderedDict
+
+#: Bump when the entry layout or the payload schema changes (it is part of every key and header).
+FORMAT_VERSION = 1
+MAGIC = b"KERNCC%02d" % FORMAT_VERSION  # 8 bytes
+_HEADER = struct.Struct("<8s8s32sQ32s")  # magic, kind, key, payload length, sha256(payload)
+#: Entries larger than this are not read back (a guard against a bogus length or a huge file).
+MAX_ENTRY_BYTES = 256 * 1024 * 1024
+#: In-memory entries kept (least recently used dropped first).
+MEMORY_ENTRIES = 512
+#: The subfolder of :func:`cache_dir` that holds the entries of this format.
+SUBDIR = f"v{FORMAT_VERSION}"
+KINDS = ("gpu", "ptx")
+
+_lock = threading.Lock()
+_memory: OrderedDict = OrderedDict()
+_ready_dirs: dict = {}
+
+
+# -- switches and location -------------------------------------------------------------------------
+def enabled() -> bool:
+    """False when ``KERNC_ALWAYS_COMPILE`` is set to anything but ``""``/``"0"``: no cache at all."""
+    return os.environ.get("KERNC_ALWAYS_COMPILE", "").strip() in ("", "0")
+
+
+def cache_dir() -> str:
+    """The cache's root folder: ``$KERNC_CACHE_DIR`` if set, else the platform's user cache folder
+    for ``kernc`` (``~/.cache/kernc`` on Linux). Entries go to the ``v<FORMAT_VERSION>`` subfolder."""
+    env = os.environ.get("KERNC_CACHE_DIR")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    import platformdirs
+
+    return platformdirs.user_cache_dir("kernc")
+
+
+def _entries_dir() -> str | None:
+    """The entries folder, created (``0o700``) on first use; ``None`` when it cannot be used safely."""
+    folder = os.path.join(cache_dir(), SUBDIR)
+    ok = _ready_dirs.get(folder)
+    if ok is None:
+        ok = _prepare(folder)
+        _ready_dirs[folder] = ok
+    return folder if ok else None
+
+
+def _prepare(folder: str) -> bool:
+    try:
+        root = os.path.dirname(folder)
+        if not os.path.isdir(root):
+            os.makedirs(root, mode=0o700, exist_ok=True)
+        try:
+            os.mkdir(folder, 0o700)
+            os.chmod(folder, 0o700)  # mkdir's mode is reduced by the umask; be exact
+        except FileExistsError:
+            pass
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return False  # a symlink or a file planted where our folder should be
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    if st.st_mode & 0o022:
+        return False  # others could plant entries
+    return True
+
+
+# -- keys ------------------------------------------------------------------------------------------
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _file_stamp(path: str | None):
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, None]
+    return [path, st.st_size, st.st_mtime_ns]
+
+
+_ids: dict = {}
+
+
+def _memo(name, fn):
+    if name not in _ids:
+        _ids[name] = fn()
+    return _ids[name]
+
+
+def source_fingerprint() -> str:
+    """A digest of kernc's own source files (path, size, mtime of every ``.py``/``.lark`` file of the
+    ``kernc`` package and its subpackages), so that a development checkout whose passes or frontend
+    changed without a version bump never serves entries made by the old code. Computed once per
+    process."""
+
+    def compute():
+        import importlib.util
+
+        stamps = []
+        for name in ("kernc", "kernc.frontend", "kernc.dialect", "kernc.passes", "kernc.backend"):
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            dirs = list(spec.submodule_search_locations or []) if spec else []
+            for d in dirs:
+                try:
+                    names = sorted(os.listdir(d))
+                except OSError:
+                    continue
+                for f in names:
+                    if f.endswith((".py", ".lark")):
+                        stamps.append([name, f] + (_file_stamp(os.path.join(d, f)) or [])[1:])
+        return _digest(stamps)
+
+    return _memo("sources", compute)
+
+
+def mlir_build_id() -> list:
+    """Which MLIR bindings kernc will load and which build they are, without importing them.
+
+    Mirrors ``kernc.mlir``'s choice (an upstream ``mlir`` package unless ``KERNC_MLIR`` is
+    ``numba-cuda-mlir``, else the bindings bundled in ``numba-cuda-mlir``) and returns the
+    distribution, its version (from its ``.dist-info`` folder name) and the size and mtime of each
+    bundled shared library (a rebuilt wheel with the same version still changes the key)."""
+
+    def compute():
+        import importlib.util
+
+        choice = None
+        if os.environ.get("KERNC_MLIR") != "numba-cuda-mlir":
+            try:
+                spec = importlib.util.find_spec("mlir")
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None and spec.submodule_search_locations:
+                choice = ("mlir", list(spec.submodule_search_locations)[0], "_mlir_libs")
+        if choice is None:
+            try:
+                spec = importlib.util.find_spec("numba_cuda_mlir")
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None or not spec.submodule_search_locations:
+                return ["none"]
+            choice = ("numba_cuda_mlir", list(spec.submodule_search_locations)[0],
+                      os.path.join("_mlir", "_mlir_libs"))
+        dist, pkg_dir, libs = choice
+        version = None
+        parent = os.path.dirname(pkg_dir)
+        try:
+            for f in sorted(os.listdir(parent)):
+                name, _, rest = f[: -len(".dist-info")].partition("-")
+                if f.endswith(".dist-info") and name.lower().replace(".", "_").replace("-", "_") == dist:
+                    version = rest
+                    break
+        except OSError:
+            pass
+        stamps = []
+        libdir = os.path.join(pkg_dir, libs)
+        try:
+            for f in sorted(os.listdir(libdir)):
+                if ".so" in f or f.endswith((".dylib", ".dll", ".pyd")):
+                    stamps.append(_file_stamp(os.path.join(libdir, f)))
+        except OSError:
+            pass
+        return [dist, pkg_dir, version, _digest(stamps)]
+
+    return _memo("mlir", compute)
+
+
+def libdevice_id() -> list | None:
+    """Path, size and mtime of the ``libdevice.10.bc`` kernc would link (``None`` if there is none).
+    Computed once per process."""
+
+    def compute():
+        from kernc.backend import toolkit
+
+        return _file_stamp(toolkit.libdevice_path())
+
+    return _memo("libdevice", compute)
+
+
+def compiler_id() -> dict:
+    """Everything about the compiler that an entry depends on: cache format, kernc version, kernc's
+    source fingerprint and the MLIR build."""
+    import kernc
+
+    return {
+        "format": FORMAT_VERSION,
+        "kernc": kernc.__version__,
+        "sources": source_fingerprint(),
+        "mlir": mlir_build_id(),
+    }
+
+
+def front_key(source: str, filename: str = "<string>", kernels=None, includes=()) -> str:
+    """The key (64 hex digits) of the ``gpu`` entry of ``source``.
+
+    ``filename`` is part of the key because the IR's debug locations name it. ``kernels`` is the
+    kernel selection (``None``: all). ``includes`` is a sequence of ``(name, text)`` pairs for files
+    the source reads (the language has none yet; an include's content changes the key)."""
+    return _digest({
+        "kind": "gpu",
+        "compiler": compiler_id(),
+        "source": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
+        "filename": filename,
+        "kernels": list(kernels) if kernels is not None else None,
+        "includes": [[name, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()]
+                     for name, text in includes],
+    })
+
+
+def ptx_key(front: str, arch: str, opt_level: int, index_bits: int) -> str:
+    """The key of the ``ptx`` entry for the program of ``gpu`` key ``front`` compiled for ``arch``
+    at LLVM ``opt_level`` with ``index`` lowered to ``index_bits`` (libdevice is part of it)."""
+    return _digest({
+        "kind": "ptx",
+        "front": front,
+        "arch": arch,
+        "opt_level": int(opt_level),
+        "index_bits": int(index_bits),
+        "libdevice": libdevice_id(),
+    })
+
+
+# -- entries ---------------------------------------------------------------------------------------
+def entry_path(kind: str, key: str) -> str | None:
+    """Where the ``kind`` entry of ``key`` lives on disk (``None`` when the disk cache is unusable)."""
+    folder = _entries_dir()
+    return os.path.join(folder, f"{kind}-{key}.kc") if folder else None
+
+
+def encode(kind: str, key: str, payload: dict) -> bytes:
+    """The on-disk bytes of an entry: header (magic, kind, key, length, checksum) then JSON."""
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    head = _HEADER.pack(MAGIC, kind.encode().ljust(8, b"\0"), bytes.fromhex(key), len(body),
+                        hashlib.sha256(body).digest())
+    return head + body
+
+
+def decode(kind: str, key: str, data: bytes) -> dict | None:
+    """The payload of an entry's bytes, or ``None`` when they are not a valid ``kind`` entry for
+    ``key`` (wrong magic or format, other kind or key, bad length or checksum, not a JSON object)."""
+    if len(data) < _HEADER.size:
+        return None
+    magic, k, digest, length, checksum = _HEADER.unpack_from(data)
+    body = data[_HEADER.size:]
+    if (magic != MAGIC or k != kind.encode().ljust(8, b"\0") or digest != bytes.fromhex(key)
+            or length != len(body) or hashlib.sha256(body).digest() != checksum):
+        return None
+    try:
+        payload = json.loads(body.decode("utf-8", "surrogatepass"))
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _remember(kind: str, key: str, payload: dict) -> None:
+    with _lock:
+        _memory[(kind, key)] = payload
+        _memory.move_to_end((kind, key))
+        while len(_memory) > MEMORY_ENTRIES:
+            _memory.popitem(last=False)
+
+
+def get(kind: str, key: str, require=()) -> dict | None:
+    """The payload of the ``kind`` entry ``key`` (memory first, then disk), or ``None`` on a miss,
+    when the cache is disabled, or when the entry is invalid or lacks one of the ``require`` fields.
+    Never raises for a cache problem."""
+    if not enabled():
+        return None
+    with _lock:
+        payload = _memory.get((kind, key))
+        if payload is not None:
+            _memory.move_to_end((kind, key))
+            return payload
+    try:
+        path = entry_path(kind, key)
+        if path is None:
+            return None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+                return None
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read(MAX_ENTRY_BYTES + 1)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return None
+    payload = decode(kind, key, data)
+    if payload is None or any(field not in payload for field in require):
+        return None
+    _remember(kind, key, payload)
+    return payload
+
+
+def put(kind: str, key: str, payload: dict) -> None:
+    """Store an entry in memory and (atomically, ``0o600``) on disk. Errors (a read-only or full
+    disk, an unusable folder) only lose the disk copy; they are never raised."""
+    if not enabled():
+        return
+    _remember(kind, key, payload)
+    try:
+        data = encode(kind, key, payload)
+        path = entry_path(kind, key)
+        if path is None:
+            return
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{kind}-", suffix=".tmp")
+    except (OSError, ValueError, TypeError):
+        return
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def clear_memory() -> None:
+    """Forget the in-memory entries (the disk cache is kept)."""
+    with _lock:
+        _memory.clear()
+
+
+def reset() -> None:
+    """Forget in-memory entries, the per-process identities (sources, MLIR build, libdevice) and
+    which folders were checked; the next use recomputes them (for tests and long-lived tools)."""
+    clear_memory()
+    _ids.clear()
+    _ready_dirs.clear()
+
+
+# -- the fast path of ``kernc compile`` -------------------------------------------------------------
+def lookup_ptx(source: str, filename: str, *, arch: str, opt_level: int, index_bits: int,
+               kernels=None) -> str | None:
+    """The cached PTX of ``source`` for these options, or ``None``; imports no compiler module.
+
+    A hit implies the options were valid and the program compiled when the entry was made."""
+    if not enabled():
+        return None
+    try:
+        key = ptx_key(front_key(source, filename, kernels), arch, opt_level, index_bits)
+    except Exception:  # noqa: BLE001 - a cache problem must never reach the user
+        return None
+    payload = get("ptx", key, require=("ptx",))
+    ptx = payload.get("ptx") if payload else None
+    return ptx if isinstance(ptx, str) else None
+
+
+__all__ = [
+    "enabled", "cache_dir", "front_key", "ptx_key", "compiler_id", "source_fingerprint",
+    "mlir_build_id", "libdevice_id", "get", "put", "encode", "decode", "entry_path",
+    "clear_memory", "reset", "lookup_ptx", "FORMAT_VERSION", "KINDS",
+]
