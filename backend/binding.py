@@ -100,6 +100,32 @@ def _bind_dim(p: Param, axis: int, expected, actual: int, sizes: dict, origin: d
         origin.setdefault(sym, f"'{p.name}'")
 
 
+INDEXED_ACCESSORS = ("indexed", "shared", "atomic", "shared_sum")
+
+
+def _check_index_values(sig, params, flat, env, problem) -> None:
+    """Every ``I[t]`` (``t < P``) of an index param must address an element of its target buffer.
+
+    Always on the CPU, and on the GPU for ``@checked`` kernels (it costs a device reduction).
+    Raises :class:`KerncLaunchError` naming the index param, the position and the value.
+    """
+    for p in params:
+        if p.kind != "buffer" or p.accessor not in INDEXED_ACCESSORS or not problem:
+            continue
+        index = flat[p.index_param][:problem]
+        count = int(Poly.parse(str(p.dims[0])).evaluate(env)) if p.dims else 0
+        values = index.view(index.dtype.newbyteorder("=")) if not index.dtype.isnative else index
+        top = int(values.astype("int64").max()) if index.dtype.kind == "u" else int(values.max())
+        low = 0 if index.dtype.kind == "u" else int(values.min())
+        if top >= count or low < 0:
+            bad = (values.astype("int64") >= count) | (values.astype("int64") < 0)
+            pos = int(bad.argmax())
+            raise KerncLaunchError(
+                f"argument '{p.index_param}': entry {pos} is {int(values[pos])}, but '{p.name}' "
+                f"({p.accessor}({p.index_param})) has {count} elements"
+            )
+
+
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
 
@@ -222,6 +248,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                 f"argument '{p.name}': block_sum needs one element per block ({grid} blocks of "
                 f"{sig.block}), the buffer has {count}"
             )
+
+    if device == "cpu" or "checked" in sig.attributes:
+        _check_index_values(sig, params, flat, env, problem)
 
     largest = max([problem, *sizes.values(), *(f.size for f in flat.values())], default=0)
     index_bits = 32 if largest < 2**31 - sig.block else 64

@@ -96,10 +96,10 @@ def test_gather_with_bad_index_names_buffer_thread_and_index(mod2):
     x = np.arange(5, dtype=f32)
     idx = np.array([4, 0, 7, 1], np.uint32)
     y = np.zeros(4, f32)
-    with pytest.raises(KerncRuntimeError) as info:
+    with pytest.raises(KerncLaunchError) as info:
         mod2.gather(x, idx, y)
     msg = str(info.value)
-    assert "'x'" in msg and "thread 2" in msg and "index 7" in msg
+    assert "'idx'" in msg and "'x'" in msg and "entry 2 is 7" in msg
     idx[2] = 2
     mod2.gather(x, idx, y)
     assert np.array_equal(y, np.array([4, 0, 2, 1], f32))
@@ -108,7 +108,7 @@ def test_gather_with_bad_index_names_buffer_thread_and_index(mod2):
 def test_unsigned_index_above_2_31_is_not_negative(mod2):
     """I[t] is zero-extended: 0x80000000 is a huge index (out of bounds), not -2^31."""
     x = np.arange(5, dtype=f32)
-    with pytest.raises(KerncRuntimeError, match="index 2147483648"):
+    with pytest.raises(KerncLaunchError, match="entry 0 is 2147483648"):
         mod2.gather(x, np.array([2**31], np.uint32), np.zeros(1, f32))
 
 
@@ -116,3 +116,10 @@ def test_repr_and_missing_kernel(mod2):
     assert "explicit(y, c, k) over P" in repr(mod2.explicit)
     with pytest.raises(AttributeError, match="no kernel named 'nope'"):
         mod2.nope
+
+
+def test_index_values_are_checked_before_the_launch_on_cpu(mod2):
+    """An index past the target's element count is a launch error naming the index param."""
+    x = np.arange(5, dtype=f32)
+    with pytest.raises(KerncLaunchError, match=r"argument 'idx': entry 2 is 9, but 'x' \(indexed\(idx\)\) has 5 elements"):
+        mod2.gather(x, np.array([4, 0, 9, 1], np.uint32), np.zeros(4, f32))
