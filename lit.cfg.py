@@ -20,7 +20,7 @@ config.substitutions.append(("%python", f'"{sys.executable}"'))
 config.substitutions.append(("FileCheck", f'"{filecheck}"' if filecheck else "filecheck"))
 config.substitutions.append(("%examples", os.path.join(os.path.dirname(__file__), "examples")))
 config.environment["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-for var in ("HOME", "KERNC_CACHE_DIR", "KERNC_PTXAS", "KERNC_LIBDEVICE", "PYTHONPATH"):
+for var in ("HOME", "KERNC_CACHE_DIR", "KERNC_VERIFY_EACH", "KERNC_ALWAYS_COMPILE", "KERNC_PTXAS", "KERNC_LIBDEVICE", "PYTHONPATH"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
 

@@ -292,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--arch", default="sm_90")
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
+    c.add_argument("--verify-each", action="store_true", help="run the MLIR verifier after every pass")
     c.add_argument("--O", type=int, choices=[0, 1, 2, 3], default=3, help="LLVM optimisation level")
     c.add_argument("--index-bits", type=int, choices=[32, 64], default=32,
                    help="width of index arithmetic in the generated code (32 needs all sizes < 2^31)")
@@ -332,12 +333,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _report_ice(err: BaseException, argv) -> int:
+    """Write the full crash report to a file, print a one-line summary and its path; exit code 3."""
     fd, path = tempfile.mkstemp(prefix="kernc-crash-", suffix=".txt")
     with os.fdopen(fd, "w") as f:
-        f.write(f"kernc internal compiler error\ncommand: kernc {' '.join(argv)}\n\n")
-        f.write("".join(traceback.format_exception(err)))
+        f.write(f"kernc internal compiler error\ncommand: kernc {' '.join(argv)}\n")
+        if getattr(err, "pass_name", None):
+            f.write(f"failing pass: {err.pass_name}\npipeline: {', '.join(err.pipeline)}\n")
+        f.write("\n" + "".join(traceback.format_exception(err)))
+        if getattr(err, "ir_before", None):
+            f.write(f"\n// IR before the failing pass ({err.pass_name}):\n{err.ir_before}\n")
     summary = str(err).splitlines()[0] if str(err) else type(err).__name__
-    print(f"kernc: internal compiler error: {summary}", file=sys.stderr)
+    where = f"{err.location}: " if getattr(err, "location", None) else ""
+    print(f"{where}internal compiler error: {summary}", file=sys.stderr)
     print(f"kernc: this is a bug in kernc; the full report was written to {path}", file=sys.stderr)
     return EXIT_ICE
 

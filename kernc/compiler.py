@@ -14,8 +14,10 @@ cheap and every stage can be re-entered from its text (``kernc opt``). All MLIR 
 
 from __future__ import annotations
 
+import os
+import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from kernc import frontend
@@ -51,13 +53,16 @@ def context() -> ir.Context:
 class CompileOptions:
     """User-facing compile options (see ``passes.pipeline.TargetOptions`` for their meaning).
 
-    ``kernels``: compile only these kernels (``None``: all).
+    ``kernels``: compile only these kernels (``None``: all). ``verify_each``: run the MLIR verifier
+    after every pass (default: the ``KERNC_VERIFY_EACH=1`` environment variable; the test suite sets
+    it), else once per stage.
     """
 
     arch: str = "sm_90"
     opt_level: int = 3
     index_bits: int = 32
     kernels: tuple | None = None
+    verify_each: bool = field(default_factory=lambda: os.environ.get("KERNC_VERIFY_EACH") == "1")
 
     def target(self, index_bits: int | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         return pipeline.TargetOptions(
@@ -87,24 +92,48 @@ def run_passes(
     module: ir.Module,
     passes: list[Pass],
     after_pass: Callable[[str, ir.Module], None] | None = None,
+    verify_each: bool = True,
 ) -> None:
-    """Run ``passes`` in order on ``module``, verifying after each and calling ``after_pass``.
+    """Run ``passes`` in order on ``module``, calling ``after_pass`` after each.
 
-    Raises :class:`InternalCompilerError` when a pass fails or leaves IR that does not verify (the
-    frontend has already rejected bad programs, so this is a kernc bug).
+    With ``verify_each`` the MLIR verifier runs after every pass (else once at the end). Raises
+    :class:`InternalCompilerError` when a pass fails or leaves IR that does not verify (the frontend
+    has already rejected bad programs, so this is a kernc bug); the error carries the failing pass,
+    the pipeline, the IR before the failing pass and the user-source location of the first MLIR
+    diagnostic, for the crash report.
     """
     ctx = context()
-    for p in passes:
+    names = [p.name for p in passes]
+    for i, p in enumerate(passes):
+        before = _text(module, debug_info=True)
         try:
             with ctx, ir.Location.unknown():
                 p.apply(ctx, module)
-                module.operation.verify()
+                if verify_each or i == len(passes) - 1:
+                    module.operation.verify()
         except KerncError:
             raise
         except Exception as err:  # MLIRError and friends
-            raise InternalCompilerError(f"pass '{p.name}' failed: {mlir_error_text(err)}") from err
+            ice = InternalCompilerError(f"pass '{p.name}' failed: {mlir_error_text(err)}")
+            ice.pass_name = p.name
+            ice.pipeline = names
+            ice.ir_before = before
+            ice.location = _first_location(err)
+            raise ice from err
         if after_pass is not None:
             after_pass(p.name, module)
+
+
+_LOC = re.compile(r'loc\("([^"]+)":(\d+):(\d+)')
+
+
+def _first_location(err: Exception):
+    """The ``SourceLocation`` of the first diagnostic of an MLIR error that points at a file."""
+    for d in getattr(err, "error_diagnostics", []) or []:
+        m = _LOC.search(str(d.location))
+        if m:
+            return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3)))
+    return None
 
 
 def mlir_error_text(err: Exception) -> str:
@@ -179,7 +208,7 @@ class Compilation:
                 self._select(module, self.options.kernels)
             self._notify("frontend", module)
             self._kern = _text(module, debug_info=True)
-            run_passes(module, pipeline.kern_to_gpu(), self._hook())
+            run_passes(module, pipeline.kern_to_gpu(), self._hook(), self.options.verify_each)
             self._gpu = _text(module, debug_info=True)
             self._needs_libdevice = _uses_math(module)
             self.signatures = self._signatures(module)
@@ -281,7 +310,8 @@ class Compilation:
                     "pip install nvidia-nvvm (or set KERNC_LIBDEVICE)"
                 )
         module = ir.Module.parse(self._gpu)
-        run_passes(module, pipeline.gpu_to_llvm(self.options.target(index_bits, libdevice)), self._hook())
+        run_passes(module, pipeline.gpu_to_llvm(self.options.target(index_bits, libdevice)), self._hook(),
+                   self.options.verify_each)
         return module
 
     def llvm_ir(self, index_bits: int | None = None) -> str:
@@ -304,7 +334,7 @@ class Compilation:
                     return self._ptx[bits]
                 with _CTX_LOCK, context():
                     module = self._lower_to_llvm(bits)
-                    run_passes(module, pipeline.llvm_to_ptx(), self._hook())
+                    run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each)
                     self._ptx[bits] = extract_ptx(module)
                 if key:
                     cache.put("ptx", key, {"ptx": self._ptx[bits]})

@@ -7,6 +7,9 @@ import os
 
 import pytest
 
+# The verifier runs after every pass in the test suite (also in lit subprocesses).
+os.environ.setdefault("KERNC_VERIFY_EACH", "1")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
 EXAMPLE_NAMES = sorted(

@@ -153,3 +153,30 @@ def test_internal_error_exit_code_and_report(monkeypatch, tmp_path, capsys):
     assert "internal compiler error: synthetic failure" in err
     path = err.strip().split("written to ")[-1]
     assert os.path.exists(path) and "Traceback" in open(path).read()
+
+
+def test_internal_error_report_names_pass_source_location_and_ir(monkeypatch, tmp_path, capsys):
+    """A pass that leaves invalid IR is reported at the user's source line, with the failing pass,
+    the pipeline and the IR before the pass in the report."""
+    from kernc.mlir import ir
+    from kernc.passes.lower_layouts import LowerLayouts
+
+    def corrupt(self, ctx, module):
+        from kernc.dialect import kern
+        from kernc.passes.base import walk_ops
+
+        op = walk_ops(module, {"arith.mulf"})[0]
+        with ir.InsertionPoint(op), op.location:
+            kern.layout_apply([], [], "(not a layout", [])
+
+    monkeypatch.setenv("KERNC_ALWAYS_COMPILE", "1")
+    monkeypatch.setattr(LowerLayouts, "apply", corrupt)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    assert main(["compile", SAXPY, "--verify-each"]) == 3
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first.startswith(f"{SAXPY}:3:") and "internal compiler error: pass 'kern-lower-layouts' failed" in first
+    report = open(err.strip().split("written to ")[-1]).read()
+    assert "failing pass: kern-lower-layouts" in report
+    assert "pipeline: kern-verify, kern-to-gpu, kern-lower-accessors, kern-lower-layouts" in report
+    assert "// IR before the failing pass (kern-lower-layouts):" in report and "kern.layout_apply" in report
