@@ -250,7 +250,7 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
     })
 
 
-def ptx_key(front: str, arch: str, opt_level: int, index_bits: int) -> str:
+def ptx_key(front: str, arch: str, opt_level: int, index_bits: int, align: int = 16) -> str:
     """The key of the ``ptx`` entry for the program of ``gpu`` key ``front`` compiled for ``arch``
     at LLVM ``opt_level`` with ``index`` lowered to ``index_bits`` (libdevice is part of it)."""
     return _digest({
@@ -259,6 +259,7 @@ def ptx_key(front: str, arch: str, opt_level: int, index_bits: int) -> str:
         "arch": arch,
         "opt_level": int(opt_level),
         "index_bits": int(index_bits),
+        "align": int(align),
         "libdevice": libdevice_id(),
     })
 

@@ -63,6 +63,13 @@ def as_cupy(x):
     return cp.from_dlpack(x)
 
 
+def all_aligned(bound: BoundLaunch, align: int) -> bool:
+    """Whether every device buffer of the launch starts at a multiple of ``align`` bytes (then the
+    PTX that assumes it -- and may use 16-byte vector accesses -- is safe to launch)."""
+    cp = cupy()
+    return all(int(a.data.ptr) % align == 0 for a in bound.args if isinstance(a, cp.ndarray))
+
+
 def check_same_device(bound: BoundLaunch) -> None:
     """Every array of ``bound`` must live on the current CUDA device; ``KerncLaunchError`` names the
     first that does not."""

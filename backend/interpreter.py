@@ -807,6 +807,30 @@ def _addr(fr, buf, act, rel):
     return base + rel
 
 
+def _count_vector(fr: _Frame, buf: _Buf, act, rel, n: int, kind: str):
+    """Statistics of one ``n``-element vector access per lane: one request per warp; the sectors are
+    those the lanes' ``n * itemsize``-byte ranges touch."""
+    st = fr.stats
+    if buf.kind != "global":
+        _count(fr, buf, act, rel, kind)
+        return
+    warps = fr.warp if act is None else fr.warp[act]
+    nreq = fr.nwarps if act is None else _count_runs(warps)
+    if type(rel) is np.ndarray:
+        lo = (rel * buf.itemsize) // SECTOR_BYTES
+        hi = ((rel + n) * buf.itemsize - 1) // SECTOR_BYTES
+        keys = np.stack([lo, hi], axis=1).reshape(-1)
+        nsec = int(np.unique((np.repeat(warps, 2) << _KEY_SHIFT) | keys).size)
+    else:
+        nsec = nreq
+    if kind == "load":
+        st.global_load_requests += nreq
+        st.global_load_sectors += nsec
+    else:
+        st.global_store_requests += nreq
+        st.global_store_sectors += nsec
+
+
 def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):
     """Update the memory statistics for one executed memory op (``kind``: load/store/atomic)."""
     st = fr.stats
@@ -1314,6 +1338,106 @@ class _Translator:
                 env[r] = out
         return f
 
+    # -- 16-byte vector accesses: a vector<n x T> value is a tuple of n lane arrays (or scalars)
+    def _vector_ty(self, t, o):
+        m = re.fullmatch(r"vector<(\d+)x(\w+)>", str(t))
+        if not m:
+            self.unsupported(o, f"vector type {t}")
+        return int(m.group(1)), _scalar_ty(m.group(2))
+
+    def c_vector_load(self, o):
+        """``vector.load``: ``n`` consecutive elements per lane, one memory request per warp."""
+        m = self.use(o.operands[0])
+        idx = [self.use(v) for v in o.operands[1:]]
+        n, ety = self._vector_ty(o.results[0].type, o)
+        zero = ety.zero()
+        r = self.define(o.results[0])
+
+        def f(fr, mask):
+            env = fr.env
+            buf = env[m]
+            first = [env[i] for i in idx]
+            act, rel = _access(fr, mask, buf, first, "load")
+            if act is not None and act.size == 0:
+                env[r] = (zero,) * n
+                return
+            _access(fr, mask, buf, [first[0] + (n - 1)], "load")
+            if fr.collect:
+                _count_vector(fr, buf, act, rel, n, "load")
+            addr = _addr(fr, buf, act, rel)
+            out = []
+            for c in range(n):
+                vals = buf.data[addr + c]
+                if act is not None and type(vals) is np.ndarray:
+                    full = np.zeros(fr.L, dtype=vals.dtype)
+                    full[act] = vals
+                    vals = full
+                out.append(vals)
+            env[r] = tuple(out)
+        return f
+
+    def c_vector_store(self, o):
+        """``vector.store``: ``n`` consecutive elements per lane, one memory request per warp."""
+        v = self.use(o.operands[0])
+        m = self.use(o.operands[1])
+        self.written.add(m)
+        idx = [self.use(x) for x in o.operands[2:]]
+        n, _ = self._vector_ty(o.operands[0].type, o)
+
+        def f(fr, mask):
+            env = fr.env
+            buf = env[m]
+            first = [env[i] for i in idx]
+            act, rel = _access(fr, mask, buf, first, "store")
+            if act is not None and act.size == 0:
+                return
+            _access(fr, mask, buf, [first[0] + (n - 1)], "store")
+            if fr.collect:
+                _count_vector(fr, buf, act, rel, n, "store")
+            addr = _addr(fr, buf, act, rel)
+            for c, val in enumerate(env[v]):
+                if type(val) is np.ndarray and act is not None:
+                    val = val[act]
+                _check_store_race(fr, buf, act, addr + c, rel, val)
+                if type(addr) is not np.ndarray and type(val) is np.ndarray:
+                    val = val[-1]
+                buf.data[addr + c] = val
+        return f
+
+    def c_vector_extract(self, o):
+        """``vector.extract`` at a static position."""
+        v = self.use(o.operands[0])
+        if len(o.operands) > 1:
+            self.unsupported(o, "vector.extract at a dynamic position")
+        pos = list(ir.DenseI64ArrayAttr(o.attributes["static_position"]))
+        if len(pos) != 1:
+            self.unsupported(o, "vector.extract of a multi-dimensional vector")
+        r = self.define(o.results[0])
+        k = pos[0]
+
+        def f(fr, mask):
+            fr.env[r] = fr.env[v][k]
+        return f
+
+    def c_vector_from_elements(self, o):
+        ins = [self.use(v) for v in o.operands]
+        r = self.define(o.results[0])
+
+        def f(fr, mask):
+            fr.env[r] = tuple(fr.env[i] for i in ins)
+        return f
+
+    def c_aligned_pointer(self, o):
+        """``memref.extract_aligned_pointer_as_index``: the host address of the buffer's data (so the
+        alignment tests of vectorised accesses take the same path the GPU would for that array)."""
+        m = self.use(o.operands[0])
+        r = self.define(o.results[0])
+
+        def f(fr, mask):
+            buf = fr.env[m]
+            fr.env[r] = np.int64(buf.data.ctypes.data)
+        return f
+
     def c_store(self, o):
         v = self.use(o.operands[0])
         m = self.use(o.operands[1])
@@ -1679,6 +1803,11 @@ _HANDLERS = {
     "gpu.shuffle": _Translator.c_shuffle,
     "memref.load": _Translator.c_load,
     "memref.store": _Translator.c_store,
+    "vector.load": _Translator.c_vector_load,
+    "vector.store": _Translator.c_vector_store,
+    "vector.extract": _Translator.c_vector_extract,
+    "vector.from_elements": _Translator.c_vector_from_elements,
+    "memref.extract_aligned_pointer_as_index": _Translator.c_aligned_pointer,
     "memref.atomic_rmw": _Translator.c_atomic,
     "memref.alloca": _Translator.c_alloca,
     "memref.dim": _Translator.c_dim,

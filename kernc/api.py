@@ -92,7 +92,8 @@ class Kernel:
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
                                  zeros=cp.zeros)
             cuda.check_same_device(bound)
-            cuda.launch(self._module._cuda_module(bound.index_bits), bound, self._packer(bound.index_bits))
+            aligned = cuda.all_aligned(bound, 16)
+            cuda.launch(self._module._cuda_module(bound.index_bits, aligned), bound, self._packer(bound.index_bits))
             stats = None
         else:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
@@ -134,11 +135,11 @@ class Module:
             self._interp = Interpreter(self._compilation.gpu_ir(debug_info=True))
         return self._interp
 
-    def _cuda_module(self, index_bits: int):
+    def _cuda_module(self, index_bits: int, aligned: bool = True):
         cp = cuda.cupy()
-        key = (index_bits, cp.cuda.runtime.getDevice())
+        key = (index_bits, aligned, cp.cuda.runtime.getDevice())
         if key not in self._cuda:
-            self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits))
+            self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits, aligned))
         return self._cuda[key]
 
 

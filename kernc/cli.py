@@ -82,7 +82,9 @@ def _ir_printer(name: str, text: str) -> None:
 def cmd_compile(ns) -> int:
     text = _read_source(ns.file)
     kernels = tuple(ns.kernel) if ns.kernel else None
-    if ns.emit == "ptx" and not ns.print_ir_after_all:
+    # --print-ir-after-all and --verify-each want the passes to run: no cache for them
+    use_cache = not (ns.print_ir_after_all or getattr(ns, "verify_each", False))
+    if ns.emit == "ptx" and use_cache:
         from kernc.backend import cache
 
         ptx = cache.lookup_ptx(text, ns.file, arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
@@ -93,7 +95,7 @@ def cmd_compile(ns) -> int:
     from kernc.compiler import Compilation, CompileOptions
 
     opts = CompileOptions(arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits, kernels=kernels)
-    comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None)
+    comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     _emit(comp.ir(ns.emit), ns.output)
     return EXIT_OK
 
@@ -278,6 +280,13 @@ def cmd_layout(ns) -> int:
     return EXIT_OK
 
 
+def cmd_bench(ns) -> int:
+    """``kernc bench``: the benchmarks of ``bench/`` (same options as ``python -m bench``)."""
+    from kernc.bench.runner import run
+
+    return run(ns)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from kernc import __version__
 
@@ -329,6 +338,15 @@ def build_parser() -> argparse.ArgumentParser:
     lay.add_argument("--banks", action="store_true", help="also show shared-memory banks (32 x 4 bytes)")
     lay.add_argument("--elem-bytes", type=int, default=4, help="element size in bytes for --banks (default 4)")
     lay.set_defaults(fn=cmd_layout)
+
+    try:  # the benchmarks ship as kernc.bench (the repository's bench/ folder)
+        from kernc.bench.options import add_arguments as add_bench_arguments
+    except ImportError:  # pragma: no cover - an install without bench/
+        add_bench_arguments = None
+    if add_bench_arguments is not None:
+        b = sub.add_parser("bench", help="run the benchmarks (compile latency, code quality, memory traffic, GPU)")
+        add_bench_arguments(b)
+        b.set_defaults(fn=cmd_bench)
     return ap
 
 

@@ -30,6 +30,8 @@ from kernc.passes import pipeline
 from kernc.passes.base import Pass, walk_ops
 
 STAGES = ("ast", "kern", "gpu", "llvm", "ptx")
+#: Buffer alignment (bytes) the default PTX assumes; see ``Compilation.ptx(aligned=...)``.
+ALIGN = 16
 _GPU_FIELDS = ("kern", "gpu", "needs_libdevice", "signatures")
 
 _CTX_LOCK = threading.RLock()
@@ -64,12 +66,14 @@ class CompileOptions:
     kernels: tuple | None = None
     verify_each: bool = field(default_factory=lambda: os.environ.get("KERNC_VERIFY_EACH") == "1")
 
-    def target(self, index_bits: int | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
+    def target(self, index_bits: int | None = None, libdevice: str | None = None,
+               align: int = 16) -> pipeline.TargetOptions:
         return pipeline.TargetOptions(
             arch=self.arch,
             index_bits=index_bits or self.index_bits,
             opt_level=self.opt_level,
             libdevice=libdevice,
+            align=align,
         )
 
 
@@ -243,10 +247,11 @@ class Compilation:
         self.from_cache = True
         return True
 
-    def _ptx_cache_key(self, bits: int) -> str | None:
+    def _ptx_cache_key(self, bits: int, aligned: bool = True) -> str | None:
         if self.cache_key is None:
             return None
-        return cache.ptx_key(self.cache_key, self.options.arch, self.options.opt_level, bits)
+        return cache.ptx_key(self.cache_key, self.options.arch, self.options.opt_level, bits,
+                             align=ALIGN if aligned else 0)
 
     @property
     def program(self):
@@ -300,7 +305,7 @@ class Compilation:
         with _CTX_LOCK, context():
             return _text(ir.Module.parse(text))
 
-    def _lower_to_llvm(self, index_bits: int) -> ir.Module:
+    def _lower_to_llvm(self, index_bits: int, aligned: bool = True) -> ir.Module:
         libdevice = None
         if self._needs_libdevice:
             libdevice = toolkit.libdevice_path()
@@ -310,35 +315,38 @@ class Compilation:
                     "pip install nvidia-nvvm (or set KERNC_LIBDEVICE)"
                 )
         module = ir.Module.parse(self._gpu)
-        run_passes(module, pipeline.gpu_to_llvm(self.options.target(index_bits, libdevice)), self._hook(),
-                   self.options.verify_each)
+        target = self.options.target(index_bits, libdevice, ALIGN if aligned else 0)
+        run_passes(module, pipeline.gpu_to_llvm(target), self._hook(), self.options.verify_each)
         return module
 
-    def llvm_ir(self, index_bits: int | None = None) -> str:
-        bits = index_bits or self.options.index_bits
+    def llvm_ir(self, index_bits: int | None = None, aligned: bool = True) -> str:
+        variant = (index_bits or self.options.index_bits, aligned)
         with self._lock:
-            if bits not in self._llvm:
+            if variant not in self._llvm:
                 with _CTX_LOCK, context():
-                    self._llvm[bits] = _text(self._lower_to_llvm(bits))
-            return self._llvm[bits]
+                    self._llvm[variant] = _text(self._lower_to_llvm(*variant))
+            return self._llvm[variant]
 
-    def ptx(self, index_bits: int | None = None) -> str:
-        """PTX text of every kernel, ``index`` lowered to ``index_bits`` (default: the option's)."""
-        bits = index_bits or self.options.index_bits
+    def ptx(self, index_bits: int | None = None, aligned: bool = True) -> str:
+        """PTX text of every kernel, ``index`` lowered to ``index_bits`` (default: the option's).
+
+        ``aligned``: the PTX may assume every buffer address is a multiple of 16 bytes (and use
+        16-byte vector accesses); launch it only with such buffers (the launcher checks)."""
+        variant = (index_bits or self.options.index_bits, aligned)
         with self._lock:
-            if bits not in self._ptx:
-                key = self._ptx_cache_key(bits)
+            if variant not in self._ptx:
+                key = self._ptx_cache_key(*variant)
                 hit = cache.get("ptx", key, require=("ptx",)) if key else None
                 if hit is not None and isinstance(hit["ptx"], str):
-                    self._ptx[bits] = hit["ptx"]
-                    return self._ptx[bits]
+                    self._ptx[variant] = hit["ptx"]
+                    return self._ptx[variant]
                 with _CTX_LOCK, context():
-                    module = self._lower_to_llvm(bits)
+                    module = self._lower_to_llvm(*variant)
                     run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each)
-                    self._ptx[bits] = extract_ptx(module)
+                    self._ptx[variant] = extract_ptx(module)
                 if key:
-                    cache.put("ptx", key, {"ptx": self._ptx[bits]})
-            return self._ptx[bits]
+                    cache.put("ptx", key, {"ptx": self._ptx[variant]})
+            return self._ptx[variant]
 
     def ir(self, stage: str, index_bits: int | None = None) -> str:
         """The program at ``stage`` (one of :data:`STAGES`) as text; ``ValueError`` for a bad stage."""

@@ -8,6 +8,10 @@ joined to the old memref uses with ``builtin.unrealized_conversion_cast``, which
 ``reconcile-unrealized-casts`` removes after the NVVM conversion.
 
 The descriptor's integer fields use the index bitwidth of the NVVM conversion (``index_bits``).
+With ``align`` (bytes), every pointer argument carries ``llvm.align``: the launcher has checked that
+each buffer's address is a multiple of it, so LLVM may use 16-byte vector loads and stores
+(``ld.global.v4``) -- vectorisation only where alignment is proven.
+
 Runs after the gpu IR stage (the interpreter never sees it).
 """
 
@@ -27,10 +31,11 @@ class BarePointerABI(Pass):
     name = "kern-bare-ptr-abi"
     summary = "pass gpu.func buffers as !llvm.ptr<1> instead of memref descriptors"
 
-    def __init__(self, index_bits: int = 64):
+    def __init__(self, index_bits: int = 64, align: int = 0):
         if index_bits not in (32, 64):
             raise ValueError("index_bits must be 32 or 64")
         self.index_bits = index_bits
+        self.align = int(align)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for fn in walk_ops(module, {"gpu.func"}):
@@ -68,3 +73,12 @@ class BarePointerABI(Pass):
             cast.operation.operands[0] = d
             new_inputs.append(ptr_t)
         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new_inputs, []))
+        if self.align:
+            # the launcher checked every buffer's address: let LLVM assume it (and vectorise)
+            i64 = ir.IntegerType.get_signless(64)
+            attrs = [
+                ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(i64, self.align)}) if t == ptr_t
+                else ir.DictAttr.get({})
+                for t in new_inputs
+            ]
+            fn.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)

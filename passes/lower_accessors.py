@@ -256,9 +256,70 @@ def lower_access(kc: KernelContext | None, acc: Access) -> None:
     op.erase()
 
 
+#: Bytes of one vector access (``ld.global.v4.f32`` and friends).
+VECTOR_BYTES = 16
+
+
+def _vector_width(acc: Access) -> int:
+    """Elements of one 16-byte vector access of this accessor's element, or 0 when the components of
+    an element are not contiguous 16-byte-aligned storage: the component stride must be 1 and the
+    element stride a multiple of the vector width (so every element starts at a multiple of 16
+    bytes from the buffer's base); reads may use a trailing padding lane (``caspar``), writes
+    must cover the element exactly."""
+    if acc.layout.rank != 2 or acc.ncomp < 2:
+        return 0
+    d0, d1 = acc.layout.stride
+    esize = b.bits(acc.storage) // 8
+    if not (d1.is_const and d1.value == 1 and d0.is_const) or VECTOR_BYTES % esize:
+        return 0
+    w = VECTOR_BYTES // esize
+    if d0.value % w or acc.ncomp > w or (acc.kind != "read" and acc.ncomp != w):
+        return 0
+    return w
+
+
+def _vectorised(acc: Access, e: ir.Value, w: int, scalar) -> list:
+    """The access as one ``vector<w x T>`` load/store when the buffer's base address is 16-byte
+    aligned (tested at run time: uniform across the launch), else ``scalar()`` -- never a
+    misaligned vector access."""
+    from kernc.mlir import dialect
+
+    vector = dialect("vector")
+    vt = ir.VectorType.get([w], acc.storage)
+    base = acc.offset(e, 0)
+    ptr = b.memref.ExtractAlignedPointerAsIndexOp(acc.buffer).result
+    aligned = b.cmp("eq", b.arith.RemUIOp(ptr, b.idx(VECTOR_BYTES)).result, b.idx(0))
+
+    def to_c(v):
+        return b.convert_float(v, acc.compute) if b.is_float(acc.compute) else v
+
+    def vec():
+        if acc.kind == "read":
+            v = vector.LoadOp(vt, acc.buffer, [base], alignment=VECTOR_BYTES).result
+            return [to_c(vector.ExtractOp(v, [], [c]).result) for c in range(acc.ncomp)]
+        if acc.kind == "write":
+            new = [acc.to_storage(v) for v in acc.values]
+        else:
+            old = vector.LoadOp(vt, acc.buffer, [base], alignment=VECTOR_BYTES).result
+            new = [acc.to_storage(b.add(to_c(vector.ExtractOp(old, [], [c]).result), acc.values[c]))
+                   for c in range(w)]
+        vector.StoreOp(vector.FromElementsOp(vt, new).result, acc.buffer, [base], alignment=VECTOR_BYTES)
+        return []
+
+    types = [acc.compute] * acc.ncomp if acc.kind == "read" else []
+    return b.if_else(aligned, types, vec, scalar)
+
+
 def _per_thread(acc: Access) -> list:
     t = kern.ThreadIdOp(b.index_t()).result
     e = element_index(acc, t)
+    w = _vector_width(acc) if acc.accessor in ("sequential", "strided", "indexed") else 0
+    if w:
+        return _vectorised(acc, e, w, lambda: _scalar_access(acc, e))
+    return _scalar_access(acc, e)
+
+
+def _scalar_access(acc: Access, e: ir.Value) -> list:
     out = []
     for c in range(acc.ncomp):
         if acc.kind == "read":

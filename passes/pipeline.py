@@ -52,13 +52,16 @@ class TargetOptions:
     in the generated code, 32 (default; valid while every buffer and problem size is < 2^31) or 64;
     ``opt_level``: LLVM ``O`` level 0..3; ``libdevice``: path of ``libdevice.10.bc`` to link for
     ``math`` functions (``None``: no linking, only valid for kernels without math calls);
-    the PTX ISA version follows from ``arch`` (:data:`PTX_VERSION`).
+    the PTX ISA version follows from ``arch`` (:data:`PTX_VERSION`); ``align``: the byte alignment
+    every buffer argument is assumed to have (16: ``cudaMalloc``/CuPy allocations are 256-byte
+    aligned; the launcher checks it and uses ``align=0`` PTX for misaligned arrays).
     """
 
     arch: str = "sm_90"
     index_bits: int = 32
     opt_level: int = 3
     libdevice: str | None = None
+    align: int = 16
 
 
 def kern_to_gpu() -> list[Pass]:
@@ -78,7 +81,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
     """gpu IR -> NVVM (LLVM dialect) with the target attached."""
     link = f" l={opts.libdevice}" if opts.libdevice else ""
     return [
-        BarePointerABI(opts.index_bits),
+        BarePointerABI(opts.index_bits, opts.align),
         UpstreamPass(
             "gpu.module(convert-scf-to-cf,"
             f"convert-gpu-to-nvvm{{index-bitwidth={opts.index_bits}}},"

@@ -1,0 +1,66 @@
+"""16-byte vector accesses: used where the layout allows and alignment is proven, never otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc.backend import toolkit
+
+SRC = """
+kernel v(x: f32[n, 4] read as aos, y: f32[n, 4] write as aos, z: f32[n, 4] add as aos,
+         p: f32[n, 3] read as caspar, q: f32[n] write, s: f32[n, 4] read as soa, w: f32[n, 4] write as soa) over n {
+    y = x * 2.0;
+    z += x;
+    q = p[0] + p[1] + p[2];
+    w = s;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return kernc.compile(SRC)
+
+
+def _misaligned(shape):
+    raw = np.zeros(int(np.prod(shape)) + 1, np.float32)
+    a = raw[1:].reshape(shape)
+    assert a.ctypes.data % 16
+    return a
+
+
+@pytest.mark.parametrize("P", [1, 31, 100])
+def test_same_results_aligned_or_not_and_fewer_requests_when_aligned(mod, P):
+    rng = np.random.default_rng(P)
+    x = rng.standard_normal((P, 4)).astype(np.float32)
+    p = rng.standard_normal((P, 4)).astype(np.float32)
+    s = rng.standard_normal((4, P)).astype(np.float32)
+    stats = {}
+    for aligned in (True, False):
+        xa = x.copy() if aligned else _misaligned((P, 4))
+        xa[...] = x
+        y, q, w = np.zeros((P, 4), np.float32), np.zeros(P, np.float32), np.zeros((4, P), np.float32)
+        z = np.ones((P, 4), np.float32)
+        stats[aligned] = mod.v(xa, y, z, p, q, s, w).stats
+        assert np.array_equal(y, 2 * x) and np.array_equal(z, 1 + x) and np.array_equal(w, s)
+        np.testing.assert_allclose(q, p[:, 0] + p[:, 1] + p[:, 2], rtol=1e-6)
+    warps = -(-P // 32)
+    # x is read with one vector request per warp when aligned, four scalar requests otherwise
+    assert stats[False].global_load_requests - stats[True].global_load_requests == 3 * warps
+
+
+def test_vector_instructions_only_in_the_aligned_ptx(mod):
+    aligned = mod._compilation.ptx(32, aligned=True)
+    plain = mod._compilation.ptx(32, aligned=False)
+    assert aligned.count("ld.global.v4.b32") >= 3 and "st.global.v4.b32" in aligned
+    assert ".align 16" in aligned and ".align 16" not in plain
+    # the soa buffers are never vectorised (their components are n elements apart)
+    assert "ld.global.b32" in aligned
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+def test_ptxas_accepts_both_variants(mod):
+    for aligned in (True, False):
+        assert toolkit.run_ptxas(mod._compilation.ptx(32, aligned=aligned)).ok
