@@ -43,14 +43,16 @@ MAGIC = b"KERNCC%02d" % FORMAT_VERSION  # 8 bytes
 _HEADER = struct.Struct("<8s8s32sQ32s")  # magic, kind, key, payload length, sha256(payload)
 #: Entries larger than this are not read back (a guard against a bogus length or a huge file).
 MAX_ENTRY_BYTES = 256 * 1024 * 1024
-#: In-memory entries kept (least recently used dropped first).
+#: In-memory entries kept (least recently used dropped first), and their total text size limit.
 MEMORY_ENTRIES = 512
+MEMORY_BYTES = 64 * 1024 * 1024
 #: The subfolder of :func:`cache_dir` that holds the entries of this format.
 SUBDIR = f"v{FORMAT_VERSION}"
 KINDS = ("gpu", "ptx")
 
 _lock = threading.Lock()
-_memory: OrderedDict = OrderedDict()
+_memory: OrderedDict = OrderedDict()  # (kind, key) -> (payload, size)
+_memory_bytes = 0
 _ready_dirs: dict = {}
 
 
@@ -296,12 +298,27 @@ def decode(kind: str, key: str, data: bytes) -> dict | None:
     return payload if isinstance(payload, dict) else None
 
 
+def _payload_size(payload: dict) -> int:
+    def size(v):
+        if isinstance(v, str):
+            return len(v)
+        if isinstance(v, list):
+            return sum(size(x) for x in v)
+        return 8
+    return sum(size(v) for v in payload.values())
+
+
 def _remember(kind: str, key: str, payload: dict) -> None:
+    global _memory_bytes
+    size = _payload_size(payload)
     with _lock:
-        _memory[(kind, key)] = payload
-        _memory.move_to_end((kind, key))
-        while len(_memory) > MEMORY_ENTRIES:
-            _memory.popitem(last=False)
+        old = _memory.pop((kind, key), None)
+        if old is not None:
+            _memory_bytes -= old[1]
+        _memory[(kind, key)] = (payload, size)
+        _memory_bytes += size
+        while len(_memory) > 1 and (len(_memory) > MEMORY_ENTRIES or _memory_bytes > MEMORY_BYTES):
+            _memory_bytes -= _memory.popitem(last=False)[1][1]
 
 
 def get(kind: str, key: str, require=()) -> dict | None:
@@ -311,10 +328,10 @@ def get(kind: str, key: str, require=()) -> dict | None:
     if not enabled():
         return None
     with _lock:
-        payload = _memory.get((kind, key))
-        if payload is not None:
+        held = _memory.get((kind, key))
+        if held is not None:
             _memory.move_to_end((kind, key))
-            return payload
+            return held[0]
     try:
         path = entry_path(kind, key)
         if path is None:
@@ -324,6 +341,8 @@ def get(kind: str, key: str, require=()) -> dict | None:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
                 return None
+            if hasattr(os, "getuid") and st.st_uid != os.getuid():
+                return None  # not written by us
             with os.fdopen(fd, "rb", closefd=False) as f:
                 data = f.read(MAX_ENTRY_BYTES + 1)
         finally:
@@ -360,17 +379,21 @@ def put(kind: str, key: str, payload: dict) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except OSError:
+    except BaseException as err:  # never leave the temporary file behind
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if not isinstance(err, OSError):
+            raise
 
 
 def clear_memory() -> None:
     """Forget the in-memory entries (the disk cache is kept)."""
+    global _memory_bytes
     with _lock:
         _memory.clear()
+        _memory_bytes = 0
 
 
 def reset() -> None:

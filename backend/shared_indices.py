@@ -9,7 +9,7 @@ For each block ``b`` of ``B`` consecutive entries of ``I[0:P]`` (the last block 
 - ``count[b]``: how many distinct values block ``b`` has.
 
 All four are ``uint32`` arrays (``unique``, ``target``, ``perm`` of length ``ceil(P/B)*B``, ``count`` of
-length ``ceil(P/B)``); entries past ``P`` are 0 and never read. No index value is reserved as a
+length ``ceil(P/B)``); entries past ``P`` (the padding of the last block) are never read. No index value is reserved as a
 sentinel: validity comes from ``count`` and ``P`` (Caspar's published ``SharedIndex`` encoding
 reserves ``0xFFFFFFFF``; kernc does not).
 

@@ -34,7 +34,41 @@ least as wide (``f16``/``bf16`` storage computes in ``f32``; ``compute f64``); i
 computes in its own type.
 
 ``kern.layout_apply`` -- ``(coords..., sizes...) -> index``: the flat offset of a coordinate under
-``layout``; produced by accessor lowering, removed by layout lowering.
+``layout``; produced by accessor and view lowering, removed by layout lowering.
+
+Views and coordinate layouts (``view`` params, N-D problems, functional layouts; ``layouts.md``)
+------------------------------------------------------------------------------------------------
+A ``view`` buffer is accessed by *signed* ``index`` coordinates through its storage ``layout``: a
+flat strided layout over size symbols (``(M,N):(N,1)``), or a static swizzled one
+``Sw<B,M,S> o (8,64):(64,1)`` (``offset = swizzle(L(c))``). Layout algebra (``coalesce``,
+``composition``/``o``, divides, products, ...) is folded before the IR is built (by the frontend,
+or by ``kern-fold-layouts`` for hand-written IR), so view ops only ever carry plain strides or one
+swizzle over plain strides.
+
+- ``kern.view_load``  -- ``(buffer, coords..., sizes..., mask?) -> value``: ``X[layout(coords)]``.
+  Unchecked by default (the program promises the coordinate is in bounds; the CPU interpreter still
+  faults out of the buffer). With the unit attribute ``checked`` the element is read only when
+  every coordinate lies in its mode (``0 <= c_k < shape_k``, signed, one predicate per mode) *and*
+  the optional ``i1`` ``mask`` operand (the in-bounds flag of the outer layers of a chain of
+  layouts) holds; otherwise the result is the typed ``default`` attribute (required when checked).
+- ``kern.view_store`` -- ``(buffer, coords..., sizes..., mask?, value)``: ``X[layout(coords)] = v``;
+  ``checked``: dropped when out of bounds (same predicate as the load).
+- ``kern.in_bounds`` -- ``(coords..., sizes...) -> i1``: the per-mode predicate
+  ``AND_k (0 <= c_k && c_k < shape_k)`` of ``layout`` (signed compares, never merged into one
+  offset compare).
+- ``kern.delinearize`` -- ``(linear, extents...) -> (coords...)``: the coordinates of ``linear``
+  over ``extents``, *last coordinate fastest* (``over (i, j) in (M, N)``: ``j = t % N``,
+  ``i = t / N``; the first coordinate is not wrapped). ``linear`` must be non-negative.
+- ``kern.swizzle`` -- ``(offset) -> index`` with integer attributes ``bits``, ``base``, ``shift``:
+  CuTe's ``Sw<B,M,S>``, ``x ^ ((x & mask) >> S)`` with ``mask = ((1<<B)-1) << (M+S)``.
+
+As for accessors, values have the buffer's *compute* type (``f16``/``bf16`` storage -> ``f32``).
+Functional layouts (``layout f(params) : (coords) -> (coords) { ... }``, the built-in ``im2col``)
+are not ops: the frontend inlines them at each application as ``arith`` code on ``index`` values
+(signed ``divsi``/``remsi``/``floordivsi``), and their domain checks become the ``mask`` operand.
+``kern-lower-views`` lowers these ops to ``kern.layout_apply``/``kern.swizzle``, compares and
+``memref`` loads/stores under ``scf.if``; ``kern-lower-divisions`` then strength-reduces index
+divisions (shifts/masks for powers of two, magic multipliers for kernel-uniform runtime divisors).
 
 Thread builtins (all ``() -> index``): ``kern.thread_id`` (``t``), ``kern.block_id``,
 ``kern.block_dim``, ``kern.lane_id``, ``kern.problem_size`` (``P``).
@@ -294,6 +328,253 @@ BUILTIN_OPS = {
     "problem_size": ProblemSizeOp,
 }
 
+#: Op names of the view family (``kern-lower-views`` removes them).
+VIEW_OPS = ("kern.view_load", "kern.view_store", "kern.in_bounds", "kern.delinearize")
+#: The unit attribute marking a checked view access, and the one carrying its default value.
+CHECKED_ATTR = "checked"
+
+_SWIZZLE_RE = __import__("re").compile(
+    r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*>\s*o\s*(?:0\s*o\s*)?(.*)$", 0)
+
+
+def _parse_plain_view_layout(text: str):
+    m = _SWIZZLE_RE.match(text)
+    if m:
+        sw = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        if sw[0] < 0 or sw[1] < 0 or abs(sw[2]) < sw[0]:
+            raise ValueError(f"bad swizzle Sw<{sw[0]},{sw[1]},{sw[2]}> in '{text}'")
+        return StridedLayout.parse(m.group(4)), sw
+    return StridedLayout.parse(text), None
+
+
+#: Layout algebra operations a view op's ``layout`` text may call (folded with ``kernc.layout``).
+ALGEBRA_OPS = ("coalesce", "composition", "complement", "right_inverse", "left_inverse",
+               "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product",
+               "zipped_product", "tiled_product", "flat_product", "blocked_product", "raked_product")
+
+
+def _split_args(text: str) -> list:
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur).strip())
+    return parts
+
+
+def fold_layout(text: str):
+    """Evaluate a static layout expression in CuTe notation with ``kernc.layout``: literals,
+    ``A o B`` (composition, right to left), ``Sw<B,M,S> o L``, and calls of :data:`ALGEBRA_OPS`.
+    Returns a ``kernc.layout`` object; ``LayoutError`` (a ``ValueError``) if it is malformed or a
+    composition is not admissible (the message names both layouts)."""
+    import re
+
+    import kernc.layout as KL
+    from kernc.dialect.layout_algebra import _split_compose
+
+    parts = [p.strip() for p in _split_compose(text)]
+    if len(parts) > 1:
+        values = [fold_layout(p) for p in parts]
+        acc = values[-1]
+        for v in reversed(values[:-1]):
+            if isinstance(v, KL.Swizzle):
+                if not isinstance(acc, KL.Layout):
+                    raise KL.LayoutError(f"a swizzle must be applied to a plain layout in '{text}'")
+                acc = KL.ComposedLayout(v, 0, acc)
+            else:
+                acc = KL.composition(v, acc)
+        return acc
+    m = re.match(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*$", text, re.S)
+    if m and m.group(1) in ALGEBRA_OPS:
+        vals = []
+        for i, a in enumerate(_split_args(m.group(2))):
+            if m.group(1) == "complement" and i == 1:
+                vals.append(int(a) if re.fullmatch(r"-?\d+", a) else KL.parse_layout(a).shape)
+            else:
+                vals.append(fold_layout(a))
+        try:
+            return getattr(KL, m.group(1))(*vals)
+        except TypeError as err:
+            raise KL.LayoutError(f"{m.group(1)}: {err}") from None
+    return KL.parse_layout(text)
+
+
+def fold_view_layout(text: str) -> str:
+    """The flat view-layout text (``(..):(..)`` or ``Sw<B,M,S> o (..):(..)``) of a static layout
+    expression (see :func:`fold_layout`); ``ValueError`` if it is not one."""
+    import kernc.layout as KL
+
+    v = fold_layout(text)
+
+    def flat(L):
+        leaves = L.leaves()
+        return "(" + ",".join(str(s) for s, _ in leaves) + "):(" + ",".join(str(d) for _, d in leaves) + ")"
+
+    if isinstance(v, KL.Layout):
+        return flat(v)
+    if isinstance(v, KL.ComposedLayout) and isinstance(v.outer, KL.Swizzle) and v.offset == 0:
+        sw = v.outer
+        return f"Sw<{sw.bits},{sw.base},{sw.shift}> o {flat(v.inner)}"
+    raise KL.LayoutError(f"'{text}' is not a view layout (a plain layout, or a swizzle over one)")
+
+
+def parse_view_layout(text: str):
+    """``(StridedLayout, (B, M, S) or None)`` of a view op's ``layout`` text: ``(M,N):(N,1)`` or
+    ``Sw<B,M,S> o (8,64):(64,1)`` (also ``Sw<B,M,S> o 0 o ...``, CuTe's print form). A static
+    layout-algebra expression (``(6,2):(8,2) o (4,3):(3,1)``, ``coalesce(...)``) is folded first
+    (``kern-fold-layouts`` rewrites the attribute to the folded form). ``ValueError`` if malformed
+    or not foldable."""
+    try:
+        return _parse_plain_view_layout(text)
+    except ValueError as plain_error:
+        try:
+            folded = fold_view_layout(text)
+        except ValueError as err:
+            raise ValueError(f"{plain_error}; as layout algebra: {err}") from None
+        return _parse_plain_view_layout(folded)
+
+
+def _view_layout_error(op, rank) -> str | None:
+    text = _str(op.attributes["layout"])
+    try:
+        layout, _ = parse_view_layout(text)
+    except ValueError as err:
+        return f"bad layout: {err}"
+    if rank is not None and layout.rank != rank:
+        return f"layout '{text}' has rank {layout.rank}, but {rank} coordinates are given"
+    missing = set(layout.symbols) - set(_syms(op))
+    if missing:
+        return f"layout '{text}' names size symbols {sorted(missing)} that 'syms' does not list"
+    return None
+
+
+def _view_error(op, value_type, is_store: bool) -> str | None:
+    seg = _segments(op)
+    buf_t = op.operands[0].type
+    if not isinstance(buf_t, ir.MemRefType) or buf_t.rank != 1:
+        return "the buffer must be a 1-D memref"
+    err = _view_layout_error(op, seg[1])
+    if err:
+        return err
+    if seg[2] != len(_syms(op)):
+        return f"{seg[2]} size operands for {len(_syms(op))} syms"
+    operands = list(op.operands)
+    if any(not isinstance(v.type, ir.IndexType) for v in operands[1:1 + seg[1] + seg[2]]):
+        return "coordinates and sizes must be of type index"
+    if seg[3] > 1:
+        return "at most one mask operand"
+    if seg[3] == 1:
+        m = operands[1 + seg[1] + seg[2]].type
+        if not (isinstance(m, ir.IntegerType) and ir.IntegerType(m).width == 1):
+            return "the mask must be an i1"
+    err = _compute_type_error(buf_t.element_type, value_type)
+    if err:
+        return err.replace("component values", "the value")
+    if CHECKED_ATTR in op.attributes:
+        if not is_store:
+            if DEFAULT_ATTR not in op.attributes:
+                return f"a checked load needs a '{DEFAULT_ATTR}' attribute (the value read out of bounds)"
+            if op.attributes[DEFAULT_ATTR].type != value_type:
+                return f"the default value must have the result type {value_type}"
+    elif seg[3]:
+        return "only checked accesses take a mask"
+    return None
+
+
+class ViewLoadOp(Kern.Operation, name="view_load"):
+    """``kern.view_load``: the element at ``layout(coords)`` (``checked``: or the ``default``)."""
+
+    buffer: ext.Operand[Any]
+    coords: Sequence[ext.Operand[Any]]
+    sizes: Sequence[ext.Operand[Any]]
+    mask: Sequence[ext.Operand[Any]]
+    layout: ir.StringAttr
+    syms: ir.ArrayAttr
+    value: ext.Result[Any]
+
+    def verify_invariants(self) -> bool:
+        return _verified(self, _view_error(self, self.results[0].type, is_store=False))
+
+
+class ViewStoreOp(Kern.Operation, name="view_store"):
+    """``kern.view_store``: store ``value`` at ``layout(coords)`` (``checked``: only in bounds)."""
+
+    buffer: ext.Operand[Any]
+    coords: Sequence[ext.Operand[Any]]
+    sizes: Sequence[ext.Operand[Any]]
+    mask: Sequence[ext.Operand[Any]]
+    value: ext.Operand[Any]
+    layout: ir.StringAttr
+    syms: ir.ArrayAttr
+
+    def verify_invariants(self) -> bool:
+        return _verified(self, _view_error(self, self.operands[-1].type, is_store=True))
+
+
+class InBoundsOp(Kern.Operation, name="in_bounds"):
+    """``kern.in_bounds``: ``AND_k 0 <= coords[k] < shape_k`` of ``layout`` (signed, per mode)."""
+
+    coords: Sequence[ext.Operand[Any]]
+    sizes: Sequence[ext.Operand[Any]]
+    layout: ir.StringAttr
+    syms: ir.ArrayAttr
+    ok: ext.Result[Any]
+
+    def verify_invariants(self) -> bool:
+        seg = _segments(self)
+        err = _view_layout_error(self, seg[0])
+        if err is None and seg[1] != len(_syms(self)):
+            err = f"{seg[1]} size operands for {len(_syms(self))} syms"
+        if err is None and not all(isinstance(v.type, ir.IndexType) for v in self.operands):
+            err = "operands must be of type index"
+        t = self.results[0].type
+        if err is None and not (isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1):
+            err = "the result must be an i1"
+        return _verified(self, err)
+
+
+class DelinearizeOp(Kern.Operation, name="delinearize"):
+    """``kern.delinearize``: coordinates of ``linear`` over ``extents`` (last fastest)."""
+
+    linear: ext.Operand[Any]
+    extents: Sequence[ext.Operand[Any]]
+    coords: Sequence[ext.Result[Any]]
+
+    def verify_invariants(self) -> bool:
+        err = None
+        if len(self.results) != len(list(self.operands)) - 1 or not len(self.results):
+            err = "one coordinate per extent (at least one)"
+        elif not all(isinstance(v.type, ir.IndexType) for v in list(self.operands) + list(self.results)):
+            err = "operands and results must be of type index"
+        return _verified(self, err)
+
+
+class SwizzleOp(Kern.Operation, name="swizzle"):
+    """``kern.swizzle``: CuTe ``Sw<bits,base,shift>`` of an ``index`` offset."""
+
+    offset: ext.Operand[Any]
+    bits: ir.IntegerAttr
+    base: ir.IntegerAttr
+    shift: ir.IntegerAttr
+    result_: ext.Result[Any]
+
+    def verify_invariants(self) -> bool:
+        b, m, s = (ir.IntegerAttr(self.attributes[k]).value for k in ("bits", "base", "shift"))
+        err = None
+        if b < 0 or m < 0 or abs(s) < b:
+            err = f"Sw<{b},{m},{s}> needs B, M >= 0 and |S| >= B"
+        elif not (isinstance(self.operands[0].type, ir.IndexType) and isinstance(self.results[0].type, ir.IndexType)):
+            err = "operand and result must be of type index"
+        return _verified(self, err)
+
+
 def load(context) -> None:
     """Register the kern dialect in ``context`` (a no-op if it already is).
 
@@ -364,4 +645,62 @@ def layout_apply(coords, sizes, layout: str, syms):
     op = _with_attrs(
         lambda a: LayoutApplyOp(list(coords), list(sizes), **a, offset=ir.IndexType.get()), attrs
     )
+    return op.results[0]
+
+
+def _view_attrs(layout: str, syms) -> dict:
+    return {
+        "layout": ir.StringAttr.get(layout),
+        "syms": ir.ArrayAttr.get([ir.StringAttr.get(x) for x in syms]),
+    }
+
+
+def _typed_attr(type_, value):
+    if isinstance(type_, (ir.IntegerType, ir.IndexType)):
+        return ir.IntegerAttr.get(type_, int(value))
+    return ir.FloatAttr.get(type_, float(value))
+
+
+def view_load(buffer, coords, sizes, layout: str, syms, result_type, checked=False, default=None,
+              mask=None):
+    """Build ``kern.view_load``; returns its result. ``checked`` needs ``default`` (a Python number,
+    stored exactly as a typed attribute of ``result_type``); ``mask`` is an optional ``i1``."""
+    op = _with_attrs(lambda a: ViewLoadOp(buffer, list(coords), list(sizes),
+                                          [mask] if mask is not None else [], **a, value=result_type),
+                     _view_attrs(layout, syms))
+    if checked:
+        op.operation.attributes[CHECKED_ATTR] = ir.UnitAttr.get()
+        op.operation.attributes[DEFAULT_ATTR] = _typed_attr(result_type, default or 0)
+    return op.results[0]
+
+
+def view_store(buffer, coords, sizes, value, layout: str, syms, checked=False, mask=None):
+    """Build ``kern.view_store``."""
+    op = _with_attrs(lambda a: ViewStoreOp(buffer, list(coords), list(sizes),
+                                           [mask] if mask is not None else [], value, **a),
+                     _view_attrs(layout, syms))
+    if checked:
+        op.operation.attributes[CHECKED_ATTR] = ir.UnitAttr.get()
+    return op
+
+
+def in_bounds(coords, sizes, layout: str, syms):
+    """Build ``kern.in_bounds``; returns its ``i1`` result."""
+    op = _with_attrs(lambda a: InBoundsOp(list(coords), list(sizes), **a,
+                                          ok=ir.IntegerType.get_signless(1)),
+                     _view_attrs(layout, syms))
+    return op.results[0]
+
+
+def delinearize(linear, extents) -> list:
+    """Build ``kern.delinearize``; returns the coordinates (last fastest)."""
+    op = DelinearizeOp(linear, list(extents), coords=[ir.IndexType.get()] * len(extents))
+    return list(op.results)
+
+
+def swizzle(offset, bits: int, base: int, shift: int):
+    """Build ``kern.swizzle``; returns its ``index`` result."""
+    i32 = ir.IntegerType.get_signless(32)
+    op = SwizzleOp(offset, bits=ir.IntegerAttr.get(i32, bits), base=ir.IntegerAttr.get(i32, base),
+                   shift=ir.IntegerAttr.get(i32, shift), result_=ir.IndexType.get())
     return op.results[0]

@@ -130,6 +130,33 @@ class Member(Expr):
 
 
 @dataclass(eq=False)
+class MultiIndex(Expr):
+    """``x[i, j, ...]``: a coordinate access of a ``view`` buffer (read, or the target of a write)."""
+
+    base: Expr
+    indices: list
+
+
+@dataclass(eq=False)
+class Method(Expr):
+    """``x.checked(i, j)`` / ``x.in_bounds(i, j)`` of a ``view`` buffer (also as a write target)."""
+
+    base: Expr
+    name: str
+    args: list
+
+
+@dataclass(eq=False)
+class Apply(Expr):
+    """``name(args)(coords...)``: a layout ``name(args)`` applied to a coordinate. The value is a
+    coordinate tuple, valid only as the coordinate of a view access or of another application."""
+
+    func: str
+    args: list
+    coords: list
+
+
+@dataclass(eq=False)
 class TupleLit(Expr):
     """``(a, b)``: only valid as the value assigned to a ``pair`` output (``out = (first, second)``)."""
 
@@ -238,6 +265,22 @@ class LayoutLiteral(Node):
 
 
 @dataclass(eq=False)
+class LayoutSwizzle(Node):
+    """``swizzle<B, M, S>`` inside a layout expression (CuTe ``Sw<B,M,S>``)."""
+
+    bits: int
+    base: int
+    shift: int
+
+
+@dataclass(eq=False)
+class LayoutCompose(Node):
+    """``A o B o C`` inside a layout expression: ``A(B(C(c)))`` (folded right to left)."""
+
+    pieces: list
+
+
+@dataclass(eq=False)
 class LayoutName(Node):
     """``soa``, ``aos`` or the name of a ``layout`` definition, with optional size arguments."""
 
@@ -288,12 +331,40 @@ class Kernel(Node):
 
 @dataclass(eq=False)
 class LayoutDef(Node):
-    """``layout name[(params)] = (shape):(stride);``."""
+    """``layout name[(params)] = LAYOUT-EXPRESSION;``.
+
+    ``expr`` is a :class:`LayoutLiteral` (then ``shape``/``stride`` repeat its entries), a
+    :class:`LayoutSwizzle`, a :class:`LayoutCompose`, a :class:`Call` (a layout reference
+    ``rowmaj(R, C)`` or an algebra operation ``coalesce(L)``, its args layout expressions), a
+    :class:`Name` (a reference without args) or a :class:`TupleLit`/number (a bare shape).
+    """
 
     name: str
     params: list
-    shape: list
-    stride: list
+    shape: Optional[list] = None
+    stride: Optional[list] = None
+    expr: Optional[Any] = None
+
+
+@dataclass(eq=False)
+class FnLayoutDef(Node):
+    """``layout name(params) : (coords) [in (extents)] -> (outs) { let ...; return (...); }``.
+
+    A functional layout, inlined at each application ``name(args)(coords)``. ``domain`` is the
+    optional list of extents (``Name('_')`` = no upper bound) that makes the layer checked;
+    ``lets`` are the body's :class:`Let` statements and ``result`` the returned expression (a
+    :class:`TupleLit` for several coordinates).
+    """
+
+    name: str
+    params: list
+    coords: list
+    domain: Optional[list]
+    outs: list
+    lets: list
+    result: Any
+    builtin: bool = False
+    coord_locs: Optional[list] = None
 
 
 @dataclass(eq=False)
@@ -311,6 +382,10 @@ class Program(Node):
     @property
     def layouts(self) -> list:
         return [i for i in self.items if isinstance(i, LayoutDef)]
+
+    @property
+    def fn_layouts(self) -> list:
+        return [i for i in self.items if isinstance(i, FnLayoutDef)]
 
 
 # ---- dumping ----------------------------------------------------------------------------------
@@ -348,7 +423,7 @@ def _dump(node: Any, depth: int, out: list, label: Optional[str]) -> None:
     parts = [type(node).__name__, f"[{node.loc.line}:{node.loc.column}]"]
     children = []
     for f in fields(node):
-        if f.name in ("loc", "source") or f.name.endswith("_loc"):
+        if f.name in ("loc", "source") or f.name.endswith(("_loc", "_locs")):
             continue
         v = getattr(node, f.name)
         if _is_node_value(v):

@@ -41,6 +41,7 @@ from kernc.errors import CompileError, Diagnostic, InternalCompilerError, Source
 
 from . import ast as A
 from . import types as T
+from .layouts import LayoutMixin
 
 #: Builtin values (all of type ``index``).
 BUILTIN_VALUES = ("thread_id", "block_id", "block_dim", "lane_id", "problem_size")
@@ -74,6 +75,19 @@ TABLE_ARGS = {"shared": ("unique", "target", "count"), "shared_sum": ("unique", 
 #: Compute types a ``compute`` clause may name.
 COMPUTE_TYPES = ("f32", "f64")
 KERNEL_ATTRIBUTES = ("block", "deterministic", "checked")
+#: Reserved words of the grammar: never names. The access words read/write/add/view and the clause
+#: words default/compute are not reserved (they are keywords only right after a buffer's dims), nor
+#: is `o` (composition, only inside layout expressions).
+KEYWORDS = ("kernel", "layout", "let", "if", "else", "for", "in", "over", "return", "as", "true",
+            "false")
+#: Most components of a multi-component element ``T[n, K]`` (each is a separate SSA value).
+MAX_COMPONENTS = 64
+#: Prefixes and names a kernel may not have: the kernel name is the PTX entry name, which must be a
+#: PTX identifier (``_`` alone is not one) and must not collide with the libdevice functions linked
+#: into the same module (``__nv_*``), NVVM/CUDA internals or the CUDA device runtime.
+RESERVED_KERNEL_PREFIXES = ("__nv", "__cuda", "__internal", "llvm", "nvvm")
+RESERVED_KERNEL_NAMES = ("_", "vprintf", "printf", "malloc", "free", "__assertfail", "memcpy",
+                         "memset", "kernels")
 BUILTIN_LAYOUTS = ("soa", "aos", "caspar")
 PENDING_LAYOUTS: tuple = ()
 
@@ -114,6 +128,24 @@ class BufferInfo:
     compute: Optional[T.ScalarType] = None
     compute_name: Optional[str] = None
     default_value: Optional[object] = None
+    #: views: the static swizzle ``(B, M, S)`` over ``layout`` (or None), and the layout text the
+    #: signature records for the launcher (``layout``, or a flat ``(cosize):(1)`` when a swizzle
+    #: reaches past it)
+    swizzle: Optional[tuple] = None
+    sig_layout: Optional[str] = None
+
+    @property
+    def is_view(self) -> bool:
+        return self.access == "view"
+
+    @property
+    def layout_text(self) -> str:
+        """The ``layout`` attribute of the buffer's kern ops (``Sw<B,M,S> o (..):(..)`` for a
+        swizzled view)."""
+        if self.swizzle:
+            b, m, s = self.swizzle
+            return f"Sw<{b},{m},{s}> o {self.layout}"
+        return str(self.layout)
 
     @property
     def compute_elem(self) -> T.ScalarType:
@@ -220,6 +252,11 @@ class KernelInfo:
     nested_return: bool = False
     used_reads: list = field(default_factory=list)
     tables: list = field(default_factory=list)
+    #: N-D problems ``over (i, j) in (M, N)``: the coordinate symbols, their extents (Polys over
+    #: size symbols) and ``P`` as their product; 1-D ``over n``: ``[]``, ``[]`` and None
+    coords: list = field(default_factory=list)
+    extents: list = field(default_factory=list)
+    problem_poly: Optional[Poly] = None
 
     @property
     def problem_symbol(self) -> Symbol:
@@ -245,7 +282,7 @@ class KernelInfo:
                     name=p.name, kind="buffer", dtype=b.elem.name, access=b.access,
                     accessor=b.accessor, index_param=b.index_param,
                     dims=[_poly_entry(d) for d in b.dims], components=b.components,
-                    layout=str(b.layout), storage_shape=list(b.storage_shape),
+                    layout=b.sig_layout or str(b.layout), storage_shape=list(b.storage_shape),
                     **b.signature_extras(self.problem_size),
                 ))
         for t in self.tables:
@@ -284,7 +321,7 @@ def check(program: A.Program) -> A.Program:
     return program
 
 
-class _Checker:
+class _Checker(LayoutMixin):
     def __init__(self, program: A.Program):
         self.program = program
         self.diags: list[Diagnostic] = []
@@ -305,11 +342,10 @@ class _Checker:
 
     def run(self) -> None:
         kernel_names: dict[str, A.Kernel] = {}
-        for item in self.program.items:
-            if isinstance(item, A.LayoutDef):
-                self.check_layout_def(item)
+        self.register_layouts()
         for item in self.program.items:
             if isinstance(item, A.Kernel):
+                self.kernel_name_ok(item)
                 if item.name in kernel_names:
                     self.error(f"redefinition of kernel '{item.name}'", item.loc,
                                note=("previous definition is here", kernel_names[item.name].loc))
@@ -318,6 +354,20 @@ class _Checker:
                 self.check_kernel(item)
         if self.diags:
             raise CompileError(self.diags)
+
+    def kernel_name_ok(self, k: A.Kernel) -> None:
+        """The kernel name becomes the PTX entry name: no keyword, a PTX identifier, no clash."""
+        name = k.name
+        if name in KEYWORDS:
+            self.error(f"'{name}' is a keyword and cannot name a kernel", k.loc)
+        elif name in RESERVED_KERNEL_NAMES or name.startswith(RESERVED_KERNEL_PREFIXES):
+            why = ("a lone '_' is not a PTX identifier" if name == "_" else
+                   "it is reserved for the libdevice/NVVM/CUDA functions linked with the kernel")
+            self.error(f"'{name}' cannot name a kernel: {why}", k.loc,
+                       hint="choose another name (names starting with '__nv', '__cuda', "
+                            "'__internal', 'llvm' or 'nvvm' are reserved)")
+        elif name in T.SCALARS or name in BUILTIN_FUNCS or name in BUILTIN_VALUES:
+            self.error(f"'{name}' is a builtin name and cannot name a kernel", k.loc)
 
     # ---- size polynomials and layouts -------------------------------------------------------
 
@@ -342,33 +392,6 @@ class _Checker:
             return a + b if e.op == "+" else a * b
         self.error(f"{what} entries must be sums and products of integers and size symbols", e.loc)
         return None
-
-    def check_layout_def(self, d: A.LayoutDef) -> None:
-        if d.name in BUILTIN_LAYOUTS or d.name in PENDING_LAYOUTS:
-            self.error(f"'{d.name}' is a builtin layout and cannot be redefined", d.loc)
-            return
-        if d.name in self.layouts:
-            self.error(f"redefinition of layout '{d.name}'", d.loc,
-                       note=("previous definition is here", self.layouts[d.name].loc))
-            return
-        if len(set(d.params)) != len(d.params):
-            self.error(f"layout '{d.name}' has duplicate parameter names", d.loc)
-            return
-        if len(d.shape) != len(d.stride):
-            self.error(f"layout '{d.name}' has {len(d.shape)} shape entries but {len(d.stride)} "
-                       f"strides", d.loc)
-            return
-
-        def names_ok(name, loc):
-            if name in d.params:
-                return True
-            self.error(f"unknown name '{name}' in layout '{d.name}'" + _did_you_mean(name, d.params),
-                       loc, hint=f"size parameters are declared as `layout {d.name}({name}) = ...`")
-            return False
-
-        ok = all(self.poly(e, "layout", names_ok) is not None for e in d.shape + d.stride)
-        if ok:
-            self.layouts[d.name] = d
 
     def caspar_layout(self, p: A.BufferParam, dims: list, elem: T.ScalarType) -> Optional[StridedLayout]:
         """Caspar's layout: planes of 16-byte chunks of ``C = 16 / sizeof(T)`` components; element
@@ -403,6 +426,11 @@ class _Checker:
                 self.error(f"layout '{spec.name}' takes no arguments", spec.loc)
                 return None
             if rank == 1:
+                if spec is not None:
+                    self.error(f"layout '{spec.name}' is for multi-component buffers (T[n, K]); "
+                               f"'{p.name}' has one component", spec.loc,
+                               hint="a single-component buffer needs no layout clause")
+                    return None
                 return StridedLayout((dims[0],), (Poly.const(1),))
             if spec is not None and spec.name == "soa":
                 return StridedLayout(tuple(dims), (Poly.const(1), dims[0]))
@@ -420,24 +448,10 @@ class _Checker:
             if None in shape or None in stride:
                 return None
         else:
-            d = self.layouts.get(spec.name)
-            if d is None:
-                self.error(f"unknown layout '{spec.name}'"
-                           + _did_you_mean(spec.name, list(self.layouts) + list(BUILTIN_LAYOUTS)),
-                           spec.loc)
+            layer = self.named_storage_layout(spec, names_ok, view=False)
+            if layer is None:
                 return None
-            args = spec.args or []
-            if len(args) != len(d.params):
-                self.error(f"layout '{d.name}' takes {len(d.params)} argument"
-                           f"{'' if len(d.params) == 1 else 's'}, got {len(args)}", spec.loc,
-                           note=(f"layout '{d.name}' is defined here", d.loc))
-                return None
-            vals = [self.poly(e, "layout argument", names_ok) for e in args]
-            if None in vals:
-                return None
-            env = dict(zip(d.params, vals))
-            shape = [_subst(self.poly(e, "layout", lambda n, l: True), env) for e in d.shape]
-            stride = [_subst(self.poly(e, "layout", lambda n, l: True), env) for e in d.stride]
+            shape, stride = list(layer.layout.shape), list(layer.layout.stride)
         layout = StridedLayout(tuple(shape), tuple(stride))
         if tuple(shape) != tuple(dims):
             dims_text = ", ".join(str(x) for x in dims)
@@ -526,14 +540,16 @@ class _Checker:
                            hint="use u8 for flags" if elem.is_bool else "use i64 (or u32) for indices")
                 elem = None
             if p.access == "view":
-                self.error("'view' buffers are not supported yet", p.access_loc or p.loc)
+                self.view_param(sym, p, elem, size_name_ok, add_sizes)
                 continue
             dims = [self.poly(d, "dim", size_name_ok) for d in p.dims]
             if None in dims or elem is None:
                 continue
             if len(dims) > 2:
                 self.error(f"buffer '{p.name}' has {len(dims)} dims; only T[n] and T[n, K] are supported "
-                           f"(N-D buffers need 'view', not supported yet)", p.loc)
+                           f"(N-D buffers are 'view' buffers)", p.loc,
+                           hint=f"declare it `{p.name}: {p.elem_name}[...] view` and access it by "
+                                f"coordinates")
                 continue
             components = 1
             if len(dims) == 2:
@@ -542,6 +558,12 @@ class _Checker:
                                "(the component count)", p.dims[1].loc)
                     continue
                 components = dims[1].value
+                if components > MAX_COMPONENTS:
+                    self.error(f"a multi-component element has at most {MAX_COMPONENTS} components, "
+                               f"got {components}", p.dims[1].loc,
+                               hint="for large or N-D arrays use a 'view' buffer "
+                                    f"(`{p.name}: {p.elem_name}[...] view`)")
+                    continue
                 if components < 2:
                     self.error(f"a multi-component element needs at least 2 components, got "
                                f"{components}", p.dims[1].loc, hint=f"declare it as {p.elem_name}[{p.dims[0].id if isinstance(p.dims[0], A.Name) else 'n'}]")
@@ -566,8 +588,12 @@ class _Checker:
         # over
         over = k.over
         problem = None
-        if over.extents is not None or len(over.names) != 1:
-            self.error("N-D 'over (i, j) in (M, N)' is not supported yet", over.loc)
+        coord_syms: list = []
+        extents: list = []
+        problem_poly = None
+        if over.extents is not None:
+            problem, problem_poly = self.over_nd(over, by_name, size_syms, sizes, coord_syms,
+                                                 extents)
         else:
             name = over.names[0]
             if name in by_name:
@@ -587,13 +613,14 @@ class _Checker:
                 sizes.append(name)
                 size_syms[name] = Symbol(name, "size", T.INDEX, over.loc)
 
-        info = KernelInfo(k.name, block, attributes, params, sizes, problem or "?", size_syms)
+        info = KernelInfo(k.name, block, attributes, params, sizes, problem or "?", size_syms,
+                          coords=coord_syms, extents=extents, problem_poly=problem_poly)
         k.info = info
         self.info = info
 
         # pass 3: accessor patterns (they refer to other params and to size symbols)
         for sym in params:
-            if sym.kind == "buffer" and sym.buffer is not None:
+            if sym.kind == "buffer" and sym.buffer is not None and not sym.buffer.is_view:
                 self.check_accessor(sym, by_name, size_syms, problem)
         # hidden shared_indices tables, four per index param of shared/shared_sum (first use order)
         for sym in params:
@@ -609,6 +636,7 @@ class _Checker:
         kernel_scope = dict(builtins)
         kernel_scope.update(size_syms)
         kernel_scope.update({s.name: s for s in params})
+        kernel_scope.update({s.name: s for s in coord_syms})
         self.scopes = [kernel_scope]
         self.used_reads: list = []
         self.check_block(k.body, new_scope=True)
@@ -620,6 +648,59 @@ class _Checker:
                 if leaks or not assigned:
                     info.flagged_outputs.add(out)
         self.scopes = []
+
+    def over_nd(self, over: A.Over, by_name: dict, size_syms: dict, sizes: list,
+                coord_syms: list, extents: list):
+        """``over (i, j) in (M, N)``: coordinates (``index``, last fastest) and extents (sums and
+        products of size symbols and integers; a fresh name becomes a size symbol). Returns
+        ``(problem_size text, P as a Poly)``."""
+        if len(over.names) != len(over.extents):
+            self.error(f"'over' names {len(over.names)} coordinate"
+                       f"{'s' if len(over.names) != 1 else ''} but gives {len(over.extents)} "
+                       f"extent{'s' if len(over.extents) != 1 else ''}", over.loc)
+            return None, None
+        if len(over.names) > 8:
+            self.error(f"at most 8 coordinates in 'over', got {len(over.names)}", over.loc)
+            return None, None
+
+        def extent_ok(name, loc):
+            if name in size_syms:
+                return True
+            if name in by_name:
+                kind = by_name[name].kind
+                self.error(f"extents of 'over' must be size symbols; '{name}' is a "
+                           f"{'scalar parameter' if kind == 'scalar' else 'buffer'}", loc,
+                           hint="use a size symbol bound from a view's dims (or passed by keyword)")
+                return False
+            if not self.name_free(name, loc, "a size symbol"):
+                return False
+            sizes.append(name)
+            size_syms[name] = Symbol(name, "size", T.INDEX, loc)
+            return True
+
+        total = Poly.const(1)
+        ok = True
+        for e in over.extents:
+            p = self.poly(e, "extent", extent_ok)
+            if p is None:
+                ok = False
+                continue
+            extents.append(p)
+            total = total * p
+        seen: set = set()
+        for name in over.names:
+            if name in seen or name in by_name or name in size_syms:
+                self.error(f"the coordinate '{name}' of 'over' redeclares a name", over.loc)
+                ok = False
+                continue
+            if not self.name_free(name, over.loc, "a coordinate"):
+                ok = False
+                continue
+            seen.add(name)
+            coord_syms.append(Symbol(name, "coord", T.INDEX, over.loc))
+        if not ok:
+            return None, None
+        return str(total), total
 
     def compute_clause(self, p: A.BufferParam, elem: T.ScalarType) -> Optional[T.ScalarType]:
         """The type of ``p``'s ``compute`` clause (``None`` without one, or after an error)."""
@@ -863,6 +944,9 @@ class _Checker:
 
     def name_free(self, name: str, loc: SourceLocation, what: str) -> bool:
         """Report (and return False) if ``name`` is reserved or already visible."""
+        if name in KEYWORDS:
+            self.error(f"'{name}' is a keyword and cannot be used as {what}", loc)
+            return False
         if name in T.SCALARS:
             self.error(f"'{name}' is a type name and cannot be used as {what}", loc)
             return False
@@ -964,11 +1048,15 @@ class _Checker:
         if lt is not None and rt is not None:
             ty = self.unify(s.start, s.stop, "..", s.loc)
             if ty is not None:
-                if T.is_literal(ty):
+                if T.is_literal(ty) and T.scalar_of(ty).is_int:
                     self.retype(s.start, T.I32)
                     self.retype(s.stop, T.I32)
                     ty = T.I32
                 if not isinstance(ty, T.ScalarType) or not ty.is_int:
+                    if T.is_literal(ty):
+                        ty = T.FLOAT_LIT
+                        self.default(s.start)
+                        self.default(s.stop)
                     self.error(f"loop bounds must be integers, got '{ty}'", s.loc)
                     ty = None
         scope = {}
@@ -978,7 +1066,54 @@ class _Checker:
             scope[s.var] = sym
         self.check_block(s.body, extra=scope)
 
+    def view_assign(self, s: A.Assign) -> bool:
+        """``x[i, j] op= v`` / ``x.checked(i, j) op= v`` on a view (True if ``s`` targets a view or
+        view syntax; errors reported)."""
+        target = s.target
+        if isinstance(target, A.Method):
+            sym = self.view_of(target.base)
+            if sym is None or target.name != "checked":
+                self.expr(s.value)
+                if sym is None:
+                    known = self.lookup(target.base.id) if isinstance(target.base, A.Name) else None
+                    what = f"'{target.base.id}' is not a view" if known is not None else \
+                        f"unknown name '{target.base.id}'"
+                    self.error(f"cannot assign to '.{target.name}(...)': {what}", target.loc)
+                else:
+                    self.error(f"cannot assign to '{sym.name}.{target.name}(...)'; a checked write "
+                               f"is `{sym.name}.checked(i, j) = v;`", target.loc)
+                return True
+            args = target.args
+        elif isinstance(target, A.MultiIndex):
+            sym = self.view_of(target.base)
+            if sym is None:
+                self.expr(s.value)
+                name = target.base.id if isinstance(target.base, A.Name) else "?"
+                self.error(f"'{name}' is not a view: x[i, j] = v writes a 'view' buffer",
+                           target.loc, hint="declare N-D buffers `view`")
+                return True
+            args = target.indices
+        elif isinstance(target, A.Index) and self.view_of(target.base) is not None:
+            sym = target.base.sym
+            args = [target.index]
+        else:
+            return False
+        vt = self.expr(s.value)
+        s.sym = sym
+        b = sym.buffer
+        if not self.view_access(target, sym, args):
+            return True
+        if s.op not in ("=", "+=", "-=", "*="):
+            self.error(f"operator '{s.op}' cannot update view '{sym.name}'; use '=', '+=', '-=' or "
+                       f"'*='", s.loc)
+            return True
+        if vt is not None:
+            self.coerce_assigned(s.value, sym.ty, f"assignment to '{sym.name}'", b)
+        return True
+
     def assign(self, s: A.Assign) -> None:
+        if self.view_assign(s):
+            return
         target = s.target
         index = target.index if isinstance(target, A.Index) else None
         inner = target.base if isinstance(target, A.Index) else target
@@ -1019,6 +1154,10 @@ class _Checker:
             return
         elif sym.kind == "loopvar":
             self.error(f"cannot assign to loop variable '{sym.name}'", base.loc)
+            return
+        elif sym.kind == "coord":
+            self.error(f"cannot assign to the coordinate '{sym.name}' of 'over'", base.loc,
+                       hint=f"copy it into a variable: `let {sym.name}2 = {sym.name};`")
             return
         elif sym.kind in ("size", "builtin"):
             self.error(f"cannot assign to '{sym.name}'", base.loc)
@@ -1134,7 +1273,11 @@ class _Checker:
         if s.literal and _literal_fits(s, ts):
             return self.retype(e, ts)
         hint = None
-        if s.literal and s.is_float and ts.is_int:
+        if s.literal and s.is_float and ts.is_int and isinstance(e, A.Call):
+            msg = (f"type mismatch in {what}: '{e.func}(...)' gives a float, which cannot be "
+                   f"'{ts}'")
+            hint = f"math functions compute in floats; convert the result: {ts}({e.func}(...))"
+        elif s.literal and s.is_float and ts.is_int:
             msg = f"type mismatch in {what}: a float literal cannot be '{ts}'"
         else:
             msg = f"type mismatch in {what}: expected '{target}', got '{t}'"
@@ -1159,7 +1302,17 @@ class _Checker:
                     self.error(f"integer literal {e.text} is out of range for '{s}' ({lo}..{hi})",
                                e.loc)
                     ok = False
+            elif s.is_float:
+                ok = self.float_literal_fits(e, s)
+        elif isinstance(e, A.FloatLit):
+            if s.is_float and not s.literal:
+                ok = self.float_literal_fits(e, s)
+            elif not s.is_float:
+                self.error(f"a float literal cannot be '{s}'", e.loc)
+                ok = False
         elif isinstance(e, (A.Unary, A.Binary, A.Call, A.VectorLit, A.Index, A.Slice)):
+            if isinstance(e, A.Binary) and e.op in _SHIFT and s.is_int and not s.literal:
+                ok = self.shift_amount_ok(e, s)
             for c in _children(e):
                 if c.ty is not None and T.is_literal(c.ty):
                     if isinstance(e, A.Binary) and e.op in _SHIFT and c is e.right and s.is_float:
@@ -1167,6 +1320,26 @@ class _Checker:
                     ok = self.retype(c, s) and ok
         e.ty = T.with_scalar(e.ty, s)
         return ok
+
+    def float_literal_fits(self, e, s: T.ScalarType) -> bool:
+        """Report a literal whose value overflows float type ``s`` (``1e400`` as f32, ``70000.0``
+        as f16); values that round to zero are fine."""
+        if T.exact_float(literal_fraction(e), s) is None:
+            self.error(f"{'float' if isinstance(e, A.FloatLit) else 'integer'} literal {e.text} is "
+                       f"out of range for '{s}'", e.loc,
+                       hint="the largest finite f16 is 65504, bf16/f32 about 3.4e38, f64 about 1.8e308")
+            return False
+        return True
+
+    def shift_amount_ok(self, e: A.Binary, s: T.ScalarType) -> bool:
+        """A constant shift amount must lie in ``[0, bits)`` of the shifted type ``s`` (PTX and
+        LLVM do not agree on larger or negative amounts)."""
+        amount = e.right
+        if isinstance(amount, A.IntLit) and not 0 <= amount.value < s.bits:
+            self.error(f"shift amount {amount.value} is out of range for '{s}' (0..{s.bits - 1})",
+                       amount.loc)
+            return False
+        return True
 
     def unify(self, l: A.Expr, r: A.Expr, op: str, loc: SourceLocation) -> Optional[T.Type]:
         """The common type of two checked operands (broadcasting scalars); retypes literals."""
@@ -1245,7 +1418,12 @@ class _Checker:
                 return None
             return t
         if isinstance(e, A.FloatLit):
-            return T.FLOAT_LIT if e.suffix is None else T.SCALARS[e.suffix]
+            if e.suffix is None:
+                return T.FLOAT_LIT
+            t = T.SCALARS[e.suffix]
+            if not self.float_literal_fits(e, t):
+                return None
+            return t
         if isinstance(e, A.BoolLit):
             return T.BOOL
         if isinstance(e, A.Name):
@@ -1258,6 +1436,27 @@ class _Checker:
             return self.call(e)
         if isinstance(e, A.VectorLit):
             return self.vector(e)
+        if isinstance(e, A.Index) and self.view_of(e.base) is not None:
+            e.view_sym = e.base.sym
+            return self.view_read(e)
+        if isinstance(e, A.MultiIndex):
+            sym = self.view_of(e.base)
+            if sym is None:
+                bt = self.expr(e.base)
+                if bt is not None:
+                    what = f"'{e.base.id}'" if isinstance(e.base, A.Name) else "a value"
+                    self.error(f"{what} is not a view: x[i, j] indexes a 'view' buffer", e.loc,
+                               hint="a vector component is v[k]; declare N-D buffers `view`")
+                return None
+            e.view_sym = sym
+            return self.view_read(e)
+        if isinstance(e, A.Method):
+            return self.view_read(e)
+        if isinstance(e, A.Apply):
+            self.error(f"applying layout '{e.func}' gives a coordinate, which can only be the "
+                       f"coordinate of a view access", e.loc,
+                       hint=f"e.g. x.checked({e.func}(...)(m, k)) or x[{e.func}(...)(m, k)]")
+            return None
         if isinstance(e, A.Index):
             bt = self.expr(e.base)
             if bt is None:
@@ -1361,6 +1560,13 @@ class _Checker:
             b = sym.buffer
             if b is None:
                 return None
+            if b.is_view:
+                rank = len(b.dims)
+                coords = ", ".join("ijklmnop"[:rank])
+                self.error(f"'{e.id}' is a view: access its elements by coordinates", e.loc,
+                           hint=f"{e.id}[{coords}], {e.id}.checked({coords}) or "
+                                f"{e.id}.in_bounds({coords})")
+                return None
             if b.is_output:
                 self.error(f"cannot read output '{e.id}' (declared '{b.access}')", e.loc,
                            hint="keep the value in a `let` variable and assign that to the output")
@@ -1432,6 +1638,9 @@ class _Checker:
                 return None
             return t
         if op in _SHIFT:
+            s_ = T.scalar_of(t)
+            if s_.is_int and not s_.literal and not self.shift_amount_ok(e, s_):
+                return None
             return t
         # arithmetic
         if s.is_bool:
@@ -1468,6 +1677,12 @@ class _Checker:
             return self.cast(e, T.SCALARS[f])
         if f not in BUILTIN_FUNCS:
             sym = self.lookup(f)
+            if sym is None and self.is_layout_name(f):
+                self.error(f"'{f}' is a layout; applying it gives a coordinate, which can only be "
+                           f"the coordinate of a view access", e.loc,
+                           hint=f"e.g. x[{f}(i, j)]; a layout with parameters is applied as "
+                                f"{f}(args)(i, j)")
+                return None
             for a in e.args:
                 self.expr(a)
             if sym is not None:

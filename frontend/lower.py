@@ -30,6 +30,15 @@ the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_
 - ``problem_size`` is the ``over`` size argument itself (or the scalar param, cast to ``index``).
 - A dynamic component index ``v[k]`` is a chain of ``arith.select`` (an out-of-range ``k`` yields
   the last component).
+- N-D problems ``over (i, j) in (M, N)``: the coordinates are ``kern.delinearize(t, M, N)`` at the
+  start of the body (last coordinate fastest); ``problem_size`` is the product of the extents.
+- ``view`` buffers are accessed where the program does, in program order: ``x[i, j]`` is a
+  ``kern.view_load``, ``x.checked(i, j)`` a checked one (the typed ``default`` attribute: the
+  param's ``default v`` or 0), ``x.in_bounds(i, j)`` a ``kern.in_bounds``; writes are
+  ``kern.view_store`` (``+=`` loads first, with the same checking). Layout applications
+  ``f(args)(m, k)`` are inlined: a functional layout's lets and result as ``index`` arithmetic, a
+  strided layer as ``kern.in_bounds`` + ``kern.layout_apply`` (+ ``kern.swizzle``); the layers'
+  in-bounds flags are and-ed into the ``mask`` operand of checked accesses (``layouts.md`` 1).
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ from kernc.mlir import dialect, ir
 
 from . import ast as A
 from . import types as T
+from .layouts import FnLayer, StridedLayer
 from .check import BLOCK_WIDE_OUTPUTS, FLOAT_UNARY, TABLE_ARGS, KernelInfo, Symbol, literal_fraction
 
 arith = dialect("arith")
@@ -109,6 +119,27 @@ def _accessor_op(cls, b, buffer, args, sizes, values=None, **kw):
         return kern.read(buffer, args, sizes, b.accessor, str(b.layout), syms, values, default=default)
     kind = "write" if cls is kern.WriteOp else "add"
     return kern.write(kind, buffer, args, sizes, values, b.accessor, str(b.layout), syms)
+
+
+def _emit_poly(poly, env: dict):
+    """``poly`` (a :class:`kernc.dialect.strided.Poly`) as ``index`` arithmetic over ``env``
+    (size symbol -> value)."""
+    idx = ir.IndexType.get()
+    total = None
+    for syms, coeff in poly.terms:
+        term = arith.constant(idx, coeff) if (coeff != 1 or not syms) else None
+        for name in syms:
+            term = env[name] if term is None else arith.muli(term, env[name])
+        total = term if total is None else arith.addi(total, term)
+    return total if total is not None else arith.constant(idx, 0)
+
+
+def _and(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return arith.andi(a, b)
 
 
 def _is_zero_constant(v) -> bool:
@@ -213,6 +244,15 @@ class _KernelLowering:
                 env[p] = self.args[p]
         for name, sym in info.size_symbols.items():
             env[sym] = self.size_args[name]
+        if info.coords:
+            with self.loc(self.kernel.over):
+                t = kern.ThreadIdOp(ir.IndexType.get()).result
+                if len(info.coords) == 1:
+                    values = [t]
+                else:
+                    values = kern.delinearize(t, [_emit_poly(x, self.size_args) for x in info.extents])
+            for sym, v in zip(info.coords, values):
+                env[sym] = v
         # accessor arguments (strided offsets/strides as index, index buffers)
         for p in info.params:
             if p.kind != "buffer":
@@ -391,6 +431,9 @@ class _KernelLowering:
 
     def assign(self, s: A.Assign, env: dict) -> None:
         sym: Symbol = s.sym
+        if sym.kind == "buffer" and sym.buffer.is_view:
+            self.view_store(s, env)
+            return
         target = s.target
         index = target.index if isinstance(target, A.Index) else None
         inner = target.base if isinstance(target, A.Index) else target
@@ -522,6 +565,8 @@ class _KernelLowering:
             return self.call(e, env)
         if isinstance(e, A.VectorLit):
             return [self.expr(x, env) for x in e.elems]
+        if isinstance(e, (A.Index, A.MultiIndex, A.Method)) and getattr(e, "view", None) is not None:
+            return self.view_read(e, env)
         if isinstance(e, A.Index):
             base = self.expr(e.base, env)
             if isinstance(e.index, A.IntLit):
@@ -547,6 +592,8 @@ class _KernelLowering:
     def name(self, e: A.Name, env: dict):
         sym: Symbol = e.sym
         if sym.kind == "builtin":
+            if sym.name == "problem_size" and self.info.problem_poly is not None:
+                return _emit_poly(self.info.problem_poly, self.size_args)
             if sym.name == "problem_size":
                 p = self.info.problem_symbol
                 if p.kind == "size":
@@ -555,6 +602,98 @@ class _KernelLowering:
             return kern.BUILTIN_OPS[sym.name](ir.IndexType.get()).result
         v = env[sym]
         return list(v) if isinstance(v, list) else v
+
+    # ---- views and layouts ------------------------------------------------------------------
+
+    def view_sizes(self, b) -> list:
+        return [self.size_args[x] for x in b.layout.symbols]
+
+    def coords(self, args: list, env: dict):
+        """``(index values, mask)`` of a view/layout coordinate list: index expressions, or one
+        layout application (its layers' in-bounds flag is the mask; None when unchecked)."""
+        if len(args) == 1 and getattr(args[0], "layers", None) is not None:
+            return self.apply_layout(args[0], env)
+        return [self.expr(a, env) for a in args], None
+
+    def apply_layout(self, e, env: dict):
+        vals, mask = self.coords(e.inputs, env)
+        with self.loc(e):
+            for layer in e.layers:
+                if isinstance(layer, FnLayer):
+                    vals, ok = self.inline_fn(layer, vals, env)
+                else:
+                    vals, ok = self.apply_strided(layer, vals)
+                mask = _and(mask, ok)
+        return vals, mask
+
+    def apply_strided(self, layer: StridedLayer, vals: list):
+        L = layer.layout
+        syms = L.symbols
+        sizes = [self.size_args[x] for x in syms]
+        text = str(L)
+        if len(vals) == L.rank:
+            ok = kern.in_bounds(vals, sizes, text, syms)
+        else:  # one linear index: CuTe's L(i), split colexicographically (first mode fastest)
+            i = vals[0]
+            size = _emit_poly(_product(L.shape), self.size_args)
+            idx0 = arith.constant(ir.IndexType.get(), 0)
+            ok = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, i, idx0),
+                            arith.cmpi(arith.CmpIPredicate.slt, i, size))
+            rev = kern.delinearize(i, [_emit_poly(x, self.size_args) for x in reversed(L.shape)])
+            vals = list(reversed(rev))
+        off = kern.layout_apply(vals, sizes, text, syms)
+        if layer.swizzle is not None:
+            off = kern.swizzle(off, *layer.swizzle)
+        return [off], ok
+
+    def inline_fn(self, layer: FnLayer, vals: list, env: dict):
+        """A functional layout's body on coordinates ``vals``: ``(results, domain flag or None)``."""
+        d = layer.d
+        fenv: dict = {}
+        for sym, (kind, a) in zip(d.param_syms, layer.args):
+            fenv[sym] = self.expr(a, env) if kind == "expr" else _emit_poly(a, self.size_args)
+        for sym, v in zip(d.coord_syms, vals):
+            fenv[sym] = v
+        ok = None
+        if d.domain is not None:
+            idx0 = arith.constant(ir.IndexType.get(), 0)
+            for c, ext in zip(vals, d.domain):
+                ok = _and(ok, arith.cmpi(arith.CmpIPredicate.sge, c, idx0))
+                if not (isinstance(ext, A.Name) and ext.id == "_"):
+                    ok = _and(ok, arith.cmpi(arith.CmpIPredicate.slt, c, self.expr(ext, fenv)))
+        for s in d.lets:
+            self.stmt(s, fenv)
+        results = d.result.elems if isinstance(d.result, A.TupleLit) else [d.result]
+        return [self.expr(r, fenv) for r in results], ok
+
+    def view_read(self, e, env: dict):
+        b = e.view.buffer
+        vals, mask = self.coords(e.coords, env)
+        ct = T.mlir_type(b.compute_elem)
+        buf, sizes, syms = self.args[e.view], self.view_sizes(b), b.layout.symbols
+        if isinstance(e, A.Method) and e.name == "in_bounds":
+            return _and(kern.in_bounds(vals, sizes, b.layout_text, syms), mask)
+        if isinstance(e, A.Method):  # checked
+            return kern.view_load(buf, vals, sizes, b.layout_text, syms, ct, checked=True,
+                                  default=b.default_value or 0, mask=mask)
+        return kern.view_load(buf, vals, sizes, b.layout_text, syms, ct)
+
+    def view_store(self, s: A.Assign, env: dict) -> None:
+        sym = s.sym
+        b = sym.buffer
+        target = s.target
+        checked = isinstance(target, A.Method)
+        vals, mask = self.coords(target.coords, env)
+        v = self.assigned_value(s.value, env)
+        with self.loc(s):
+            buf, sizes, syms = self.args[sym], self.view_sizes(b), b.layout.symbols
+            if s.op != "=":
+                ct = T.mlir_type(b.compute_elem)
+                old = kern.view_load(buf, vals, sizes, b.layout_text, syms, ct, checked=checked,
+                                     default=0, mask=mask if checked else None)
+                v = self.scalar_binop(s.op[:-1], b.compute_elem, old, v)
+            kern.view_store(buf, vals, sizes, v, b.layout_text, syms, checked=checked,
+                            mask=mask if checked else None)
 
     def map(self, fn, *vals):
         """Apply a scalar function elementwise, broadcasting scalars against vectors."""
@@ -710,6 +849,13 @@ class _KernelLowering:
             if to.is_index:
                 v = arith.fptosi(ir.IntegerType.get_signless(64), v)
                 return arith.index_cast(tt, v)
+            if to.bits < 32:
+                # i8/u8/i16/u16: convert to 32 bits (saturating, NaN -> 0: PTX cvt.rzi, and the
+                # CPU interpreter), then keep the low bits -- one meaning on both devices (an LLVM
+                # fptosi/fptoui to i8 of an out-of-range value would be poison)
+                i32 = ir.IntegerType.get_signless(32)
+                v = arith.fptoui(i32, v) if to.is_unsigned else arith.fptosi(i32, v)
+                return arith.trunci(tt, v)
             return arith.fptoui(tt, v) if to.is_unsigned else arith.fptosi(tt, v)
         # float -> float
         if {frm.name, to.name} == {"f16", "bf16"}:
@@ -718,3 +864,12 @@ class _KernelLowering:
         if to.bits > frm.bits:
             return arith.extf(tt, v)
         return arith.truncf(tt, v)
+
+
+def _product(polys):
+    from kernc.dialect.strided import Poly
+
+    out = Poly.const(1)
+    for p in polys:
+        out = out * p
+    return out

@@ -154,8 +154,34 @@ def _join_or(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
+def _unterminated_comment(text: str, filename: str, error_pos: int):
+    """A diagnostic at an unclosed ``/*`` at or before ``error_pos`` (the lexer then sees a stray
+    ``/``), or None. A ``/*`` inside a ``//`` line comment does not count."""
+    pos = 0
+    while True:
+        start = text.find("/*", pos)
+        if start < 0 or start > error_pos:
+            return None
+        line_start = text.rfind("\n", 0, start) + 1
+        end = text.find("*/", start + 2)
+        if "//" not in text[line_start:start]:
+            if end < 0:
+                line = text.count("\n", 0, start) + 1
+                return Diagnostic("unterminated comment: '/*' has no closing '*/'",
+                                  SourceLocation(filename, line, start - line_start + 1), source=text)
+            pos = end + 2
+        else:
+            pos = start + 2
+
+
 def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lark) -> Diagnostic:
     line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
+    at = getattr(e, "pos_in_stream", None)
+    if at is None and isinstance(e, UnexpectedToken) and e.token.start_pos is not None:
+        at = e.token.start_pos
+    unterminated = _unterminated_comment(text, filename, len(text) if at is None else at)
+    if unterminated is not None:
+        return unterminated
     if isinstance(e, UnexpectedCharacters):
         ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         if ch.isdigit():
@@ -268,8 +294,70 @@ class _ToAst(Transformer):
         return A.LayoutLiteral(self._loc(meta), shape, stride)
 
     def layout_def(self, meta, items):
-        name, params, lit = items
-        return A.LayoutDef(self._loc(name), str(name), params or [], lit.shape, lit.stride)
+        name, params, expr = items
+        d = A.LayoutDef(self._loc(name), str(name), params or [], expr=expr)
+        if isinstance(expr, A.LayoutLiteral):
+            d.shape, d.stride = expr.shape, expr.stride
+        return d
+
+    # -- layout expressions (only after `layout NAME =`)
+    def layout_expr(self, meta, items):
+        pieces = [i for i in items if not (isinstance(i, Token) and i.type == "COMPOSE")]
+        if len(pieces) == 1:
+            return pieces[0]
+        return A.LayoutCompose(pieces[0].loc, pieces)
+
+    @staticmethod
+    def _entries(x) -> list:
+        return list(x.elems) if isinstance(x, A.TupleLit) else [x]
+
+    def llit(self, meta, items):
+        shape, stride = items
+        return A.LayoutLiteral(self._meta_loc(meta, shape), self._entries(shape), self._entries(stride))
+
+    def _meta_loc(self, meta, fallback):
+        if getattr(meta, "empty", True) or not getattr(meta, "line", None):
+            return fallback.loc
+        return SourceLocation(self.filename, meta.line, meta.column)
+
+    def lswizzle(self, meta, items):
+        tok, b, m, s_ = items
+        return A.LayoutSwizzle(self._loc(tok), int(str(b)), int(str(m)), int(str(s_)))
+
+    def lbinary(self, meta, items):
+        left, op, right = items
+        return A.Binary(self._loc(op), str(op), left, right)
+
+    def lint(self, meta, items):
+        return self.int_lit(meta, items)
+
+    def lname(self, meta, items):
+        return A.Name(self._loc(items[0]), str(items[0]))
+
+    def lcall(self, meta, items):
+        name, *args = items
+        return A.Call(self._loc(name), str(name), [a for a in args if a is not None])
+
+    def ltuple(self, meta, items):
+        return A.TupleLit(self._meta_loc(meta, items[0]), list(items))
+
+    # -- functional layouts
+    def name_tuple(self, meta, items):
+        return [(str(i), self._loc(i)) for i in items]
+
+    def fn_domain(self, meta, items):
+        return items[0]
+
+    def fn_return(self, meta, items):
+        return ("return", items[1], self._loc(items[0]))
+
+    def fn_layout_def(self, meta, items):
+        name, params, coords, domain, _arrow, outs, *body = items
+        ret = body[-1]
+        lets = body[:-1]
+        return A.FnLayoutDef(self._loc(name), str(name), params or [], [c for c, _ in coords],
+                             domain, [o for o, _ in outs], lets, ret[1],
+                             coord_locs=[l for _, l in coords])
 
     def attribute(self, meta, items):
         name, args = items
@@ -347,13 +435,21 @@ class _ToAst(Transformer):
                      type_loc=self._loc(ty) if ty is not None else None)
 
     def lvalue(self, meta, items):
-        name, member, index = items
+        name, member, *indices = items
+        indices = [i for i in indices if i is not None]
         target = A.Name(self._loc(name), str(name))
         if member is not None:
             target = A.Member(self._loc(member), target, str(member))
-        if index is not None:
-            return A.Index(target.loc, target, index)
+        if len(indices) > 1:
+            return A.MultiIndex(target.loc, target, indices)
+        if indices:
+            return A.Index(target.loc, target, indices[0])
         return target
+
+    def method_lvalue(self, meta, items):
+        name, method, args = items
+        base = A.Name(self._loc(name), str(name))
+        return A.Method(self._loc(method), base, str(method), args)
 
     def assign_stmt(self, meta, items):
         target, op, value = items
@@ -391,6 +487,18 @@ class _ToAst(Transformer):
     def slice(self, meta, items):
         base, start, _colon, stop = items
         return A.Slice(base.loc, base, start, stop)
+
+    def multi_index(self, meta, items):
+        base, *indices = items
+        return A.MultiIndex(base.loc, base, [i for i in indices if i is not None])
+
+    def method(self, meta, items):
+        base, name, args = items
+        return A.Method(self._loc(name), base, str(name), args)
+
+    def apply(self, meta, items):
+        name, args, coords = items
+        return A.Apply(self._loc(name), str(name), args, coords)
 
     def member(self, meta, items):
         base, name = items

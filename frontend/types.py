@@ -66,6 +66,18 @@ class VectorType:
         return f"{self.elem}[{self.n}]"
 
 
+@dataclass(frozen=True)
+class CoordType:
+    """The value of a layout application ``f(args)(m, k)``: ``n`` ``index`` coordinates (with the
+    layers' in-bounds flag). Valid only as the coordinate of a view access or of another
+    application; printed ``coordinate(n)``."""
+
+    n: int
+
+    def __str__(self) -> str:
+        return f"coordinate({self.n})"
+
+
 Type = Union[ScalarType, VectorType]
 
 BOOL = ScalarType("bool", "bool", 1, False)

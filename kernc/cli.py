@@ -94,7 +94,8 @@ def cmd_compile(ns) -> int:
             return EXIT_OK
     from kernc.compiler import Compilation, CompileOptions
 
-    opts = CompileOptions(arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits, kernels=kernels)
+    opts = CompileOptions(arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits, kernels=kernels,
+                          verify_each=ns.verify_each or os.environ.get("KERNC_VERIFY_EACH") == "1")
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     _emit(comp.ir(ns.emit), ns.output)
     return EXIT_OK

@@ -109,7 +109,7 @@ def run_passes(
     ctx = context()
     names = [p.name for p in passes]
     for i, p in enumerate(passes):
-        before = _text(module, debug_info=True)
+        before = module.operation.clone()  # printed only if the pass fails (cheap to keep)
         try:
             with ctx, ir.Location.unknown():
                 p.apply(ctx, module)
@@ -121,9 +121,10 @@ def run_passes(
             ice = InternalCompilerError(f"pass '{p.name}' failed: {mlir_error_text(err)}")
             ice.pass_name = p.name
             ice.pipeline = names
-            ice.ir_before = before
+            ice.ir_before = before.get_asm(enable_debug_info=True)
             ice.location = _first_location(err)
             raise ice from err
+        before.erase()
         if after_pass is not None:
             after_pass(p.name, module)
 

@@ -120,10 +120,25 @@ def barrier() -> None:
 
 
 def shuffle(mode: str, v: ir.Value, offset: int) -> tuple:
-    """``gpu.shuffle`` (``xor``/``up``/``down``/``idx``) over a full 32-lane warp; returns (value, valid)."""
+    """``gpu.shuffle`` (``xor``/``up``/``down``/``idx``) over a full 32-lane warp; returns (value, valid).
+
+    ``shfl.sync`` moves 32-bit registers (64-bit values go as two): integers narrower than 32 bits
+    are sign-extended for the exchange and truncated back, ``f16``/``bf16`` go as ``f32``."""
     i32 = ir.IntegerType.get_signless(32)
+    t = v.type
+    narrow_int = isinstance(t, ir.IntegerType) and ir.IntegerType(t).width < 32
+    narrow_float = isinstance(t, (ir.F16Type, ir.BF16Type))
+    if narrow_int:
+        v = arith.ExtSIOp(i32, v).result
+    elif narrow_float:
+        v = arith.ExtFOp(ir.F32Type.get(), v).result
     op = gpu.ShuffleOp(v, const(offset, i32), const(32, i32), getattr(gpu.ShuffleMode, mode.upper()))
-    return op.results[0], op.results[1]
+    out = op.results[0]
+    if narrow_int:
+        out = arith.TruncIOp(t, out).result
+    elif narrow_float:
+        out = arith.TruncFOp(t, out).result
+    return out, op.results[1]
 
 
 @contextmanager

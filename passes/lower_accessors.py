@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import StridedLayout
-from kernc.errors import CompileError, Diagnostic
+from kernc.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
 from kernc.mlir import ir
 
 from . import ir_builder as b
@@ -114,6 +114,14 @@ def decode(op) -> Access:
     )
 
 
+def source_location(loc) -> "SourceLocation | None":
+    """The ``file:line:col`` of an MLIR ``FileLineColLoc`` (``None`` for other locations)."""
+    import re
+
+    m = re.search(r'loc\("([^"]+)":(\d+):(\d+)', str(loc))
+    return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
+
+
 def _chunks(ncomp: int, block: int, elem_bytes: int) -> list[range]:
     per = max(1, min(ncomp, STAGING_BUDGET // (block * elem_bytes)))
     return [range(c, min(c + per, ncomp)) for c in range(0, ncomp, per)]
@@ -131,7 +139,7 @@ class KernelContext:
     smem_users: list = field(default_factory=list)  # (accessor description, bytes)
     smem_used: bool = False
 
-    def workgroup(self, elem: ir.Type, n: int, user: str, region: str = "data") -> ir.Value:
+    def workgroup(self, elem: ir.Type, n: int, user: str, region: str = "data", location=None) -> ir.Value:
         """A workgroup buffer of at least ``n`` elements of ``elem``, shared by all accessors that
         ask for the same element type and ``region`` (uses are separated by barriers)."""
         key = (str(elem), region)
@@ -146,7 +154,7 @@ class KernelContext:
         if n > entry_[1]:
             entry_[1] = n
             entry_[0].set_type(ir.MemRefType.get([n], elem, memory_space=space))
-        self.smem_users.append((user, n * (b.bits(elem) // 8)))
+        self.smem_users.append((user, n * (b.bits(elem) // 8), location or ir.Location.current))
         return entry_[0]
 
     @property
@@ -171,12 +179,15 @@ class KernelContext:
         self.smem_used = True
 
     def check_limit(self) -> None:
+        """``CompileError`` at the kernel's first shared-memory user when the workgroup buffers
+        exceed :data:`SHARED_LIMIT`, naming every accessor and its bytes."""
         total = sum(n * (b.bits(t) // 8) for _, n, t in self.smem.values())
         if total > SHARED_LIMIT:
-            users = ", ".join(f"{u} ({n} bytes)" for u, n in self.smem_users)
+            users = ", ".join(f"{u} ({n} bytes)" for u, n, _ in self.smem_users)
             raise CompileError(Diagnostic(
                 f"kernel '{self.sig.name}' needs {total} bytes of shared memory, more than the "
                 f"{SHARED_LIMIT} bytes a block may use; accessors: {users}",
+                source_location(self.smem_users[0][2]),
                 hint="use a smaller @block size",
             ))
 
@@ -346,8 +357,36 @@ def _scalar_access(acc: Access, e: ir.Value) -> list:
 
 # --- block-wide reads ------------------------------------------------------------------------
 
+def _inside(op, ancestor) -> bool:
+    parent = op.parent
+    while parent is not None:
+        if parent == ancestor:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _hoist_before_guard(kc: KernelContext, values) -> None:
+    """Move the (side-effect free, ``arith``/``kern`` builtin) ops that compute ``values`` from inside
+    the guard to just before it, so block-wide staging before the guard can use them (e.g. the
+    ``off``/``s`` of ``pair strided(off, s)``, computed from scalar params at the kernel entry)."""
+    guard = kc.guard.operation
+    for v in values:
+        owner = v.owner
+        op = owner.operation if hasattr(owner, "operation") else owner
+        if not isinstance(op, ir.Operation) or not _inside(op, guard):
+            continue
+        if not (op.name.startswith("arith.") or op.name in ("kern.thread_id", "kern.block_id",
+                                                              "kern.block_dim", "kern.problem_size")):
+            raise InternalCompilerError(
+                f"an accessor operand ({op.name}) cannot be computed before the kernel body")
+        _hoist_before_guard(kc, list(op.operands))
+        op.move_before(guard)
+
+
 def _block_read(kc: KernelContext, acc: Access) -> list:
     nres = len(acc.op.results)
+    _hoist_before_guard(kc, acc.args)
     with ir.InsertionPoint(kc.guard):
         slot = b.alloca(acc.compute, nres)
         t, tid, blk, p = _tid_values()
@@ -371,13 +410,20 @@ def _stage_shared(kc, acc, slot, t, tid, blk, p, in_range):
     base = b.mul(blk, b.idx(B))
     cnt = b.index_cast_ui(b.load(count, blk))
     esize = b.bits(acc.compute) // 8
-    for chunk in _chunks(acc.ncomp, B, esize):
-        smem = kc.workgroup(acc.compute, B * len(chunk), f"shared({acc.layout_text})")
+    chunks = _chunks(acc.ncomp, B, esize)
+    w = _vector_width(acc) if len(chunks) == 1 else 0
+    for chunk in chunks:
+        smem = kc.workgroup(acc.compute, B * len(chunk), f"shared({acc.layout_text})",
+                            location=acc.location)
         kc.begin_staging()
         with b.if_(b.cmp("ult", tid, cnt)):
             e = b.index_cast_ui(b.load(unique, b.add(base, tid)))
-            for j, c in enumerate(chunk):
-                b.store(acc.load(e, c), smem, b.add(b.idx(j * B), tid))
+            if w:  # the whole element in one 16-byte load when aligned
+                comps = _vectorised(acc, e, w, lambda: [acc.load(e, c) for c in chunk])
+            else:
+                comps = [acc.load(e, c) for c in chunk]
+            for j, v in enumerate(comps):
+                b.store(v, smem, b.add(b.idx(j * B), tid))
         b.barrier()
         with b.if_(in_range):
             r = b.index_cast_ui(b.load(target, t))

@@ -23,7 +23,16 @@ BUILTINS = {"kern." + name for name in kern.BUILTIN_OPS}
 
 
 def problem_size_value(sig: KernelSignature, args) -> ir.Value:
-    """The ``index`` value of ``P``: a size-symbol argument or an integer scalar param."""
+    """The ``index`` value of ``P``: a size-symbol argument or an integer scalar param; for an N-D
+    problem ``over (i, j) in (M, N)`` the product of its extents (``problem_size`` is then a
+    :class:`~kernc.dialect.strided.Poly` text over size symbols, ``"M*N"``)."""
+    if sig.problem_size not in sig.arg_names:
+        from kernc.dialect.strided import Poly
+
+        from .lower_layouts import emit_poly
+
+        env = {name: args[sig.arg_names.index(name)] for name in sig.sizes}
+        return emit_poly(Poly.parse(sig.problem_size), env)
     value = args[sig.arg_names.index(sig.problem_size)]
     if isinstance(value.type, ir.IndexType):
         return value

@@ -1,9 +1,13 @@
-"""``kern-lower-layouts``: ``kern.layout_apply`` -> ``index`` arithmetic.
+"""``kern-lower-layouts``: ``kern.layout_apply`` and ``kern.swizzle`` -> ``index`` arithmetic.
 
 A flat strided layout maps coordinate ``c`` to ``sum_k c_k * d_k`` (CuTe, ``02_layout_algebra.md``);
 each stride ``d_k`` is a polynomial over size symbols (``dialect/strided.py``) whose symbols are the
-op's ``sizes`` operands. Static strides become constants (a stride of 1 or 0 folds away in
-``canonicalize``; multiplications by powers of two become shifts in the NVPTX backend).
+op's ``sizes`` operands. Static strides become constants: a stride of 0 drops the term, 1 adds the
+coordinate itself, a power of two ``2^k`` is a left shift by ``k`` (exact for negative coordinates
+too: two's complement), others a multiplication.
+
+``kern.swizzle`` (CuTe ``Sw<B,M,S>``): ``x ^ ((x & yyy_mask) >> S)`` with
+``yyy_mask = ((1<<B)-1) << (M + max(0,S))`` (a left shift by ``-S`` for negative ``S``).
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ def emit_poly(poly: Poly, env: dict) -> ir.Value:
 
 
 class LowerLayouts(Pass):
-    """Replace every ``kern.layout_apply`` with the dot product of coordinates and strides."""
+    """Replace every ``kern.layout_apply`` with the dot product of coordinates and strides, and every
+    ``kern.swizzle`` with its xor/and/shift."""
 
     name = "kern-lower-layouts"
-    summary = "lower kern.layout_apply to index arithmetic"
+    summary = "lower kern.layout_apply and kern.swizzle to index arithmetic"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for op in walk_ops(module, {"kern.layout_apply"}):
@@ -47,9 +52,27 @@ class LowerLayouts(Pass):
                 for c, d in zip(coords, layout.stride):
                     if d.is_const and d.value == 0:
                         continue
-                    term = c if (d.is_const and d.value == 1) else arith.MulIOp(c, emit_poly(d, env)).result
+                    if d.is_const and d.value == 1:
+                        term = c
+                    elif d.is_const and d.value > 0 and d.value & (d.value - 1) == 0:
+                        term = arith.ShLIOp(c, index_const(d.value.bit_length() - 1)).result
+                    else:
+                        term = arith.MulIOp(c, emit_poly(d, env)).result
                     offset = term if offset is None else arith.AddIOp(offset, term).result
                 if offset is None:
                     offset = index_const(0)
             op.results[0].replace_all_uses_with(offset)
+            op.erase()
+        for op in walk_ops(module, {"kern.swizzle"}):
+            bits, base, shift = (ir.IntegerAttr(op.attributes[k]).value for k in ("bits", "base", "shift"))
+            x = op.operands[0]
+            with ir.InsertionPoint(op), op.location:
+                mask = ((1 << bits) - 1) << (base + max(0, shift))
+                y = arith.AndIOp(x, index_const(mask)).result
+                if shift > 0:
+                    y = arith.ShRUIOp(y, index_const(shift)).result
+                elif shift < 0:
+                    y = arith.ShLIOp(y, index_const(-shift)).result
+                out = arith.XOrIOp(x, y).result
+            op.results[0].replace_all_uses_with(out)
             op.erase()

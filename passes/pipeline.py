@@ -14,8 +14,12 @@ from dataclasses import dataclass
 
 from .bare_ptr_abi import BarePointerABI
 from .base import Pass, UpstreamPass
+from .ieee_sqrt import IEEESqrt
+from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
+from .lower_divisions import LowerDivisions
 from .lower_layouts import LowerLayouts
+from .lower_views import LowerViews
 from .lower_builtins import LowerBuiltins
 from .outline_to_gpu import OutlineToGpu
 from .relax_atomics import RelaxAtomics
@@ -65,12 +69,16 @@ class TargetOptions:
 
 
 def kern_to_gpu() -> list[Pass]:
-    """kern IR -> gpu IR: outlining, accessors, layouts, thread ids, cleanup."""
+    """kern IR -> gpu IR: layout folding, outlining, accessors, views, layouts, divisions, thread
+    ids, cleanup."""
     return [
         VerifyKern(),
+        FoldLayouts(),
         OutlineToGpu(),
         LowerAccessors(),
+        LowerViews(),
         LowerLayouts(),
+        LowerDivisions(),
         LowerBuiltins(),
         UpstreamPass("canonicalize"),
         UpstreamPass("cse"),
@@ -88,6 +96,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
             "reconcile-unrealized-casts)"
         ),
         RelaxAtomics(),
+        IEEESqrt(),
         UpstreamPass(
             f"nvvm-attach-target{{chip={opts.arch} features={ptx_features(opts.arch)} O={opts.opt_level}{link}}}"
         ),

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from .bare_ptr_abi import BarePointerABI
 from .base import Pass, UpstreamPass
+from .ieee_sqrt import IEEESqrt
+from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
+from .lower_divisions import LowerDivisions
 from .lower_layouts import LowerLayouts
+from .lower_views import LowerViews
 from .lower_builtins import LowerBuiltins
 from .outline_to_gpu import OutlineToGpu
 from .relax_atomics import RelaxAtomics
@@ -21,9 +25,13 @@ KERN_PASSES = {
     VerifyKern.name: lambda: VerifyKern(),
     LowerAccessors.name: lambda: LowerAccessors(),
     LowerLayouts.name: lambda: LowerLayouts(),
+    LowerViews.name: lambda: LowerViews(),
+    LowerDivisions.name: lambda **o: LowerDivisions(o.get("magic", "auto")),
+    FoldLayouts.name: lambda: FoldLayouts(),
     OutlineToGpu.name: lambda: OutlineToGpu(),
     LowerBuiltins.name: lambda: LowerBuiltins(),
     RelaxAtomics.name: lambda: RelaxAtomics(),
+    IEEESqrt.name: lambda: IEEESqrt(),
     BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
 }
 

@@ -302,6 +302,18 @@ def test_foreign_entry_under_our_name_is_ignored(private_cache):
     assert again.ptx() == mine_ptx
 
 
+def test_memory_is_bounded(monkeypatch):
+    monkeypatch.setattr(cache, "MEMORY_BYTES", 1000)
+    for i in range(5):
+        cache.put("ptx", f"{i:064x}", {"ptx": "x" * 400})
+    assert len(cache._memory) == 2 and cache._memory_bytes == 800
+    monkeypatch.setattr(cache, "MEMORY_ENTRIES", 1)
+    cache.put("ptx", "f" * 64, {"ptx": "y"})
+    assert list(cache._memory) == [("ptx", "f" * 64)] and cache._memory_bytes == 1
+    cache.clear_memory()
+    assert cache.get("ptx", f"{0:064x}") == {"ptx": "x" * 400}  # still on disk
+
+
 def test_wrong_kind_is_rejected():
     data = cache.encode("gpu", "ab" * 32, {"ptx": "x"})
     assert cache.decode("gpu", "ab" * 32, data) == {"ptx": "x"}

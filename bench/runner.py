@@ -1,0 +1,323 @@
+"""``python -m bench`` / ``kernc bench``: run every measurement, print one table, write JSON.
+
+Every number is printed next to its reference measured in the same run (``nvcc -ptx`` of the
+hand-written CUDA C++ kernel in ``bench/cuda/``, nvcc's cubin, the ideal sector count, the CUDA C++
+kernel on the GPU) as a ratio, and the issue's targets are marked PASS/FAIL (never asserted: a
+benchmark reports, it does not fail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+
+from . import measure, tools
+from .options import build_parser
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CUDA_DIR = os.path.join(HERE, "cuda")
+SCHEMA = 1
+
+#: The issue's targets: (id, text, limit); compile ones are ratios to nvcc -ptx except the cache hit.
+TARGETS = {
+    "inprocess_warm": ("warm in-process compile <= 1/20 x nvcc -ptx", 1 / 20),
+    "inprocess_cache_hit": ("in-process cache hit <= 2 ms", 2.0),
+    "cli_cold": ("CLI cold <= 1 x nvcc -ptx", 1.0),
+    "cli_cache_hit": ("CLI cache hit <= 1/3 x nvcc -ptx", 1 / 3),
+    "registers": ("registers <= nvcc's", 1.0),
+    "sass_instructions": ("SASS instructions <= 1.1 x nvcc's", 1.1),
+}
+COMPILE_COLUMNS = ("inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_cache_hit")
+
+
+def _examples_dir(ns) -> str:
+    if ns.examples_dir:
+        return os.path.abspath(ns.examples_dir)
+    for cand in (os.path.join(os.path.dirname(HERE), "examples"), os.path.join(os.getcwd(), "examples")):
+        if os.path.isdir(cand):
+            return cand
+    return os.path.join(os.getcwd(), "examples")
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def _status(value, limit):
+    if value is None:
+        return "n/a"
+    return "PASS" if value <= limit else "FAIL"
+
+
+def _err(err: BaseException) -> str:
+    text = str(err).strip() or type(err).__name__
+    return f"{type(err).__name__}: {text.splitlines()[0][:300]}"
+
+
+# -- the measurements --------------------------------------------------------------------------------
+def collect(ns) -> dict:
+    """Run all measurements for the options ``ns`` and return the results dict (see README)."""
+    quick = ns.quick
+    reps = 1 if quick else (ns.reps or 20)
+    sub_reps = 1 if quick else max(3, reps // 4)
+    examples_dir = _examples_dir(ns)
+    available = sorted(f[:-5] for f in os.listdir(examples_dir) if f.endswith(".kern"))
+    names = ns.example or (["saxpy"] if quick else available)
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise SystemExit(f"bench: no example '{unknown[0]}' in {examples_dir} (have: {', '.join(available)})")
+
+    import kernc
+    from kernc.backend import cache
+
+    nvcc = tools.find("nvcc")
+    sass_name, sass_path = tools.sass_tool()
+    results: dict = {
+        "schema": SCHEMA,
+        "meta": {
+            "kernc_version": kernc.__version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "arch": ns.arch,
+            "quick": quick,
+            "reps_inprocess": reps,
+            "reps_subprocess": sub_reps,
+            "examples_dir": examples_dir,
+            "nvcc": nvcc,
+            "nvcc_version": tools.version(nvcc),
+            "ptxas": tools.ptxas(),
+            "ptxas_version": tools.version(tools.ptxas()),
+            "sass_tool": sass_path,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "cpu_count": os.cpu_count(),
+            "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+            "python_dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+        },
+        "compile": {}, "code_quality": {}, "memory": {}, "gpu": {}, "targets": [],
+    }
+    saved = {k: os.environ.get(k) for k in ("KERNC_CACHE_DIR", "KERNC_ALWAYS_COMPILE", "KERNC_VERIFY_EACH")}
+    workdir = tempfile.mkdtemp(prefix="kernc-bench-")
+    cache_dir = os.path.join(workdir, "cache")
+    os.environ["KERNC_CACHE_DIR"] = cache_dir  # never the user's cache; a fresh one per run
+    os.environ.pop("KERNC_ALWAYS_COMPILE", None)
+    os.environ.pop("KERNC_VERIFY_EACH", None)  # measure the default pipeline (the test suite sets it)
+    cache.reset()
+    try:
+        results["meta"]["python_startup_ms"] = measure.python_startup_ms(sub_reps)
+        nvcc_ptx_paths: dict = {}
+        for name in names:
+            kern = os.path.join(examples_dir, f"{name}.kern")
+            cu = os.path.join(CUDA_DIR, f"{name}.cu")
+            row: dict = {"cuda_reference": os.path.relpath(cu, os.path.dirname(HERE)) if os.path.exists(cu) else None}
+            row["nvcc_ptx_ms"] = None
+            try:
+                row.update(measure.compile_latency(kern, cu if os.path.exists(cu) else None, ns.arch, reps,
+                                                   sub_reps, workdir, cache_dir))
+                nvcc_ptx = row.pop("nvcc_ptx_path", None)
+                if nvcc_ptx:
+                    nvcc_ptx_paths[name] = nvcc_ptx
+            except Exception as err:  # noqa: BLE001 - one broken example must not stop the run
+                row["error"] = _err(err)
+            row["ratios_to_nvcc"] = {c: _ratio(row.get(f"{c}_ms"), row.get("nvcc_ptx_ms")) for c in COMPILE_COLUMNS}
+            results["compile"][name] = row
+
+            try:
+                from kernc.compiler import Compilation, CompileOptions
+
+                ptx = Compilation(open(kern, encoding="utf-8").read(), kern, CompileOptions(arch=ns.arch)).ptx()
+                q = measure.code_quality(ptx, nvcc_ptx_paths.get(name), ns.arch, workdir, name)
+                kernels = {}
+                for kname, mine in q["kernc"].items():
+                    theirs = (q["nvcc"] or {}).get(kname)
+                    kernels[kname] = {
+                        "kernc": mine, "nvcc": theirs,
+                        "ratios": {m: _ratio(mine.get(m), (theirs or {}).get(m))
+                                   for m in ("registers", "sass_instructions")},
+                    }
+                results["code_quality"][name] = {"kernels": kernels}
+            except Exception as err:  # noqa: BLE001
+                results["code_quality"][name] = {"error": _err(err)}
+
+            try:
+                results["memory"][name] = measure.memory_traffic(examples_dir, name, 1024 if quick else 4096)
+            except Exception as err:  # noqa: BLE001
+                results["memory"][name] = {"error": _err(err)}
+
+        if ns.no_gpu:
+            results["gpu"] = {"available": None, "note": "skipped (--no-gpu)"}
+        else:
+            from . import gpu
+
+            results["gpu"] = gpu.run(examples_dir, CUDA_DIR, nvcc_ptx_paths.get("saxpy"), quick, max(3, sub_reps))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        cache.reset()
+        shutil.rmtree(workdir, ignore_errors=True)
+    results["targets"] = evaluate_targets(results)
+    return results
+
+
+def evaluate_targets(results: dict) -> list[dict]:
+    """One entry per (target, example[, kernel]): the measured value, the limit and PASS/FAIL/n/a."""
+    out = []
+    for name, row in results["compile"].items():
+        for col in COMPILE_COLUMNS:
+            text, limit = TARGETS[col]
+            if col == "inprocess_cache_hit":
+                value, unit = row.get("inprocess_cache_hit_ms"), "ms"
+            else:
+                value, unit = row["ratios_to_nvcc"].get(col), "x nvcc -ptx"
+            out.append({"target": col, "text": text, "example": name, "kernel": None, "measured": value,
+                        "unit": unit, "limit": limit, "status": _status(value, limit)})
+    for name, q in results["code_quality"].items():
+        for kname, k in q.get("kernels", {}).items():
+            for m in ("registers", "sass_instructions"):
+                text, limit = TARGETS[m]
+                value = k["ratios"].get(m)
+                out.append({"target": m, "text": text, "example": name, "kernel": kname, "measured": value,
+                            "unit": "x nvcc", "limit": limit, "status": _status(value, limit)})
+    return out
+
+
+# -- the table ---------------------------------------------------------------------------------------
+def _ms(v) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:.3g} ms" if v < 100 else f"{v:.0f} ms"
+
+
+def _x(v) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:.3g}x"
+
+
+def _table(headers, rows) -> str:
+    rows = [list(r) + [""] * (len(headers) - len(r)) for r in rows]
+    widths = [max([len(str(h))] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def render(results: dict) -> str:
+    """The human-readable report of a results dict."""
+    meta = results["meta"]
+    parts = [
+        f"kernc {meta['kernc_version']} benchmarks ({'quick' if meta['quick'] else 'full'}; arch {meta['arch']}; "
+        f"medians of {meta['reps_inprocess']} in-process / {meta['reps_subprocess']} subprocess runs)",
+        f"nvcc: {meta['nvcc'] or 'not found (nvcc columns n/a)'}  ptxas: {meta['ptxas'] or 'not found'}  "
+        f"SASS: {meta['sass_tool'] or 'no cuobjdump/nvdisasm (pip install kernc[bench])'}  "
+        f"python startup: {_ms(meta.get('python_startup_ms'))}",
+        f"machine: {meta.get('cpu_count')} CPUs, load average {meta.get('load_average_1min') or 0:.2f} at the start"
+        + ("; PYTHONDONTWRITEBYTECODE is set (changed modules are recompiled in every CLI process)"
+           if meta.get("python_dont_write_bytecode") else ""),
+        "",
+        "Compile latency to PTX: median time (ratio to nvcc -ptx -O3 of the CUDA C++ equivalent; target)",
+    ]
+    status = {(t["target"], t["example"], t["kernel"]): t["status"] for t in results["targets"]}
+    rows = []
+    for name, row in results["compile"].items():
+        if "error" in row and "inprocess_warm_ms" not in row:
+            rows.append([name, _ms(row.get("nvcc_ptx_ms")), f"error: {row['error']}", "", "", ""])
+            continue
+        cells = [name, _ms(row.get("nvcc_ptx_ms"))]
+        for col in COMPILE_COLUMNS:
+            st = status.get((col, name, None), "n/a")
+            cells.append(f"{_ms(row.get(f'{col}_ms'))} ({_x(row['ratios_to_nvcc'].get(col))} {st})")
+        rows.append(cells)
+    parts.append(_table(["example", "nvcc -ptx", "in-process warm", "in-process cache hit", "CLI cold",
+                         "CLI cache hit"], rows))
+    parts.append("targets: warm <= 0.05x, cache hit <= 2 ms, CLI cold <= 1x, CLI cache hit <= 0.333x nvcc -ptx")
+
+    parts += ["", "Code quality (ptxas -v and SASS of both PTX files, same ptxas; kernc / nvcc (ratio; target))"]
+    rows = []
+    for name, q in results["code_quality"].items():
+        if "error" in q:
+            rows.append([name, "", f"error: {q['error']}", "", ""])
+            continue
+        for kname, k in q["kernels"].items():
+            mine, theirs = k["kernc"], k["nvcc"] or {}
+            reg_st = status.get(("registers", name, kname), "n/a")
+            sass_st = status.get(("sass_instructions", name, kname), "n/a")
+            rows.append([
+                name, kname,
+                f"{mine['registers']} / {theirs.get('registers', 'n/a')} ({_x(k['ratios']['registers'])} {reg_st})",
+                f"{mine['spill_stores_bytes']}+{mine['spill_loads_bytes']} / "
+                + (f"{theirs['spill_stores_bytes']}+{theirs['spill_loads_bytes']}" if theirs else "n/a"),
+                f"{mine.get('sass_instructions', 'n/a')} / {theirs.get('sass_instructions', 'n/a')} "
+                f"({_x(k['ratios']['sass_instructions'])} {sass_st})",
+            ])
+    parts.append(_table(["example", "kernel", "registers", "spill bytes st+ld", "SASS instructions"], rows))
+
+    parts += ["", "Memory traffic on the CPU interpreter: sectors per warp request (ratio to the ideal 4 = "
+                  "32 consecutive 4-byte elements)"]
+    rows = []
+    for name, m in results["memory"].items():
+        if m is None:
+            rows.append([name, "n/a (no numpy reference)", "", "", ""])
+        elif "error" in m:
+            rows.append([name, f"error: {m['error']}", "", "", ""])
+        else:
+            def cell(kind):
+                per = m[f"{kind}_sectors_per_request"]
+                return "n/a" if per is None else f"{per:.2f} ({_x(m[f'{kind}_ratio_to_ideal'])})"
+            rows.append([name, m["problem_size"], f"{m['global_load_requests']}", cell("load"),
+                         f"{m['global_store_requests']}", cell("store"), m["global_atomics"]])
+    parts.append(_table(["example", "P", "load req", "load sectors/req", "store req", "store sectors/req",
+                         "atomics"], rows))
+
+    g = results["gpu"]
+    parts += ["", "GPU"]
+    if not g.get("available"):
+        parts.append(f"  skipped: {g.get('note', 'no GPU')}")
+    else:
+        parts.append(f"  {g.get('name')} (peak {g.get('peak_bandwidth_gbs') or 0:.0f} GB/s from "
+                     f"{g.get('memory_clock_khz')} kHz x {g.get('bus_width_bits')} bit x 2); reference built with "
+                     f"{g.get('reference_built_with', '?')}")
+        bw = g.get("saxpy_bandwidth")
+        if bw:
+            pk = lambda v: "n/a" if v is None else f"{v:.1f}% of peak"  # noqa: E731
+            parts.append(f"  saxpy n={bw['n']}: kernc {bw['kernc_gbs']:.0f} GB/s ({pk(bw['kernc_pct_of_peak'])}), "
+                         f"CUDA C++ {bw['reference_gbs']:.0f} GB/s ({pk(bw['reference_pct_of_peak'])}); "
+                         f"ratio {_x(bw['ratio_kernc_to_reference'])}")
+        lo = g.get("launch_overhead")
+        if lo:
+            parts.append(f"  host launch overhead per call (n={lo['n']}): kernc API {lo['kernc_api_us']:.1f} us, "
+                         f"kernc kernel raw {lo['kernc_raw_us']:.1f} us, CUDA C++ raw (CuPy) "
+                         f"{lo['reference_raw_us']:.1f} us; ratio API/raw {_x(lo['ratio_api_to_reference'])}")
+        if "error" in g:
+            parts.append(f"  error: {g['error']}")
+
+    counts = {s: sum(1 for t in results["targets"] if t["status"] == s) for s in ("PASS", "FAIL", "n/a")}
+    parts += ["", f"Targets: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['n/a']} n/a"]
+    for t in results["targets"]:
+        if t["status"] == "FAIL":
+            where = t["example"] + (f"/{t['kernel']}" if t["kernel"] and t["kernel"] != t["example"] else "")
+            val = f"{t['measured']:.3g} {t['unit']}"
+            parts.append(f"  FAIL {t['text']}: {where} measured {val}")
+    return "\n".join(parts) + "\n"
+
+
+def run(ns) -> int:
+    """Run the benchmarks for parsed options ``ns``: print the table and write ``ns.json``."""
+    results = collect(ns)
+    sys.stdout.write(render(results))
+    from kernc.cli import write_atomically
+
+    write_atomically(ns.json, json.dumps(results, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {ns.json}")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of ``python -m bench``."""
+    return run(build_parser().parse_args(argv))

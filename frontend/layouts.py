@@ -1,0 +1,795 @@
+"""Layouts in the language: layout definitions, their evaluation, views and layout applications.
+
+This module is the part of the checker (:mod:`kernc.frontend.check`) that deals with layouts
+(``shared/design/layouts.md``, ``language.md`` section 3). It is a mixin of the checker class.
+
+Layout values
+-------------
+A layout expression evaluates to a *chain* of layers, applied first to last to a coordinate:
+
+- :class:`StridedLayer` -- a flat strided layout ``(s0,..):(d0,..)`` over size symbols
+  (``dialect/strided.py``), optionally under a static swizzle ``Sw<B,M,S>``. Applied to as many
+  coordinates as it has modes (or to one linear index, split colexicographically, first mode
+  fastest, as CuTe's ``L(i)``) it gives *one* coordinate, the offset; it is in bounds when every
+  coordinate lies in its mode (``0 <= c_k < s_k``), or the linear index in ``[0, size)``.
+- :class:`FnLayer` -- a functional layout ``layout f(params) : (coords) [in (extents)] -> (outs)
+  { ... }`` with its arguments; in bounds when its optional domain holds.
+
+Static layout algebra is folded here with :mod:`kernc.layout` (``coalesce``, ``composition`` /
+``A o B``, ``complement``, the divides and products, the inverses, ``swizzle<B,M,S> o L``), so only
+plain strides (or one swizzle over them) reach the kern IR. A composition that is not admissible is
+a located error whose message names both layouts (``LayoutError`` from ``kernc.layout``).
+A composition that involves size symbols or functional layouts is not folded: it stays a chain of
+layers (always correct). Hierarchical results are flattened (a view's dims list the flattened
+modes).
+
+The built-in functional layout ``im2col(H, W, C, R, S, OH, OW, sh, sw, ph, pw, dh, dw)`` is the
+definition of :data:`IM2COL_SOURCE` (``language.md`` 6.3); a program may define its own ``im2col``,
+which then takes precedence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from kernc.dialect.strided import Poly, StridedLayout
+from kernc.errors import CompileError
+
+from . import ast as A
+from . import types as T
+
+#: The built-in ``im2col`` (layouts.md section 3 / language.md 6.3, with the domain of ``(m, k)``:
+#: ``m >= 0``, ``0 <= k < R*S*C``; ``n < N`` and the padding bounds of ``h``/``w`` belong to the
+#: NHWC view the coordinate is applied to). ``m`` splits into ``(n, oh, ow)`` (last fastest) and
+#: ``k`` into ``(r, s, c)`` (channel fastest), like ``kernc.layout.im2col``.
+IM2COL_SOURCE = """\
+layout im2col(H, W, C, R, S, OH, OW, sh, sw, ph, pw, dh, dw) : (m, k) in (_, R * S * C) -> (n, h, w, c) {
+    let n = m / (OH * OW);  let oh = (m / OW) % OH;  let ow = m % OW;
+    let r = k / (S * C);    let s = (k / C) % S;     let c = k % C;
+    return (n, oh * sh + r * dh - ph, ow * sw + s * dw - pw, c);
+}
+"""
+
+#: Layout algebra operations callable in layout expressions, with their (min, max) argument counts.
+ALGEBRA = {
+    "coalesce": (1, 1), "composition": (2, 2), "complement": (1, 2), "right_inverse": (1, 1),
+    "left_inverse": (1, 1), "logical_divide": (2, 2), "zipped_divide": (2, 2),
+    "tiled_divide": (2, 2), "flat_divide": (2, 2), "logical_product": (2, 2),
+    "zipped_product": (2, 2), "tiled_product": (2, 2), "flat_product": (2, 2),
+    "blocked_product": (2, 2), "raked_product": (2, 2),
+}
+#: Most dims a view (and most coordinates a layout application) may have.
+MAX_VIEW_RANK = 8
+
+
+@dataclass
+class StridedLayer:
+    """A flat strided layout (``StridedLayout``) with an optional swizzle ``(B, M, S)``."""
+
+    layout: StridedLayout
+    swizzle: Optional[tuple] = None
+
+    @property
+    def text(self) -> str:
+        """The kern IR ``layout`` attribute: ``(..):(..)`` or ``Sw<B,M,S> o (..):(..)``."""
+        if self.swizzle:
+            b, m, s = self.swizzle
+            return f"Sw<{b},{m},{s}> o {self.layout}"
+        return str(self.layout)
+
+    @property
+    def outputs(self) -> int:
+        return 1
+
+    def accepts(self, n: int) -> bool:
+        return n == self.layout.rank or n == 1
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass
+class FnLayer:
+    """A functional layout with its arguments: ``("expr", A.Expr)`` (checked ``index``
+    expressions of the kernel) or ``("poly", Poly)`` (sizes, from a layout definition)."""
+
+    d: A.FnLayoutDef
+    args: list
+
+    @property
+    def outputs(self) -> int:
+        return len(self.d.outs)
+
+    def accepts(self, n: int) -> bool:
+        return n == len(self.d.coords)
+
+    def __str__(self) -> str:
+        return f"{self.d.name}(...)"
+
+
+class _Chain(list):
+    """A list of layers (applied first to last) while evaluating a layout expression."""
+
+
+def _is_alg(v) -> bool:
+    from kernc.layout import ComposedLayout, Layout
+
+    return isinstance(v, (Layout, ComposedLayout))
+
+
+def to_strided(layout) -> StridedLayout:
+    """The flat :class:`StridedLayout` of a ``kernc.layout.Layout`` (flattened)."""
+    leaves = layout.leaves()
+    return StridedLayout(tuple(Poly.parse(str(s)) for s, _ in leaves),
+                         tuple(_poly_of(d) for _, d in leaves))
+
+
+def _poly_of(x) -> Poly:
+    if isinstance(x, int):
+        return Poly.const(x) if x >= 0 else Poly(((( ), int(x)),))
+    return Poly.parse(str(x))
+
+
+def _entry(p: Poly):
+    return p.value if p.is_const else str(p)
+
+
+class LayoutMixin:
+    """Layout definitions, storage layouts of buffers/views, applications and view accesses."""
+
+    # ---- definitions ------------------------------------------------------------------------
+
+    def register_layouts(self) -> None:
+        """Record every ``layout`` definition (both kinds), check functional bodies and evaluate
+        the definitions that have no parameters (so their errors are reported once, here)."""
+        self.fn_layouts: dict = {}
+        self._builtin_fn: dict = {}
+        self._bad_layouts: set = set()
+        seen: dict = {}
+        for item in self.program.items:
+            if not isinstance(item, (A.LayoutDef, A.FnLayoutDef)):
+                continue
+            if not self.layout_name_ok(item, seen):
+                continue
+            seen[item.name] = item
+            if isinstance(item, A.FnLayoutDef):
+                if self.check_fn_layout(item):
+                    self.fn_layouts[item.name] = item
+                else:
+                    self._bad_layouts.add(item.name)
+            else:
+                self.check_layout_def(item)
+        for d in list(self.layouts.values()):
+            if not d.params:
+                d.value = self.eval_layout(d.expr, {}, d)
+            else:  # validate with symbolic parameters; algebra is folded at each use
+                self.eval_layout(d.expr, {p: Poly.sym(p) for p in d.params}, d, lenient=True)
+
+    def layout_name_ok(self, d, seen: dict) -> bool:
+        from .check import BUILTIN_FUNCS, BUILTIN_LAYOUTS, PENDING_LAYOUTS
+
+        if d.name in BUILTIN_LAYOUTS or d.name in PENDING_LAYOUTS:
+            self.error(f"'{d.name}' is a builtin layout and cannot be redefined", d.loc)
+            return False
+        if d.name in ALGEBRA or d.name in BUILTIN_FUNCS or d.name in T.SCALARS:
+            what = ("a layout algebra operation" if d.name in ALGEBRA else
+                    "a builtin function" if d.name in BUILTIN_FUNCS else "a type name")
+            self.error(f"'{d.name}' is {what} and cannot name a layout", d.loc)
+            return False
+        from .check import KEYWORDS
+
+        if d.name in KEYWORDS:
+            self.error(f"'{d.name}' is a keyword and cannot name a layout", d.loc)
+            return False
+        if d.name in seen:
+            self.error(f"redefinition of layout '{d.name}'", d.loc,
+                       note=("previous definition is here", seen[d.name].loc))
+            return False
+        if len(set(d.params)) != len(d.params):
+            self.error(f"layout '{d.name}' has duplicate parameter names", d.loc)
+            return False
+        if "_" in d.params:
+            self.error(f"'_' cannot name a parameter of layout '{d.name}'", d.loc)
+            return False
+        return True
+
+    def check_layout_def(self, d: A.LayoutDef) -> None:
+        if isinstance(d.expr, A.LayoutLiteral) and len(d.expr.shape) != len(d.expr.stride):
+            self.error(f"layout '{d.name}' has {len(d.expr.shape)} shape entries but "
+                       f"{len(d.expr.stride)} strides", d.loc)
+            return
+        d.value = None
+        self.layouts[d.name] = d
+
+    def builtin_fn_layout(self, name: str) -> Optional[A.FnLayoutDef]:
+        """The built-in functional layout ``name`` (parsed and checked on first use), or None."""
+        if name != "im2col":
+            return None
+        if name not in self._builtin_fn:
+            from .parser import parse
+
+            prog = parse(IM2COL_SOURCE, "<builtin im2col>")
+            d = prog.items[0]
+            d.builtin = True
+            saved = (self.program, self.diags, self.scopes)
+            self.program, self.diags, self.scopes = prog, [], []
+            ok = self.check_fn_layout(d)
+            self.program, self.diags, self.scopes = saved
+            assert ok, "the built-in im2col does not check"
+            self._builtin_fn[name] = d
+        return self._builtin_fn[name]
+
+    def lookup_fn_layout(self, name: str) -> Optional[A.FnLayoutDef]:
+        if name in self.fn_layouts:
+            return self.fn_layouts[name]
+        if name in self.layouts:
+            return None
+        return self.builtin_fn_layout(name)
+
+    def is_layout_name(self, name: str) -> bool:
+        return (name in self.layouts or name in self.fn_layouts or name == "im2col"
+                or name in getattr(self, "_bad_layouts", ()))
+
+    def check_fn_layout(self, d: A.FnLayoutDef) -> bool:
+        """Type-check a functional layout's body once: params and coordinates are ``index``
+        values; the lets are local; the result is a tuple of ``len(outs)`` ``index`` values."""
+        from .check import Symbol
+
+        n0 = len(self.diags)
+        scope: dict = {}
+        d.param_syms, d.coord_syms = [], []
+        saved = self.scopes
+        self.scopes = [scope]
+        for name, kind, out in [(p, "lparam", d.param_syms) for p in d.params] + \
+                [(c, "coord", d.coord_syms) for c in d.coords]:
+            if name in scope:
+                self.error(f"'{name}' is declared twice in layout '{d.name}'", d.loc)
+                continue
+            if not self.name_free(name, d.loc, "a layout parameter"):
+                continue
+            sym = Symbol(name, kind, T.INDEX, d.loc)
+            scope[name] = sym
+            out.append(sym)
+        if len(set(d.outs)) != len(d.outs):
+            self.error(f"layout '{d.name}' names an output coordinate twice", d.loc)
+        if d.domain is not None:
+            if len(d.domain) != len(d.coords):
+                self.error(f"the domain of layout '{d.name}' has {len(d.domain)} extents for "
+                           f"{len(d.coords)} coordinates", d.domain[0].loc)
+            for e in d.domain:
+                if isinstance(e, A.Name) and e.id == "_":
+                    continue
+                self.index_value(e, "a domain extent")
+        for s in d.lets:
+            self.let(s)
+        elems = d.result.elems if isinstance(d.result, A.TupleLit) else [d.result]
+        for e in elems:
+            self.index_value(e, f"a result coordinate of layout '{d.name}'")
+        if len(elems) != len(d.outs):
+            self.error(f"layout '{d.name}' returns {len(elems)} coordinate"
+                       f"{'s' if len(elems) != 1 else ''} but declares {len(d.outs)} "
+                       f"({', '.join(d.outs)})", d.result.loc)
+        self.scopes = saved
+        return len(self.diags) == n0
+
+    def index_value(self, e: A.Expr, what: str) -> bool:
+        """Check ``e`` as an ``index`` value (integer literals become ``index``)."""
+        t = self.expr(e)
+        if t is None:
+            return False
+        if T.is_literal(t) and isinstance(t, T.ScalarType) and t.is_int:
+            self.retype(e, T.INDEX)
+            t = e.ty
+        if t != T.INDEX:
+            hint = "convert it with index(...)" if isinstance(t, T.ScalarType) and t.is_int else None
+            self.error(f"{what} must be an 'index', got '{t}'", e.loc, hint=hint)
+            return False
+        return True
+
+    # ---- evaluation -------------------------------------------------------------------------
+
+    def eval_layout(self, e, env: dict, d, lenient: bool = False):
+        """Evaluate layout expression ``e`` of definition ``d`` with parameters bound by ``env``
+        (name -> Poly). Returns a ``kernc.layout`` object, a ``Swizzle`` or a :class:`_Chain`;
+        None after an error. ``lenient``: do not report "needs static shapes" (a parameterised
+        definition is folded at each use, with its arguments)."""
+        from kernc.layout import LayoutError
+
+        try:
+            return self._eval(e, env, d, lenient)
+        except _Deferred:
+            return None
+        except LayoutError as err:  # pragma: no cover - every call site catches its own
+            self.error(str(err), getattr(e, "loc", d.loc))
+            return None
+
+    def _names_ok(self, env: dict, d):
+        def ok(name, loc):
+            if name in env:
+                return True
+            self.error(f"unknown name '{name}' in layout '{d.name}'"
+                       + _did_you_mean(name, list(env)), loc,
+                       hint=f"size parameters are declared as `layout {d.name}({name}) = ...`")
+            return False
+        return ok
+
+    def _tree(self, e, env: dict, d, what: str):
+        from .check import _subst
+
+        if isinstance(e, A.TupleLit):
+            parts = [self._tree(x, env, d, what) for x in e.elems]
+            if any(p is None for p in parts):
+                return None
+            return tuple(parts)
+        p = self.poly(e, what, self._names_ok(env, d))
+        if p is None:
+            return None
+        return _entry(_subst(p, env))
+
+    def _layout_error(self, err, loc, lenient: bool):
+        if lenient and "static" in str(err):
+            raise _Deferred()
+        self.error(str(err), loc)
+        raise _Deferred()
+
+    def _eval(self, e, env: dict, d, lenient: bool):
+        import kernc.layout as KL
+
+        if isinstance(e, A.LayoutLiteral):
+            if len(e.shape) != len(e.stride):
+                self.error(f"layout has {len(e.shape)} shape entries but {len(e.stride)} strides",
+                           e.loc)
+                raise _Deferred()
+            shape = [self._tree(x, env, d, "layout") for x in e.shape]
+            stride = [self._tree(x, env, d, "layout") for x in e.stride]
+            if None in shape or None in stride:
+                raise _Deferred()
+            try:
+                return KL.Layout(tuple(shape), tuple(stride))
+            except KL.LayoutError as err:
+                self._layout_error(err, e.loc, lenient)
+        if isinstance(e, A.LayoutSwizzle):
+            try:
+                return KL.Swizzle(e.bits, e.base, e.shift)
+            except KL.LayoutError as err:
+                self._layout_error(err, e.loc, lenient)
+        if isinstance(e, A.Name) and e.id not in env and self.is_layout_name(e.id):
+            return self._reference(e.id, [], env, d, e.loc, lenient)
+        if isinstance(e, (A.TupleLit, A.IntLit, A.Name, A.Binary)):
+            shape = self._tree(e, env, d, "layout")
+            if shape is None:
+                raise _Deferred()
+            try:
+                return KL.Layout(shape if isinstance(shape, tuple) else (shape,))
+            except KL.LayoutError as err:
+                self._layout_error(err, e.loc, lenient)
+        if isinstance(e, A.Call):
+            if e.func in ALGEBRA:
+                return self._algebra(e, env, d, lenient)
+            if self.is_layout_name(e.func):
+                return self._reference(e.func, e.args, env, d, e.loc, lenient)
+            self.error(f"unknown layout or layout operation '{e.func}'"
+                       + _did_you_mean(e.func, list(ALGEBRA) + list(self.layouts)
+                                       + list(self.fn_layouts)), e.loc,
+                       hint="layout operations: " + ", ".join(ALGEBRA))
+            raise _Deferred()
+        if isinstance(e, A.LayoutCompose):
+            values = [self._eval(p, env, d, lenient) for p in e.pieces]
+            acc = values[-1]
+            for piece, v in zip(reversed(e.pieces[:-1]), reversed(values[:-1])):
+                acc = self._compose(v, acc, piece.loc, lenient)
+            return acc
+        self.error("not a layout expression", e.loc)  # pragma: no cover - the grammar prevents it
+        raise _Deferred()
+
+    def _reference(self, name: str, args: list, env: dict, d, loc, lenient: bool):
+        """``name(args)`` inside a layout expression: another definition, instantiated."""
+        from .check import _subst
+
+        fn = self.lookup_fn_layout(name)
+        target = fn if fn is not None else self.layouts[name]
+        if len(args) != len(target.params):
+            self.error(f"layout '{name}' takes {len(target.params)} argument"
+                       f"{'' if len(target.params) == 1 else 's'}, got {len(args)}", loc,
+                       note=None if getattr(target, "builtin", False) else
+                       (f"layout '{name}' is defined here", target.loc))
+            raise _Deferred()
+        vals = [self.poly(a, "layout argument", self._names_ok(env, d)) for a in args]
+        if None in vals:
+            raise _Deferred()
+        vals = [_subst(v, env) for v in vals]
+        if fn is not None:
+            return _Chain([FnLayer(fn, [("poly", v) for v in vals])])
+        if target is d:
+            self.error(f"layout '{name}' refers to itself", loc)
+            raise _Deferred()
+        if getattr(self, "_instantiating", None) is None:
+            self._instantiating = []
+        if name in self._instantiating:
+            self.error(f"layout '{name}' refers to itself", loc)
+            raise _Deferred()
+        self._instantiating.append(name)
+        try:
+            return self._eval(target.expr, dict(zip(target.params, vals)), target, lenient)
+        finally:
+            self._instantiating.pop()
+
+    def _algebra(self, e: A.Call, env: dict, d, lenient: bool):
+        import kernc.layout as KL
+
+        lo, hi = ALGEBRA[e.func]
+        if not lo <= len(e.args) <= hi:
+            want = str(lo) if lo == hi else f"{lo} or {hi}"
+            self.error(f"'{e.func}' takes {want} argument{'s' if hi > 1 else ''}, got {len(e.args)}",
+                       e.loc)
+            raise _Deferred()
+        args = []
+        for i, a in enumerate(e.args):
+            if e.func == "complement" and i == 1:
+                t = self._tree(a, env, d, "complement cotarget")
+                if t is None:
+                    raise _Deferred()
+                args.append(t)
+                continue
+            v = self._eval(a, env, d, lenient)
+            if not _is_alg(v):
+                self.error(f"'{e.func}' needs static layouts, not a functional layout", a.loc)
+                raise _Deferred()
+            args.append(v)
+        try:
+            return getattr(KL, e.func)(*args)
+        except (KL.LayoutError, TypeError, ValueError) as err:
+            self._layout_error(err, e.loc, lenient)
+
+    def _compose(self, outer, inner, loc, lenient: bool):
+        """``outer o inner`` (``outer`` applied after ``inner``)."""
+        import kernc.layout as KL
+
+        if isinstance(outer, KL.Swizzle):
+            if isinstance(inner, KL.Layout):
+                if not inner.is_static:
+                    self._layout_error(KL.LayoutError(
+                        f"a swizzle needs a static layout, '{inner}' has size symbols"), loc, lenient)
+                return KL.ComposedLayout(outer, 0, inner)
+            self.error(f"a swizzle must be composed with a plain layout, not '{_show(inner)}'", loc)
+            raise _Deferred()
+        if isinstance(inner, KL.Swizzle):
+            self.error("a swizzle must be the outer (left) operand of 'o', followed by a layout", loc)
+            raise _Deferred()
+        if isinstance(outer, KL.Layout) and isinstance(inner, KL.Layout) \
+                and outer.is_static and inner.is_static:
+            try:
+                return KL.composition(outer, inner)
+            except KL.LayoutError as err:
+                self._layout_error(err, loc, lenient)
+        return _Chain(self._layers(inner, loc) + self._layers(outer, loc))
+
+    def _layers(self, v, loc) -> list:
+        import kernc.layout as KL
+
+        if isinstance(v, _Chain):
+            return list(v)
+        if isinstance(v, KL.Layout):
+            return [StridedLayer(to_strided(v))]
+        if isinstance(v, KL.ComposedLayout):
+            if v.offset != 0 or not isinstance(v.outer, KL.Swizzle):
+                self.error(f"layout '{v}' is not supported here (a swizzle over a plain layout "
+                           f"is)", loc)
+                raise _Deferred()
+            sw = v.outer
+            return [StridedLayer(to_strided(v.inner), (sw.bits, sw.base, sw.shift))]
+        self.error("a swizzle alone is not a layout: compose it with one, "
+                   "`swizzle<3, 3, 3> o (8, 64):(64, 1)`", loc)
+        raise _Deferred()
+
+    def layers_of(self, v, loc) -> Optional[list]:
+        """The layer list of an evaluated layout value (None after an error)."""
+        if v is None:
+            return None
+        try:
+            return self._layers(v, loc)
+        except _Deferred:
+            return None
+
+    def instantiate(self, d: A.LayoutDef, args: list, loc) -> Optional[list]:
+        """The layers of definition ``d`` with size arguments ``args`` (Polys over the kernel's
+        size symbols); errors are located in the definition, with a note at the use."""
+        if not d.params and getattr(d, "value", None) is not None:
+            return self.layers_of(d.value, d.loc)
+        n0 = len(self.diags)
+        v = self.eval_layout(d.expr, dict(zip(d.params, args)), d)
+        layers = self.layers_of(v, d.loc)
+        for diag in self.diags[n0:]:
+            if diag.location is not None and diag.location != loc:
+                from kernc.errors import Diagnostic
+
+                diag.notes.append(Diagnostic(f"layout '{d.name}' is used here", loc,
+                                             severity="note", source=self.program.source))
+        return layers
+
+    # ---- storage layouts of buffers and views -------------------------------------------------
+
+    def named_storage_layout(self, spec: A.LayoutName, names_ok, view: bool) -> Optional[StridedLayer]:
+        """The storage layer of ``as NAME(args)`` (a strided definition, folded); None after an
+        error (reported)."""
+        from .check import _did_you_mean as dym
+
+        d = self.layouts.get(spec.name)
+        if d is None:
+            if self.lookup_fn_layout(spec.name) is not None:
+                self.error(f"'{spec.name}' is a functional layout; it cannot be a storage layout",
+                           spec.loc, hint=f"apply it to a coordinate in the body: "
+                                          f"x.checked({spec.name}(...)(i, j))")
+                return None
+            from .check import BUILTIN_LAYOUTS
+
+            self.error(f"unknown layout '{spec.name}'"
+                       + dym(spec.name, list(self.layouts) + list(BUILTIN_LAYOUTS)), spec.loc)
+            return None
+        args = spec.args or []
+        if len(args) != len(d.params):
+            self.error(f"layout '{d.name}' takes {len(d.params)} argument"
+                       f"{'' if len(d.params) == 1 else 's'}, got {len(args)}", spec.loc,
+                       note=(f"layout '{d.name}' is defined here", d.loc))
+            return None
+        vals = [self.poly(e, "layout argument", names_ok) for e in args]
+        if None in vals:
+            return None
+        layers = self.instantiate(d, vals, spec.loc)
+        if layers is None:
+            return None
+        if len(layers) != 1 or not isinstance(layers[0], StridedLayer):
+            self.error(f"layout '{d.name}' is a chain of layouts ({' o '.join(map(str, reversed(layers)))}); "
+                       f"a storage layout must be a single strided layout", spec.loc,
+                       hint="apply the outer layers to the coordinate in the body instead")
+            return None
+        if layers[0].swizzle is not None and not view:
+            self.error(f"the swizzled layout '{d.name}' can only be the layout of a 'view' buffer",
+                       spec.loc)
+            return None
+        return layers[0]
+
+    def view_param(self, sym, p: A.BufferParam, elem, dims_names_ok, add_sizes) -> None:
+        """Check a ``view`` buffer param: dims (any rank up to :data:`MAX_VIEW_RANK`), storage
+        layout (row-major by default, literal, named, or a swizzled named layout), ``default`` and
+        ``compute`` clauses; no accessor patterns."""
+        from .check import BufferInfo, _poly_entry, storage_shape
+
+        if p.patterns:
+            self.error(f"a 'view' buffer takes no accessor pattern ('{p.patterns[0].name}')",
+                       p.patterns[0].loc,
+                       hint="a view is accessed by coordinates in the body: x[i, j], x.checked(i, j)")
+            return
+        if len(p.dims) > MAX_VIEW_RANK:
+            self.error(f"view '{p.name}' has {len(p.dims)} dims; at most {MAX_VIEW_RANK} are "
+                       f"supported", p.loc)
+            return
+        dims = [self.poly(d, "dim", dims_names_ok) for d in p.dims]
+        if None in dims or elem is None:
+            return
+        for d in dims:
+            add_sizes(d, p.loc)
+        spec = p.layout
+        swizzle = None
+        if spec is None or (isinstance(spec, A.LayoutName) and spec.name in ("aos", "soa")):
+            if spec is not None and spec.args:
+                self.error(f"layout '{spec.name}' takes no arguments", spec.loc)
+                return
+            if spec is not None and len(dims) != 2:
+                self.error(f"layout '{spec.name}' is for 2-D views (T[n, K])", spec.loc)
+                return
+            if spec is not None and spec.name == "soa":
+                layout = StridedLayout(tuple(dims), (Poly.const(1), dims[0]))
+            else:  # row-major (C order): the last dim is contiguous
+                strides, acc = [], Poly.const(1)
+                for d in reversed(dims):
+                    strides.append(acc)
+                    acc = acc * d
+                layout = StridedLayout(tuple(dims), tuple(reversed(strides)))
+        elif isinstance(spec, A.LayoutName) and spec.name == "caspar":
+            self.error("layout 'caspar' is for accessor buffers, not views", spec.loc)
+            return
+        elif isinstance(spec, A.LayoutLiteral):
+            if len(spec.shape) != len(spec.stride):
+                self.error(f"layout has {len(spec.shape)} shape entries but {len(spec.stride)} "
+                           f"strides", spec.loc)
+                return
+            shape = [self.poly(e, "layout", dims_names_ok) for e in spec.shape]
+            stride = [self.poly(e, "layout", dims_names_ok) for e in spec.stride]
+            if None in shape or None in stride:
+                return
+            layout = StridedLayout(tuple(shape), tuple(stride))
+        else:
+            layer = self.named_storage_layout(spec, dims_names_ok, view=True)
+            if layer is None:
+                return
+            layout, swizzle = layer.layout, layer.swizzle
+        if tuple(layout.shape) != tuple(dims):
+            dims_text = ", ".join(str(x) for x in dims)
+            self.error(f"layout {layout} does not match the dims [{dims_text}] of '{p.name}'",
+                       spec.loc, hint="the layout's shape must list the view's dims in order")
+            return
+        for s in layout.shape + layout.stride:
+            add_sizes(s, p.loc)
+        shape = storage_shape(layout)
+        sig_layout = str(layout)
+        if swizzle is not None:
+            import kernc.layout as KL
+
+            inner = KL.Layout(tuple(_poly_entry(x) for x in layout.shape),
+                              tuple(_poly_entry(x) for x in layout.stride))
+            composed = KL.ComposedLayout(KL.Swizzle(*swizzle), 0, inner)
+            cos = composed.cosize()
+            if cos > inner.cosize():  # the swizzle reaches past the plain layout's storage
+                shape, sig_layout = [cos], f"({cos}):(1)"
+        compute = self.compute_clause(p, elem)
+        b = BufferInfo(p.name, elem, dims, 1, "view", "view", [], None, layout, shape, p.loc,
+                       compute=compute, compute_name=compute.name if compute is not None else None)
+        b.swizzle = swizzle
+        b.sig_layout = sig_layout
+        if p.default is not None:
+            value = self.default_value(p.default, b)
+            if value is None:
+                return
+            b.default_value = value
+        sym.buffer = b
+        sym.ty = b.value_type
+
+    # ---- applications and view accesses ---------------------------------------------------------
+
+    def is_application(self, e) -> bool:
+        from .check import BUILTIN_FUNCS
+
+        if isinstance(e, A.Apply):
+            return True
+        return (isinstance(e, A.Call) and e.func not in BUILTIN_FUNCS and e.func not in T.SCALARS
+                and self.lookup(e.func) is None and self.is_layout_name(e.func))
+
+    def application(self, e) -> Optional[int]:
+        """Check a layout application (``A.Apply``, or ``A.Call`` of a parameterless layout);
+        sets ``e.layers`` and ``e.inputs``; returns the number of coordinates it gives."""
+        if isinstance(e, A.Apply):
+            name, args, coords = e.func, e.args, e.coords
+        else:
+            name, args, coords = e.func, [], e.args
+        fn = self.lookup_fn_layout(name)
+        layers = None
+        if fn is not None:
+            if len(args) != len(fn.params):
+                self.error(f"layout '{name}' takes {len(fn.params)} argument"
+                           f"{'' if len(fn.params) == 1 else 's'}, got {len(args)}", e.loc,
+                           hint=None if not fn.builtin else
+                           "im2col(H, W, C, R, S, OH, OW, sh, sw, ph, pw, dh, dw)",
+                           note=None if fn.builtin else (f"layout '{name}' is defined here", fn.loc))
+                for a in list(args) + list(coords):
+                    if not self.is_application(a):
+                        self.expr(a)
+                return None
+            ok = all([self.index_value(a, f"an argument of layout '{name}'") for a in args])
+            layers = [FnLayer(fn, [("expr", a) for a in args])] if ok else None
+        elif name in self.layouts:
+            d = self.layouts[name]
+            if len(args) != len(d.params):
+                self.error(f"layout '{name}' takes {len(d.params)} argument"
+                           f"{'' if len(d.params) == 1 else 's'}, got {len(args)}", e.loc,
+                           note=(f"layout '{name}' is defined here", d.loc))
+                return None
+            vals = [self.poly(a, "layout argument", self._size_ok) for a in args]
+            if None not in vals:
+                layers = self.instantiate(d, vals, e.loc)
+        elif name not in self._bad_layouts:
+            self.error(f"unknown layout '{name}'"
+                       + _did_you_mean(name, list(self.layouts) + list(self.fn_layouts) + ["im2col"]),
+                       e.loc)
+        n = self.coord_list(coords, f"layout '{name}'")
+        if layers is None or n is None:
+            return None
+        for layer in layers:
+            if not layer.accepts(n):
+                want = (f"{len(layer.d.coords)}" if isinstance(layer, FnLayer) else
+                        f"{layer.layout.rank} (or 1 linear index)")
+                self.error(f"layout '{name}' is applied to {n} coordinate{'s' if n != 1 else ''}; "
+                           f"its layer {layer} takes {want}", e.loc)
+                return None
+            n = layer.outputs
+        e.layers = layers
+        e.inputs = coords
+        e.ty = T.CoordType(n)
+        return n
+
+    def _size_ok(self, name, loc) -> bool:
+        sym = self.lookup(name)
+        if sym is not None and sym.kind == "size":
+            return True
+        self.error(f"arguments of a strided layout must be sizes (size symbols and integers); "
+                   f"'{name}' is not a size symbol", loc)
+        return False
+
+    def coord_list(self, args: list, what: str) -> Optional[int]:
+        """Check coordinates: one layout application, or index values. Returns their count."""
+        if len(args) == 1 and self.is_application(args[0]):
+            return self.application(args[0])
+        if len(args) > MAX_VIEW_RANK:
+            self.error(f"{what} takes at most {MAX_VIEW_RANK} coordinates, got {len(args)}",
+                       args[0].loc)
+            return None
+        ok = True
+        for a in args:
+            if self.is_application(a):
+                self.error("a layout application must be the only coordinate", a.loc)
+                ok = False
+            elif not self.index_value(a, "a coordinate"):
+                ok = False
+        return len(args) if ok else None
+
+    def view_of(self, base) -> Optional[object]:
+        """The view Symbol ``base`` names, or None."""
+        if isinstance(base, A.Name):
+            sym = self.lookup(base.id)
+            if sym is not None and sym.kind == "buffer" and sym.buffer is not None \
+                    and sym.buffer.access == "view":
+                base.sym = sym
+                base.ty = sym.ty
+                return sym
+        return None
+
+    def view_access(self, e, sym, args: list) -> bool:
+        """Check the coordinates of an access of view ``sym``; sets ``e.view`` and ``e.coords``."""
+        b = sym.buffer
+        n = self.coord_list(args, f"view '{sym.name}'")
+        if n is None:
+            return False
+        rank = len(b.dims)
+        if n != rank:
+            self.error(f"view '{sym.name}' has {rank} dim{'s' if rank != 1 else ''}, but "
+                       f"{n} coordinate{'s are' if n != 1 else ' is'} given", e.loc)
+            return False
+        e.view = sym
+        e.coords = args
+        return True
+
+    def view_read(self, e) -> Optional[T.Type]:
+        """``x[i, j]`` / ``x[i]`` (unchecked), ``x.checked(...)``, ``x.in_bounds(...)``."""
+        if isinstance(e, A.Method):
+            sym = self.view_of(e.base)
+            if sym is None:
+                if not (isinstance(e.base, A.Name) and self.lookup(e.base.id) is None):
+                    self.expr(e.base)
+                what = f"'{e.base.id}'" if isinstance(e.base, A.Name) else "this value"
+                self.error(f"'.{e.name}(...)' is a method of 'view' buffers; {what} is not one",
+                           e.loc, hint="declare the buffer `view` to access it by coordinates")
+                return None
+            if e.name not in ("checked", "in_bounds"):
+                self.error(f"view '{sym.name}' has no method '.{e.name}'"
+                           + _did_you_mean(e.name, ("checked", "in_bounds")), e.loc,
+                           hint="views have x[i, j], x.checked(i, j) and x.in_bounds(i, j)")
+                return None
+            if not self.view_access(e, sym, e.args):
+                return None
+            return T.BOOL if e.name == "in_bounds" else sym.ty
+        sym = e.view_sym
+        indices = e.indices if isinstance(e, A.MultiIndex) else [e.index]
+        if not self.view_access(e, sym, indices):
+            return None
+        return sym.ty
+
+
+class _Deferred(Exception):
+    """Internal: an error was reported (or a static-only operation is deferred to each use)."""
+
+
+def _show(v) -> str:
+    if isinstance(v, _Chain):
+        return " o ".join(str(x) for x in reversed(v))
+    return str(v)
+
+
+def _did_you_mean(name, candidates) -> str:
+    from .check import _did_you_mean as dym
+
+    return dym(name, candidates)
+
+
+__all__ = ["LayoutMixin", "StridedLayer", "FnLayer", "IM2COL_SOURCE", "ALGEBRA", "MAX_VIEW_RANK",
+           "CompileError"]

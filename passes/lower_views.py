@@ -1,0 +1,133 @@
+"""``kern-lower-views``: view accesses and coordinate ops -> ``index`` arithmetic and memory ops.
+
+Runs after ``kern-to-gpu`` and ``kern-lower-accessors`` (the ops sit in the guarded body of a
+``gpu.func``; outside one, e.g. ``kernc opt`` on kern IR, they are lowered in place just the same)
+and before ``kern-lower-layouts``, which lowers the ``kern.layout_apply``/``kern.swizzle`` it emits.
+Semantics: ``dialect/kern.py`` and ``shared/design/layouts.md``.
+
+- ``kern.in_bounds`` -> one pair of *signed* compares per mode, ``c_k >= 0`` and ``c_k < s_k``,
+  and-ed together (coordinates may be negative: padding). The per-mode predicates are kept apart
+  on purpose: a check of the flat offset against the buffer size would accept ``(i, j) = (0, N)``
+  as ``(1, 0)``.
+- ``kern.view_load`` -> ``memref.load`` at ``kern.layout_apply`` (+ ``kern.swizzle``), converted to
+  the compute type; ``checked``: under ``scf.if (in_bounds && mask)``, else the ``default``.
+- ``kern.view_store`` -> ``memref.store`` (converted to the storage type); ``checked``: under
+  ``scf.if``, dropped when out of bounds.
+- ``kern.delinearize`` -> the mixed-radix split, last coordinate fastest: per extent ``E`` (from the
+  last) ``q = rest / E`` (``arith.divsi``) and ``c = rest - q * E`` (one division per extent);
+  ``kern-lower-divisions`` then turns those into shifts or magic multiplications.
+"""
+
+from __future__ import annotations
+
+from kernc.dialect import kern
+from kernc.mlir import ir
+
+from . import ir_builder as b
+from .base import Pass, walk_ops
+from .lower_layouts import emit_poly
+
+
+def _syms(op) -> list:
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
+
+
+def _segments(op) -> list:
+    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+
+
+def in_bounds_value(coords, sizes, layout, syms):
+    """``AND_k (0 <= c_k && c_k < s_k)`` with signed compares, one pair per mode."""
+    env = dict(zip(syms, sizes))
+    zero = b.idx(0)
+    ok = None
+    for c, s in zip(coords, layout.shape):
+        for pred in (b.cmp("sge", c, zero), b.cmp("slt", c, emit_poly(s, env))):
+            ok = pred if ok is None else b.and_(ok, pred)
+    return ok if ok is not None else b.const(1, ir.IntegerType.get_signless(1))
+
+
+def offset_value(coords, sizes, layout, swizzle, syms):
+    off = kern.layout_apply(list(coords), list(sizes), str(layout), syms)
+    if swizzle is not None:
+        off = kern.swizzle(off, *swizzle)
+    return off
+
+
+def _decode_access(op):
+    seg = _segments(op)
+    ops = list(op.operands)
+    buf = ops[0]
+    coords = ops[1:1 + seg[1]]
+    sizes = ops[1 + seg[1]:1 + seg[1] + seg[2]]
+    mask = ops[1 + seg[1] + seg[2]:1 + seg[1] + seg[2] + seg[3]]
+    layout, swizzle = kern.parse_view_layout(ir.StringAttr(op.attributes["layout"]).value)
+    return buf, coords, sizes, (mask[0] if mask else None), layout, swizzle, _syms(op)
+
+
+class LowerViews(Pass):
+    """Replace ``kern.view_load``/``view_store``/``in_bounds``/``delinearize``."""
+
+    name = "kern-lower-views"
+    summary = "lower view accesses, bounds predicates and delinearization to index arithmetic"
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        for op in walk_ops(module, set(kern.VIEW_OPS)):
+            with op.location, ir.InsertionPoint(op):
+                results = getattr(self, "_" + op.name.split(".")[1])(op)
+            for old, new in zip(op.results, results):
+                old.replace_all_uses_with(new)
+            op.erase()
+
+    def _in_bounds(self, op) -> list:
+        seg = _segments(op)
+        ops = list(op.operands)
+        layout, _ = kern.parse_view_layout(ir.StringAttr(op.attributes["layout"]).value)
+        return [in_bounds_value(ops[:seg[0]], ops[seg[0]:], layout, _syms(op))]
+
+    def _view_load(self, op) -> list:
+        buf, coords, sizes, mask, layout, swizzle, syms = _decode_access(op)
+        compute = op.results[0].type
+
+        def load():
+            v = b.load(buf, offset_value(coords, sizes, layout, swizzle, syms))
+            return b.convert_float(v, compute) if b.is_float(compute) else v
+
+        if kern.CHECKED_ATTR not in op.attributes:
+            return [load()]
+        ok = in_bounds_value(coords, sizes, layout, syms)
+        if mask is not None:
+            ok = b.and_(ok, mask)
+        default = op.attributes[kern.DEFAULT_ATTR]
+        return b.if_else(ok, [compute], lambda: [load()],
+                         lambda: [b.arith.ConstantOp(compute, default).result])
+
+    def _view_store(self, op) -> list:
+        buf, coords, sizes, mask, layout, swizzle, syms = _decode_access(op)
+        value = list(op.operands)[-1]
+        storage = ir.MemRefType(buf.type).element_type
+
+        def store():
+            v = b.convert_float(value, storage) if b.is_float(storage) else value
+            b.store(v, buf, offset_value(coords, sizes, layout, swizzle, syms))
+
+        if kern.CHECKED_ATTR not in op.attributes:
+            store()
+            return []
+        ok = in_bounds_value(coords, sizes, layout, syms)
+        if mask is not None:
+            ok = b.and_(ok, mask)
+        with b.if_(ok):
+            store()
+        return []
+
+    def _delinearize(self, op) -> list:
+        ops = list(op.operands)
+        rest, extents = ops[0], ops[1:]
+        coords = []
+        for e in reversed(extents[1:]):
+            q = b.arith.DivSIOp(rest, e).result
+            coords.append(b.sub(rest, b.mul(q, e)))
+            rest = q
+        coords.append(rest)
+        return list(reversed(coords))

@@ -1,0 +1,234 @@
+"""Smoke tests of the benchmarks (``python -m bench --quick``): the run completes, the JSON has the
+expected keys and positive numbers. Targets are reported by the bench, never asserted here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+STATUSES = {"PASS", "FAIL", "n/a"}
+
+
+@pytest.fixture(scope="module")
+def quick_results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "results.json"
+    proc = subprocess.run([sys.executable, "-m", "bench", "--quick", "--json", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(out.read_text()), proc.stdout
+
+
+def _positive(x):
+    return isinstance(x, (int, float)) and x > 0
+
+
+def test_quick_run_writes_expected_json(quick_results):
+    res, stdout = quick_results
+    assert res["schema"] == 1 and res["meta"]["quick"] is True
+    assert set(res) >= {"meta", "compile", "code_quality", "memory", "gpu", "targets"}
+    assert list(res["compile"]) == ["saxpy"]
+
+    row = res["compile"]["saxpy"]
+    assert "error" not in row, row
+    for key in ("inprocess_warm_ms", "inprocess_cache_hit_ms", "cli_cold_ms", "cli_cache_hit_ms"):
+        assert _positive(row[key]), (key, row)
+    assert set(row["ratios_to_nvcc"]) == {"inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_cache_hit"}
+    if res["meta"]["nvcc"]:
+        assert _positive(row["nvcc_ptx_ms"])
+        assert all(_positive(v) for v in row["ratios_to_nvcc"].values())
+    else:
+        assert row["nvcc_ptx_ms"] is None
+
+    q = res["code_quality"]["saxpy"]
+    assert "error" not in q, q
+    k = q["kernels"]["saxpy"]
+    assert _positive(k["kernc"]["registers"]) and k["kernc"]["spill_stores_bytes"] >= 0
+    if res["meta"]["nvcc"]:
+        assert _positive(k["nvcc"]["registers"]) and _positive(k["ratios"]["registers"])
+    if res["meta"]["sass_tool"]:
+        assert _positive(k["kernc"]["sass_instructions"])
+
+    m = res["memory"]["saxpy"]
+    assert m["global_load_requests"] > 0 and m["global_store_requests"] > 0
+    assert _positive(m["load_sectors_per_request"]) and _positive(m["load_ratio_to_ideal"])
+    assert m["store_sectors_per_request"] == pytest.approx(4.0)  # y[t]: perfectly coalesced
+
+    assert isinstance(res["gpu"], dict) and "available" in res["gpu"]
+    if not res["gpu"]["available"]:
+        assert res["gpu"]["note"]
+
+    assert res["targets"] and {t["status"] for t in res["targets"]} <= STATUSES
+    assert {t["target"] for t in res["targets"]} >= {"inprocess_warm", "inprocess_cache_hit", "cli_cold",
+                                                    "cli_cache_hit", "registers", "sass_instructions"}
+    assert "Compile latency" in stdout and "Code quality" in stdout and "Memory traffic" in stdout
+    assert "PASS" in stdout or "FAIL" in stdout
+
+
+def test_kernc_bench_subcommand_has_the_same_options(capsys):
+    from kernc.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for opt in ("--quick", "--json", "--example", "--reps", "--no-gpu"):
+        assert opt in out
+
+
+def test_parse_sass_counts_per_function():
+    from kernc.bench.tools import parse_sass
+
+    text = """
+        Function : saxpy
+        /*0000*/                   LDC R1, c[0x0][0x28] ;              /* 0x00000a00ff017b82 */
+        /*0010*/               @P0 EXIT ;                              /* 0x000000000000094d */
+        /*0020*/                   FFMA R7, R2, UR6, R7 ;              /* 0x0000000602077c23 */
+        /*0030*/                   NOP;                                /* 0x0000000000007918 */
+        Function : other
+        /*0000*/                   EXIT ;                              /* 0x000000000000794d */
+    """
+    assert parse_sass(text, "cuobjdump") == {"saxpy": {"instructions": 3, "nops": 1},
+                                             "other": {"instructions": 1, "nops": 0}}
+    nvdisasm = """
+	.section	.text.saxpy,"ax",@progbits
+        /*0000*/                   LDC R1, c[0x0][0x28] ;
+        /*0010*/                   NOP ;
+	.section	.nv.info.saxpy,"",@"SHT_CUDA_INFO"
+        /*0000*/ 	.byte	0x04, 0x11
+    """
+    assert parse_sass(nvdisasm, "nvdisasm") == {"saxpy": {"instructions": 1, "nops": 1}}
+
+
+def test_render_with_gpu_results_and_errors():
+    """The table renders every section, including GPU numbers this machine may not produce."""
+    from kernc.bench.runner import evaluate_targets, render
+
+    res = {
+        "meta": {"kernc_version": "0", "quick": False, "arch": "sm_90", "reps_inprocess": 3,
+                 "reps_subprocess": 3, "nvcc": "nvcc", "ptxas": "ptxas", "sass_tool": None,
+                 "python_startup_ms": 20.0},
+        "compile": {
+            "saxpy": {"nvcc_ptx_ms": 300.0, "inprocess_warm_ms": 6.0, "inprocess_cache_hit_ms": 0.05,
+                      "cli_cold_ms": 350.0, "cli_cache_hit_ms": 45.0,
+                      "ratios_to_nvcc": {"inprocess_warm": 0.02, "inprocess_cache_hit": 0.0002,
+                                         "cli_cold": 350 / 300, "cli_cache_hit": 0.15}},
+            "broken": {"nvcc_ptx_ms": None, "error": "CompileError: boom",
+                       "ratios_to_nvcc": dict.fromkeys(["inprocess_warm", "inprocess_cache_hit", "cli_cold",
+                                                        "cli_cache_hit"])},
+        },
+        "code_quality": {
+            "saxpy": {"kernels": {"saxpy": {
+                "kernc": {"registers": 10, "spill_stores_bytes": 0, "spill_loads_bytes": 0},
+                "nvcc": {"registers": 10, "spill_stores_bytes": 0, "spill_loads_bytes": 0},
+                "ratios": {"registers": 1.0, "sass_instructions": None}}}},
+            "broken": {"error": "CompileError: boom"},
+        },
+        "memory": {"saxpy": {"problem_size": 64, "global_load_requests": 4, "global_store_requests": 2,
+                             "global_atomics": 0, "load_sectors_per_request": 4.0, "load_ratio_to_ideal": 1.0,
+                             "store_sectors_per_request": None, "store_ratio_to_ideal": None},
+                   "nopy": None, "broken": {"error": "x"}},
+        "gpu": {"available": True, "name": "Some GPU", "peak_bandwidth_gbs": 4800.0, "memory_clock_khz": 1,
+                "bus_width_bits": 2, "reference_built_with": "nvcc -ptx -O3",
+                "saxpy_bandwidth": {"n": 1, "kernc_gbs": 4000.0, "reference_gbs": 4100.0,
+                                    "kernc_pct_of_peak": 83.3, "reference_pct_of_peak": 85.4,
+                                    "ratio_kernc_to_reference": 4000 / 4100},
+                "launch_overhead": {"n": 1024, "kernc_api_us": 30.0, "kernc_raw_us": 6.0, "reference_raw_us": 5.0,
+                                    "ratio_api_to_reference": 6.0}},
+    }
+    res["targets"] = evaluate_targets(res)
+    text = render(res)
+    assert "FAIL CLI cold <= 1 x nvcc -ptx: saxpy" in text
+    assert "error: CompileError: boom" in text and "n/a (no numpy reference)" in text
+    assert "4000 GB/s (83.3% of peak)" in text and "kernc API 30.0 us" in text
+    statuses = {(t["target"], t["example"]): t["status"] for t in res["targets"]}
+    assert statuses[("inprocess_warm", "saxpy")] == "PASS" and statuses[("cli_cold", "saxpy")] == "FAIL"
+    assert statuses[("sass_instructions", "saxpy")] == "n/a" and statuses[("cli_cold", "broken")] == "n/a"
+
+
+def test_gpu_section_skips_cleanly_without_a_device(monkeypatch):
+    from kernc.backend import cuda
+    from kernc.bench import gpu
+
+    monkeypatch.setattr(cuda, "available", lambda: False)
+    res = gpu.run(os.path.join(ROOT, "examples"), os.path.join(ROOT, "bench", "cuda"), None, True, 1)
+    assert res["available"] is False and "not measured" in res["note"]
+
+
+def test_cuda_references_exist_for_the_compared_examples():
+    for name in ("saxpy", "gather_scatter", "particles"):
+        path = os.path.join(ROOT, "bench", "cuda", f"{name}.cu")
+        assert os.path.exists(path)
+        assert f"{name}(" in open(path).read()
+
+
+def _fake_cupy():
+    """Just enough of CuPy, on numpy, to run the GPU section's code paths without a GPU: every
+    kernel function is a numpy saxpy (``y[:n] += a * x[:n]``), events read the host clock."""
+    import time
+    import types
+
+    import numpy as np
+
+    def saxpy(grid, block, args):
+        a, x, y, n = args[:4]
+        y[: int(n)] += a * x[: int(n)]
+
+    class Module:
+        def load(self, data):
+            assert data
+
+        def get_function(self, name):
+            assert name == "saxpy"
+            return saxpy
+
+    class Event:
+        def record(self):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+    runtime = types.SimpleNamespace(
+        getDevice=lambda: 0,
+        getDeviceProperties=lambda dev: {"name": b"Fake GPU", "multiProcessorCount": 1},
+        deviceGetAttribute=lambda attr, dev: {36: 1_000_000, 37: 512}[attr],
+    )
+    cuda_ns = types.SimpleNamespace(
+        runtime=runtime, function=types.SimpleNamespace(Module=Module), Event=Event,
+        Device=lambda: types.SimpleNamespace(synchronize=lambda: None),
+        get_elapsed_time=lambda s, e: max((e.t - s.t) * 1e3, 1e-6),
+    )
+    return types.SimpleNamespace(
+        cuda=cuda_ns, ndarray=np.ndarray, asarray=np.asarray, allclose=np.allclose, zeros=np.zeros,
+        ones=np.ones, float32=np.float32, RawModule=lambda code: Module(),
+    )
+
+
+def test_gpu_section_code_paths_on_a_fake_device(monkeypatch, tmp_path):
+    """Runs every line of the GPU measurements against a numpy stand-in for CuPy (this machine may
+    have no GPU): the numbers are meaningless, the structure and the arithmetic are checked."""
+    from kernc.backend import cuda
+    from kernc.bench import gpu
+
+    fake = _fake_cupy()
+    monkeypatch.setattr(cuda, "available", lambda: True)
+    monkeypatch.setattr(cuda, "cupy", lambda: fake)
+    monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
+    nvcc_ptx = tmp_path / "saxpy.ptx"
+    nvcc_ptx.write_text("// stand-in for nvcc's PTX")
+    res = gpu.run(os.path.join(ROOT, "examples"), os.path.join(ROOT, "bench", "cuda"), str(nvcc_ptx), True, 1,
+                  bandwidth_n=4096)
+    assert "error" not in res, res.get("error")
+    assert res["name"] == "Fake GPU" and res["peak_bandwidth_gbs"] == pytest.approx(2 * 1e9 * 64 / 1e9)
+    assert res["reference_built_with"] == "nvcc -ptx -O3"
+    bw = res["saxpy_bandwidth"]
+    assert bw["n"] == 4096 and bw["bytes_per_launch"] == 12 * 4096
+    assert _positive(bw["kernc_gbs"]) and _positive(bw["reference_gbs"]) and _positive(bw["kernc_pct_of_peak"])
+    lo = res["launch_overhead"]
+    assert _positive(lo["kernc_api_us"]) and _positive(lo["kernc_raw_us"]) and _positive(lo["ratio_api_to_reference"])

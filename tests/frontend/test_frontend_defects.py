@@ -1,0 +1,139 @@
+"""Regression tests for the defects a new-user trial found in the frontend (issue "Layouts", item 7).
+Each wrong input is a located error (``file:line:col``), never a hang, a crash or bad PTX."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc.errors import CompileError
+
+
+def first_error(src: str):
+    with pytest.raises(CompileError) as info:
+        kernc.compile(src, filename="t.kern")
+    d = info.value.diagnostics[0]
+    return d, (d.location.line, d.location.column)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("_", "'_' cannot name a kernel: a lone '_' is not a PTX identifier"),      # ptxas rejected it
+    ("__nv_expf", "'__nv_expf' cannot name a kernel"),                         # crashed NVVM linking
+    ("__nvvm_reflect", "cannot name a kernel"),
+    ("kernel", "'kernel' is a keyword and cannot name a kernel"),              # was accepted
+    ("let", "'let' is a keyword"),
+    ("f32", "'f32' is a builtin name and cannot name a kernel"),
+])
+def test_kernel_names_are_valid_ptx_identifiers(name, message):
+    d, loc = first_error(f"kernel {name}(x: f32[n] read, y: f32[n] write) over n {{ y = exp(x); }}")
+    assert message in d.message and loc == (1, 8)
+
+
+def test_keywords_are_not_parameter_names_but_access_words_are():
+    d, loc = first_error("kernel k(in: f32, y: f32[n] write) over n { }")
+    assert "'in' is a keyword" in d.message and loc == (1, 10)
+    kernc.compile("kernel k(read: f32, compute: f32, y: f32[n] write) over n { y = read + compute; }")
+
+
+def test_huge_component_count_is_a_quick_error():
+    start = time.perf_counter()
+    d, loc = first_error("kernel k(x: f32[n, 100000000] read, y: f32[n] write) over n { y = x[0]; }")
+    assert time.perf_counter() - start < 5
+    assert "at most 64 components, got 100000000" in d.message and loc == (1, 20)
+    kernc.compile("kernel k(x: f32[n, 64] read, y: f32[n] write) over n { y = x[63]; }")
+
+
+SMALL_CASTS = """
+kernel casts(x: f32[n] read, a: i8[n] write, b: u8[n] write, c: i16[n] write, d: u16[n] write) over n {
+    a = i8(x); b = u8(x); c = i16(x); d = u16(x);
+}
+"""
+
+
+def test_float_to_small_int_casts_have_one_meaning():
+    mod = kernc.compile(SMALL_CASTS)
+    gpu = mod.ir("gpu")
+    # convert to 32 bits (saturating, NaN -> 0: PTX cvt.rzi and the interpreter), then truncate
+    assert "arith.fptosi" in gpu and "arith.fptoui" in gpu   # (cse shares the i8/i16 conversions)
+    for line in gpu.splitlines():
+        if "fptosi" in line or "fptoui" in line:
+            assert line.rstrip().endswith("to i32"), line
+    assert gpu.count("arith.trunci") >= 4
+    x = np.array([300.7, -1.5, np.nan, 1e10, -1e10, 127.9, -129.2, 65535.9, 70000.2], np.float32)
+    outs = [np.zeros(x.size, t) for t in (np.int8, np.uint8, np.int16, np.uint16)]
+    mod.casts(x, *outs)
+
+    def expect(v, signed, dtype):
+        if np.isnan(v):
+            return 0
+        lo, hi = (-2**31, 2**31 - 1) if signed else (0, 2**32 - 1)
+        i = int(min(max(np.trunc(v), lo), hi))   # saturate to 32 bits
+        return np.array(i & 0xFFFFFFFF, np.uint32).astype(np.uint64).astype(dtype)  # keep low bits
+
+    for out, signed, dtype in zip(outs, (True, False, True, False), (np.int8, np.uint8, np.int16, np.uint16)):
+        assert out.tolist() == [int(expect(v, signed, dtype)) for v in x], dtype
+
+
+@pytest.mark.parametrize("stmt, message, amount", [
+    ("let z = b << 32;", "shift amount 32 is out of range for 'i32' (0..31)", "32"),
+    ("let z = b >> -1;", "shift amount -1 is out of range for 'i32' (0..31)", "-1"),
+    ("let z = 1 << 40;", "shift amount 40 is out of range for 'i32' (0..31)", "40"),
+    ("let z: u8 = 1u8 << 8u8;", "shift amount 8 is out of range for 'u8' (0..7)", "8u8"),
+])
+def test_constant_shift_amounts_must_fit_the_width(stmt, message, amount):
+    src = f"kernel k(x: f32[n] read, y: f32[n] write, b: i32) over n {{ {stmt} y = x; }}"
+    d, loc = first_error(src)
+    assert message in d.message and loc == (1, src.index(amount, src.index(stmt)) + 1)
+
+
+def test_wide_shifts_are_fine():
+    kernc.compile("kernel k(y: i64[n] write) over n { let z: i64 = 1 << 40; y = z << 63; }")
+
+
+@pytest.mark.parametrize("stmt, message", [
+    ("let z = 1e400;", "float literal 1e400 is out of range for 'f32'"),
+    ("let z: f16 = 70000.0;", "float literal 70000.0 is out of range for 'f16'"),
+    ("let z = 1e5f16;", "float literal 1e5f16 is out of range for 'f16'"),
+    ("let z = f16(x) * 70000;", "integer literal 70000 is out of range for 'f16'"),
+    ("let z = 2.0f64 * 1e309;", "float literal 1e309 is out of range for 'f64'"),
+])
+def test_float_literals_must_fit_their_type(stmt, message):
+    d, loc = first_error(f"kernel k(x: f32[n] read, y: f32[n] write) over n {{ {stmt} y = x; }}")
+    assert message in d.message and loc[0] == 1
+
+
+def test_tiny_float_literals_round_to_zero_and_max_values_fit():
+    kernc.compile("kernel k(y: f32[n] write) over n { let a: f16 = 65504.0; let b = 1e-50; y = b + f32(a); }")
+
+
+def test_fma_of_int_literals_into_an_int_names_the_function():
+    d, _ = first_error("kernel k(y: i32[n] write) over n { y = fma(1, 2, 3); }")
+    assert "'fma(...)' gives a float, which cannot be 'i32'" in d.message
+    assert "float literal" not in d.message
+
+
+def test_unterminated_block_comment():
+    d, loc = first_error("kernel k(x: f32[n] read) over n {\n    /* never closed\n}\n")
+    assert "unterminated comment" in d.message and loc == (2, 5)
+    d, loc = first_error("kernel k(x: f32[n] read) over n { } /* open")
+    assert "unterminated comment" in d.message and loc == (1, 37)
+
+
+def test_soa_and_aos_need_a_multi_component_buffer():
+    d, loc = first_error("kernel k(x: f32[n] read as soa, y: f32[n] write) over n { y = x; }")
+    assert "layout 'soa' is for multi-component buffers" in d.message and loc == (1, 28)
+    d, _ = first_error("kernel k(x: f32[n] read as aos, y: f32[n] write) over n { y = x; }")
+    assert "layout 'aos' is for multi-component buffers" in d.message
+
+
+def test_float_loop_bounds_are_an_error():
+    src = "kernel k(x: f32[n] read) over n { for k in 0.5..3.0 { } }"
+    d, loc = first_error(src)
+    assert "loop bounds must be integers" in d.message and loc == (1, src.index("k in") + 1)
+    d, _ = first_error("kernel k(x: f32[n] read) over n { for k in 0..3.0 { } }")
+    assert "loop bounds must be integers" in d.message
+    d, _ = first_error("kernel k(x: f32[n, 3] read, y: f32[n] write) over n { y = x[1.5]; }")
+    assert "a float literal cannot be 'i32'" in d.message
