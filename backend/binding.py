@@ -222,6 +222,14 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
 
     if sig.problem_size in sizes:
         problem = sizes[sig.problem_size]
+    elif sig.problem_size not in values:
+        # an N-D problem `over (i, j) in (M, N)`: P is the product of the extents ("M*N")
+        try:
+            problem = int(Poly.parse(sig.problem_size).evaluate(sizes))
+        except (KeyError, ValueError) as err:
+            raise KerncLaunchError(
+                f"kernel '{sig.name}': cannot compute the problem size {sig.problem_size} ({err})"
+            ) from None
     else:
         pv = values[sig.problem_size]
         if isinstance(pv, bool) or not isinstance(pv, numbers.Integral) or int(pv) < 0:

@@ -209,7 +209,7 @@ def cmd_run(ns) -> int:
     for p in sig.params:
         if p.name in values:
             continue
-        if p.kind == "buffer" and p.access in ("write", "add"):
+        if p.kind == "buffer" and p.access in ("write", "add", "view"):
             try:
                 shape = tuple(Poly.parse(str(d)).evaluate(env) for d in p.storage_shape)
             except KeyError as err:
@@ -237,7 +237,7 @@ def cmd_run(ns) -> int:
     os.makedirs(ns.output_dir, exist_ok=True)
     written = []
     for p in sig.params:
-        if p.kind == "buffer" and p.access in ("write", "add"):
+        if p.kind == "buffer" and p.access in ("write", "add", "view"):
             path = os.path.join(ns.output_dir, f"{p.name}.npy")
             import io
 

@@ -15,7 +15,7 @@ integer division is a long instruction sequence on NVIDIA GPUs (there is no hard
   :class:`LowerDivisions`): the
   *round-up* magic-number method of T. Granlund and P. L. Montgomery, "Division by invariant
   integers using multiplication", PLDI 1994, section 4 / Fig. 4.1 (also H. S. Warren, *Hacker's
-  Delight*, 2nd ed., section 10-9, "unsigned division by divisors >= 1"). For ``N = 32``-bit
+  Delight*, 2nd ed., chapter 10, unsigned division by divisors >= 1). For ``N = 32``-bit
   operands, with ``l = ceil(log2 d)`` and ``m' = floor(2^32 * (2^l - d) / d) + 1`` (``< 2^32``):
   ``t = mulhi(m', n)``, ``n / d = (t + ((n - t) >> min(l, 1))) >> max(l - 1, 0)`` for all
   ``0 <= n < 2^32``, all in 32 bits except the ``mulhi``, a 64-bit multiply of zero-extended

@@ -17,21 +17,6 @@ def test_examples_found():
     assert {"saxpy", "gather_scatter", "particles"} <= set(EXAMPLE_NAMES)
 
 
-def _launch(mod, name, args):
-    """``mod.<name>(**args)``; N-D examples (``over (i, j) in (M, N)``, ``P = M*N``) go through
-    ``tests/layouts_lang/helpers.launch``, which calls the kernel directly once ``backend/binding``
-    evaluates polynomial problem sizes (and binds them itself until then)."""
-    import importlib.util
-    import os
-
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "layouts_lang",
-                        "helpers.py")
-    spec = importlib.util.spec_from_file_location("kernc_layouts_lang_helpers", path)
-    helpers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(helpers)
-    return helpers.launch(mod, name, **args)
-
-
 def _copy(inputs):
     return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
 
@@ -44,7 +29,7 @@ def test_example_matches_numpy(name, P):
     inputs = ref.make_inputs(P, np.random.default_rng(1234 + P))
     expected = ref.reference(_copy(inputs))
     args = _copy(inputs)
-    result = _launch(mod, name, args)
+    result = getattr(mod, name)(**args)
     assert result.device == "cpu"
     assert result.problem_size == P
     assert result.grid == -(-P // result.block)
