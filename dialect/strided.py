@@ -11,6 +11,7 @@ products and sums as ``arith`` ops (see ``passes/lower_layouts.py``).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -91,6 +92,7 @@ class Poly:
         return "+".join(parts)
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)  # immutable results, parsed hundreds of times per compile
     def parse(text: str) -> "Poly":
         """Parse ``int``, ``name``, ``a*b``, ``a+b`` and parentheses; ``ValueError`` otherwise."""
         toks = [(m.group(1), m.group(2), m.group(3)) for m in _TOKEN.finditer(text) if m.group(0).strip()]
@@ -177,6 +179,7 @@ class StridedLayout:
         return "(" + ",".join(map(str, self.shape)) + "):(" + ",".join(map(str, self.stride)) + ")"
 
     @staticmethod
+    @functools.lru_cache(maxsize=4096)
     def parse(text: str) -> "StridedLayout":
         """Parse ``(shape):(stride)`` text (entries as in :meth:`Poly.parse`); ``ValueError`` if bad."""
         m = re.fullmatch(r"\s*\((.*)\)\s*:\s*\((.*)\)\s*", text)

@@ -72,10 +72,44 @@ class _Tracker:
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
+    """The LALR parser, built once per process. Building the tables costs ~130 ms, so Lark's own
+    cache keeps them in the user cache folder (``platformdirs``; ``KERNC_CACHE_DIR`` overrides it),
+    keyed by the grammar text and the Lark version; any problem with that file falls back to
+    building the tables in memory."""
     with open(_GRAMMAR) as f:
         grammar = f.read()
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
-                maybe_placeholders=True, postlex=_Tracker())
+    options = dict(parser="lalr", lexer="contextual", propagate_positions=True,
+                   maybe_placeholders=True, postlex=_Tracker())
+    cache_file = _lark_cache_file(grammar)
+    if cache_file is not None:
+        try:
+            return Lark(grammar, cache=cache_file, **options)
+        except Exception:  # an unreadable/corrupt cache file or an unwritable folder
+            pass
+    return Lark(grammar, **options)
+
+
+def _lark_cache_file(grammar: str):
+    import hashlib
+    import os
+
+    import lark
+
+    if os.environ.get("KERNC_ALWAYS_COMPILE") == "1":
+        return None
+    try:
+        import platformdirs
+
+        root = os.environ.get("KERNC_CACHE_DIR") or platformdirs.user_cache_dir("kernc")
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        st = os.stat(root)
+        # Lark's cache is a pickle: only use a folder nobody else can write to
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return None
+    except Exception:
+        return None
+    digest = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:24]
+    return os.path.join(root, f"grammar-{digest}.lark.cache")
 
 
 def parse(text: str, filename: str = "<input>") -> A.Program:
