@@ -93,6 +93,8 @@ class KernelSignature:
     ``block`` the block size (threads per block, a power of two 32..1024); ``sizes`` the size
     symbols passed as trailing ``index`` arguments. ``extra`` are hidden arguments that lowering
     added after the size symbols (scratch buffers and tables of ``@deterministic`` reductions).
+    ``tiles`` (kern-coalesce-views): ``[[extent, tile], ...]`` when the kernel maps blocks to tiles
+    of an N-D problem (extents as Poly texts); the grid is then ``prod ceil(extent / tile)``.
     """
 
     name: str
@@ -102,10 +104,14 @@ class KernelSignature:
     block: int = 256
     attributes: list[str] = field(default_factory=list)
     extra: list[Param] = field(default_factory=list)
+    tiles: list | None = None  # kern-coalesce-views: [[extent, tile], ...]
 
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        data = asdict(self)
+        if data.get("tiles") is None:  # kern-coalesce-views: only present when set
+            data.pop("tiles", None)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> "KernelSignature":

@@ -549,6 +549,8 @@ class _KernelLowering:
             s = T.default_scalar(T.scalar_of(e.ty))
             if s.is_float:  # rounded once from the literal's text
                 v = T.exact_float(literal_fraction(e), s)
+                if v == 0 and isinstance(e, A.FloatLit) and e.text.lstrip().startswith("-"):
+                    v = -0.0  # the exact value of "-0.0" is 0: keep the sign the literal spells
                 return self.const(s, v if v is not None else float("inf") * (1 if e.value > 0 else -1))
             return self.const(s, e.value)
         if isinstance(e, A.BoolLit):
@@ -785,6 +787,17 @@ class _KernelLowering:
                 return arith.shrui(a, b) if unsigned else arith.shrsi(a, b)
         raise InternalCompilerError(f"binary '{op}' on {s}")  # pragma: no cover
 
+    def _abs(self, x, s: T.ScalarType):
+        """``|x|``: ``math.absf`` for floats; for signed integers ``x < 0 ? 0 - x : x`` (wrapping, so
+        ``abs(INT_MIN) == INT_MIN`` as in C and PTX ``abs.s32``; ``math.absi`` has no LLVM lowering for
+        every width); unsigned values are their own absolute value."""
+        if s.is_float:
+            return math.absf(x)
+        if s.is_unsigned:
+            return x
+        zero = self.const(s, 0)
+        return arith.select(arith.cmpi(arith.CmpIPredicate.slt, x, zero), arith.subi(zero, x), x)
+
     def call(self, e: A.Call, env: dict):
         f = e.func
         if f in T.SCALARS:
@@ -798,7 +811,7 @@ class _KernelLowering:
             op = getattr(math, f)
             return self.map(lambda x: op(x), args[0])
         if f == "abs":
-            return self.map(lambda x: math.absf(x) if s.is_float else math.absi(x), args[0])
+            return self.map(lambda x: self._abs(x, s), args[0])
         if f in ("min", "max"):
             if s.is_float:
                 op = arith.minnumf if f == "min" else arith.maxnumf

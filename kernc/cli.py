@@ -84,7 +84,9 @@ def cmd_compile(ns) -> int:
     kernels = tuple(ns.kernel) if ns.kernel else None
     # --print-ir-after-all and --verify-each want the passes to run: no cache for them
     use_cache = not (ns.print_ir_after_all or getattr(ns, "verify_each", False))
-    if ns.emit == "ptx" and use_cache:
+    # kern-coalesce-views: --no-coalesce/--remarks skip the PTX fast path (other IR / want the pass)
+    coalesce, remarks = not getattr(ns, "no_coalesce", False), getattr(ns, "remarks", False)
+    if ns.emit == "ptx" and use_cache and coalesce and not remarks:
         from kernc.backend import cache
 
         ptx = cache.lookup_ptx(text, ns.file, arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
@@ -95,7 +97,8 @@ def cmd_compile(ns) -> int:
     from kernc.compiler import Compilation, CompileOptions
 
     opts = CompileOptions(arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits, kernels=kernels,
-                          verify_each=ns.verify_each or os.environ.get("KERNC_VERIFY_EACH") == "1")
+                          verify_each=ns.verify_each or os.environ.get("KERNC_VERIFY_EACH") == "1",
+                          coalesce=coalesce, remarks=remarks)
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     _emit(comp.ir(ns.emit), ns.output)
     return EXIT_OK
@@ -182,9 +185,15 @@ def cmd_run(ns) -> int:
             raise KerncLaunchError(f"kernel '{sig.name}' has no parameter '{name}'") from None
         if val.startswith("@"):
             try:
-                values[name] = np.load(val[1:], allow_pickle=False)
-            except (OSError, ValueError) as err:
-                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {err}") from err
+                loaded = np.load(val[1:], allow_pickle=False)
+            except (OSError, ValueError, EOFError) as err:
+                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {err or 'empty file'}") from None
+            if not isinstance(loaded, np.ndarray):
+                if hasattr(loaded, "close"):
+                    loaded.close()
+                raise KerncLaunchError(
+                    f"--input {name}: '{val[1:]}' is not a .npy array (an .npz archive?); save one array with np.save")
+            values[name] = loaded
         else:
             try:
                 values[name] = _parse_scalar(val)
@@ -198,6 +207,12 @@ def cmd_run(ns) -> int:
         if not eq or not val.strip().isdigit():
             raise KerncLaunchError(f"--size '{item}' is not SYM=INT")
         sizes[sym] = int(val)
+    for p in sig.params:
+        a = values.get(p.name)
+        if p.kind == "buffer" and isinstance(a, np.ndarray) and a.ndim != len(p.storage_shape):
+            raise KerncLaunchError(
+                f"argument '{p.name}' (--input {p.name}): expected a {len(p.storage_shape)}-D array of shape "
+                f"({', '.join(map(str, p.storage_shape))}), got shape {a.shape}")
     # Bind symbols from given arrays so that missing outputs can be allocated (zeros).
     env = dict(sizes)
     for p in sig.params:
@@ -306,6 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--O", type=int, choices=[0, 1, 2, 3], default=3, help="LLVM optimisation level")
     c.add_argument("--index-bits", type=int, choices=[32, 64], default=32,
                    help="width of index arithmetic in the generated code (32 needs all sizes < 2^31)")
+    # kern-coalesce-views
+    c.add_argument("--no-coalesce", action="store_true",
+                   help="do not stage transposed view accesses through a workgroup tile")
+    c.add_argument("--remarks", action="store_true",
+                   help="explain optimisation decisions (view access staging) on stderr")
     c.set_defaults(fn=cmd_compile)
 
     k = sub.add_parser("check", help="parse and check a .kern file")

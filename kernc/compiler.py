@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -57,7 +58,9 @@ class CompileOptions:
 
     ``kernels``: compile only these kernels (``None``: all). ``verify_each``: run the MLIR verifier
     after every pass (default: the ``KERNC_VERIFY_EACH=1`` environment variable; the test suite sets
-    it), else once per stage.
+    it), else once per stage. ``coalesce``: run ``kern-coalesce-views`` (stage transposed view
+    accesses through a workgroup tile; ``kernc compile --no-coalesce`` turns it off); ``remarks``:
+    print its one-line decisions to stderr (``--remarks``; the compile cache is bypassed).
     """
 
     arch: str = "sm_90"
@@ -65,6 +68,8 @@ class CompileOptions:
     index_bits: int = 32
     kernels: tuple | None = None
     verify_each: bool = field(default_factory=lambda: os.environ.get("KERNC_VERIFY_EACH") == "1")
+    coalesce: bool = True  # kern-coalesce-views
+    remarks: bool = False  # kern-coalesce-views: its decisions on stderr
 
     def target(self, index_bits: int | None = None, libdevice: str | None = None,
                align: int = 16) -> pipeline.TargetOptions:
@@ -155,8 +160,13 @@ def _text(module: ir.Module, debug_info: bool = False) -> str:
     return module.operation.get_asm(enable_debug_info=debug_info)
 
 
+#: ``arith`` ops that ``convert-gpu-to-nvvm`` lowers to libdevice calls (``__nv_fminf``, ``__nv_fmodf``).
+_LIBDEVICE_ARITH = {"arith.minnumf", "arith.maxnumf", "arith.minimumf", "arith.maximumf", "arith.remf"}
+
+
 def _uses_math(module: ir.Module) -> bool:
-    return any(op.name.startswith("math.") for op in walk_ops(module))
+    """Whether the gpu IR calls libdevice once lowered (``math.*`` and a few ``arith`` float ops)."""
+    return any(op.name.startswith("math.") or op.name in _LIBDEVICE_ARITH for op in walk_ops(module))
 
 
 class Compilation:
@@ -192,8 +202,10 @@ class Compilation:
         self.cache_key = None
         #: whether the gpu IR came from the compile cache
         self.from_cache = False
-        if use_cache and after_pass is None and cache.enabled():
-            self.cache_key = cache.front_key(text, filename, self.options.kernels)
+        if use_cache and after_pass is None and cache.enabled() and not self.options.remarks:
+            # kern-coalesce-views: --no-coalesce builds other IR, so it gets its own key
+            extra = () if self.options.coalesce else (("--no-coalesce", ""),)
+            self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
         try:
@@ -213,7 +225,14 @@ class Compilation:
                 self._select(module, self.options.kernels)
             self._notify("frontend", module)
             self._kern = _text(module, debug_info=True)
-            run_passes(module, pipeline.kern_to_gpu(), self._hook(), self.options.verify_each)
+            # kern-coalesce-views: scheduled only for N-D problems (a module without kern.delinearize
+            # has nothing to stage, and its pipeline stays as before); off with coalesce=False
+            kw = {}
+            if not self.options.coalesce or not walk_ops(module, {"kern.delinearize"}):
+                kw["coalesce"] = False
+            if self.options.remarks:
+                kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
+            run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each)
             self._gpu = _text(module, debug_info=True)
             self._needs_libdevice = _uses_math(module)
             self.signatures = self._signatures(module)

@@ -51,7 +51,8 @@ class Diagnostic:
         head = f"{self.severity}: {self.message}"
         lines = [f"{self.location}: {head}" if self.location else head]
         if self.location and self.source is not None:
-            src_lines = self.source.splitlines()
+            # only "\n" ends a line, as for the lexer (str.splitlines also breaks at \f, \v, \r, ...)
+            src_lines = [ln.rstrip("\r") for ln in self.source.split("\n")]
             if 1 <= self.location.line <= len(src_lines):
                 text = src_lines[self.location.line - 1].expandtabs(1)
                 lines.append(text)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .bare_ptr_abi import BarePointerABI
+from .coalesce_views import CoalesceViews  # kern-coalesce-views (issue "Performance", item 1)
 from .base import Pass, UpstreamPass
 from .ieee_sqrt import IEEESqrt
 from .fold_layouts import FoldLayouts
@@ -68,14 +69,16 @@ class TargetOptions:
     align: int = 16
 
 
-def kern_to_gpu() -> list[Pass]:
+def kern_to_gpu(coalesce: bool = True, remarks=None) -> list[Pass]:
     """kern IR -> gpu IR: layout folding, outlining, accessors, views, layouts, divisions, thread
-    ids, cleanup."""
+    ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of transposed view accesses);
+    ``remarks``: a callable that receives its one-line explanations."""
     return [
         VerifyKern(),
         FoldLayouts(),
         OutlineToGpu(),
         LowerAccessors(),
+        *([CoalesceViews(remarks)] if coalesce else []),  # kern-coalesce-views
         LowerViews(),
         LowerLayouts(),
         LowerDivisions(),

@@ -9,6 +9,7 @@ pass, built with its ``{key=value}`` options; anything else (``canonicalize``, `
 from __future__ import annotations
 
 from .bare_ptr_abi import BarePointerABI
+from .coalesce_views import CoalesceViews  # kern-coalesce-views
 from .base import Pass, UpstreamPass
 from .ieee_sqrt import IEEESqrt
 from .fold_layouts import FoldLayouts
@@ -23,6 +24,7 @@ from .verify import VerifyKern
 
 KERN_PASSES = {
     VerifyKern.name: lambda: VerifyKern(),
+    CoalesceViews.name: lambda: CoalesceViews(),  # kern-coalesce-views
     LowerAccessors.name: lambda: LowerAccessors(),
     LowerLayouts.name: lambda: LowerLayouts(),
     LowerViews.name: lambda: LowerViews(),

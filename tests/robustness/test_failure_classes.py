@@ -1,0 +1,546 @@
+"""Known failure classes of GPU kernel compilers: one regression test each that a compiler getting it
+wrong would fail.
+
+- index arithmetic past 2^31 elements (the launcher switches to 64-bit index code);
+- the grid dimension limit (more than 2^31 - 1 blocks);
+- ``P = 0`` launches;
+- non-power-of-two, tiny sizes and ``n % block != 0`` tails;
+- signed vs unsigned compares and int <-> float conversions;
+- C-truncating ``/`` and ``%`` with negative operands (also by constants, powers of two included);
+- NaN in ``min``/``max``;
+- barriers inside divergent control flow (every accessor kind's gpu IR, walked with ``kernc.mlir.ir``);
+- f16/bf16 atomics (ptxas accepts the PTX; the CPU computes them right);
+- a stale compile cache after changing an option;
+- IR that does not verify between passes (``--verify-each``).
+
+Tests marked ``xfail(strict=True, reason="BUG: ...")`` document defects found here; they turn into
+failures (XPASS) once fixed, so the marker is removed with the fix.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc import KerncLaunchError
+from kernc.backend import binding, cache, cpu, toolkit
+from kernc.cli import main
+from kernc.compiler import Compilation, CompileOptions, context
+from kernc.mlir import ir
+
+# ---------------------------------------------------------------------------------------------------
+# index arithmetic past 2^31 elements
+BIG = """
+kernel big(a: f32) over n { let z = a * 2.0; }
+kernel strided_big(x: f32[m] read strided(off, 1), off: index, y: f32[n] write) over n { y = x; }
+"""
+
+
+@pytest.fixture(scope="module")
+def big():
+    return kernc.compile(BIG, filename="big.kern")
+
+
+def _bind(sig, args, kwargs):
+    return binding.bind(sig, args, kwargs, cpu.is_host_array, "cpu")
+
+
+@pytest.mark.parametrize("P,bits", [
+    (0, 32), (1, 32), (1000, 32), (2**31 - 2**20, 32),
+    (2**31 - 1, 64), (2**31, 64), (2**31 + 5, 64), (3 * 2**31, 64), (2**38, 64),
+])
+def test_launcher_picks_64_bit_indices_past_2_31_elements(big, P, bits):
+    """No array is allocated: the only size is the keyword ``n``."""
+    bound = _bind(big.big.signature, (1.0,), {"n": P})
+    assert bound.problem_size == P and bound.index_bits == bits
+    assert bound.grid == -(-P // 256)
+
+
+def test_index_scalar_past_2_31_picks_64_bit_indices(big):
+    sig = big.strided_big.signature
+    x, y = np.zeros(4, np.float32), np.zeros(2, np.float32)
+    assert _bind(sig, (x, 2, y), {}).index_bits == 32
+    assert _bind(sig, (x, 2**31 + 3, y), {}).index_bits == 64
+    assert _bind(sig, (x, -(2**31) - 1, y), {}).index_bits == 64
+    with pytest.raises(KerncLaunchError, match="'off'.*out of range for index"):
+        _bind(sig, (x, 2**63, y), {})
+
+
+def _entry_params(ptx: str, name: str) -> list[str]:
+    m = re.search(r"\.entry " + name + r"\((.*?)\)", ptx, re.S)
+    assert m, ptx
+    return [p.strip() for p in m.group(1).split(",") if p.strip()]
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_ptx_index_width(bits):
+    comp = Compilation("kernel k(x: f32[m] read strided(off, s), off: index, s: index, y: f32[n] write) "
+                       "over n { y = x; }", "k.kern", CompileOptions(index_bits=bits))
+    ptx = comp.ptx()
+    params = _entry_params(ptx, "k")
+    # x, off, s, y, then the sizes m and n; pointers are always 64-bit
+    scalars = [params[1], params[2], params[4], params[5]]
+    assert all(f".param .u{bits} " in p or f".param .s{bits} " in p for p in scalars), params
+    other = 64 if bits == 32 else 32
+    assert not any(f".param .u{other} " in p or f".param .s{other} " in p for p in scalars), params
+    # the bounds guard t < n compares at the chosen width
+    assert re.search(rf"setp\.\w+\.[us]{bits}\b", ptx), ptx
+
+
+def test_api_module_compiles_64_bit_ptx_for_big_launches(big):
+    comp = big._compilation
+    assert ".param .u64 big_param_1" in comp.ptx(64) or ".param .s64 big_param_1" in comp.ptx(64)
+    assert ".param .u32 big_param_1" in comp.ptx(32) or ".param .s32 big_param_1" in comp.ptx(32)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the grid dimension limit
+@pytest.mark.parametrize("block", [32, 1024])
+def test_grid_limit(block):
+    mod = kernc.compile(f"@block({block}) kernel g(a: f32) over n {{ let z = a; }}")
+    sig = mod.g.signature
+    limit = binding.MAX_GRID_X
+    assert limit == 2**31 - 1
+    ok = _bind(sig, (1.0,), {"n": limit * block})
+    assert ok.grid == limit and ok.index_bits == 64
+    with pytest.raises(KerncLaunchError, match=r"needs 2147483648 blocks.*more than the 2147483647"):
+        _bind(sig, (1.0,), {"n": limit * block + 1})
+
+
+# ---------------------------------------------------------------------------------------------------
+# P = 0
+def test_zero_sized_launch_runs_nothing_and_zero_initialises_write_sum():
+    mod = kernc.compile("""
+    kernel k(x: f32[n] read, I: u32[n] read, y: f32[m] write indexed(I), b: f32[m] add indexed(I),
+             s: f32[1] write sum, a: f32[1] add sum, q: f32[1, 2] write sum) over n {
+        y = x; b += x; s = x; a += x; q = [x, 1.0];
+    }""")
+    y, b = np.full(5, 7, np.float32), np.full(5, 7, np.float32)
+    s, a, q = np.full(1, 3, np.float32), np.full(1, 3, np.float32), np.full((1, 2), 3, np.float32)
+    res = mod.k(np.zeros(0, np.float32), np.zeros(0, np.uint32), y, b, s, a, q)
+    assert res.problem_size == 0 and res.grid == 0
+    assert res.stats.threads == 0 and res.stats.global_store_requests == 0 and res.stats.global_atomics == 0
+    assert (y == 7).all() and (b == 7).all()          # untouched
+    assert s[0] == 0 and (q == 0).all()               # `write sum` of nothing is 0
+    assert a[0] == 3                                   # `add sum` of nothing adds 0
+
+
+def test_zero_sized_launch_via_keyword_and_cli(tmp_path, capsys):
+    mod = kernc.compile("kernel k(c: f32, y: f32[m] write) over n { y = c; }")
+    y = np.full(4, 5, np.float32)
+    res = mod.k(1.0, y, n=0)
+    assert res.grid == 0 and (y == 5).all()
+    src = tmp_path / "z.kern"
+    src.write_text("kernel z(x: f32[n] read, y: f32[n] write, s: f32[1] write sum) over n { y = x; s = x; }")
+    np.save(tmp_path / "x.npy", np.zeros(0, np.float32))
+    assert main(["run", str(src), "--input", f"x=@{tmp_path / 'x.npy'}", "--output-dir", str(tmp_path)]) == 0
+    assert np.load(tmp_path / "y.npy").shape == (0,) and np.load(tmp_path / "s.npy").tolist() == [0.0]
+    assert "P=0" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------------
+# non-power-of-two, tiny sizes, tails
+TAIL = """
+@block({B})
+kernel t(x: f32[n] read, y: f32[m] write strided(0, 1), s: i32[1] add sum, c: u32[m2] add block_sum) over n {{
+    y = x + 1.0;
+    s += 1;
+    c += 1u32;
+}}
+"""
+
+
+@pytest.mark.parametrize("B", [32, 256, 1024])
+@pytest.mark.parametrize("n", [1, 2, 3, 31, 33, 100, 255, 257, 1025, 2049])
+def test_tails_touch_exactly_n_elements(B, n):
+    mod = _tail_module(B)
+    pad = 70
+    x = np.arange(n, dtype=np.float32)
+    y = np.full(n + pad, -5, np.float32)
+    s = np.zeros(1, np.int32)
+    blocks = -(-n // B)
+    c = np.zeros(blocks + 3, np.uint32)
+    res = mod.t(x, y, s, c)
+    assert res.grid == blocks
+    assert np.array_equal(y[:n], x + 1) and (y[n:] == -5).all()
+    assert s[0] == n
+    want = [B] * (blocks - 1) + [n - B * (blocks - 1)] + [0, 0, 0]
+    assert c.tolist() == want
+
+
+_tails: dict = {}
+
+
+def _tail_module(B):
+    if B not in _tails:
+        _tails[B] = kernc.compile(TAIL.format(B=B))
+    return _tails[B]
+
+
+# ---------------------------------------------------------------------------------------------------
+# signed vs unsigned compares, int <-> float conversions
+CONV = """
+kernel conv(a: i32[n] read, b: i32[n] read, f: f32[n] read,
+            lt_s: u8[n] write, lt_u: u8[n] write, shr_s: i32[n] write, shr_u: u32[n] write,
+            div_s: i32[n] write, div_u: u32[n] write, a_f: f32[n] write, a_uf: f32[n] write,
+            a_d: f64[n] write, a_ud: f64[n] write, a_l: i64[n] write, a_ul: i64[n] write,
+            f_i: i32[n] write, f_u: u32[n] write, mx_s: i32[n] write, mx_u: u32[n] write) over n {
+    let u = u32(a);
+    let v = u32(b);
+    lt_s = u8(a < b);
+    lt_u = u8(u < v);
+    shr_s = a >> 4;
+    shr_u = u >> 4u32;
+    div_s = a / 2;
+    div_u = u / 2u32;
+    a_f = f32(a);
+    a_uf = f32(u);
+    a_d = f64(a);
+    a_ud = f64(u);
+    a_l = i64(a);
+    a_ul = i64(u);
+    f_i = i32(f);
+    f_u = u32(abs(f));
+    mx_s = max(a, b);
+    mx_u = max(u, v);
+}
+"""
+
+
+def test_signed_unsigned_and_conversions():
+    mod = kernc.compile(CONV)
+    a = np.array([-1, -2, 5, -2**31, 2**31 - 1, 16777217, -7], np.int32)
+    b = np.array([1, 3, -5, 0, -1, 0, 7], np.int32)
+    f = np.array([-2.7, 2.7, -0.5, 1e9, -1e9, 3.99, 16777217.0], np.float32)
+    n = len(a)
+    outs = {name: np.zeros(n, dt) for name, dt in [
+        ("lt_s", np.uint8), ("lt_u", np.uint8), ("shr_s", np.int32), ("shr_u", np.uint32),
+        ("div_s", np.int32), ("div_u", np.uint32), ("a_f", np.float32), ("a_uf", np.float32),
+        ("a_d", np.float64), ("a_ud", np.float64), ("a_l", np.int64), ("a_ul", np.int64),
+        ("f_i", np.int32), ("f_u", np.uint32), ("mx_s", np.int32), ("mx_u", np.uint32)]}
+    mod.conv(a, b, f, **outs)
+    u, v = a.view(np.uint32), b.view(np.uint32)
+    assert outs["lt_s"].tolist() == (a < b).astype(np.uint8).tolist()
+    assert outs["lt_u"].tolist() == (u < v).astype(np.uint8).tolist()
+    assert outs["lt_s"][0] == 1 and outs["lt_u"][0] == 0  # -1 < 1, but 0xFFFFFFFF > 1
+    assert outs["shr_s"].tolist() == (a >> 4).tolist() and outs["shr_s"][0] == -1
+    assert outs["shr_u"].tolist() == (u >> 4).tolist() and outs["shr_u"][0] == 0x0FFFFFFF
+    assert outs["div_s"].tolist() == [0, -1, 2, -2**30, 2**30 - 1, 8388608, -3]   # truncation
+    assert outs["div_u"].tolist() == (u // 2).tolist()
+    assert outs["a_f"].tolist() == a.astype(np.float32).tolist() and outs["a_f"][5] == 16777216.0
+    assert outs["a_uf"].tolist() == u.astype(np.float32).tolist() and outs["a_uf"][0] == 4294967296.0
+    assert outs["a_d"].tolist() == a.astype(np.float64).tolist()
+    assert outs["a_ud"].tolist() == u.astype(np.float64).tolist() and outs["a_ud"][0] == 4294967295.0
+    assert outs["a_l"].tolist() == a.tolist()                       # sign extension
+    assert outs["a_ul"].tolist() == u.astype(np.int64).tolist()     # zero extension
+    assert outs["f_i"].tolist() == [-2, 2, 0, 1000000000, -1000000000, 3, 16777216]  # truncation
+    assert outs["f_u"].tolist() == [2, 2, 0, 1000000000, 1000000000, 3, 16777216]
+    assert outs["mx_s"].tolist() == np.maximum(a, b).tolist()
+    assert outs["mx_u"].tolist() == np.maximum(u, v).tolist()
+
+
+def test_signedness_reaches_the_ir_and_ptx():
+    mod = kernc.compile(CONV)
+    gpu = mod.ir("gpu")
+    for op in ("arith.cmpi slt", "arith.cmpi ult", "arith.shrsi", "arith.shrui", "arith.divui",
+               "arith.sitofp", "arith.uitofp", "arith.extsi", "arith.extui", "arith.fptosi",
+               "arith.fptoui", "arith.maxsi", "arith.maxui"):
+        assert op in gpu, op
+    ptx = mod.ptx
+    for ins in ("setp.lt.s32", "setp.lt.u32", "shr.s32", "shr.u32", "cvt.rn.f32.s32", "cvt.rn.f32.u32",
+                "cvt.rzi.s32.f32", "cvt.rzi.u32.f32", "max.s32", "max.u32"):
+        assert ins in ptx, ins
+
+
+# ---------------------------------------------------------------------------------------------------
+# C-truncating / and % with negative operands
+def test_truncating_division_and_remainder_by_values_and_constants():
+    mod = kernc.compile("""
+    kernel d(a: i32[n] read, b: i32[n] read, q: i32[n] write, r: i32[n] write, q4: i32[n] write,
+             r4: i32[n] write, qm4: i32[n] write, rm4: i32[n] write, q3: i32[n] write, r3: i32[n] write,
+             fq: i32[n] write, fr: i32[n] write, fq4: i32[n] write, fr4: i32[n] write) over n {
+        q = a / b;  r = a % b;
+        q4 = a / 4; r4 = a % 4;
+        qm4 = a / -4; rm4 = a % -4;
+        q3 = a / 3; r3 = a % 3;
+        fq = a // b; fr = a %% b;
+        fq4 = a // 4; fr4 = a %% 4;
+    }""")
+    a = np.array([7, -7, 7, -7, -1, -4, -5, 0, 2**31 - 1, -2**31 + 1], np.int32)
+    b = np.array([2, 2, -2, -2, 4, 4, -3, -3, -7, 7], np.int32)
+    names = ["q", "r", "q4", "r4", "qm4", "rm4", "q3", "r3", "fq", "fr", "fq4", "fr4"]
+    outs = {k: np.zeros(len(a), np.int32) for k in names}
+    mod.d(a, b, **outs)
+
+    def cdiv(x, y):
+        q = abs(x) // abs(y)
+        return q if (x < 0) == (y < 0) else -q
+
+    A, B = a.tolist(), b.tolist()
+    assert outs["q"].tolist() == [cdiv(x, y) for x, y in zip(A, B)]
+    assert outs["q"].tolist()[:4] == [3, -3, -3, 3]
+    assert outs["r"].tolist() == [x - cdiv(x, y) * y for x, y in zip(A, B)]
+    assert outs["r"].tolist()[:4] == [1, -1, 1, -1]
+    assert outs["q4"].tolist() == [cdiv(x, 4) for x in A] and outs["q4"][1] == -1   # not -2 (a shift)
+    assert outs["r4"].tolist() == [x - cdiv(x, 4) * 4 for x in A] and outs["r4"][1] == -3
+    assert outs["qm4"].tolist() == [cdiv(x, -4) for x in A]
+    assert outs["rm4"].tolist() == [x - cdiv(x, -4) * -4 for x in A]
+    assert outs["q3"].tolist() == [cdiv(x, 3) for x in A]
+    assert outs["r3"].tolist() == [x - cdiv(x, 3) * 3 for x in A]
+    assert outs["fq"].tolist() == [x // y for x, y in zip(A, B)]
+    assert outs["fr"].tolist() == [x % y for x, y in zip(A, B)]
+    assert outs["fq4"].tolist() == [x // 4 for x in A] and outs["fr4"].tolist() == [x % 4 for x in A]
+
+
+def test_constant_folded_division_truncates():
+    mod = kernc.compile("kernel c(y: i32[n] write, z: i32[n] write, w: i32[n] write, v: i32[n] write) over n "
+                        "{ y = -7 / 2; z = -7 % 2; w = 7 / -2; v = -7 // 2; }")
+    out = [np.zeros(1, np.int32) for _ in range(4)]
+    mod.c(*out)
+    assert [int(o[0]) for o in out] == [-3, -1, -3, -4]
+
+
+# ---------------------------------------------------------------------------------------------------
+# NaN in min / max
+@pytest.mark.parametrize("ty,dt", [("f32", np.float32), ("f64", np.float64)])
+def test_min_max_ignore_a_single_nan(ty, dt):
+    # `r = sqrt(a)` makes the kernel link libdevice (see test_float_min_max_rem_ptx_assembles_alone)
+    mod = kernc.compile(f"kernel m(a: {ty}[n] read, b: {ty}[n] read, lo: {ty}[n] write, hi: {ty}[n] write, "
+                        f"r: {ty}[n] write) over n {{ lo = min(a, b); hi = max(a, b); r = sqrt(a); }}")
+    nan = np.nan
+    a = np.array([nan, 1.0, nan, -np.inf, 2.0], dt)
+    b = np.array([1.0, nan, nan, nan, 3.0], dt)
+    lo, hi, r = np.zeros(5, dt), np.zeros(5, dt), np.zeros(5, dt)
+    mod.m(a, b, lo, hi, r)
+    np.testing.assert_array_equal(lo, [1.0, 1.0, nan, -np.inf, 2.0])
+    np.testing.assert_array_equal(hi, [1.0, 1.0, nan, -np.inf, 3.0])
+    assert "minnumf" in mod.ir("gpu") and "maxnumf" in mod.ir("gpu")
+    # PTX min/max return the non-NaN operand (min.NaN / max.NaN would propagate it)
+    ptx = mod.ptx
+    assert re.search(rf"\bmin(\.ftz)?\.f{ty[1:]}\b", ptx) and re.search(rf"\bmax(\.ftz)?\.f{ty[1:]}\b", ptx)
+    assert ".NaN" not in ptx
+
+
+@pytest.mark.parametrize("expr", ["min(a, b)", "max(a, b)", "a % b", "a %% b"])
+@pytest.mark.parametrize("ty", ["f32", "f64"])
+def test_float_min_max_rem_ptx_assembles_alone(ty, expr):
+    _ptxas_or_skip()
+    mod = kernc.compile(f"kernel m(a: {ty}[n] read, b: {ty}[n] read, y: {ty}[n] write) over n {{ y = {expr}; }}")
+    result = toolkit.run_ptxas(mod.ptx, "sm_90")
+    assert result.ok, result.log
+
+
+# ---------------------------------------------------------------------------------------------------
+# barriers never inside divergent control flow
+ACCESSOR_KERNELS = {
+    "sequential": "kernel k(x: f32[n] read sequential, y: f32[n] write, z: f32[n] add) over n { y = x; z += x; }",
+    "strided": "kernel k(x: f32[m] read strided(off, s), off: index, s: index, y: f32[m] write strided(1, 2), "
+               "z: f32[m] add strided(off, 1)) over n { y = x; z += x; }",
+    "strided_default": "kernel k(x: f32[m] read strided(off, s) default 0.5, off: index, s: index, "
+                       "y: f32[n] write) over n { y = x; }",
+    "indexed": "kernel k(x: f32[m] read indexed(I), I: u32[n] read, y: f32[m] write indexed(I), "
+               "z: f32[m] add indexed(I)) over n { y = x; z += x; }",
+    "shared": "kernel k(x: f32[m, 3] read shared(I) as soa, I: u32[n] read, y: f32[n] write) over n "
+              "{ y = x[0] + x[2]; }",
+    "unique": "kernel k(x: f32[n] read unique, y: f32[n] write) over n { y = x; }",
+    "pair": "kernel k(u: f32[n1] read pair, y: f32[n1] add pair, z: f32[n1] write pair) over n "
+            "{ y = (u.first, u.second); z.first = u.second; }",
+    "pair_strided_default": "kernel k(u: f32[m] read pair strided(0, 1) default 0.0, y: f32[n] write) over n "
+                            "{ y = u.first + u.second; }",
+    "shared_sum": "kernel k(v: f32[n] read, I: u32[n] read, y: f32[m, 3] add shared_sum(I) as soa) over n "
+                  "{ y += [v, v, 1.0]; }",
+    "atomic": "kernel k(v: f32[n] read, I: u32[n] read, y: f32[m] add atomic(I)) over n { y += v; }",
+    "block_sum": "kernel k(v: f32[n] read, y: f32[m] write block_sum, z: f64[m] add block_sum) over n "
+                 "{ y = v; z += f64(v); }",
+    "sum": "kernel k(v: f32[n] read, y: f32[1] write sum, z: i32[1, 2] add sum) over n { y = v; z += [1, 2]; }",
+    # block-wide accessors under data-dependent control flow and an early return in the body
+    "sum_in_branches": "kernel k(v: f32[n] read, y: f32[1] add sum, w: f32[n] read shared(I), I: u32[n] read) "
+                       "over n { if v > 0.0 { return; } for j in 0..3 { if w < f32(j) { y += v; } } }",
+}
+BLOCK_WIDE = {"shared", "unique", "pair", "pair_strided_default", "shared_sum", "block_sum", "sum",
+              "sum_in_branches"}
+GUARD = "kern.guard"
+
+
+def _walk(op, ancestors, out):
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                child = child.operation
+                out.append((child, ancestors))
+                _walk(child, ancestors + [child], out)
+
+
+def _barrier_report(text):
+    """(barriers and shuffles with their ancestors' names, number of guards) of a gpu IR module."""
+    with context():
+        module = ir.Module.parse(text)
+        ops: list = []
+        _walk(module.operation, [], ops)
+        guards = [op for op, _ in ops if op.name == "scf.if" and GUARD in op.attributes]
+        sync = []
+        for op, ancestors in ops:
+            if op.name in ("gpu.barrier", "gpu.shuffle"):
+                sync.append((op.name, [(a.name, GUARD in a.attributes) for a in ancestors]))
+        return sync, len(guards)
+
+
+@pytest.mark.parametrize("attr", ["", "@deterministic ", "@block(32) "])
+@pytest.mark.parametrize("kind", sorted(ACCESSOR_KERNELS))
+def test_barriers_are_outside_the_bounds_guard(kind, attr):
+    comp = Compilation(attr + ACCESSOR_KERNELS[kind], f"{kind}.kern", CompileOptions(verify_each=True),
+                       use_cache=False)
+    sync, guards = _barrier_report(comp.gpu_ir())
+    assert guards == 1, f"expected one bounds guard, found {guards}"
+    for name, ancestors in sync:
+        assert not any(is_guard for _, is_guard in ancestors), \
+            f"{name} inside the bounds guard: {' > '.join(n for n, _ in ancestors)}"
+        assert [n for n, _ in ancestors[:2]] == ["gpu.module", "gpu.func"], ancestors
+    if kind in BLOCK_WIDE:
+        assert any(name == "gpu.barrier" for name, _ in sync), "a block-wide accessor without a barrier"
+
+
+# ---------------------------------------------------------------------------------------------------
+# f16 / bf16 atomics
+def _ptxas_or_skip():
+    if toolkit.ptxas_path() is None:
+        pytest.skip("ptxas not found (pip install nvidia-cuda-nvcc)")
+
+
+@pytest.mark.parametrize("ty", ["f16", "bf16"])
+def test_half_precision_atomics_assemble(ty):
+    _ptxas_or_skip()
+    mod = kernc.compile(f"kernel h(I: u32[n] read, v: {ty}[n] read, y: {ty}[m] add atomic(I), "
+                        f"z: {ty}[m, 2] add atomic(I) as soa) over n {{ y += v; z += [v, 2.0 * v]; }}")
+    ptx = mod.ptx
+    assert "atom." in ptx
+    result = toolkit.run_ptxas(ptx, "sm_90")
+    assert result.ok, result.log
+
+
+def test_f16_atomics_compute_right_on_the_cpu():
+    mod = kernc.compile("kernel h(I: u32[n] read, v: f16[n] read, y: f16[m] add atomic(I)) over n { y += v; }")
+    I = np.array([0, 1, 0, 2, 0, 2, 4], np.uint32)
+    v = np.array([1, 2, 3, 4, 5, 0.5, -8], np.float16)
+    y = np.array([10, 0, 0.25, 0, 0], np.float16)
+    res = mod.h(I, v, y)
+    assert y.tolist() == [19.0, 2.0, 4.75, 0.0, -8.0]
+    assert res.stats.global_atomics == len(I)
+
+
+def test_bf16_atomics_compute_right_on_the_cpu():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    mod = kernc.compile("kernel h(I: u32[n] read, v: bf16[n] read, y: bf16[m] add atomic(I)) over n { y += v; }")
+    I = np.array([0, 1, 0, 2], np.uint32)
+    v = np.array([1, 2, 3, 4], ml_dtypes.bfloat16)
+    y = np.zeros(3, ml_dtypes.bfloat16)
+    mod.h(I, v, y)
+    assert y.astype(np.float32).tolist() == [4.0, 2.0, 4.0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# a stale cache after changing an option
+SAXPY = "kernel saxpy(a: f32, x: f32[n] read, y: f32[n] add) over n { y += a * x; }\n"
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("KERNC_ALWAYS_COMPILE", raising=False)
+    cache.clear_memory()
+    yield tmp_path / "cache"
+    cache.clear_memory()
+
+
+def test_changing_arch_is_not_served_a_stale_ptx(private_cache):
+    first = kernc.compile(SAXPY, arch="sm_80").ptx
+    second = kernc.compile(SAXPY, arch="sm_90").ptx
+    assert ".target sm_80" in first and ".target sm_90" in second
+    assert any(private_cache.rglob("*")), "the disk cache was not used at all"
+    cache.clear_memory()                                   # now from the disk cache
+    assert ".target sm_80" in kernc.compile(SAXPY, arch="sm_80").ptx
+    assert ".target sm_90" in kernc.compile(SAXPY, arch="sm_90").ptx
+
+
+def test_changing_options_on_the_command_line_is_not_served_a_stale_ptx(private_cache, tmp_path, capsys):
+    src = tmp_path / "s.kern"
+    src.write_text(SAXPY)
+    outs = {}
+    for key, args in {"sm80": ["--arch", "sm_80"], "sm90": ["--arch", "sm_90"],
+                      "b64": ["--index-bits", "64"], "O0": ["--O", "0"], "O3": ["--O", "3"],
+                      "sm80again": ["--arch", "sm_80"]}.items():
+        out = tmp_path / f"{key}.ptx"
+        assert main(["compile", str(src), "-o", str(out), *args]) == 0, capsys.readouterr().err
+        outs[key] = out.read_text()
+    assert ".target sm_80" in outs["sm80"] and ".target sm_90" in outs["sm90"]
+    assert outs["sm80again"] == outs["sm80"]
+    assert ".param .u64 saxpy_param_3" in outs["b64"] and ".param .u32 saxpy_param_3" in outs["sm90"]
+    assert outs["O0"] != outs["O3"]
+    # editing the source must not be served the old PTX either
+    src.write_text(SAXPY.replace("y += a * x", "y += a * x + 1.0"))
+    assert main(["compile", str(src), "-o", str(tmp_path / "edited.ptx")]) == 0
+    assert (tmp_path / "edited.ptx").read_text() != outs["sm90"]
+
+
+def test_kernel_selection_is_part_of_the_cache_key(private_cache, tmp_path, capsys):
+    src = tmp_path / "two.kern"
+    src.write_text(SAXPY + "kernel other(y: f32[n] write) over n { y = 1.0; }\n")
+    assert main(["compile", str(src), "--kernel", "saxpy"]) == 0
+    only = capsys.readouterr().out
+    assert main(["compile", str(src)]) == 0
+    both = capsys.readouterr().out
+    assert ".entry saxpy(" in only and ".entry other(" not in only
+    assert ".entry saxpy(" in both and ".entry other(" in both
+
+
+# ---------------------------------------------------------------------------------------------------
+# IR that does not verify between passes
+PAIR_STRIDED_DEFAULT = ("kernel k(u: f32[m] read pair strided(0, 1) default 0.0, y: f32[n] write) over n {\n"
+                        "    y = u.first + u.second;\n}\n")
+
+
+def test_pair_strided_default_verifies_after_every_pass():
+    """Found here (fixed since): kern-lower-accessors left IR that did not verify ('operand #1 does
+    not dominate this use') for a `pair strided(off, s) default v` read."""
+    comp = Compilation(PAIR_STRIDED_DEFAULT, "p.kern", CompileOptions(verify_each=True), use_cache=False)
+    assert "gpu.barrier" in comp.gpu_ir()
+
+
+def test_cli_verify_each_runs_the_verifier(tmp_path, monkeypatch, capsys):
+    """Found here (fixed since): `kernc compile --verify-each` only turned the cache off."""
+    import kernc.compiler as compiler
+
+    monkeypatch.setenv("KERNC_VERIFY_EACH", "0")
+    seen = []
+    real = compiler.run_passes
+
+    def spy(module, passes, after_pass=None, verify_each=True):
+        seen.append(verify_each)
+        return real(module, passes, after_pass, verify_each)
+
+    monkeypatch.setattr(compiler, "run_passes", spy)
+    src = tmp_path / "s.kern"
+    src.write_text(SAXPY)
+    assert main(["compile", str(src), "--verify-each", "-o", str(tmp_path / "s.ptx")]) == 0
+    assert seen and all(seen), seen
+
+
+def test_block_wide_accessors_under_return_and_branches_compute_right():
+    """The kernel of ``sum_in_branches`` (plus a block_sum) on the CPU: threads that return early or
+    skip the update still reach the barriers and contribute nothing."""
+    mod = kernc.compile("kernel k(v: f32[n] read, w: f32[m] read shared(I), I: u32[n] read, y: f32[1] add sum, "
+                        "b: f32[nb] write block_sum) over n { if v > 0.0 { return; } "
+                        "for j in 0..3 { if w < f32(j) { y += v; b += 1.0; } } }")
+    rng = np.random.default_rng(0)
+    n = 300
+    v = rng.standard_normal(n).astype(np.float32)
+    I = rng.integers(0, 50, n).astype(np.uint32)
+    w = (2 * rng.standard_normal(50)).astype(np.float32)
+    y, b = np.zeros(1, np.float32), np.full(3, 9, np.float32)
+    mod.k(v, w, I, y, b)
+    count = sum((w[I] < j).astype(np.int64) for j in range(3)) * (v <= 0)
+    np.testing.assert_allclose(y[0], (v.astype(np.float64) * count).sum(), rtol=1e-5)
+    assert b.tolist() == [count[:256].sum(), count[256:].sum(), 9]
