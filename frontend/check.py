@@ -770,7 +770,7 @@ class _Checker(LayoutMixin):
         if p.default is not None:
             if mode != "read":
                 self.error(f"'default' values are only for 'read' buffers, not '{mode}'",
-                           p.default.loc, hint="out-of-range writes need a 'view' (not supported yet)")
+                           p.default.loc, hint="for checked out-of-range writes, declare the buffer as a 'view' and use x.checked(...)")
                 return
             if strided is None:
                 self.error("'default v' needs a strided read: `strided(off, s) default v` or "
@@ -1466,7 +1466,7 @@ class _Checker(LayoutMixin):
                 hint = None
                 if isinstance(e.base, A.Name) and e.base.sym is not None and e.base.sym.kind == "buffer":
                     hint = ("a buffer's name is the thread's element; coordinate access x[i] "
-                            "needs a 'view' buffer (not supported yet)")
+                            "needs a 'view' buffer (declare it as 'x: T[dims] view')")
                 self.error(f"cannot index {what} of scalar type '{bt}'", e.loc, hint=hint)
                 return None
             if not self.component_index(e.index, bt.n):

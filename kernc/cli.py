@@ -222,7 +222,7 @@ def cmd_run(ns) -> int:
                 if isinstance(dim, str) and dim.isidentifier():
                     env.setdefault(dim, int(n))
     for p in sig.params:
-        if p.name in values:
+        if p.name in values or p.kind == "table":  # tables: the launcher builds them from I
             continue
         if p.kind == "buffer" and p.access in ("write", "add", "view"):
             try:

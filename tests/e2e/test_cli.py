@@ -181,3 +181,15 @@ def test_internal_error_report_names_pass_source_location_and_ir(monkeypatch, tm
     assert ("pipeline: kern-verify, kern-fold-layouts, kern-to-gpu, kern-lower-accessors, "
             "kern-lower-views, kern-lower-layouts") in report
     assert "// IR before the failing pass (kern-lower-layouts):" in report and "kern.layout_apply" in report
+
+
+def test_run_builds_shared_indices_tables_itself(tmp_path, capsys):
+    """Regression: `kernc run` asked for the hidden shared_indices tables (`--input src.unique=...`)."""
+    src = tmp_path / "g.kern"
+    src.write_text("kernel g(x: f32[m] read shared(i), i: u32[n] read, y: f32[n] write) over n { y = 2.0 * x; }\n")
+    np.save(tmp_path / "x.npy", np.arange(5, dtype=np.float32))
+    np.save(tmp_path / "i.npy", np.array([4, 4, 1, 0, 4], np.uint32))
+    rc = main(["run", str(src), "--input", f"x=@{tmp_path / 'x.npy'}", "--input", f"i=@{tmp_path / 'i.npy'}",
+               "--output-dir", str(tmp_path / "o")])
+    assert rc == 0, capsys.readouterr().err
+    assert np.array_equal(np.load(tmp_path / "o" / "y.npy"), [8, 8, 2, 0, 8])
