@@ -80,6 +80,7 @@ def _ir_printer(name: str, text: str) -> None:
 
 
 def cmd_compile(ns) -> int:
+    """``kernc compile``: print or write one stage; a cache hit for PTX skips MLIR entirely."""
     text = _read_source(ns.file)
     kernels = tuple(ns.kernel) if ns.kernel else None
     # --print-ir-after-all and --verify-each want the passes to run: no cache for them
@@ -105,6 +106,7 @@ def cmd_compile(ns) -> int:
 
 
 def cmd_check(ns) -> int:
+    """``kernc check``: parse and check only (exit 1 with diagnostics on errors)."""
     from kernc import frontend
 
     from kernc.errors import CompileError, Diagnostic, SourceLocation
@@ -120,6 +122,7 @@ def cmd_check(ns) -> int:
 
 
 def cmd_opt(ns) -> int:
+    """``kernc opt``: parse MLIR text, run the named kernc/upstream passes, print the result."""
     from kernc.compiler import context, mlir_error_text, run_passes
     from kernc.errors import CompileError, Diagnostic
     from kernc.mlir import ir
@@ -157,6 +160,7 @@ def _parse_scalar(text: str):
 
 
 def cmd_run(ns) -> int:
+    """``kernc run``: bind ``--input``/``--size`` values, run one kernel, write outputs as ``DIR/NAME.npy``."""
     import numpy as np
 
     import kernc
@@ -304,6 +308,7 @@ def cmd_bench(ns) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``argparse`` parser of every subcommand (usage errors exit with code 2)."""
     from kernc import __version__
 
     ap = argparse.ArgumentParser(prog="kernc", description="kernc: a GPU kernel compiler for .kern files")

@@ -73,6 +73,7 @@ class CompileOptions:
 
     def target(self, index_bits: int | None = None, libdevice: str | None = None,
                align: int = 16) -> pipeline.TargetOptions:
+        """These options as the passes' ``TargetOptions`` for one PTX variant."""
         return pipeline.TargetOptions(
             arch=self.arch,
             index_bits=index_bits or self.index_bits,
@@ -311,12 +312,15 @@ class Compilation:
         return sigs
 
     def ast(self) -> str:
+        """The checked AST as an indented tree (``--emit ast``)."""
         return frontend.dump_ast(self.program)
 
     def kern_ir(self, debug_info: bool = False) -> str:
+        """The kern IR (after the frontend), optionally with source locations."""
         return self._reprint(self._kern, debug_info)
 
     def gpu_ir(self, debug_info: bool = False) -> str:
+        """The gpu IR the CPU interpreter executes, optionally with source locations."""
         return self._reprint(self._gpu, debug_info)
 
     def _reprint(self, text: str, debug_info: bool) -> str:
@@ -340,6 +344,7 @@ class Compilation:
         return module
 
     def llvm_ir(self, index_bits: int | None = None, aligned: bool = True) -> str:
+        """The NVVM/LLVM-dialect IR with the target attached (see :meth:`ptx` for the arguments)."""
         variant = (index_bits or self.options.index_bits, aligned)
         with self._lock:
             if variant not in self._llvm:

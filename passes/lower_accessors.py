@@ -95,6 +95,7 @@ class Access:
 
 
 def decode(op) -> Access:
+    """Read an accessor op's operands and attributes into an :class:`Access`."""
     seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
     operands = list(op.operands)
     kind = op.name.split(".")[1]
@@ -246,6 +247,7 @@ def _load_default(acc: Access, e: ir.Value, c: int, default: ir.Value) -> ir.Val
 
 
 def lower_access(kc: KernelContext | None, acc: Access) -> None:
+    """Lower one accessor op: in place when per-thread, around the guard when block-wide (``kc``)."""
     op = acc.op
     block_wide = (acc.kind == "read" and acc.accessor in BLOCK_WIDE_READS) or (
         acc.kind != "read" and acc.accessor in BLOCK_WIDE_UPDATES
