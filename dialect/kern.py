@@ -123,10 +123,12 @@ def _segments(op) -> list[int]:
     return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
 
 
-def _layout_error(op, rank) -> str | None:
+def _layout_error(op, rank, parse=StridedLayout.parse) -> str | None:
+    """Problems with the op's ``layout``/``syms`` attributes; ``parse`` reads the layout text
+    (``StridedLayout.parse``, or :func:`parse_view_layout` for view ops, which allow a swizzle)."""
     text = _str(op.attributes["layout"])
     try:
-        layout = StridedLayout.parse(text)
+        layout = parse(text)
     except ValueError as err:
         return f"bad layout: {err}"
     if rank is not None and layout.rank != rank:
@@ -281,13 +283,7 @@ class LayoutApplyOp(Kern.Operation, name="layout_apply"):
     offset: ext.Result[ir.IndexType]
 
     def verify_invariants(self) -> bool:
-        seg = _segments(self)
-        err = _layout_error(self, seg[0])
-        if err is None and seg[1] != len(_syms(self)):
-            err = f"{seg[1]} size operands for {len(_syms(self))} syms"
-        if err is None and not all(isinstance(v.type, ir.IndexType) for v in self.operands):
-            err = "operands must be of type index"
-        return _verified(self, err)
+        return _verified(self, _coords_error(self, _layout_error))
 
 
 class ThreadIdOp(Kern.Operation, name="thread_id"):
@@ -442,17 +438,19 @@ def parse_view_layout(text: str):
 
 
 def _view_layout_error(op, rank) -> str | None:
-    text = _str(op.attributes["layout"])
-    try:
-        layout, _ = parse_view_layout(text)
-    except ValueError as err:
-        return f"bad layout: {err}"
-    if rank is not None and layout.rank != rank:
-        return f"layout '{text}' has rank {layout.rank}, but {rank} coordinates are given"
-    missing = set(layout.symbols) - set(_syms(op))
-    if missing:
-        return f"layout '{text}' names size symbols {sorted(missing)} that 'syms' does not list"
-    return None
+    return _layout_error(op, rank, parse=lambda text: parse_view_layout(text)[0])
+
+
+def _coords_error(op, layout_error) -> str | None:
+    """Shared check of ``(coords..., sizes...)`` ops: layout rank = coordinate count, one size per
+    sym, all ``index``."""
+    seg = _segments(op)
+    err = layout_error(op, seg[0])
+    if err is None and seg[1] != len(_syms(op)):
+        err = f"{seg[1]} size operands for {len(_syms(op))} syms"
+    if err is None and not all(isinstance(v.type, ir.IndexType) for v in op.operands):
+        err = "operands must be of type index"
+    return err
 
 
 def _view_error(op, value_type, is_store: bool) -> str | None:
@@ -528,12 +526,7 @@ class InBoundsOp(Kern.Operation, name="in_bounds"):
     ok: ext.Result[Any]
 
     def verify_invariants(self) -> bool:
-        seg = _segments(self)
-        err = _view_layout_error(self, seg[0])
-        if err is None and seg[1] != len(_syms(self)):
-            err = f"{seg[1]} size operands for {len(_syms(self))} syms"
-        if err is None and not all(isinstance(v.type, ir.IndexType) for v in self.operands):
-            err = "operands must be of type index"
+        err = _coords_error(self, _view_layout_error)
         t = self.results[0].type
         if err is None and not (isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1):
             err = "the result must be an i1"

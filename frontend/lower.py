@@ -169,6 +169,18 @@ def _unflat(template, values: list, pos: int):
     return values[pos], pos + 1
 
 
+
+#: Float binary operators -> ``arith`` builder names.
+_FLOAT_BINARY = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf", "%": "remf"}
+#: Integer binary operators -> (signed, unsigned) ``arith`` builder names (C truncating ``/ %``,
+#: floor ``//``; bitwise and logical ops are the same for both).
+_INT_BINARY = {
+    "+": ("addi", "addi"), "-": ("subi", "subi"), "*": ("muli", "muli"),
+    "/": ("divsi", "divui"), "%": ("remsi", "remui"), "//": ("floordivsi", "divui"),
+    "&": ("andi", "andi"), "&&": ("andi", "andi"), "|": ("ori", "ori"), "||": ("ori", "ori"),
+    "^": ("xori", "xori"), "<<": ("shli", "shli"), ">>": ("shrsi", "shrui"),
+}
+
 class _KernelLowering:
     def __init__(self, program: A.Program, kernel: A.Kernel, module):
         self.program = program
@@ -732,16 +744,8 @@ class _KernelLowering:
             pred = unsigned if (s.is_unsigned or s.is_bool) else signed
             return arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b)
         if s.is_float:
-            if op == "+":
-                return arith.addf(a, b)
-            if op == "-":
-                return arith.subf(a, b)
-            if op == "*":
-                return arith.mulf(a, b)
-            if op == "/":
-                return arith.divf(a, b)
-            if op == "%":
-                return arith.remf(a, b)
+            if op in _FLOAT_BINARY:
+                return getattr(arith, _FLOAT_BINARY[op])(a, b)
             if op == "//":
                 return math.floor(arith.divf(a, b))
             if op == "%%":
@@ -754,18 +758,8 @@ class _KernelLowering:
                 return arith.select(fix, arith.addf(r, b), r)
         else:
             unsigned = s.is_unsigned
-            if op == "+":
-                return arith.addi(a, b)
-            if op == "-":
-                return arith.subi(a, b)
-            if op == "*":
-                return arith.muli(a, b)
-            if op == "/":
-                return arith.divui(a, b) if unsigned else arith.divsi(a, b)
-            if op == "%":
-                return arith.remui(a, b) if unsigned else arith.remsi(a, b)
-            if op == "//":
-                return arith.divui(a, b) if unsigned else arith.floordivsi(a, b)
+            if op in _INT_BINARY:  # (signed, unsigned) op names: signedness reaches the IR here
+                return getattr(arith, _INT_BINARY[op][1 if unsigned else 0])(a, b)
             if op == "%%":
                 if unsigned:
                     return arith.remui(a, b)
@@ -775,16 +769,6 @@ class _KernelLowering:
                 signs_differ = arith.cmpi(arith.CmpIPredicate.slt, arith.xori(r, b), zero)
                 fix = arith.andi(nonzero, signs_differ)
                 return arith.addi(r, arith.select(fix, b, zero))
-            if op in ("&", "&&"):
-                return arith.andi(a, b)
-            if op in ("|", "||"):
-                return arith.ori(a, b)
-            if op == "^":
-                return arith.xori(a, b)
-            if op == "<<":
-                return arith.shli(a, b)
-            if op == ">>":
-                return arith.shrui(a, b) if unsigned else arith.shrsi(a, b)
         raise InternalCompilerError(f"binary '{op}' on {s}")  # pragma: no cover
 
     def _abs(self, x, s: T.ScalarType):
