@@ -218,8 +218,8 @@ def render(results: dict) -> str:
         f"SASS: {meta['sass_tool'] or 'no cuobjdump/nvdisasm (pip install kernc[bench])'}  "
         f"python startup: {_ms(meta.get('python_startup_ms'))}",
         f"machine: {meta.get('cpu_count')} CPUs, load average {meta.get('load_average_1min') or 0:.2f} at the start"
-        + ("; PYTHONDONTWRITEBYTECODE is set (changed modules are recompiled in every CLI process)"
-           if meta.get("python_dont_write_bytecode") else ""),
+        + ("; PYTHONDONTWRITEBYTECODE is set here but not for the CLI runs (they use .pyc files, as an"
+           " installed kernc does)" if meta.get("python_dont_write_bytecode") else ""),
         "",
         "Compile latency to PTX: median time (ratio to nvcc -ptx -O3 of the CUDA C++ equivalent; target)",
     ]

@@ -75,7 +75,9 @@ def _parser() -> Lark:
     """The LALR parser, built once per process. Building the tables costs ~130 ms, so Lark's own
     cache keeps them in the user cache folder (``platformdirs``; ``KERNC_CACHE_DIR`` overrides it),
     keyed by the grammar text and the Lark version; any problem with that file falls back to
-    building the tables in memory."""
+    building the tables in memory. The tables depend on kernc's grammar only, never on a user's
+    program, so they are an installation artifact (like ``.pyc`` files) and stay cached even with
+    ``KERNC_ALWAYS_COMPILE=1``, which turns off the *compile* cache."""
     with open(_GRAMMAR) as f:
         grammar = f.read()
     options = dict(parser="lalr", lexer="contextual", propagate_positions=True,
@@ -95,8 +97,6 @@ def _lark_cache_file(grammar: str):
 
     import lark
 
-    if os.environ.get("KERNC_ALWAYS_COMPILE") == "1":
-        return None
     try:
         import platformdirs
 

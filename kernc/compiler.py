@@ -199,6 +199,9 @@ class Compilation:
         self._ptx: dict[int, str] = {}
         self._llvm: dict[int, str] = {}
         self._program = None
+        # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _kern/_gpu)
+        self._kern_module = self._gpu_module = None
+        self._kern_text = self._gpu_text = None
         #: the ``gpu`` cache key of this compilation (``None``: the cache is not used)
         self.cache_key = None
         #: whether the gpu IR came from the compile cache
@@ -225,7 +228,8 @@ class Compilation:
             if self.options.kernels is not None:
                 self._select(module, self.options.kernels)
             self._notify("frontend", module)
-            self._kern = _text(module, debug_info=True)
+            # printed on first use (kern_ir(), the cache): a clone costs ~1/20 of printing
+            self._kern_module = module.operation.clone()
             # kern-coalesce-views: scheduled only for N-D problems (a module without kern.delinearize
             # has nothing to stage, and its pipeline stays as before); off with coalesce=False
             kw = {}
@@ -234,7 +238,7 @@ class Compilation:
             if self.options.remarks:
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each)
-            self._gpu = _text(module, debug_info=True)
+            self._gpu_module = module
             self._needs_libdevice = _uses_math(module)
             self.signatures = self._signatures(module)
         if not self.signatures:
@@ -264,7 +268,7 @@ class Compilation:
                 return False
         except (TypeError, ValueError, KeyError, AttributeError):
             return False
-        self._kern, self._gpu, self._needs_libdevice, self.signatures = kern_text, gpu_text, needs, sigs
+        self._kern_text, self._gpu_text, self._needs_libdevice, self.signatures = kern_text, gpu_text, needs, sigs
         self.from_cache = True
         return True
 
@@ -311,6 +315,31 @@ class Compilation:
                 sigs[sig.name] = sig
         return sigs
 
+    @property
+    def _kern(self) -> str:
+        """The kern IR text with locations (printed from the kept module on first use)."""
+        with self._lock:
+            if self._kern_text is None:
+                with _CTX_LOCK, context():
+                    self._kern_text = _text(self._kern_module, debug_info=True)
+                self._kern_module = None
+            return self._kern_text
+
+    @property
+    def _gpu(self) -> str:
+        """The gpu IR text with locations (printed from the kept module on first use)."""
+        with self._lock:
+            if self._gpu_text is None:
+                with _CTX_LOCK, context():
+                    self._gpu_text = _text(self._gpu_module, debug_info=True)
+            return self._gpu_text
+
+    def _gpu_copy(self):
+        """A module of the gpu IR to lower further: a clone of the kept one, else parsed from text."""
+        if self._gpu_module is not None:
+            return self._gpu_module.operation.clone()
+        return ir.Module.parse(self._gpu_text)
+
     def ast(self) -> str:
         """The checked AST as an indented tree (``--emit ast``)."""
         return frontend.dump_ast(self.program)
@@ -330,15 +359,9 @@ class Compilation:
             return _text(ir.Module.parse(text))
 
     def _lower_to_llvm(self, index_bits: int, aligned: bool = True) -> ir.Module:
-        libdevice = None
-        if self._needs_libdevice:
-            libdevice = toolkit.libdevice_path()
-            if libdevice is None:
-                raise InternalCompilerError(
-                    "this kernel calls math functions, which need libdevice: "
-                    "pip install nvidia-nvvm (or set KERNC_LIBDEVICE)"
-                )
-        module = ir.Module.parse(self._gpu)
+        # kern-attach-target links it only if calls remain after kern-libdevice-to-intrinsics
+        libdevice = toolkit.libdevice_path() if self._needs_libdevice else None
+        module = self._gpu_copy()
         target = self.options.target(index_bits, libdevice, ALIGN if aligned else 0)
         run_passes(module, pipeline.gpu_to_llvm(target), self._hook(), self.options.verify_each)
         return module

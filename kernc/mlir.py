@@ -39,7 +39,9 @@ def _load_numba_cuda_mlir():
         if sys.platform.startswith("linux"):
             import ctypes
 
-            mode = os.RTLD_NOW | os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0)
+            # RTLD_LAZY: symbols bind on first call; binding all ~100k up front (RTLD_NOW) costs
+            # ~10 ms of every cold start and buys nothing (the libraries come from one build)
+            mode = os.RTLD_LAZY | os.RTLD_LOCAL | getattr(os, "RTLD_DEEPBIND", 0)
             libs = os.path.join(pkg_dir, "_mlir", "_mlir_libs")
             for name in (
                 "libMLIRPythonCAPI.so",
@@ -65,10 +67,41 @@ def _load():
     return _load_numba_cuda_mlir()
 
 
+def _import_ir(name: str):
+    """Import the bindings' ``ir`` module. Its only use of numpy is an optional ``try: import numpy``
+    that registers builders for dense ``F64/I32/I64/IndexElementsAttr`` attributes, which kernc never
+    builds; importing numpy costs ~35 ms, a tenth of a cold ``kernc compile``. So when numpy is not
+    loaded yet and no other thread could be importing it, ``import numpy`` is made to fail for the
+    duration of this one import (``sys.modules[name] = None`` is the documented way to do that)."""
+    import threading
+
+    if "numpy" in sys.modules or threading.active_count() > 1:
+        return importlib.import_module(name)
+    sys.modules["numpy"] = None
+    try:
+        return importlib.import_module(name)
+    finally:
+        if sys.modules.get("numpy", 0) is None:
+            del sys.modules["numpy"]
+
+
 _root, DISTRIBUTION = _load()
-ir = importlib.import_module(DISTRIBUTION + ".ir")
+ir = _import_ir(DISTRIBUTION + ".ir")
 passmanager = importlib.import_module(DISTRIBUTION + ".passmanager")
 rewrite = importlib.import_module(DISTRIBUTION + ".rewrite")
+
+
+def _prefer_lazy_dialects() -> None:
+    """Put :mod:`kernc.lazy_dialects` first in the bindings' dialect module search (see there)."""
+    try:
+        g = importlib.import_module(DISTRIBUTION + "._mlir_libs._mlir").globals
+        if "kernc.lazy_dialects" not in g.dialect_search_modules:
+            g.dialect_search_modules = ["kernc.lazy_dialects", *g.dialect_search_modules]
+    except (ImportError, AttributeError):  # bindings without a settable search list: all still works
+        pass
+
+
+_prefer_lazy_dialects()
 
 
 def dialect(name: str):

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from kernc.mlir import dialect, ir
 
+from . import llvm_ops as llvm
 from .base import Pass, walk_ops
 
-llvm = dialect("llvm")
 builtin = dialect("builtin")
 
 
@@ -62,14 +62,14 @@ class BarePointerABI(Pass):
             arg.replace_all_uses_except(cast.results[0], cast.operation)
             arg.set_type(ptr_t)
             with ir.InsertionPoint(cast.operation), fn.location:
-                zero = llvm.ConstantOp(ity, ir.IntegerAttr.get(ity, 0)).result
-                one = llvm.ConstantOp(ity, ir.IntegerAttr.get(ity, 1)).result
-                d = llvm.UndefOp(desc_t).result
-                d = llvm.InsertValueOp(d, arg, [0]).result
-                d = llvm.InsertValueOp(d, arg, [1]).result
-                d = llvm.InsertValueOp(d, zero, [2]).result
-                d = llvm.InsertValueOp(d, zero, [3, 0]).result
-                d = llvm.InsertValueOp(d, one, [4, 0]).result
+                zero = llvm.constant(ity, 0)
+                one = llvm.constant(ity, 1)
+                d = llvm.undef(desc_t)
+                d = llvm.insertvalue(d, arg, [0])
+                d = llvm.insertvalue(d, arg, [1])
+                d = llvm.insertvalue(d, zero, [2])
+                d = llvm.insertvalue(d, zero, [3, 0])
+                d = llvm.insertvalue(d, one, [4, 0])
             cast.operation.operands[0] = d
             new_inputs.append(ptr_t)
         fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(new_inputs, []))

@@ -38,8 +38,25 @@ class UpstreamPass(Pass):
         return self.pipeline
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        pm = passmanager.PassManager.parse(f"builtin.module({self.pipeline})", context=ctx)
-        pm.run(module.operation)
+        pass_manager(ctx, self.pipeline).run(module.operation)
+
+
+#: (context, pipeline) -> its PassManager. A pass manager keeps its passes initialised (for
+#: ``canonicalize``: the frozen set of every loaded dialect's patterns, most of its run time on a
+#: small kernel) for as long as the context's dialects do not change, so kernc reuses one per
+#: pipeline string instead of building it again for every compilation.
+_PASS_MANAGERS: dict[tuple[int, str], tuple[ir.Context, passmanager.PassManager]] = {}
+
+
+def pass_manager(ctx: ir.Context, pipeline: str) -> passmanager.PassManager:
+    """The (cached) ``PassManager`` of ``builtin.module(pipeline)`` in ``ctx``. Raises the
+    bindings' ``MLIRError``/``ValueError`` for a pipeline that does not parse."""
+    key = (id(ctx), pipeline)
+    hit = _PASS_MANAGERS.get(key)
+    if hit is None or hit[0] is not ctx:
+        pm = passmanager.PassManager.parse(f"builtin.module({pipeline})", context=ctx)
+        hit = _PASS_MANAGERS[key] = (ctx, pm)  # the context is kept alive with it
+    return hit[1]
 
 
 def walk_ops(root, names: set[str] | None = None) -> list:

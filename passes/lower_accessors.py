@@ -33,6 +33,7 @@ from kernc.errors import CompileError, Diagnostic, InternalCompilerError, Source
 from kernc.mlir import ir
 
 from . import ir_builder as b
+from . import llvm_ops
 from .base import Pass, walk_ops
 from .lower_layouts import emit_poly
 from .outline_to_gpu import GUARD_ATTR
@@ -577,13 +578,13 @@ def _last_block(kc, name: str, tid, blk) -> ir.Value:
     "threadFenceReduction" pattern). Every thread must call it; returns a block-uniform i1."""
     from kernc.mlir import dialect
 
-    gpu, llvm = dialect("gpu"), dialect("llvm")
+    gpu = dialect("gpu")
     i32 = ir.IntegerType.get_signless(32)
     counter = kc.arg(f"{name}.counter")
     flag = kc.workgroup(i32, 1, "deterministic flag", region="flag")
     nblocks = gpu.GridDimOp(gpu.Dimension.x).result
     with b.if_(b.cmp("eq", tid, b.idx(0))):
-        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+        llvm_ops.fence_acq_rel("device")
         old = b.memref.AtomicRMWOp(b.arith.AtomicRMWKind.addi, b.const(1, i32), counter, [b.idx(0)]).result
         last = b.cmp("eq", b.index_cast_ui(old), b.sub(nblocks, b.idx(1)))
         b.store(b.arith.ExtUIOp(i32, last).result, flag, b.idx(0))
@@ -598,7 +599,7 @@ def _deterministic_sum(kc, acc, totals, tid, blk):
     block reduction) and adds the result to ``O`` -- bitwise reproducible from run to run."""
     from kernc.mlir import dialect
 
-    gpu, llvm = dialect("gpu"), dialect("llvm")
+    gpu = dialect("gpu")
     name = kc.param_of(acc.buffer)
     partials = kc.arg(f"{name}.partials")
     K = acc.ncomp
@@ -607,7 +608,7 @@ def _deterministic_sum(kc, acc, totals, tid, blk):
             b.store(totals[c], partials, b.add(b.mul(blk, b.idx(K)), b.idx(c)))
     is_last = _last_block(kc, name, tid, blk)
     with b.if_(is_last):
-        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+        llvm_ops.fence_acq_rel("device")
         nblocks = gpu.GridDimOp(gpu.Dimension.x).result
         loop = b.scf.ForOp(tid, nblocks, b.idx(kc.block), [b.zero(acc.compute)] * K)
         with ir.InsertionPoint(loop.body):
@@ -709,9 +710,7 @@ def _deterministic_shared_sum(kc, acc, tid, blk):
     ``block*B + rank``); the last block to finish adds, for each distinct index ``u`` of the whole
     problem, the partials of the blocks that hold ``u`` in block order (the ``gunique``/``gstart``/
     ``gpos``/``gcount`` merge tables of ``shared_indices``), one plain update per ``u``."""
-    from kernc.mlir import dialect
 
-    llvm = dialect("llvm")
     name = kc.param_of(acc.buffer)
     index = kc.sig.param(name).index_param
     partials = kc.arg(f"{name}.partials")
@@ -719,7 +718,7 @@ def _deterministic_shared_sum(kc, acc, tid, blk):
     K = acc.ncomp
     is_last = _last_block(kc, name, tid, blk)
     with b.if_(is_last):
-        llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+        llvm_ops.fence_acq_rel("device")
         G = b.index_cast_ui(b.load(gcount, b.idx(0)))
         outer = b.scf.ForOp(tid, G, b.idx(kc.block))
         with ir.InsertionPoint(outer.body):

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .attach_target import AttachTarget
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views (issue "Performance", item 1)
 from .base import Pass, UpstreamPass
-from .ieee_sqrt import IEEESqrt
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
 from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
+from .libdevice_intrinsics import LibdeviceToIntrinsics
 from .lower_builtins import LowerBuiltins
 from .outline_to_gpu import OutlineToGpu
 from .relax_atomics import RelaxAtomics
@@ -55,8 +56,9 @@ class TargetOptions:
 
     ``arch``: the SM architecture, ``sm_XY`` (default ``sm_90``); ``index_bits``: width of ``index``
     in the generated code, 32 (default; valid while every buffer and problem size is < 2^31) or 64;
-    ``opt_level``: LLVM ``O`` level 0..3; ``libdevice``: path of ``libdevice.10.bc`` to link for
-    ``math`` functions (``None``: no linking, only valid for kernels without math calls);
+    ``opt_level``: LLVM ``O`` level 0..3; ``libdevice``: path of ``libdevice.10.bc``, linked when the
+    module still calls libdevice functions after ``kern-libdevice-to-intrinsics`` (``None``: not
+    available, an error for such modules);
     the PTX ISA version follows from ``arch`` (:data:`PTX_VERSION`); ``align``: the byte alignment
     every buffer argument is assumed to have (16: ``cudaMalloc``/CuPy allocations are 256-byte
     aligned; the launcher checks it and uses ``align=0`` PTX for misaligned arrays).
@@ -90,7 +92,6 @@ def kern_to_gpu(coalesce: bool = True, remarks=None) -> list[Pass]:
 
 def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
     """gpu IR -> NVVM (LLVM dialect) with the target attached."""
-    link = f" l={opts.libdevice}" if opts.libdevice else ""
     return [
         BarePointerABI(opts.index_bits, opts.align),
         UpstreamPass(
@@ -99,10 +100,8 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
             "reconcile-unrealized-casts)"
         ),
         RelaxAtomics(),
-        IEEESqrt(),
-        UpstreamPass(
-            f"nvvm-attach-target{{chip={opts.arch} features={ptx_features(opts.arch)} O={opts.opt_level}{link}}}"
-        ),
+        LibdeviceToIntrinsics(),
+        AttachTarget(opts.arch, ptx_features(opts.arch), opts.opt_level, opts.libdevice),
     ]
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views
 from .base import Pass, UpstreamPass
-from .ieee_sqrt import IEEESqrt
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
 from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
+from .libdevice_intrinsics import LibdeviceToIntrinsics
 from .lower_builtins import LowerBuiltins
 from .outline_to_gpu import OutlineToGpu
 from .relax_atomics import RelaxAtomics
@@ -33,7 +33,7 @@ KERN_PASSES = {
     OutlineToGpu.name: lambda: OutlineToGpu(),
     LowerBuiltins.name: lambda: LowerBuiltins(),
     RelaxAtomics.name: lambda: RelaxAtomics(),
-    IEEESqrt.name: lambda: IEEESqrt(),
+    LibdeviceToIntrinsics.name: lambda: LibdeviceToIntrinsics(),
     BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
 }
 

@@ -1,0 +1,48 @@
+"""``kern-attach-target``: attach the ``#nvvm.target`` (chip, PTX features, ``O`` level) to every
+``gpu.module``, linking libdevice only when the module still calls it.
+
+Upstream ``nvvm-attach-target{l=...}`` links the bitcode files it is given into every module, and
+linking + optimising the 480 KB ``libdevice.10.bc`` costs more than compiling a small kernel. After
+``kern-libdevice-to-intrinsics`` most kernels call no ``__nv_*`` function at all, so this pass looks
+at the calls first and hands upstream ``nvvm-attach-target`` the ``l=`` option only if one remains.
+"""
+
+from __future__ import annotations
+
+from kernc.errors import InternalCompilerError
+from kernc.mlir import ir
+
+from .base import Pass, UpstreamPass, walk_ops
+from .libdevice_intrinsics import callee
+
+
+def libdevice_calls(module: ir.Module) -> list[str]:
+    """Sorted names of the libdevice functions (``__nv_*``) that ``module`` calls."""
+    return sorted({name for op in walk_ops(module, {"llvm.call"})
+                   if (name := callee(op)) is not None and name.startswith("__nv_")})
+
+
+class AttachTarget(Pass):
+    """``nvvm-attach-target{chip=ARCH features=+ptxNN O=N [l=LIBDEVICE]}``, ``l=`` only when needed.
+
+    ``libdevice``: path of ``libdevice.10.bc``, or ``None`` when it was not found; a module that still
+    calls libdevice then raises :class:`~kernc.errors.InternalCompilerError` naming the functions and
+    how to install it (``pip install nvidia-nvvm``, or ``KERNC_LIBDEVICE``)."""
+
+    name = "kern-attach-target"
+    summary = "nvvm-attach-target, linking libdevice only for modules that call it"
+
+    def __init__(self, chip: str, features: str, opt_level: int, libdevice: str | None = None):
+        self.chip, self.features, self.opt_level, self.libdevice = chip, features, opt_level, libdevice
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        calls = libdevice_calls(module)
+        if calls and not self.libdevice:
+            raise InternalCompilerError(
+                f"this kernel calls libdevice math functions ({', '.join(calls)}), which need "
+                "libdevice.10.bc: pip install nvidia-nvvm (or set KERNC_LIBDEVICE)"
+            )
+        link = f" l={self.libdevice}" if calls else ""
+        UpstreamPass(
+            f"nvvm-attach-target{{chip={self.chip} features={self.features} O={self.opt_level}{link}}}"
+        ).apply(ctx, module)

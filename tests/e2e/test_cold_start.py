@@ -1,0 +1,76 @@
+"""What a cold ``kernc compile`` process loads and writes (issue "Performance": CLI cold compile).
+
+Structural checks, not timings: the compile path must not import numpy or the LLVM dialect's
+generated op classes (~50 ms of a ~170 ms process together), ``KERNC_ALWAYS_COMPILE=1`` keeps the
+parser tables (they depend on kernc's grammar only) while writing no compile-cache entry, and a
+process that keeps numpy out of the bindings' import can still import and use numpy afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from conftest import EXAMPLES
+
+SAXPY_FILE = os.path.join(EXAMPLES, "saxpy.kern")
+PARTICLES_FILE = os.path.join(EXAMPLES, "particles.kern")
+
+
+def _env(cache_dir, **extra):
+    env = dict(os.environ, KERNC_CACHE_DIR=str(cache_dir), **extra)
+    return env
+
+
+def test_cli_compile_imports_neither_numpy_nor_the_llvm_op_classes(tmp_path):
+    probe = (
+        "import sys; from kernc.cli import main; rc = main(sys.argv[1:]); assert rc == 0, rc; "
+        "bad = [m for m in ('numpy', 'numba_cuda_mlir._mlir.dialects._llvm_ops_gen', "
+        "'mlir.dialects._llvm_ops_gen', 'xml.sax.saxutils', 'urllib.request') if m in sys.modules]; "
+        "assert not bad, f'a cold compile imported {bad}'; "
+        "assert 'kernc.compiler' in sys.modules  # it did compile"
+    )
+    for src in (SAXPY_FILE, PARTICLES_FILE):  # particles: math, so libdevice calls and intrinsics
+        out = tmp_path / "out.ptx"
+        subprocess.run([sys.executable, "-c", probe, "compile", src, "-o", str(out)], check=True,
+                       env=_env(tmp_path / "cache", KERNC_ALWAYS_COMPILE="1"), timeout=300)
+        assert ".visible .entry" in out.read_text()
+
+
+def test_always_compile_keeps_only_the_parser_tables(tmp_path):
+    cache_dir = tmp_path / "cache"
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"{i}.ptx"
+        subprocess.run([sys.executable, "-m", "kernc", "compile", SAXPY_FILE, "-o", str(out)], check=True,
+                       env=_env(cache_dir, KERNC_ALWAYS_COMPILE="1"), timeout=300)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    files = sorted(p.name for p in cache_dir.rglob("*") if p.is_file())
+    assert len(files) == 1 and files[0].startswith("grammar-") and files[0].endswith(".lark.cache"), files
+
+
+def test_numpy_imports_normally_after_the_bindings_were_loaded_without_it(tmp_path):
+    probe = (
+        "import sys; import kernc.mlir; assert 'numpy' not in sys.modules; "
+        "import numpy as np; assert np.arange(3).sum() == 3; "
+        "import kernc; m = kernc.compile(open(sys.argv[1]).read(), filename='saxpy.kern'); "
+        "x = np.arange(5, dtype=np.float32); y = np.ones(5, np.float32); m.saxpy(2.0, x, y); "
+        "assert y.tolist() == [1.0, 3.0, 5.0, 7.0, 9.0], y"
+    )
+    subprocess.run([sys.executable, "-c", probe, SAXPY_FILE], check=True,
+                   env=_env(tmp_path / "cache"), timeout=300)
+
+
+def test_bindings_register_numpy_builders_only_when_numpy_came_first(tmp_path):
+    # the one thing the bindings use numpy for: builders of dense ElementsAttr values (kernc builds none)
+    probe = (
+        "import sys\n"
+        "if sys.argv[1] == 'first': import numpy\n"
+        "from kernc.mlir import ir\n"
+        "assert ir.AttrBuilder.contains('F64ElementsAttr') == (sys.argv[1] == 'first')\n"
+    )
+    for order in ("first", "never"):
+        subprocess.run([sys.executable, "-c", probe, order], check=True, env=_env(tmp_path / "cache"),
+                       timeout=300)
