@@ -585,14 +585,32 @@ def load(context) -> None:
 _loaded_once = [False]
 
 
-def _with_attrs(build, attrs: dict):
-    """Build an op, then set ``attrs``. The ``ext`` builder treats falsy attributes (an empty
-    ``syms = []`` of a static layout) as absent, so they are filled in after construction."""
-    placeholder = {k: (v if v else ir.ArrayAttr.get([ir.StringAttr.get("")])) for k, v in attrs.items()}
-    op = build(placeholder)
-    for k, v in attrs.items():
-        op.operation.attributes[k] = v
-    return op
+def _build(name: str, operands: list, results: list, attrs: dict) -> ir.Operation:
+    """Create ``kern.NAME`` at the current insertion point and location, in the generic form.
+
+    ``operands`` / ``results``: one entry per operand / result declared by the op class, in
+    declaration order -- a value / type, or a list of them for a variadic (``Sequence``) one, whose
+    lengths go into ``operandSegmentSizes`` / ``resultSegmentSizes`` as IRDL expects. The same IR as
+    the ``ext`` class constructors, at a third of the cost (they bind every call's arguments through
+    ``inspect.signature``), and an empty ``syms = []`` is kept as given (``ext`` drops falsy attrs).
+    """
+    attrs = dict(attrs)
+    flat_operands, flat_results = [], []
+    for group, flat, key in ((operands, flat_operands, "operandSegmentSizes"),
+                             (results, flat_results, "resultSegmentSizes")):
+        sizes, variadic = [], False
+        for entry in group:
+            if isinstance(entry, (list, tuple)):
+                flat.extend(entry)
+                sizes.append(len(entry))
+                variadic = True
+            else:
+                flat.append(entry)
+                sizes.append(1)
+        if variadic:
+            attrs[key] = ir.DenseI32ArrayAttr.get(sizes)
+    return ir.Operation.create(f"kern.{name}", results=flat_results, operands=flat_operands,
+                               attributes=attrs)
 
 
 def accessor_attrs(accessor: str, layout: str, syms) -> dict:
@@ -611,7 +629,7 @@ def read(buffer, args, sizes, accessor: str, layout: str, syms, result_types, de
     give out of bounds, stored exactly as the ``default`` attribute (a typed float/integer attr).
     """
     attrs = accessor_attrs(accessor, layout, syms)
-    op = _with_attrs(lambda a: ReadOp(buffer, list(args), list(sizes), **a, values=list(result_types)), attrs)
+    op = _build("read", [buffer, list(args), list(sizes)], [list(result_types)], attrs)
     if default is not None:
         type_, value = default
         if isinstance(type_, ir.IntegerType) or isinstance(type_, ir.IndexType):
@@ -624,9 +642,10 @@ def read(buffer, args, sizes, accessor: str, layout: str, syms, result_types, de
 
 def write(kind: str, buffer, args, sizes, values, accessor: str, layout: str, syms):
     """Build ``kern.write`` (``kind="write"``) or ``kern.add`` (``kind="add"``)."""
-    cls = {"write": WriteOp, "add": AddOp}[kind]
+    if kind not in ("write", "add"):
+        raise ValueError(f"kind must be 'write' or 'add', got {kind!r}")
     attrs = accessor_attrs(accessor, layout, syms)
-    return _with_attrs(lambda a: cls(buffer, list(args), list(sizes), list(values), **a), attrs)
+    return _build(kind, [buffer, list(args), list(sizes), list(values)], [], attrs)
 
 
 def layout_apply(coords, sizes, layout: str, syms):
@@ -635,10 +654,7 @@ def layout_apply(coords, sizes, layout: str, syms):
         "layout": ir.StringAttr.get(layout),
         "syms": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in syms]),
     }
-    op = _with_attrs(
-        lambda a: LayoutApplyOp(list(coords), list(sizes), **a, offset=ir.IndexType.get()), attrs
-    )
-    return op.results[0]
+    return _build("layout_apply", [list(coords), list(sizes)], [ir.IndexType.get()], attrs).results[0]
 
 
 def _view_attrs(layout: str, syms) -> dict:
@@ -658,9 +674,8 @@ def view_load(buffer, coords, sizes, layout: str, syms, result_type, checked=Fal
               mask=None):
     """Build ``kern.view_load``; returns its result. ``checked`` needs ``default`` (a Python number,
     stored exactly as a typed attribute of ``result_type``); ``mask`` is an optional ``i1``."""
-    op = _with_attrs(lambda a: ViewLoadOp(buffer, list(coords), list(sizes),
-                                          [mask] if mask is not None else [], **a, value=result_type),
-                     _view_attrs(layout, syms))
+    op = _build("view_load", [buffer, list(coords), list(sizes), [mask] if mask is not None else []],
+                [result_type], _view_attrs(layout, syms))
     if checked:
         op.operation.attributes[CHECKED_ATTR] = ir.UnitAttr.get()
         op.operation.attributes[DEFAULT_ATTR] = _typed_attr(result_type, default or 0)
@@ -669,9 +684,8 @@ def view_load(buffer, coords, sizes, layout: str, syms, result_type, checked=Fal
 
 def view_store(buffer, coords, sizes, value, layout: str, syms, checked=False, mask=None):
     """Build ``kern.view_store``."""
-    op = _with_attrs(lambda a: ViewStoreOp(buffer, list(coords), list(sizes),
-                                           [mask] if mask is not None else [], value, **a),
-                     _view_attrs(layout, syms))
+    op = _build("view_store", [buffer, list(coords), list(sizes), [mask] if mask is not None else [], value],
+                [], _view_attrs(layout, syms))
     if checked:
         op.operation.attributes[CHECKED_ATTR] = ir.UnitAttr.get()
     return op
@@ -679,21 +693,25 @@ def view_store(buffer, coords, sizes, value, layout: str, syms, checked=False, m
 
 def in_bounds(coords, sizes, layout: str, syms):
     """Build ``kern.in_bounds``; returns its ``i1`` result."""
-    op = _with_attrs(lambda a: InBoundsOp(list(coords), list(sizes), **a,
-                                          ok=ir.IntegerType.get_signless(1)),
-                     _view_attrs(layout, syms))
-    return op.results[0]
+    return _build("in_bounds", [list(coords), list(sizes)], [ir.IntegerType.get_signless(1)],
+                  _view_attrs(layout, syms)).results[0]
 
 
 def delinearize(linear, extents) -> list:
     """Build ``kern.delinearize``; returns the coordinates (last fastest)."""
-    op = DelinearizeOp(linear, list(extents), coords=[ir.IndexType.get()] * len(extents))
-    return list(op.results)
+    return list(_build("delinearize", [linear, list(extents)], [[ir.IndexType.get()] * len(extents)], {}).results)
+
+
+def builtin(name: str) -> ir.Value:
+    """Build the builtin ``kern.NAME`` (a key of :data:`BUILTIN_OPS`); returns its ``index`` result."""
+    if name not in BUILTIN_OPS:
+        raise ValueError(f"unknown builtin {name!r} (one of {', '.join(BUILTIN_OPS)})")
+    return _build(name, [], [ir.IndexType.get()], {}).results[0]
 
 
 def swizzle(offset, bits: int, base: int, shift: int):
     """Build ``kern.swizzle``; returns its ``index`` result."""
     i32 = ir.IntegerType.get_signless(32)
-    op = SwizzleOp(offset, bits=ir.IntegerAttr.get(i32, bits), base=ir.IntegerAttr.get(i32, base),
-                   shift=ir.IntegerAttr.get(i32, shift), result_=ir.IndexType.get())
-    return op.results[0]
+    attrs = {"bits": ir.IntegerAttr.get(i32, bits), "base": ir.IntegerAttr.get(i32, base),
+             "shift": ir.IntegerAttr.get(i32, shift)}
+    return _build("swizzle", [offset], [ir.IndexType.get()], attrs).results[0]

@@ -312,7 +312,7 @@ def check(program: A.Program) -> A.Program:
     checker = _Checker(program)
     try:
         checker.run()
-    except CompileError:
+    except (CompileError, RecursionError):  # RecursionError: the caller reports deep nesting
         raise
     except Exception as exc:  # a checker bug, most likely triggered by an earlier error
         if checker.diags:

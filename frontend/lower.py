@@ -613,7 +613,7 @@ class _KernelLowering:
                 if p.kind == "size":
                     return self.size_args[p.name]
                 return self.convert(self.args[p], p.ty, T.INDEX)
-            return kern.BUILTIN_OPS[sym.name](ir.IndexType.get()).result
+            return kern.builtin(sym.name)
         v = env[sym]
         return list(v) if isinstance(v, list) else v
 

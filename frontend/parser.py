@@ -55,6 +55,10 @@ _OPERATOR_TERMINALS = {
     "FLOORDIV", "DOT", "LSQB",
 }
 
+#: Binding strength of the binary operator terminals (higher binds tighter); see binary_chain.
+_PRECEDENCE = {"OROR": 1, "ANDAND": 2, "CMPOP": 3, "BITOR": 4, "BITXOR": 5, "BITAND": 6,
+               "SHIFTOP": 7, "ADDOP": 8, "MULOP": 9, "FLOORDIV": 9}
+
 _last = threading.local()
 
 
@@ -501,9 +505,34 @@ class _ToAst(Transformer):
         return A.Return(self._loc(items[0]))
 
     # -- expressions
-    def binary(self, meta, items):
-        left, op, right = items
-        return A.Binary(self._loc(op), str(op), left, right)
+    def binary_chain(self, meta, items):
+        """``a OP b OP c ...`` (operands and operator tokens alternating) grouped by precedence
+        (shunting-yard, E. W. Dijkstra, 1961): all operators are left-associative except the
+        comparisons, which do not chain (``a < b < c`` is an error, as in the grammar before)."""
+        out, ops = [items[0]], []
+        chained = set()  # ids of comparison nodes built here (not parenthesised operands)
+
+        def reduce():
+            op = ops.pop()
+            right, left = out.pop(), out.pop()
+            if op.type == "CMPOP" and id(left) in chained:
+                raise CompileError(Diagnostic(
+                    f"comparisons do not chain: '{left.op}' then '{op}'", self._loc(op),
+                    source=self.source, hint="combine them with '&&', e.g. (a < b) && (b < c)"))
+            node = A.Binary(self._loc(op), str(op), left, right)
+            if op.type == "CMPOP":
+                chained.add(id(node))
+            out.append(node)
+
+        for op, operand in zip(items[1::2], items[2::2]):
+            level = _PRECEDENCE[op.type]
+            while ops and _PRECEDENCE[ops[-1].type] >= level:
+                reduce()
+            ops.append(op)
+            out.append(operand)
+        while ops:
+            reduce()
+        return out[0]
 
     def unary(self, meta, items):
         op, operand = items

@@ -65,12 +65,17 @@ def walk_ops(root, names: set[str] | None = None) -> list:
     Collected into a list first so callers may rewrite/erase while iterating.
     """
     found: list = []
+    keep, advance = found.append, ir.WalkResult.ADVANCE  # the walk hands over ir.Operation objects
 
-    def visit(op):
-        op = op.operation if hasattr(op, "operation") else op
-        if names is None or op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
+    if names is None:
+        def visit(op):
+            keep(op)
+            return advance
+    else:
+        def visit(op):
+            if op.name in names:
+                keep(op)
+            return advance
 
     root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found

@@ -221,11 +221,10 @@ def _tid_values():
     from kernc.mlir import dialect
 
     gpu = dialect("gpu")
-    i = b.index_t()
-    t = kern.ThreadIdOp(i).result
+    t = kern.builtin("thread_id")
     tid = gpu.ThreadIdOp(gpu.Dimension.x).result
-    blk = kern.BlockIdOp(i).result
-    p = kern.ProblemSizeOp(i).result
+    blk = kern.builtin("block_id")
+    p = kern.builtin("problem_size")
     return t, tid, blk, p
 
 
@@ -325,7 +324,7 @@ def _vectorised(acc: Access, e: ir.Value, w: int, scalar) -> list:
 
 
 def _per_thread(acc: Access) -> list:
-    t = kern.ThreadIdOp(b.index_t()).result
+    t = kern.builtin("thread_id")
     e = element_index(acc, t)
     w = _vector_width(acc) if acc.accessor in ("sequential", "strided", "indexed") else 0
     if w:

@@ -123,9 +123,8 @@ class OutlineToGpu(Pass):
             gfn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
             entry = gfn.add_entry_block()
         with ir.InsertionPoint(entry), fn.location:
-            idx = ir.IndexType.get()
-            t = kern.ThreadIdOp(idx).result
-            p = kern.ProblemSizeOp(idx).result
+            t = kern.builtin("thread_id")
+            p = kern.builtin("problem_size")
             guard = arith.CmpIOp(arith.CmpIPredicate.ult, t, p).result
             if_op = scf.IfOp(guard)
             if_op.attributes[GUARD_ATTR] = ir.UnitAttr.get()

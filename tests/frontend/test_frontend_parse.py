@@ -53,6 +53,54 @@ def test_precedence_rust_like():
     assert shift.left.op == "+" and shift.left.right.op == "*"
 
 
+def _sexpr(e) -> str:
+    """The expression as a fully parenthesised string (names and literals by their text)."""
+    if isinstance(e, A.Binary):
+        return f"({_sexpr(e.left)} {e.op} {_sexpr(e.right)})"
+    if isinstance(e, A.Unary):
+        return f"({e.op}{_sexpr(e.operand)})"
+    return getattr(e, "id", None) or getattr(e, "text", None) or str(getattr(e, "value", e))
+
+
+@pytest.mark.parametrize("src,expected", [
+    # every pair of adjacent levels, both orders
+    ("a || b && c", "(a || (b && c))"), ("a && b || c", "((a && b) || c)"),
+    ("a && b == c", "(a && (b == c))"), ("a == b && c", "((a == b) && c)"),
+    ("a == b | c", "(a == (b | c))"), ("a | b == c", "((a | b) == c)"),
+    ("a | b ^ c", "(a | (b ^ c))"), ("a ^ b | c", "((a ^ b) | c)"),
+    ("a ^ b & c", "(a ^ (b & c))"), ("a & b ^ c", "((a & b) ^ c)"),
+    ("a & b << c", "(a & (b << c))"), ("a << b & c", "((a << b) & c)"),
+    ("a << b + c", "(a << (b + c))"), ("a + b >> c", "((a + b) >> c)"),
+    ("a + b * c", "(a + (b * c))"), ("a * b - c", "((a * b) - c)"),
+    # left associativity within a level
+    ("a - b - c", "((a - b) - c)"), ("a / b * c % d // e", "((((a / b) * c) % d) // e)"),
+    ("a << b >> c", "((a << b) >> c)"), ("a || b || c", "((a || b) || c)"),
+    # unary binds tighter than every binary operator; parentheses win
+    ("-a * b", "((-a) * b)"), ("a - -b", "(a - (-b))"), ("(a + b) * c", "((a + b) * c)"),
+    ("(a < b) == (c < d)", "((a < b) == (c < d))"),
+    ("a * b + c * d < e << f | g && h || i",
+     "(((((a * b) + (c * d)) < ((e << f) | g)) && h) || i)"),
+])
+def test_binary_operator_grouping(src, expected):
+    (s,) = body(f"let z = {src};")
+    assert _sexpr(s.value) == expected
+
+
+@pytest.mark.parametrize("src,col", [("a < b < c", 15), ("a == b != c", 16), ("a + 1 < b >= c * 2", 19)])
+def test_comparisons_do_not_chain(src, col):
+    with pytest.raises(CompileError) as err:
+        body(f"let z = {src};")
+    d = err.value.diagnostics[0]
+    assert "comparisons do not chain" in d.message and "&&" in d.hint
+    assert (d.location.line, d.location.column) == (2, col)
+
+
+def test_binary_location_is_the_operator():
+    (s,) = body("let z = a + b * c;")
+    assert (s.value.loc.line, s.value.loc.column) == (2, 11)
+    assert (s.value.right.loc.line, s.value.right.loc.column) == (2, 15)
+
+
 def test_floor_division_vs_line_comment():
     stmts = body("let q = 7 // 2; // a comment\n    let r = 7 %% 2; // another // one")
     assert [s.value.op for s in stmts] == ["//", "%%"]
