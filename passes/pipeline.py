@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views (issue "Performance", item 1)
 from .base import Pass, UpstreamPass
+from .contract_fma import ContractFMA
+from .fma_intrinsic import FMAIntrinsic
 from .ieee_sqrt import IEEESqrt
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
@@ -69,10 +71,11 @@ class TargetOptions:
     align: int = 16
 
 
-def kern_to_gpu(coalesce: bool = True, remarks=None) -> list[Pass]:
+def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list[Pass]:
     """kern IR -> gpu IR: layout folding, outlining, accessors, views, layouts, divisions, thread
     ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of transposed view accesses);
-    ``remarks``: a callable that receives its one-line explanations."""
+    ``remarks``: a callable that receives its one-line explanations; ``fmad``: contract
+    ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile --fmad``)."""
     return [
         VerifyKern(),
         FoldLayouts(),
@@ -83,6 +86,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None) -> list[Pass]:
         LowerLayouts(),
         LowerDivisions(),
         LowerBuiltins(),
+        *([ContractFMA()] if fmad else []),  # kern-contract-fma
         UpstreamPass("canonicalize"),
         UpstreamPass("cse"),
     ]
@@ -100,6 +104,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
         ),
         RelaxAtomics(),
         IEEESqrt(),
+        FMAIntrinsic(),
         UpstreamPass(
             f"nvvm-attach-target{{chip={opts.arch} features={ptx_features(opts.arch)} O={opts.opt_level}{link}}}"
         ),

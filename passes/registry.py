@@ -11,6 +11,8 @@ from __future__ import annotations
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views
 from .base import Pass, UpstreamPass
+from .contract_fma import ContractFMA
+from .fma_intrinsic import FMAIntrinsic
 from .ieee_sqrt import IEEESqrt
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
@@ -34,6 +36,8 @@ KERN_PASSES = {
     LowerBuiltins.name: lambda: LowerBuiltins(),
     RelaxAtomics.name: lambda: RelaxAtomics(),
     IEEESqrt.name: lambda: IEEESqrt(),
+    ContractFMA.name: lambda: ContractFMA(),
+    FMAIntrinsic.name: lambda: FMAIntrinsic(),
     BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
 }
 
