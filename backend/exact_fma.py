@@ -6,7 +6,7 @@ too), so results differ from the GPU's in the last bit for some inputs. This mod
 exactly with the *round-to-odd* method of S. Boldo and G. Melquiond, "Emulation of FMA and correctly
 rounded sums: proved algorithms using rounding to odd", IEEE Transactions on Computers 57(4), 2008:
 rounding the exact value to odd in a format with at least two more significand bits, then to nearest
-in the target format, is the correctly rounded result (their Theorem 1); round-to-odd of a sum is
+in the target format, is the correctly rounded result; round-to-odd of a sum is
 ``RN(x + y)`` plus one step toward the exact error (from TwoSum, Knuth) when that error is nonzero
 and ``RN(x + y)`` has an even last bit.
 
