@@ -252,6 +252,13 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
     })
 
 
+def option_includes(*, coalesce: bool = True, fmad: bool = False) -> tuple:
+    """The compile options that change the gpu IR, as ``includes`` pairs of :func:`front_key`
+    (empty for the defaults, so default keys stay as they were)."""
+    return ((() if coalesce else (("--no-coalesce", ""),))
+            + ((("--fmad", ""),) if fmad else ()))
+
+
 def ptx_key(front: str, arch: str, opt_level: int, index_bits: int, align: int = 16) -> str:
     """The key of the ``ptx`` entry for the program of ``gpu`` key ``front`` compiled for ``arch``
     at LLVM ``opt_level`` with ``index`` lowered to ``index_bits`` (libdevice is part of it)."""
@@ -406,14 +413,15 @@ def reset() -> None:
 
 # -- the fast path of ``kernc compile`` -------------------------------------------------------------
 def lookup_ptx(source: str, filename: str, *, arch: str, opt_level: int, index_bits: int,
-               kernels=None) -> str | None:
+               kernels=None, fmad: bool = False) -> str | None:
     """The cached PTX of ``source`` for these options, or ``None``; imports no compiler module.
 
     A hit implies the options were valid and the program compiled when the entry was made."""
     if not enabled():
         return None
     try:
-        key = ptx_key(front_key(source, filename, kernels), arch, opt_level, index_bits)
+        key = ptx_key(front_key(source, filename, kernels, includes=option_includes(fmad=fmad)),
+                      arch, opt_level, index_bits)
     except Exception:  # noqa: BLE001 - a cache problem must never reach the user
         return None
     payload = get("ptx", key, require=("ptx",))
@@ -422,7 +430,7 @@ def lookup_ptx(source: str, filename: str, *, arch: str, opt_level: int, index_b
 
 
 __all__ = [
-    "enabled", "cache_dir", "front_key", "ptx_key", "compiler_id", "source_fingerprint",
+    "enabled", "cache_dir", "front_key", "option_includes", "ptx_key", "compiler_id", "source_fingerprint",
     "mlir_build_id", "libdevice_id", "get", "put", "encode", "decode", "entry_path",
     "clear_memory", "reset", "lookup_ptx", "FORMAT_VERSION", "KINDS",
 ]

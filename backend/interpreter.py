@@ -25,7 +25,8 @@ through NVVM:
   value (0, or a saturated conversion as ``cvt.rzi`` does) and never raise.
 - **Floats** are computed in the operand's precision (``f32`` ops on ``float32`` arrays, ``f16`` on
   ``float16``); ``bf16`` is not supported (numpy has no bfloat16 and ``ml_dtypes`` is not a
-  dependency). Fast-math flags are ignored.
+  dependency). Fast-math flags are ignored. ``math.fma`` is rounded once, like PTX ``fma.rn``
+  (:mod:`kernc.backend.exact_fma`).
 - **Memory.** Global buffers are the caller's numpy arrays, read and written in place. Every active
   lane's index is bounds-checked; a fault raises :class:`~kernc.errors.KerncRuntimeError` naming the
   buffer, the global thread id and the index. Workgroup attributions are allocated per block,
@@ -50,6 +51,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from kernc.backend import exact_fma
 from kernc.errors import KerncLaunchError, KerncRuntimeError
 from kernc.mlir import ir
 
@@ -1153,20 +1155,14 @@ class _Translator:
         return self.int_unop(o, fn)
 
     def c_fma(self, o):
-        ty = self.ty(o.results[0].type, o)
+        """``math.fma``: correctly rounded, one rounding as PTX ``fma.rn`` (``backend/exact_fma.py``)."""
+        dt = self.ty(o.results[0].type, o).dtype
         a, b, c = (self.use(v) for v in o.operands)
         r = self.define(o.results[0])
-        if ty.dtype == np.float64:
-            def f(fr, mask):
-                env = fr.env
-                env[r] = env[a] * env[b] + env[c]
-        else:
-            dt = ty.dtype
 
-            def f(fr, mask):
-                env = fr.env
-                x = np.float64(1) * env[a]
-                env[r] = _s((x * env[b] + env[c]).astype(dt))
+        def f(fr, mask):
+            env = fr.env
+            env[r] = exact_fma.fma(env[a], env[b], env[c], dt)
         return f
 
     def c_fpowi(self, o):

@@ -103,6 +103,17 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
     return result
 
 
+def nvcc_ptx(cu_path: str | None, arch: str, workdir: str, stem: str, flags=()) -> str | None:
+    """``nvcc -ptx -O3 -arch=ARCH FLAGS CU`` (e.g. ``--fmad=false``) into ``WORKDIR/STEM.nvcc.ptx``;
+    its path, or ``None`` without nvcc or ``cu_path``."""
+    nvcc = tools.find("nvcc")
+    if not (nvcc and cu_path and os.path.exists(cu_path)):
+        return None
+    out = os.path.join(workdir, f"{stem}.nvcc.ptx")
+    _run_checked([nvcc, "-ptx", "-O3", f"-arch={arch}", *flags, cu_path, "-o", out], cwd=workdir)
+    return out
+
+
 def _quality_of(ptx_path: str, cubin_path: str, arch: str) -> dict:
     from kernc.backend import toolkit
 

@@ -21,7 +21,7 @@ from .options import build_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA_DIR = os.path.join(HERE, "cuda")
-SCHEMA = 1
+SCHEMA = 2  # 2: code_quality[example] holds one entry per CODE_QUALITY_PAIRS
 
 #: The issue's targets: (id, text, limit); compile ones are ratios to nvcc -ptx except the cache hit.
 TARGETS = {
@@ -33,6 +33,13 @@ TARGETS = {
     "sass_instructions": ("SASS instructions <= 1.1 x nvcc's", 1.1),
 }
 COMPILE_COLUMNS = ("inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_cache_hit")
+#: Code quality compares builds with the same floating-point semantics: kernc --fmad against nvcc's
+#: default (--fmad=true: both contract a*b+c into FMAs), kernc's default against nvcc --fmad=false.
+#: name -> (kernc fmad option, extra nvcc flags, label)
+CODE_QUALITY_PAIRS = {
+    "fmad": (True, (), "kernc --fmad / nvcc"),
+    "no_fmad": (False, ("--fmad=false",), "kernc / nvcc --fmad=false"),
+}
 
 
 def _examples_dir(ns) -> str:
@@ -126,22 +133,14 @@ def collect(ns) -> dict:
             row["ratios_to_nvcc"] = {c: _ratio(row.get(f"{c}_ms"), row.get("nvcc_ptx_ms")) for c in COMPILE_COLUMNS}
             results["compile"][name] = row
 
-            try:
-                from kernc.compiler import Compilation, CompileOptions
-
-                ptx = Compilation(open(kern, encoding="utf-8").read(), kern, CompileOptions(arch=ns.arch)).ptx()
-                q = measure.code_quality(ptx, nvcc_ptx_paths.get(name), ns.arch, workdir, name)
-                kernels = {}
-                for kname, mine in q["kernc"].items():
-                    theirs = (q["nvcc"] or {}).get(kname)
-                    kernels[kname] = {
-                        "kernc": mine, "nvcc": theirs,
-                        "ratios": {m: _ratio(mine.get(m), (theirs or {}).get(m))
-                                   for m in ("registers", "sass_instructions")},
-                    }
-                results["code_quality"][name] = {"kernels": kernels}
-            except Exception as err:  # noqa: BLE001
-                results["code_quality"][name] = {"error": _err(err)}
+            pairs = results["code_quality"][name] = {}
+            for pair, (fmad, flags, _label) in CODE_QUALITY_PAIRS.items():
+                try:
+                    nvcc_ptx = (measure.nvcc_ptx(cu, ns.arch, workdir, f"{name}.{pair}", flags) if flags
+                                else nvcc_ptx_paths.get(name))  # nvcc's default: the compile-latency PTX
+                    pairs[pair] = {"kernels": _code_quality(kern, fmad, nvcc_ptx, ns.arch, workdir, f"{name}.{pair}")}
+                except Exception as err:  # noqa: BLE001
+                    pairs[pair] = {"error": _err(err)}
 
             try:
                 results["memory"][name] = measure.memory_traffic(examples_dir, name, 1024 if quick else 4096)
@@ -166,8 +165,25 @@ def collect(ns) -> dict:
     return results
 
 
+def _code_quality(kern: str, fmad: bool, nvcc_ptx: str | None, arch: str, workdir: str, stem: str) -> dict:
+    """Per kernel: kernc's (``fmad``) and nvcc's registers, spills and SASS counts, and their ratios."""
+    from kernc.compiler import Compilation, CompileOptions
+
+    ptx = Compilation(open(kern, encoding="utf-8").read(), kern, CompileOptions(arch=arch, fmad=fmad)).ptx()
+    q = measure.code_quality(ptx, nvcc_ptx, arch, workdir, stem)
+    kernels = {}
+    for kname, mine in q["kernc"].items():
+        theirs = (q["nvcc"] or {}).get(kname)
+        kernels[kname] = {
+            "kernc": mine, "nvcc": theirs,
+            "ratios": {m: _ratio(mine.get(m), (theirs or {}).get(m)) for m in ("registers", "sass_instructions")},
+        }
+    return kernels
+
+
 def evaluate_targets(results: dict) -> list[dict]:
-    """One entry per (target, example[, kernel]): the measured value, the limit and PASS/FAIL/n/a."""
+    """One entry per (target, example[, kernel, pair]): the measured value, the limit and PASS/FAIL/n/a
+    (``pair``: the code-quality comparison, a key of :data:`CODE_QUALITY_PAIRS`)."""
     out = []
     for name, row in results["compile"].items():
         for col in COMPILE_COLUMNS:
@@ -178,13 +194,15 @@ def evaluate_targets(results: dict) -> list[dict]:
                 value, unit = row["ratios_to_nvcc"].get(col), "x nvcc -ptx"
             out.append({"target": col, "text": text, "example": name, "kernel": None, "measured": value,
                         "unit": unit, "limit": limit, "status": _status(value, limit)})
-    for name, q in results["code_quality"].items():
-        for kname, k in q.get("kernels", {}).items():
-            for m in ("registers", "sass_instructions"):
-                text, limit = TARGETS[m]
-                value = k["ratios"].get(m)
-                out.append({"target": m, "text": text, "example": name, "kernel": kname, "measured": value,
-                            "unit": "x nvcc", "limit": limit, "status": _status(value, limit)})
+    for name, pairs in results["code_quality"].items():
+        for pair, q in pairs.items():
+            for kname, k in q.get("kernels", {}).items():
+                for m in ("registers", "sass_instructions"):
+                    text, limit = TARGETS[m]
+                    value = k["ratios"].get(m)
+                    out.append({"target": m, "text": text, "example": name, "kernel": kname, "pair": pair,
+                                "measured": value, "unit": "x nvcc", "limit": limit,
+                                "status": _status(value, limit)})
     return out
 
 
@@ -223,7 +241,7 @@ def render(results: dict) -> str:
         "",
         "Compile latency to PTX: median time (ratio to nvcc -ptx -O3 of the CUDA C++ equivalent; target)",
     ]
-    status = {(t["target"], t["example"], t["kernel"]): t["status"] for t in results["targets"]}
+    status = {(t["target"], t["example"], t["kernel"], t.get("pair")): t["status"] for t in results["targets"]}
     rows = []
     for name, row in results["compile"].items():
         if "error" in row and "inprocess_warm_ms" not in row:
@@ -231,32 +249,36 @@ def render(results: dict) -> str:
             continue
         cells = [name, _ms(row.get("nvcc_ptx_ms"))]
         for col in COMPILE_COLUMNS:
-            st = status.get((col, name, None), "n/a")
+            st = status.get((col, name, None, None), "n/a")
             cells.append(f"{_ms(row.get(f'{col}_ms'))} ({_x(row['ratios_to_nvcc'].get(col))} {st})")
         rows.append(cells)
     parts.append(_table(["example", "nvcc -ptx", "in-process warm", "in-process cache hit", "CLI cold",
                          "CLI cache hit"], rows))
     parts.append("targets: warm <= 0.05x, cache hit <= 2 ms, CLI cold <= 1x, CLI cache hit <= 0.333x nvcc -ptx")
 
-    parts += ["", "Code quality (ptxas -v and SASS of both PTX files, same ptxas; kernc / nvcc (ratio; target))"]
+    parts += ["", "Code quality (ptxas -v and SASS of both PTX files, same ptxas; kernc / nvcc (ratio; target)), "
+                  "compared at equal FMA contraction"]
     rows = []
-    for name, q in results["code_quality"].items():
-        if "error" in q:
-            rows.append([name, "", f"error: {q['error']}", "", ""])
-            continue
-        for kname, k in q["kernels"].items():
-            mine, theirs = k["kernc"], k["nvcc"] or {}
-            reg_st = status.get(("registers", name, kname), "n/a")
-            sass_st = status.get(("sass_instructions", name, kname), "n/a")
-            rows.append([
-                name, kname,
-                f"{mine['registers']} / {theirs.get('registers', 'n/a')} ({_x(k['ratios']['registers'])} {reg_st})",
-                f"{mine['spill_stores_bytes']}+{mine['spill_loads_bytes']} / "
-                + (f"{theirs['spill_stores_bytes']}+{theirs['spill_loads_bytes']}" if theirs else "n/a"),
-                f"{mine.get('sass_instructions', 'n/a')} / {theirs.get('sass_instructions', 'n/a')} "
-                f"({_x(k['ratios']['sass_instructions'])} {sass_st})",
-            ])
-    parts.append(_table(["example", "kernel", "registers", "spill bytes st+ld", "SASS instructions"], rows))
+    for name, pairs in results["code_quality"].items():
+        for pair, q in pairs.items():
+            label = CODE_QUALITY_PAIRS[pair][2] if pair in CODE_QUALITY_PAIRS else pair
+            if "error" in q:
+                rows.append([name, "", label, f"error: {q['error']}", "", ""])
+                continue
+            for kname, k in q["kernels"].items():
+                mine, theirs = k["kernc"], k["nvcc"] or {}
+                reg_st = status.get(("registers", name, kname, pair), "n/a")
+                sass_st = status.get(("sass_instructions", name, kname, pair), "n/a")
+                rows.append([
+                    name, kname, label,
+                    f"{mine['registers']} / {theirs.get('registers', 'n/a')} ({_x(k['ratios']['registers'])} {reg_st})",
+                    f"{mine['spill_stores_bytes']}+{mine['spill_loads_bytes']} / "
+                    + (f"{theirs['spill_stores_bytes']}+{theirs['spill_loads_bytes']}" if theirs else "n/a"),
+                    f"{mine.get('sass_instructions', 'n/a')} / {theirs.get('sass_instructions', 'n/a')} "
+                    f"({_x(k['ratios']['sass_instructions'])} {sass_st})",
+                ])
+    parts.append(_table(["example", "kernel", "compared", "registers", "spill bytes st+ld", "SASS instructions"],
+                        rows))
 
     parts += ["", "Memory traffic on the CPU interpreter: sectors per warp request (ratio to the ideal 4 = "
                   "32 consecutive 4-byte elements)"]
@@ -302,6 +324,8 @@ def render(results: dict) -> str:
     for t in results["targets"]:
         if t["status"] == "FAIL":
             where = t["example"] + (f"/{t['kernel']}" if t["kernel"] and t["kernel"] != t["example"] else "")
+            if t.get("pair") in CODE_QUALITY_PAIRS:
+                where += f" ({CODE_QUALITY_PAIRS[t['pair']][2]})"
             val = f"{t['measured']:.3g} {t['unit']}"
             parts.append(f"  FAIL {t['text']}: {where} measured {val}")
     return "\n".join(parts) + "\n"

@@ -143,25 +143,29 @@ class Module:
         return self._cuda[key]
 
 
-def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3) -> Module:
+def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
+            fmad: bool = False) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
     reported here, as :class:`~kernc.errors.CompileError` with ``file:line:col`` diagnostics); PTX for
     ``arch`` (``"sm_90"`` default; ``sm_50`` .. ``sm_121a``) at LLVM ``opt_level`` 0..3 is generated on
     first use (``mod.ptx`` or the first GPU launch). ``ValueError`` for a bad ``arch``/``opt_level``.
+    ``fmad=True`` contracts ``a*b + c`` into fused multiply-adds (nvcc's ``--fmad=true``), rounded
+    once on the GPU and on the CPU interpreter alike (default off: results equal numpy's ``a*b + c``).
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
     for numpy arrays or on the GPU for CUDA arrays, updates ``write``/``add`` buffers in place, and
     returns a :class:`LaunchResult`.
     """
-    return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level)))
+    return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level, fmad=fmad)))
 
 
-def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3) -> Module:
+def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
+                 fmad: bool = False) -> Module:
     """Compile the ``.kern`` file at ``path`` (see :func:`compile`); ``OSError`` if unreadable."""
-    return compile(read_source(path), filename=str(path), arch=arch, opt_level=opt_level)
+    return compile(read_source(path), filename=str(path), arch=arch, opt_level=opt_level, fmad=fmad)
 
 
 def read_source(path) -> str:

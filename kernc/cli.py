@@ -87,11 +87,12 @@ def cmd_compile(ns) -> int:
     use_cache = not (ns.print_ir_after_all or getattr(ns, "verify_each", False))
     # kern-coalesce-views: --no-coalesce/--remarks skip the PTX fast path (other IR / want the pass)
     coalesce, remarks = not getattr(ns, "no_coalesce", False), getattr(ns, "remarks", False)
+    fmad = getattr(ns, "fmad", False)
     if ns.emit == "ptx" and use_cache and coalesce and not remarks:
         from kernc.backend import cache
 
         ptx = cache.lookup_ptx(text, ns.file, arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
-                               kernels=kernels)
+                               kernels=kernels, fmad=fmad)
         if ptx is not None:  # a cache hit: MLIR is never imported
             _emit(ptx, ns.output)
             return EXIT_OK
@@ -99,7 +100,7 @@ def cmd_compile(ns) -> int:
 
     opts = CompileOptions(arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits, kernels=kernels,
                           verify_each=ns.verify_each or os.environ.get("KERNC_VERIFY_EACH") == "1",
-                          coalesce=coalesce, remarks=remarks)
+                          coalesce=coalesce, remarks=remarks, fmad=fmad)
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     _emit(comp.ir(ns.emit), ns.output)
     return EXIT_OK
@@ -168,7 +169,7 @@ def cmd_run(ns) -> int:
     from kernc.dialect.strided import Poly
     from kernc.errors import KerncLaunchError
 
-    mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch)
+    mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad)
     names = list(mod.kernels)
     if ns.kernel is None:
         if len(names) != 1:
@@ -307,6 +308,10 @@ def cmd_bench(ns) -> int:
     return run(ns)
 
 
+_FMAD_HELP = ("contract a*b+c into fused multiply-adds (nvcc's --fmad=true; rounded once on the GPU "
+              "and the CPU interpreter alike; default: off, results equal numpy's a*b+c)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``argparse`` parser of every subcommand (usage errors exit with code 2)."""
     from kernc import __version__
@@ -331,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not stage transposed view accesses through a workgroup tile")
     c.add_argument("--remarks", action="store_true",
                    help="explain optimisation decisions (view access staging) on stderr")
+    c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     c.set_defaults(fn=cmd_compile)
 
     k = sub.add_parser("check", help="parse and check a .kern file")
@@ -352,6 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--size", action="append", default=[], metavar="SYM=INT")
     r.add_argument("--output-dir", default=".", help="where NAME.npy outputs go (default: the current folder)")
     r.add_argument("--arch", default="sm_90")
+    r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout)")
     r.set_defaults(fn=cmd_run)

@@ -60,7 +60,9 @@ class CompileOptions:
     after every pass (default: the ``KERNC_VERIFY_EACH=1`` environment variable; the test suite sets
     it), else once per stage. ``coalesce``: run ``kern-coalesce-views`` (stage transposed view
     accesses through a workgroup tile; ``kernc compile --no-coalesce`` turns it off); ``remarks``:
-    print its one-line decisions to stderr (``--remarks``; the compile cache is bypassed).
+    print its one-line decisions to stderr (``--remarks``; the compile cache is bypassed). ``fmad``:
+    contract ``a*b + c`` into a fused multiply-add (``kern-contract-fma``; ``kernc compile --fmad``,
+    nvcc's ``--fmad=true``), rounded once on the GPU and on the CPU interpreter alike.
     """
 
     arch: str = "sm_90"
@@ -70,6 +72,7 @@ class CompileOptions:
     verify_each: bool = field(default_factory=lambda: os.environ.get("KERNC_VERIFY_EACH") == "1")
     coalesce: bool = True  # kern-coalesce-views
     remarks: bool = False  # kern-coalesce-views: its decisions on stderr
+    fmad: bool = False  # kern-contract-fma
 
     def target(self, index_bits: int | None = None, libdevice: str | None = None,
                align: int = 16) -> pipeline.TargetOptions:
@@ -166,7 +169,9 @@ _LIBDEVICE_ARITH = {"arith.minnumf", "arith.maxnumf", "arith.minimumf", "arith.m
 
 
 def _uses_math(module: ir.Module) -> bool:
-    """Whether the gpu IR calls libdevice once lowered (``math.*`` and a few ``arith`` float ops)."""
+    """Whether the gpu IR may call libdevice once lowered (``math.*`` and a few ``arith`` float
+    ops), i.e. whether to look for ``libdevice.10.bc``; ``kern-attach-target`` links it only if
+    calls remain after ``kern-libdevice-to-intrinsics``."""
     return any(op.name.startswith("math.") or op.name in _LIBDEVICE_ARITH for op in walk_ops(module))
 
 
@@ -207,8 +212,8 @@ class Compilation:
         #: whether the gpu IR came from the compile cache
         self.from_cache = False
         if use_cache and after_pass is None and cache.enabled() and not self.options.remarks:
-            # kern-coalesce-views: --no-coalesce builds other IR, so it gets its own key
-            extra = () if self.options.coalesce else (("--no-coalesce", ""),)
+            # --no-coalesce and --fmad build other IR, so they get their own keys
+            extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -237,6 +242,8 @@ class Compilation:
                 kw["coalesce"] = False
             if self.options.remarks:
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
+            if self.options.fmad:
+                kw["fmad"] = True
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each)
             self._gpu_module = module
             self._needs_libdevice = _uses_math(module)

@@ -16,6 +16,7 @@ from .attach_target import AttachTarget
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views (issue "Performance", item 1)
 from .base import Pass, UpstreamPass
+from .contract_fma import ContractFMA
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
@@ -71,10 +72,11 @@ class TargetOptions:
     align: int = 16
 
 
-def kern_to_gpu(coalesce: bool = True, remarks=None) -> list[Pass]:
+def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list[Pass]:
     """kern IR -> gpu IR: layout folding, outlining, accessors, views, layouts, divisions, thread
     ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of transposed view accesses);
-    ``remarks``: a callable that receives its one-line explanations."""
+    ``remarks``: a callable that receives its one-line explanations; ``fmad``: contract
+    ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile --fmad``)."""
     return [
         VerifyKern(),
         FoldLayouts(),
@@ -85,6 +87,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None) -> list[Pass]:
         LowerLayouts(),
         LowerDivisions(),
         LowerBuiltins(),
+        *([ContractFMA()] if fmad else []),  # kern-contract-fma
         UpstreamPass("canonicalize"),
         UpstreamPass("cse"),
     ]

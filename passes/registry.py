@@ -11,6 +11,7 @@ from __future__ import annotations
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views
 from .base import Pass, UpstreamPass
+from .contract_fma import ContractFMA
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
@@ -34,6 +35,7 @@ KERN_PASSES = {
     LowerBuiltins.name: lambda: LowerBuiltins(),
     RelaxAtomics.name: lambda: RelaxAtomics(),
     LibdeviceToIntrinsics.name: lambda: LibdeviceToIntrinsics(),
+    ContractFMA.name: lambda: ContractFMA(),
     BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
 }
 

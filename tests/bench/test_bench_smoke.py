@@ -30,7 +30,7 @@ def _positive(x):
 
 def test_quick_run_writes_expected_json(quick_results):
     res, stdout = quick_results
-    assert res["schema"] == 1 and res["meta"]["quick"] is True
+    assert res["schema"] == 2 and res["meta"]["quick"] is True
     assert set(res) >= {"meta", "compile", "code_quality", "memory", "gpu", "targets"}
     assert list(res["compile"]) == ["saxpy"]
 
@@ -45,14 +45,24 @@ def test_quick_run_writes_expected_json(quick_results):
     else:
         assert row["nvcc_ptx_ms"] is None
 
-    q = res["code_quality"]["saxpy"]
-    assert "error" not in q, q
-    k = q["kernels"]["saxpy"]
-    assert _positive(k["kernc"]["registers"]) and k["kernc"]["spill_stores_bytes"] >= 0
-    if res["meta"]["nvcc"]:
-        assert _positive(k["nvcc"]["registers"]) and _positive(k["ratios"]["registers"])
-    if res["meta"]["sass_tool"]:
-        assert _positive(k["kernc"]["sass_instructions"])
+    # code quality at equal FMA contraction: kernc --fmad vs nvcc, kernc vs nvcc --fmad=false
+    assert set(res["code_quality"]["saxpy"]) == {"fmad", "no_fmad"}
+    for pair, q in res["code_quality"]["saxpy"].items():
+        assert "error" not in q, q
+        k = q["kernels"]["saxpy"]
+        assert _positive(k["kernc"]["registers"]) and k["kernc"]["spill_stores_bytes"] >= 0
+        if res["meta"]["nvcc"]:
+            assert _positive(k["nvcc"]["registers"]) and _positive(k["ratios"]["registers"])
+        if res["meta"]["sass_tool"]:
+            assert _positive(k["kernc"]["sass_instructions"])
+            if res["meta"]["nvcc"]:
+                assert _positive(k["nvcc"]["sass_instructions"])
+    sass_targets = {t["pair"] for t in res["targets"] if t["target"] == "sass_instructions"}
+    assert sass_targets == {"fmad", "no_fmad"}
+    if res["meta"]["sass_tool"] and res["meta"]["nvcc"]:  # saxpy: FFMA on both sides, or FMUL+FADD on both
+        fused, plain = (res["code_quality"]["saxpy"][p]["kernels"]["saxpy"] for p in ("fmad", "no_fmad"))
+        assert fused["kernc"]["sass_instructions"] < plain["kernc"]["sass_instructions"]
+        assert fused["nvcc"]["sass_instructions"] < plain["nvcc"]["sass_instructions"]
 
     m = res["memory"]["saxpy"]
     assert m["global_load_requests"] > 0 and m["global_store_requests"] > 0
@@ -67,6 +77,7 @@ def test_quick_run_writes_expected_json(quick_results):
     assert {t["target"] for t in res["targets"]} >= {"inprocess_warm", "inprocess_cache_hit", "cli_cold",
                                                     "cli_cache_hit", "registers", "sass_instructions"}
     assert "Compile latency" in stdout and "Code quality" in stdout and "Memory traffic" in stdout
+    assert "kernc --fmad / nvcc" in stdout and "kernc / nvcc --fmad=false" in stdout
     assert "PASS" in stdout or "FAIL" in stdout
 
 
@@ -123,11 +134,17 @@ def test_render_with_gpu_results_and_errors():
                                                         "cli_cache_hit"])},
         },
         "code_quality": {
-            "saxpy": {"kernels": {"saxpy": {
+            "saxpy": {"fmad": {"kernels": {"saxpy": {
                 "kernc": {"registers": 10, "spill_stores_bytes": 0, "spill_loads_bytes": 0},
                 "nvcc": {"registers": 10, "spill_stores_bytes": 0, "spill_loads_bytes": 0},
                 "ratios": {"registers": 1.0, "sass_instructions": None}}}},
-            "broken": {"error": "CompileError: boom"},
+                "no_fmad": {"kernels": {"saxpy": {
+                    "kernc": {"registers": 10, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
+                              "sass_instructions": 25},
+                    "nvcc": {"registers": 10, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
+                             "sass_instructions": 20},
+                    "ratios": {"registers": 1.0, "sass_instructions": 1.25}}}}},
+            "broken": {"fmad": {"error": "CompileError: boom"}},
         },
         "memory": {"saxpy": {"problem_size": 64, "global_load_requests": 4, "global_store_requests": 2,
                              "global_atomics": 0, "load_sectors_per_request": 4.0, "load_ratio_to_ideal": 1.0,
@@ -146,9 +163,12 @@ def test_render_with_gpu_results_and_errors():
     assert "FAIL CLI cold <= 1 x nvcc -ptx: saxpy" in text
     assert "error: CompileError: boom" in text and "n/a (no numpy reference)" in text
     assert "4000 GB/s (83.3% of peak)" in text and "kernc API 30.0 us" in text
-    statuses = {(t["target"], t["example"]): t["status"] for t in res["targets"]}
-    assert statuses[("inprocess_warm", "saxpy")] == "PASS" and statuses[("cli_cold", "saxpy")] == "FAIL"
-    assert statuses[("sass_instructions", "saxpy")] == "n/a" and statuses[("cli_cold", "broken")] == "n/a"
+    assert "FAIL SASS instructions <= 1.1 x nvcc's: saxpy (kernc / nvcc --fmad=false)" in text
+    statuses = {(t["target"], t["example"], t.get("pair")): t["status"] for t in res["targets"]}
+    assert statuses[("inprocess_warm", "saxpy", None)] == "PASS" and statuses[("cli_cold", "saxpy", None)] == "FAIL"
+    assert statuses[("sass_instructions", "saxpy", "fmad")] == "n/a"
+    assert statuses[("sass_instructions", "saxpy", "no_fmad")] == "FAIL"
+    assert statuses[("cli_cold", "broken", None)] == "n/a"
 
 
 def test_gpu_section_skips_cleanly_without_a_device(monkeypatch):

@@ -15,6 +15,7 @@ import math as pymath
 
 import numpy as np
 
+from exact_float import fma_reference
 from kernc.dialect.signature import KernelSignature
 from kernc.dialect.strided import StridedLayout
 from kernc.mlir import ir
@@ -194,8 +195,8 @@ class _Thread:
                 return type(x[0])(f(x[0]))
             if short == "rsqrt":
                 return type(x[0])(1.0 / np.sqrt(np.float64(x[0])))
-            if short == "fma":
-                return type(x[0])(np.float64(x[0]) * np.float64(x[1]) + np.float64(x[2]))
+            if short == "fma":  # one rounding of the exact value (Fraction-based, like fma.rn)
+                return fma_reference(x[0], x[1], x[2], type(x[0]))
             if short == "absi":
                 k, bits = _kind(rt)
                 return _wrap(abs(_s(x[0], bits)), bits)

@@ -46,6 +46,32 @@ def test_gpu_and_cpu_agree_bitwise_on_saxpy():
     assert np.array_equal(yg.get(), yc)
 
 
+@pytest.mark.parametrize("fmad", [False, True])
+def test_gpu_and_cpu_agree_bitwise_with_and_without_fmad(fmad):
+    """--fmad contracts on the IR both devices run: fma.rn on the GPU, the exact fma on the CPU."""
+    import cupy as cp
+
+    import kernc
+
+    src = ("kernel k(a: f32, x: f32[n] read, y: f32[n] add, d: f64[n] read, z: f64[n] write, "
+           "h: f16[n] read, w: f16[n] write) over n { y += a * x; z = d * d - 1.0; "
+           "let g: f16 = f16(h) * f16(h) + f16(1.0); w = f32(g); }")
+    mod = kernc.compile(src, fmad=fmad)
+    rng = np.random.default_rng(5)
+    n = 1 << 16
+    a = np.float32(1 + 2.0 ** -12)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    d = (1 + rng.standard_normal(n) * 1e-8).astype(np.float64)
+    h = rng.standard_normal(n).astype(np.float16)
+    cpu = [y.copy(), np.zeros(n), np.zeros(n, np.float16)]
+    gpu = [cp.asarray(y), cp.zeros(n), cp.zeros(n, cp.float16)]
+    mod.k(a, x, cpu[0], d, cpu[1], h, cpu[2])
+    mod.k(a, cp.asarray(x), gpu[0], cp.asarray(d), gpu[1], cp.asarray(h), gpu[2])
+    for c, g in zip(cpu, gpu):
+        assert np.array_equal(g.get(), c)
+
+
 def test_gpu_launch_validation():
     import cupy as cp
 
