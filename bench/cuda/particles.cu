@@ -1,7 +1,6 @@
 // Hand-written CUDA C++ equivalent of examples/particles.kern, for `python -m bench`.
 // pos, vel, new_pos, new_vel are struct-of-arrays (3 rows of n); @block(128).
-// Note: sqrtf is IEEE-rounded under nvcc's defaults (-prec-sqrt=true) while kernc's sqrt currently
-// lowers to sqrt.approx.f32, so this reference does slightly more work than kernc's kernel.
+// sqrtf is IEEE-rounded under nvcc's defaults (-prec-sqrt=true), as kernc's sqrt is (sqrt.rn.f32).
 extern "C" __global__ void __launch_bounds__(128)
 particles(const float* pos, const float* vel, float dt, float vmax,
           float* new_pos, float* new_vel, float* speed, float* energy, unsigned int n)
