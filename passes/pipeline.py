@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .attach_target import AttachTarget
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views (issue "Performance", item 1)
+from .dedup_attributes import DedupAttributes
 from .base import Pass, UpstreamPass
 from .contract_fma import ContractFMA
 from .fold_layouts import FoldLayouts
@@ -102,6 +103,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
             f"convert-gpu-to-nvvm{{index-bitwidth={opts.index_bits}}},"
             "reconcile-unrealized-casts)"
         ),
+        DedupAttributes(),
         RelaxAtomics(),
         LibdeviceToIntrinsics(),
         AttachTarget(opts.arch, ptx_features(opts.arch), opts.opt_level, opts.libdevice),

@@ -12,6 +12,7 @@ from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views
 from .base import Pass, UpstreamPass
 from .contract_fma import ContractFMA
+from .dedup_attributes import DedupAttributes
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
@@ -36,6 +37,7 @@ KERN_PASSES = {
     RelaxAtomics.name: lambda: RelaxAtomics(),
     LibdeviceToIntrinsics.name: lambda: LibdeviceToIntrinsics(),
     ContractFMA.name: lambda: ContractFMA(),
+    DedupAttributes.name: lambda: DedupAttributes(),
     BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
 }
 
