@@ -994,6 +994,14 @@ class _Checker(LayoutMixin):
             self.scopes.pop()
 
     def stmt(self, s: A.Stmt) -> None:
+        try:
+            self._stmt(s)
+        except RecursionError as err:  # the innermost statement names where (the caller reports it)
+            if getattr(err, "kernc_loc", None) is None:
+                err.kernc_loc = s.loc
+            raise
+
+    def _stmt(self, s: A.Stmt) -> None:
         if isinstance(s, A.Let):
             self.let(s)
         elif isinstance(s, A.Assign):

@@ -419,6 +419,14 @@ class _KernelLowering:
                 return
 
     def stmt(self, s, env: dict) -> None:
+        try:
+            self._stmt(s, env)
+        except RecursionError as err:  # the innermost statement names where (the caller reports it)
+            if getattr(err, "kernc_loc", None) is None:
+                err.kernc_loc = s.loc
+            raise
+
+    def _stmt(self, s, env: dict) -> None:
         if isinstance(s, A.Let):
             v = self.expr(s.value, env)
             env[s.sym] = list(v) if isinstance(v, list) else v
@@ -463,9 +471,19 @@ class _KernelLowering:
             elem = T.scalar_of(sym.ty)
             op = s.op[:-1] if s.op != "=" else None
 
+            # An output's pending value starts at zero: `o += x` is `x`, and `o -= x` is `-x` (not
+            # `0 - x`, which loses a -0.0 and hides the product of `o -= a*b` from kern-contract-fma);
+            # the accessor then adds it to the element. A variable's `s += x` stays `s + x`.
+            pending = sym.kind == "buffer"
+
             def combine(old, new):
-                if op is None or (op == "+" and _is_zero_constant(old)):
+                if op is None:
                     return new
+                if pending and op in ("+", "-") and _is_zero_constant(old):
+                    if op == "+":
+                        return new
+                    if elem.is_float:
+                        return arith.negf(new)
                 return self.scalar_binop(op, elem, old, new)
 
             if b is not None and b.is_pair:

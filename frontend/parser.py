@@ -132,6 +132,12 @@ def parse(text: str, filename: str = "<input>") -> A.Program:
     except VisitError as e:
         if isinstance(e.orig_exc, CompileError):
             raise e.orig_exc from None
+        if isinstance(e.orig_exc, RecursionError):  # reported as "nested too deeply" by the caller
+            err = RecursionError("the program is nested too deeply")
+            meta = getattr(e.obj, "meta", None)
+            if getattr(meta, "line", None):
+                err.kernc_loc = SourceLocation(filename, meta.line, meta.column)
+            raise err from None
         raise
     return A.Program(SourceLocation(filename, 1, 1), items, filename, text)
 

@@ -52,6 +52,24 @@ def _single_use_mul(v: ir.Value, block) -> ir.Operation | None:
     return op if next(uses, None) is not None and next(uses, None) is None else None
 
 
+def _product(v: ir.Value, block):
+    """``(mulf, negf)`` when ``v`` is a contractible product: a single-use ``arith.mulf`` in ``block``
+    (``negf`` is ``None``), or a single-use ``arith.negf`` of one (``o -= a*b`` on an ``add`` output
+    lowers to ``o + -(a*b)``); else ``None``."""
+    if isinstance(v, ir.BlockArgument):
+        return None
+    op = v.owner
+    op = op.operation if hasattr(op, "operation") else op
+    if op.name == "arith.negf" and op.block == block:
+        uses = iter(v.uses)
+        if next(uses, None) is None or next(uses, None) is not None:
+            return None
+        mul = _single_use_mul(op.operands[0], block)
+        return (mul, op) if mul is not None else None
+    mul = _single_use_mul(v, block)
+    return (mul, None) if mul is not None else None
+
+
 def _contract(op) -> bool:
     """Rewrite the ``arith.addf``/``arith.subf`` ``op`` if one of its operands is a contractible
     product; True if it did."""
@@ -59,22 +77,28 @@ def _contract(op) -> bool:
         return False
     lhs, rhs = op.operands[0], op.operands[1]
     block = op.block
-    mul, other, product_first = _single_use_mul(lhs, block), rhs, True
-    if mul is None:
-        mul, other, product_first = _single_use_mul(rhs, block), lhs, False
-    if mul is None:
+    found, other, product_first = _product(lhs, block), rhs, True
+    if found is None:
+        found, other, product_first = _product(rhs, block), lhs, False
+    if found is None:
         return False
+    mul, neg = found
     a, x = mul.operands[0], mul.operands[1]
     arith = b.arith
     with ir.InsertionPoint(op), op.location:
-        if op.name == "arith.addf":                      # a*x + c, c + a*x
+        # p = a*x (or -(a*x) = (-a)*x, exactly); then p + c, c + p, p - c = fma(.., -c), c - p
+        if neg is not None:
+            a = arith.NegFOp(a).result
+        if op.name == "arith.addf":                      # p + c, c + p
             new = math.FmaOp(a, x, other).result
-        elif product_first:                              # a*x - c = fma(a, x, -c)
+        elif product_first:                              # p - c = fma(a, x, -c)
             new = math.FmaOp(a, x, arith.NegFOp(other).result).result
-        else:                                            # c - a*x = fma(-a, x, c)
+        else:                                            # c - p = fma(-a, x, c)
             new = math.FmaOp(arith.NegFOp(a).result, x, other).result
     op.results[0].replace_all_uses_with(new)
     op.erase()
+    if neg is not None:
+        neg.erase()
     mul.erase()
     return True
 

@@ -25,6 +25,7 @@ from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
 from .libdevice_intrinsics import LibdeviceToIntrinsics
 from .lower_builtins import LowerBuiltins
+from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
 from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
@@ -98,6 +99,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
     """gpu IR -> NVVM (LLVM dialect) with the target attached."""
     return [
         BarePointerABI(opts.index_bits, opts.align),
+        LowerFMA(),
         UpstreamPass(
             "gpu.module(convert-scf-to-cf,"
             f"convert-gpu-to-nvvm{{index-bitwidth={opts.index_bits}}},"

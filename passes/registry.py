@@ -20,6 +20,7 @@ from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
 from .libdevice_intrinsics import LibdeviceToIntrinsics
 from .lower_builtins import LowerBuiltins
+from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
 from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
@@ -38,6 +39,7 @@ KERN_PASSES = {
     LibdeviceToIntrinsics.name: lambda: LibdeviceToIntrinsics(),
     ContractFMA.name: lambda: ContractFMA(),
     DedupAttributes.name: lambda: DedupAttributes(),
+    LowerFMA.name: lambda: LowerFMA(),
     BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
 }
 

@@ -153,3 +153,32 @@ def test_cli_compile_and_run_fmad(private_cache, tmp_path, capsys):
     assert rc == 0, capsys.readouterr().err
     got = np.load(tmp_path / "out" / "y.npy")
     np.testing.assert_array_equal(got, [fma_reference(a, xi, yi, F32) for xi, yi in zip(x, y)])
+
+
+def test_subtracting_a_product_from_an_add_output_contracts():
+    """`o -= a*b` on an `add` output lowered as `o + (0 - a*b)`: never contracted under --fmad (and
+    the 0 - x lost a -0.0, see the next test)."""
+    src = "kernel k(a: f32[n] read, b: f32[n] read, o: f32[n] add) over n { o -= a * b; }"
+    mod = kernc.compile(src, fmad=True)
+    assert "math.fma" in mod.ir("gpu") and re.search(r"\bfma\.rn\.f32\b", mod.ptx)
+    rng = np.random.default_rng(7)
+    a, b, o0 = (rng.standard_normal(4096).astype(np.float32) for _ in range(3))
+    o = o0.copy()
+    mod.k(a, b, o)
+    expected = np.array([fma_reference(-x, y, z, np.float32) for x, y, z in zip(a, b, o0)], np.float32)
+    np.testing.assert_array_equal(o, expected)
+    assert np.any(o != o0 - a * b)  # the fused result differs from mul-then-sub somewhere
+
+
+@pytest.mark.parametrize("fmad", [False, True])
+def test_signed_zeros_of_compound_assignments(fmad):
+    # IEEE: -0 - (+0) = -0; 0.0 + (-0.0) = +0
+    sub = kernc.compile("kernel k(x: f32[n] read, o: f32[n] add) over n { o -= x; }", fmad=fmad)
+    o = np.array([-0.0], np.float32)
+    sub.k(np.array([0.0], np.float32), o)
+    assert np.signbit(o[0])
+    let = kernc.compile("kernel k(x: f32[n] read, o: f32[n] write) over n { let s = 0.0; s += x; o = s; }",
+                        fmad=fmad)
+    o = np.array([1.0], np.float32)
+    let.k(np.array([-0.0], np.float32), o)
+    assert o[0] == 0 and not np.signbit(o[0])

@@ -153,3 +153,21 @@ def test_signed_shift_right_by_width_or_more_fills_with_the_sign():
     y = np.zeros(5, np.int32)
     mod.sh(x, s, y)
     assert list(y) == [-1, -1, 0, -1, 0]
+
+
+@pytest.mark.parametrize("body,line", [
+    ("y = " + "a + (" * 600 + "a" + ")" * 600 + ";", 3),   # deep in the parser's AST builder
+    ("let q = a;\n    y = " + " + ".join(["a"] * 400) + ";", 4),  # a long flat chain: deep in the checker
+])
+def test_too_deep_expressions_are_located_compile_errors(tmp_path, body, line):
+    """A 600-deep parenthesised expression escaped as lark's VisitError (exit 3 in the CLI), and the
+    nesting error of a long chain pointed at 1:1."""
+    text = "kernel k(a: f32, y: f32[n] write) over n {\n    let p = a;\n    " + body + "\n}\n"
+    with pytest.raises(CompileError) as err:
+        kernc.compile(text, filename="deep.kern")
+    d = err.value.diagnostics[0]
+    assert "nested too deeply" in d.message and d.location.line == line, str(err.value)
+    src = tmp_path / "deep.kern"
+    src.write_text(text)
+    assert main(["compile", str(src), "-o", str(tmp_path / "o.ptx")]) == 1
+    assert not (tmp_path / "o.ptx").exists()
