@@ -75,10 +75,15 @@ def _scalar(p: Param, value, index_bits: int = 64):
         return dtype.type(int(value))
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise KerncLaunchError(f"argument '{p.name}': expected a number ({p.dtype}), got {type(value).__name__}")
-    with np.errstate(over="ignore"):
-        out = dtype.type(value)
-    if np.isinf(out) and math.isfinite(float(value)):
-        raise KerncLaunchError(f"argument '{p.name}': {value!r} is out of range for {p.dtype}")
+    try:
+        with np.errstate(over="ignore"):
+            out = dtype.type(value)
+        overflow = bool(np.isinf(out)) and math.isfinite(float(value))
+    except OverflowError:  # a Python int beyond every float's range
+        overflow = True
+    if overflow:
+        shown = value if not isinstance(value, int) or abs(value) < 10**40 else f"an integer of {len(str(abs(value)))} digits"
+        raise KerncLaunchError(f"argument '{p.name}': {shown} is out of range for {p.dtype}")
     return out
 
 

@@ -88,6 +88,8 @@ def _prepare(folder: str) -> bool:
         root = os.path.dirname(folder)
         if not os.path.isdir(root):
             os.makedirs(root, mode=0o700, exist_ok=True)
+        if not _private(os.stat(root)):
+            return False  # others could replace our folder in it: not used (README, "Safety")
         try:
             os.mkdir(folder, 0o700)
             os.chmod(folder, 0o700)  # mkdir's mode is reduced by the umask; be exact
@@ -98,11 +100,14 @@ def _prepare(folder: str) -> bool:
         return False
     if not stat.S_ISDIR(st.st_mode):
         return False  # a symlink or a file planted where our folder should be
+    return _private(st)  # else others could plant entries
+
+
+def _private(st: os.stat_result) -> bool:
+    """A folder owned by this user that neither its group nor others can write to."""
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return False
-    if st.st_mode & 0o022:
-        return False  # others could plant entries
-    return True
+    return not st.st_mode & 0o022
 
 
 # -- keys ------------------------------------------------------------------------------------------
@@ -343,7 +348,9 @@ def get(kind: str, key: str, require=()) -> dict | None:
         path = entry_path(kind, key)
         if path is None:
             return None
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO planted as an entry must not block the compiler (fstat rejects it below)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:

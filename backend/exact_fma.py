@@ -61,13 +61,23 @@ def _sum_round_to_odd(x, y):
 
 
 def fma_narrow(a, b, c, dtype):
-    """Correctly rounded ``a * b + c`` for ``float16``/``float32`` operands, as ``dtype``."""
+    """Correctly rounded ``a * b + c`` for ``float16``/``float32``/``bfloat16`` (``ml_dtypes``)
+    operands, as ``dtype``. ``bfloat16``: ``ml_dtypes`` may convert ``float64`` through ``float32``, so
+    the round-to-odd value is first rounded to odd in ``float32`` (24 >= 8 + 2 bits; rounding to odd
+    twice is rounding to odd once), then to nearest ``bfloat16``."""
     dtype = np.dtype(dtype)
-    if dtype not in (np.float16, np.float32):
-        raise TypeError(f"fma_narrow: float16 or float32, got {dtype}")
+    bf16 = dtype.name == "bfloat16"
+    if dtype not in (np.float16, np.float32) and not bf16:
+        raise TypeError(f"fma_narrow: float16, float32 or bfloat16, got {dtype}")
     with np.errstate(all="ignore"):
         a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
-        return _scalar(_sum_round_to_odd(a * b, c).astype(dtype))
+        s = _sum_round_to_odd(a * b, c)
+        if not bf16:
+            return _scalar(s.astype(dtype))
+        t = s.astype(np.float32)
+        inexact = (t.astype(np.float64) != s) & np.isfinite(t) & ((np.asarray(t).view(np.int32) & 1) == 0)
+        t = np.where(inexact, np.nextafter(t, np.where(s > t, np.float32(np.inf), np.float32(-np.inf))), t)
+        return _scalar(np.asarray(t, np.float32).astype(dtype))
 
 
 def _split(x):

@@ -24,8 +24,8 @@ through NVVM:
   undefined on the GPU (division by zero, shift amounts ``>= N``, out-of-range ``fptosi``) produce a
   value (0, or a saturated conversion as ``cvt.rzi`` does) and never raise.
 - **Floats** are computed in the operand's precision (``f32`` ops on ``float32`` arrays, ``f16`` on
-  ``float16``); ``bf16`` is not supported (numpy has no bfloat16 and ``ml_dtypes`` is not a
-  dependency). Fast-math flags are ignored. ``math.fma`` is rounded once, like PTX ``fma.rn``
+  ``float16``, ``bf16`` on ``ml_dtypes.bfloat16``, which rounds to nearest even like PTX ``cvt.rn``).
+  Fast-math flags are ignored. ``math.fma`` is rounded once, like PTX ``fma.rn``
   (:mod:`kernc.backend.exact_fma`).
 - **Memory.** Global buffers are the caller's numpy arrays, read and written in place. Every active
   lane's index is bounds-checked; a fault raises :class:`~kernc.errors.KerncRuntimeError` naming the
@@ -204,9 +204,13 @@ def _scalar_ty(name: str) -> _Ty:
         s, u = _INT_DTYPES[bits]
         ty = _Ty(name, "i", bits, s, s, u)
     elif name == "bf16":
-        raise InterpreterUnsupportedError(
-            "the CPU interpreter does not support bf16 (numpy has no bfloat16 type and ml_dtypes is "
-            "not installed)")
+        try:  # numpy has no bfloat16; ml_dtypes' is a numpy dtype (conversions round to nearest even)
+            import ml_dtypes
+        except ImportError:
+            raise InterpreterUnsupportedError(
+                "the CPU interpreter runs bf16 only with the ml_dtypes package (pip install ml_dtypes)"
+            ) from None
+        ty = _Ty(name, "f", 16, ml_dtypes.bfloat16)
     else:
         raise InterpreterUnsupportedError(f"the CPU interpreter does not support the type '{name}'")
     _TY_CACHE[name] = ty

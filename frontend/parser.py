@@ -98,6 +98,7 @@ def _parser() -> Lark:
 def _lark_cache_file(grammar: str):
     import hashlib
     import os
+    import stat
 
     import lark
 
@@ -113,7 +114,15 @@ def _lark_cache_file(grammar: str):
     except Exception:
         return None
     digest = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:24]
-    return os.path.join(root, f"grammar-{digest}.lark.cache")
+    path = os.path.join(root, f"grammar-{digest}.lark.cache")
+    try:  # Lark opens the file itself: only a regular file (a FIFO there would block the open)
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    return path
 
 
 def parse(text: str, filename: str = "<input>") -> A.Program:

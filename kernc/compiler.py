@@ -92,13 +92,24 @@ def validate_arch(arch: str) -> str:
     return arch
 
 
+def _np_bool_types() -> tuple:
+    """numpy's bool scalar type when numpy is loaded (never imported for this)."""
+    np = sys.modules.get("numpy")
+    return (np.bool_,) if np is not None else ()
+
+
 def validate_options(opts: "CompileOptions") -> None:
-    """``ValueError`` for an unknown arch, an ``opt_level`` outside 0..3 or ``index_bits`` not 32/64."""
+    """``ValueError`` for an unknown arch, an ``opt_level`` outside 0..3, ``index_bits`` not 32/64 or
+    a flag (``fmad``, ``coalesce``, ``verify_each``, ``remarks``) that is not a bool."""
     validate_arch(opts.arch)
     if opts.opt_level not in (0, 1, 2, 3):
         raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
     if opts.index_bits not in (32, 64):
         raise ValueError(f"index_bits must be 32 or 64, got {opts.index_bits!r}")
+    for flag in ("fmad", "coalesce", "verify_each", "remarks"):
+        value = getattr(opts, flag, False)
+        if not isinstance(value, (bool, _np_bool_types())):
+            raise ValueError(f"{flag} must be True or False, got {value!r}")
 
 
 def run_passes(

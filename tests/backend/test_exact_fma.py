@@ -8,6 +8,7 @@ where the naive ``a*b + c`` (in ``f64``, or for ``f32`` in ``f64`` then cast) is
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 import random
 
 import numpy as np
@@ -240,3 +241,30 @@ def test_hypothesis_f64(a, b, c):
 @given(_f32s, _f32s, _f32s)
 def test_hypothesis_f32(a, b, c):
     check(a, b, c, F32, exact_fma.fma(F32(a), F32(b), F32(c), F32))
+
+
+def _bf16_round(x):
+    """The exact rational ``x`` (normal bfloat16 range) rounded to nearest-even bfloat16, as a float:
+    bfloat16 values are the float32 values whose low 16 bits are zero."""
+    f = np.float32(float(x))  # within one f32 ulp of x, so the bf16 neighbours below bracket x
+    top = int(np.asarray(f).view(np.uint32)) >> 16
+    cands = [(int(t) << 16) for t in (top - 1, top, top + 1)]
+    values = [float(np.array([v], np.uint32).view(np.float32)[0]) for v in cands]
+    return min(zip(values, cands), key=lambda vc: (abs(Fraction(vc[0]) - x), (vc[1] >> 16) & 1))[0]
+
+
+def test_bf16_fma_is_correctly_rounded():
+    import ml_dtypes
+
+    rng = np.random.default_rng(11)
+    a, b, c = (rng.standard_normal(4000).astype(ml_dtypes.bfloat16) for _ in range(3))
+    # near-cancellations and tiny addends make double rounding likely
+    c[:1000] = (-(a[:1000].astype(np.float32) * b[:1000].astype(np.float32))).astype(ml_dtypes.bfloat16)
+    c[1000:2000] = (c[1000:2000].astype(np.float32) * np.float32(2.0 ** -12)).astype(ml_dtypes.bfloat16)
+    got = exact_fma.fma(a, b, c, ml_dtypes.bfloat16)
+    for x, y, z, r in zip(a, b, c, got):
+        exact = Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z))
+        if exact == 0:
+            assert float(r) == 0
+            continue
+        assert float(r) == _bf16_round(exact), (float(x), float(y), float(z), float(r))

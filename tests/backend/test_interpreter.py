@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -558,11 +560,30 @@ def test_bad_launch_arguments(saxpy):
     np.testing.assert_array_equal(o.view(np.uint8), [144, 200])
 
 
-def test_bf16_rejected_clearly():
+def test_bf16_without_ml_dtypes_rejected_clearly(monkeypatch):
+    from kernc.backend import interpreter as I
+
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # as if it were not installed
+    monkeypatch.setattr(I, "_TY_CACHE", {})
     text = wrap(kernel("k", f"%x: {gbuf('bf16')}", ""))
     it = Interpreter(parse(text))
-    with pytest.raises(InterpreterUnsupportedError, match="bf16"):
+    with pytest.raises(InterpreterUnsupportedError, match="bf16 only with the ml_dtypes package"):
         it.run("k", 1, 32, [np.zeros(4, np.float32)])
+
+
+def test_bf16_loads_and_stores_round_to_nearest_even():
+    import ml_dtypes
+
+    it = ew("""
+        %w = arith.extf %a : bf16 to f32
+        %h = arith.constant 1.00390625 : f32
+        %p = arith.mulf %w, %h : f32
+        %o = arith.truncf %p : f32 to bf16""", [("a", "bf16")], [("o", "bf16")])
+    a = np.array([3.0, 1.0, -2.0], ml_dtypes.bfloat16)
+    (o,) = run_ew(it, [a], [ml_dtypes.bfloat16])
+    # bf16 keeps 8 significant bits: 3 * 1.00390625 = 3.01171875 lies 3/4 of the way from 3.0 to
+    # 3.015625 (up); 1.00390625 ties 1.0 and 1.0078125 and -2.0078125 ties -2.0 and -2.015625 (even)
+    assert [float(v) for v in o] == [3.015625, 1.0, -2.0]
 
 
 def test_unsupported_op_is_reported():

@@ -337,6 +337,14 @@ def test_unusable_folder_never_raises(tmp_path, monkeypatch):
     cache.reset()
     compile_().ptx()
     assert list((shared / cache.SUBDIR).iterdir()) == []
+    # a root folder others can write to (they could swap our entries folder): not used either
+    open_root = tmp_path / "open-root"
+    open_root.mkdir()
+    os.chmod(open_root, 0o777)
+    monkeypatch.setenv("KERNC_CACHE_DIR", str(open_root))
+    cache.reset()
+    compile_().ptx()
+    assert not (open_root / cache.SUBDIR).exists()
     # a read-only folder
     ro = tmp_path / "ro"
     (ro / cache.SUBDIR).mkdir(parents=True, mode=0o700)
@@ -454,3 +462,32 @@ def test_cli_errors_unchanged_with_a_warm_cache(tmp_path):
     bad = tmp_path / "latin1.kern"
     bad.write_bytes(b"// caf\xe9\n")
     assert main(["compile", str(bad)]) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_in_the_cache_never_blocks(private_cache, tmp_path):
+    """A FIFO planted as an entry or as the parser-table file blocked open() forever."""
+    import threading
+
+    compile_().ptx()
+    (path,) = entries(private_cache, "ptx")
+    path.unlink()
+    os.mkfifo(path)
+    cache.clear_memory()
+    done = []
+    worker = threading.Thread(target=lambda: done.append(compile_().ptx()), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done and ".entry saxpy" in done[0]
+    # the grammar tables, in a fresh process (the parser is built once per process)
+    folder = tmp_path / "fifo-cache"
+    folder.mkdir(mode=0o700)
+    code = "from kernc.frontend import parser; print(parser._lark_cache_file(open(parser._GRAMMAR).read()))"
+    env = dict(os.environ, KERNC_CACHE_DIR=str(folder))
+    grammar_file = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                  check=True).stdout.strip()
+    os.mkfifo(grammar_file)
+    proc = subprocess.run([sys.executable, "-m", "kernc", "compile", SAXPY_FILE, "-o", str(tmp_path / "o.ptx")],
+                          env=dict(env, KERNC_ALWAYS_COMPILE="1"), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ".entry saxpy" in (tmp_path / "o.ptx").read_text()

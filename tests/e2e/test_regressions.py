@@ -171,3 +171,26 @@ def test_too_deep_expressions_are_located_compile_errors(tmp_path, body, line):
     src.write_text(text)
     assert main(["compile", str(src), "-o", str(tmp_path / "o.ptx")]) == 1
     assert not (tmp_path / "o.ptx").exists()
+
+
+def test_option_flags_must_be_bools():
+    """kernc.compile(src, fmad="false") used to contract (any truthy value counted)."""
+    from kernc.compiler import Compilation, CompileOptions
+
+    src = open(SAXPY).read()
+    for bad in ("false", 1, None):
+        with pytest.raises(ValueError, match="fmad must be True or False"):
+            kernc.compile(src, fmad=bad)
+        with pytest.raises(ValueError, match="coalesce must be True or False"):
+            Compilation(src, "saxpy.kern", CompileOptions(coalesce=bad))
+    assert "math.fma" in kernc.compile(src, fmad=np.bool_(True)).ir("gpu")
+
+
+def test_a_huge_python_int_scalar_is_a_launch_error():
+    """10**400 for an f32 scalar escaped as a raw OverflowError."""
+    mod = compiled_example("saxpy")
+    x, y = np.ones(4, np.float32), np.ones(4, np.float32)
+    for bad in (10**400, -(10**400)):
+        with pytest.raises(KerncLaunchError, match="argument 'a': an integer of 401 digits is out of range for f32"):
+            mod.saxpy(bad, x, y)
+    assert y.tolist() == [1.0] * 4

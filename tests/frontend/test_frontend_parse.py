@@ -211,3 +211,10 @@ def test_dump_ast_shows_checked_types():
     d = dump_ast(prog)
     assert "Binary [3:12] op='*' : f32" in d
     assert "Name [3:14] id='x' : f32" in d
+
+
+@pytest.mark.parametrize("rng", ["0u32..3u32", "0i32..3", "0..3u32", "0x0..0b11", "0 .. 3"])
+def test_suffixed_integer_literals_before_a_range(rng):
+    """'0u32..3u32' was lexed as one invalid number literal."""
+    (s,) = body(f"for i in {rng} {{ }}")
+    assert isinstance(s, A.For) and isinstance(s.start, A.IntLit) and isinstance(s.stop, A.IntLit)
