@@ -186,10 +186,12 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         dtype = numpy_dtype(p.dtype)
         if a.dtype != dtype:
             got = a.dtype.name if a.dtype.isnative else f"{a.dtype.name} in non-native byte order ({a.dtype.str})"
-            raise KerncLaunchError(
-                f"argument '{p.name}': expected dtype {dtype.name} ({p.dtype}), got {got}; "
-                f"convert it with .astype(np.{dtype.name}) first"
-            )
+            if p.dtype == "bf16":  # numpy has no bfloat16 (and .npy files store it as raw 2-byte void)
+                fix = ("convert it with .astype(ml_dtypes.bfloat16), or view raw 2-byte data "
+                       "(e.g. loaded from .npy) with .view(ml_dtypes.bfloat16)")
+            else:
+                fix = f"convert it with .astype(np.{dtype.name}) first"
+            raise KerncLaunchError(f"argument '{p.name}': expected dtype {dtype.name} ({p.dtype}), got {got}; {fix}")
         if a.ndim != len(p.storage_shape):
             raise KerncLaunchError(
                 f"argument '{p.name}': expected a {len(p.storage_shape)}-D array of shape "

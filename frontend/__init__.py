@@ -9,9 +9,13 @@ Public API (all errors in the user's program raise :class:`kernc.errors.CompileE
   kernel; the accessor contract is ``docs/accessor-lowering.md``)
 - :func:`compile_to_kern` ``(text, filename, context) -> ir.Module`` (parse + check + lower)
 - :func:`dump_ast` ``(program) -> str`` (for ``kernc compile --emit ast``)
+- :func:`nesting_error` ``(err, filename, text) -> CompileError`` (a ``RecursionError`` of the above,
+  reported at the innermost statement it happened in)
 """
 
 from __future__ import annotations
+
+from kernc.errors import CompileError, Diagnostic, SourceLocation
 
 from . import ast
 from .ast import dump_ast
@@ -29,4 +33,13 @@ def compile_to_kern(text: str, filename: str, context) -> "ir.Module":  # noqa: 
     return lower(check(parse(text, filename)), context)
 
 
-__all__ = ["parse", "check", "lower", "compile_to_kern", "dump_ast", "ast"]
+def nesting_error(err: RecursionError, filename: str, text: str) -> CompileError:
+    """The located error for a program too deeply nested for Python's recursion limit: at the
+    innermost statement (``err.kernc_loc``, set by the checker, lowering and parser), else at 1:1."""
+    loc = getattr(err, "kernc_loc", None) or SourceLocation(filename, 1, 1)
+    return CompileError(Diagnostic(
+        "the program is nested too deeply for kernc (a very long expression or deeply nested blocks); "
+        "split it with 'let' bindings", loc, source=text))
+
+
+__all__ = ["parse", "check", "lower", "compile_to_kern", "dump_ast", "nesting_error", "ast"]

@@ -114,10 +114,12 @@ def cmd_check(ns) -> int:
 
     text = _read_source(ns.file)
     try:
-        frontend.check(frontend.parse(text, ns.file))
-    except RecursionError:
-        raise CompileError(Diagnostic("the program is nested too deeply for kernc",
-                                      SourceLocation(ns.file, 1, 1), source=text)) from None
+        program = frontend.check(frontend.parse(text, ns.file))
+    except RecursionError as err:
+        raise frontend.nesting_error(err, ns.file, text) from None
+    if not program.kernels:  # what `kernc compile` would say
+        raise CompileError(Diagnostic(f"{ns.file} defines no kernel to compile",
+                                      SourceLocation(ns.file, 1, 1), source=text))
     print(f"{ns.file}: ok")
     return EXIT_OK
 
@@ -198,6 +200,8 @@ def cmd_run(ns) -> int:
                     loaded.close()
                 raise KerncLaunchError(
                     f"--input {name}: '{val[1:]}' is not a .npy array (an .npz archive?); save one array with np.save")
+            if p.kind == "buffer" and p.dtype == "bf16" and loaded.dtype.kind == "V" and loaded.dtype.itemsize == 2:
+                loaded = loaded.view(numpy_dtype("bf16"))  # np.save writes bfloat16 as raw 2-byte records
             values[name] = loaded
         else:
             try:
@@ -225,6 +229,10 @@ def cmd_run(ns) -> int:
         if p.kind == "buffer" and isinstance(a, np.ndarray) and a.ndim == len(p.storage_shape):
             for dim, n in zip(p.storage_shape, a.shape):
                 if isinstance(dim, str) and dim.isidentifier():
+                    if dim in sizes and sizes[dim] != int(n):  # name the two sources, not an output
+                        raise KerncLaunchError(
+                            f"--size {dim}={sizes[dim]} disagrees with --input {p.name}, whose shape "
+                            f"{a.shape} gives {dim} = {int(n)}")
                     env.setdefault(dim, int(n))
     for p in sig.params:
         if p.name in values or p.kind == "table":  # tables: the launcher builds them from I

@@ -234,12 +234,8 @@ class Compilation:
                 ctx = context()
                 with ctx, ir.Location.unknown():
                     module = frontend.lower(self._program, ctx)
-        except RecursionError as err:  # located at the innermost statement when one is known
-            raise CompileError(Diagnostic(
-                "the program is nested too deeply for kernc (a very long expression or deeply nested "
-                "blocks); split it with 'let' bindings",
-                getattr(err, "kernc_loc", None) or SourceLocation(filename, 1, 1), source=text,
-            )) from None
+        except RecursionError as err:
+            raise frontend.nesting_error(err, filename, text) from None
         with _CTX_LOCK, context(), ir.Location.unknown():
             if self.options.kernels is not None:
                 self._select(module, self.options.kernels)

@@ -193,3 +193,40 @@ def test_run_builds_shared_indices_tables_itself(tmp_path, capsys):
                "--output-dir", str(tmp_path / "o")])
     assert rc == 0, capsys.readouterr().err
     assert np.array_equal(np.load(tmp_path / "o" / "y.npy"), [8, 8, 2, 0, 8])
+
+
+def test_run_reads_bf16_npy_files(tmp_path, capsys):
+    """np.save writes bfloat16 arrays as raw 2-byte records: kernc run used to reject them, telling
+    the user to call .astype(np.bfloat16), which numpy does not have."""
+    import ml_dtypes
+
+    src = tmp_path / "b.kern"
+    src.write_text("kernel k(x: bf16[n] read, y: bf16[n] write) over n { y = x * 2.0; }\n")
+    np.save(tmp_path / "x.npy", np.array([1.5, -3, 0.25], ml_dtypes.bfloat16))
+    out = tmp_path / "out"
+    assert main(["run", str(src), "--input", f"x=@{tmp_path / 'x.npy'}", "--output-dir", str(out)]) == 0
+    y = np.load(out / "y.npy").view(ml_dtypes.bfloat16)
+    assert y.astype(np.float32).tolist() == [3.0, -6.0, 0.5]
+    np.save(tmp_path / "f.npy", np.array([1.5], np.float32))
+    assert main(["run", str(src), "--input", f"x=@{tmp_path / 'f.npy'}", "--output-dir", str(out)]) == 1
+    assert "astype(ml_dtypes.bfloat16)" in capsys.readouterr().err
+
+
+def test_run_size_conflict_names_the_size_and_the_input(tmp_path, capsys):
+    """--size n=3 against a 10-element --input x used to be blamed on the output 'y'."""
+    np.save(tmp_path / "x.npy", np.ones(10, np.float32))
+    args = ["run", os.path.join(EXAMPLES, "saxpy.kern"), "--input", "a=2", "--input", f"x=@{tmp_path / 'x.npy'}",
+            "--size", "n=3", "--output-dir", str(tmp_path / "o")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "--size n=3 disagrees with --input x" in err and "n = 10" in err and "'y'" not in err
+
+
+def test_check_agrees_with_compile_on_a_file_without_kernels(tmp_path, capsys):
+    """`kernc check` said ok for a file `kernc compile` rejects."""
+    src = tmp_path / "lib.kern"
+    src.write_text("layout L = (4, 8):(8, 1);\n")
+    assert main(["check", str(src)]) == 1
+    assert main(["compile", str(src)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("defines no kernel to compile") == 2

@@ -392,7 +392,7 @@ RUN_ARG_CASES = [
     ("input_without_equals", ["--input", "noequals"], "--input 'noequals' is not NAME=VALUE or NAME=@file.npy"),
     ("size_not_an_integer", ["--input", "a=1", "--input", "x=@{good}", "--size", "n=abc"], "--size 'n=abc' is not SYM=INT"),
     ("unknown_size_symbol", ["--input", "a=1", "--input", "x=@{good}", "--size", "m=3"], "kernel 'saxpy' has no size symbol 'm'"),
-    ("size_contradicts_shape", ["--input", "a=1", "--input", "x=@{good}", "--size", "n=11"], "argument 'y': size 'n' is 11 here but 10 from 'x'"),
+    ("size_contradicts_shape", ["--input", "a=1", "--input", "x=@{good}", "--size", "n=11"], "--size n=11 disagrees with --input x, whose shape (10,) gives n = 10"),
     ("bool_for_float", ["--input", "a=true", "--input", "x=@{good}"], "argument 'a': expected a number (f32), got bool"),
     ("not_a_number", ["--input", "a=abc", "--input", "x=@{good}"], "'abc' is neither a number nor true/false"),
     ("missing_input", ["--input", "a=1"], "missing --input x=..."),
