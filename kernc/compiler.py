@@ -28,7 +28,7 @@ from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.errors import CompileError, Diagnostic, InternalCompilerError, KerncError, SourceLocation
 from kernc.mlir import ir
 from kernc.passes import pipeline
-from kernc.passes.base import Pass, walk_ops
+from kernc.passes.base import Pass, functions, walk_ops
 
 STAGES = ("ast", "kern", "gpu", "llvm", "ptx")
 #: Buffer alignment (bytes) the default PTX assumes; see ``Compilation.ptx(aligned=...)``.
@@ -311,7 +311,7 @@ class Compilation:
 
     def _select(self, module: ir.Module, names) -> None:
         found = set()
-        for fn in walk_ops(module, {"func.func"}):
+        for fn in functions(module, {"func.func"}):
             name = ir.StringAttr(fn.attributes["sym_name"]).value
             if name in names:
                 found.add(name)
@@ -323,7 +323,7 @@ class Compilation:
 
     def _signatures(self, module: ir.Module) -> dict[str, KernelSignature]:
         sigs = {}
-        for fn in walk_ops(module, {"gpu.func"}):
+        for fn in functions(module, {"gpu.func"}):
             if SIGNATURE_ATTR in fn.attributes:
                 sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
                 sigs[sig.name] = sig

@@ -20,7 +20,7 @@ from __future__ import annotations
 from kernc.mlir import dialect, ir
 
 from . import llvm_ops as llvm
-from .base import Pass, walk_ops
+from .base import Pass, functions
 
 builtin = dialect("builtin")
 
@@ -38,7 +38,7 @@ class BarePointerABI(Pass):
         self.align = int(align)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in walk_ops(module, {"gpu.func"}):
+        for fn in functions(module, {"gpu.func"}):
             if "kernel" in fn.attributes or "gpu.kernel" in fn.attributes:
                 self._rewrite(fn)
 

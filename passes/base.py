@@ -79,3 +79,20 @@ def walk_ops(root, names: set[str] | None = None) -> list:
 
     root.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     return found
+
+
+def functions(module, names: set[str]) -> list:
+    """The function ops (``names``, e.g. ``{"gpu.func"}``) of ``module``: those in its body and in the
+    bodies of its ``gpu.module`` ops, where kernc's functions live. Unlike :func:`walk_ops` it does
+    not visit the functions' bodies, so a pass that handles one function at a time walks each once."""
+    found: list = []
+    root = module.operation if hasattr(module, "operation") else module
+    for block in root.regions[0].blocks:
+        for op in block.operations:
+            op = op.operation
+            if op.name in names:
+                found.append(op)
+            elif op.name == "gpu.module":
+                for inner_block in op.regions[0].blocks:
+                    found.extend(f.operation for f in inner_block.operations if f.operation.name in names)
+    return found

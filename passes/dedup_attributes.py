@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kernc.mlir import ir
 
-from .base import Pass, walk_ops
+from .base import Pass, functions
 
 
 class DedupAttributes(Pass):
@@ -22,7 +22,7 @@ class DedupAttributes(Pass):
     summary = "drop the duplicate gpu.kernel attribute convert-gpu-to-nvvm leaves on llvm.func"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in walk_ops(module, {"llvm.func"}):
+        for fn in functions(module, {"llvm.func"}):
             attrs = fn.attributes
             names = [attrs[i].name for i in range(len(attrs))]
             for name in {n for n in names if names.count(n) > 1}:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from kernc.mlir import ir
 
 from . import llvm_ops
-from .base import Pass, walk_ops
+from .base import Pass, functions, walk_ops
 
 #: libdevice function -> the LLVM-dialect intrinsic op with the same result (f32 and f64 names).
 LIBDEVICE_INTRINSICS = {
@@ -51,16 +51,18 @@ class LibdeviceToIntrinsics(Pass):
     summary = "__nv_sqrtf/fminf/fmaxf/fabsf/floorf/ceilf calls -> llvm.intr.* (no libdevice link)"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        called = set()
         for op in walk_ops(module, {"llvm.call"}):
-            intrinsic = LIBDEVICE_INTRINSICS.get(callee(op))
+            name = callee(op)
+            intrinsic = LIBDEVICE_INTRINSICS.get(name)
             if intrinsic is None:
+                called.add(name)
                 continue
             with ir.InsertionPoint(op), op.location:
                 new = llvm_ops.intrinsic(intrinsic, op.results[0].type, list(op.operands))
             op.results[0].replace_all_uses_with(new)
             op.erase()
-        called = {callee(op) for op in walk_ops(module, {"llvm.call"})}
-        for fn in walk_ops(module, {"llvm.func"}):
+        for fn in functions(module, {"llvm.func"}):
             name = ir.StringAttr(fn.attributes["sym_name"]).value
             if name in LIBDEVICE_INTRINSICS and name not in called and not fn.regions[0].blocks:
                 fn.erase()

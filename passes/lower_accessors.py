@@ -34,7 +34,7 @@ from kernc.mlir import ir
 
 from . import ir_builder as b
 from . import llvm_ops
-from .base import Pass, walk_ops
+from .base import Pass, functions, walk_ops
 from .lower_layouts import emit_poly
 from .outline_to_gpu import GUARD_ATTR
 
@@ -201,7 +201,7 @@ class LowerAccessors(Pass):
     summary = "lower kern.read/write/add to memory, workgroup staging, shuffles and atomics"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in walk_ops(module, {"gpu.func"}):
+        for fn in functions(module, {"gpu.func"}):
             if SIGNATURE_ATTR not in fn.attributes:
                 continue
             guards = [op for op in walk_ops(fn, {"scf.if"}) if GUARD_ATTR in op.attributes]

@@ -41,7 +41,7 @@ from __future__ import annotations
 from kernc.mlir import ir
 
 from . import ir_builder as b
-from .base import Pass, walk_ops
+from .base import Pass, functions, walk_ops
 
 DIV_OPS = {"arith.divsi", "arith.divui", "arith.floordivsi", "arith.remsi", "arith.remui"}
 _PURE = {
@@ -199,7 +199,7 @@ class LowerDivisions(Pass):
         self.magic = magic
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in walk_ops(module, {"gpu.func", "func.func"}):
+        for fn in functions(module, {"gpu.func", "func.func"}):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
             # decide first (uniformity is computed on the unmodified function), then rewrite:

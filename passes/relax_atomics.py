@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kernc.mlir import ir
 
-from .base import Pass, walk_ops
+from .base import Pass, functions, walk_ops
 
 #: ``LLVM::AtomicOrdering::monotonic`` (LLVM's name for C++ ``memory_order_relaxed``).
 MONOTONIC = 2
@@ -24,7 +24,7 @@ class RelaxAtomics(Pass):
     summary = "atomics: monotonic ordering, syncscope(\"device\")"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for gm in walk_ops(module, {"gpu.module"}):
+        for gm in functions(module, {"gpu.module"}):
             for op in walk_ops(gm, {"llvm.atomicrmw"}):
                 op.attributes["ordering"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), MONOTONIC)
                 op.attributes["syncscope"] = ir.StringAttr.get("device")
