@@ -1126,10 +1126,10 @@ class _Translator:
                 return _from_unsigned(_uv(x, src), dst)
         elif name == "arith.sitofp":
             def fn(x):
-                return _sv(x, src).astype(dst.dtype)
+                return _round_to(_sv(x, src), dst.dtype)
         elif name == "arith.uitofp":
             def fn(x):
-                return _uv(x, src).astype(dst.dtype)
+                return _round_to(_uv(x, src), dst.dtype)
         elif name == "arith.fptosi":
             def fn(x):
                 return _fptoi(x, dst, True)
@@ -1138,7 +1138,7 @@ class _Translator:
                 return _fptoi(x, dst, False)
         elif name in ("arith.extf", "arith.truncf"):
             def fn(x):
-                return x.astype(dst.dtype)
+                return _round_to(x, dst.dtype)
         elif name == "arith.bitcast":
             if src.bits != dst.bits:
                 self.unsupported(o, f"arith.bitcast {src} -> {dst}")
@@ -1837,12 +1837,55 @@ def _describe(v) -> str:
     return f"a {type(v).__name__}"
 
 
+def _round_to(x, dtype: np.dtype):
+    """``x`` (integers or floats) converted to the float ``dtype`` with one rounding to nearest even,
+    as PTX ``cvt.rn`` does. numpy/``ml_dtypes`` convert ``float64`` and integers to ``bfloat16``
+    through ``float32`` -- two roundings -- so for ``bfloat16`` the value is first rounded *to odd*
+    in ``float32`` (24 >= 8 + 2 bits: then rounding to nearest ``bfloat16`` is exact; S. Boldo and
+    G. Melquiond, IEEE TC 57(4), 2008), integers beyond 2^53 exactly with Python integers."""
+    if dtype.name != "bfloat16":
+        return x.astype(dtype)
+    a = np.asarray(x)
+    if a.dtype.kind in "iu":
+        big = np.abs(a.astype(np.float64)) >= 2.0 ** 53
+        f64 = a.astype(np.float64)
+        if np.any(big):
+            f64 = np.array(f64, copy=True)
+            flat, src = f64.reshape(-1), a.reshape(-1)
+            for i in np.flatnonzero(big.reshape(-1)):
+                flat[i] = _int_round_to_odd_24(int(src[i]))
+        a = f64
+    if a.dtype != np.float64:  # float32 (and narrower): one rounding already
+        out = a.astype(dtype)
+        return out[()] if out.ndim == 0 else out
+    with np.errstate(all="ignore"):
+        t = a.astype(np.float32)
+        inexact = (t.astype(np.float64) != a) & np.isfinite(t) & ((t.view(np.int32) & 1) == 0)
+        t = np.where(inexact, np.nextafter(t, np.where(a > t, np.float32(np.inf), np.float32(-np.inf))), t)
+    out = np.asarray(t, np.float32).astype(dtype)
+    return out[()] if out.ndim == 0 else out
+
+
+def _int_round_to_odd_24(n: int) -> float:
+    """The integer ``n`` rounded to odd with a 24-bit significand (exactly a float32 value)."""
+    sign, m = (-1 if n < 0 else 1), abs(n)
+    shift = m.bit_length() - 24
+    if shift > 0:
+        q = m >> shift
+        if m & ((1 << shift) - 1):
+            q |= 1
+        m = q << shift
+    return float(sign * m)
+
+
 def _scalar_arg(v, ty: _Ty, name: str):
     if isinstance(v, np.ndarray):
         if v.ndim != 0:
             raise KerncLaunchError(f"argument '{name}': expected a scalar {ty}, got {_describe(v)}")
         v = v[()]
     if ty.kind == "f":
+        if isinstance(v, ty.dtype.type):  # e.g. an ml_dtypes.bfloat16 scalar (not an np.floating)
+            return v
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise KerncLaunchError(f"argument '{name}': expected a scalar {ty}, got {_describe(v)}")
         return ty.dtype.type(v)

@@ -89,7 +89,7 @@ def lower(program: A.Program, context, verify: bool = True) -> "ir.Module":
         for k in program.kernels:
             try:
                 _KernelLowering(program, k, module).run()
-            except (CompileError, InternalCompilerError):
+            except (CompileError, InternalCompilerError, RecursionError):  # RecursionError: reported by the caller
                 raise
             except Exception as exc:  # pragma: no cover - a frontend bug
                 raise InternalCompilerError(f"lowering kernel '{k.name}' failed: {exc!r}") from exc

@@ -194,3 +194,16 @@ def test_a_huge_python_int_scalar_is_a_launch_error():
         with pytest.raises(KerncLaunchError, match="argument 'a': an integer of 401 digits is out of range for f32"):
             mod.saxpy(bad, x, y)
     assert y.tolist() == [1.0] * 4
+
+
+def test_long_else_if_ladder_is_a_located_error_not_an_ice(tmp_path):
+    """400 `else if` branches passed the checker and crashed lowering (exit 3, RecursionError)."""
+    body = " else ".join(f"if a > {i}.0 {{ s = {i}.0; }}" for i in range(400))
+    text = f"kernel k(a: f32[n] read, o: f32[n] write) over n {{\n    let s = 0.0;\n    {body}\n    o = s;\n}}\n"
+    with pytest.raises(CompileError) as err:
+        kernc.compile(text, filename="ladder.kern")
+    d = err.value.diagnostics[0]
+    assert "nested too deeply" in d.message and d.location.line == 3
+    src = tmp_path / "ladder.kern"
+    src.write_text(text)
+    assert main(["compile", str(src), "-o", str(tmp_path / "o.ptx")]) == 1
