@@ -137,7 +137,7 @@ def parse(text: str, filename: str = "<input>") -> A.Program:
     except UnexpectedInput as e:
         raise CompileError(_syntax_diagnostic(e, text, filename, parser)) from None
     try:
-        items = _ToAst(filename, text).transform(tree)
+        items = _ast_builder(filename, text).transform(tree)
     except VisitError as e:
         if isinstance(e.orig_exc, CompileError):
             raise e.orig_exc from None
@@ -313,6 +313,21 @@ def _split_suffix(text: str, suffixes) -> tuple[str, str | None]:
                 continue
             return body, s
     return text, None
+
+
+def _ast_builder(filename: str, source: str) -> "_ToAst":
+    """This thread's :class:`_ToAst`, pointed at ``filename``/``source``. ``v_args`` wraps each rule
+    method in a descriptor that builds a new bound wrapper (``functools.update_wrapper``) on every
+    lookup, i.e. for every tree node; one long-lived builder with the bound wrappers stored on it
+    does that once per rule (a sixth of the AST-building time)."""
+    builder = getattr(_last, "builder", None)
+    if builder is None:
+        builder = _ToAst(filename, source)
+        for name in _RULE_METHODS:
+            setattr(builder, name, getattr(builder, name))
+        _last.builder = builder
+    builder.filename, builder.source = filename, source
+    return builder
 
 
 @v_args(meta=True)
@@ -615,3 +630,7 @@ class _ToAst(Transformer):
     def vector(self, meta, items):
         lsqb, *elems = items
         return A.VectorLit(self._loc(lsqb), [e for e in elems if e is not None])
+
+
+#: The grammar rule callbacks of :class:`_ToAst` (bound once per thread by :func:`_ast_builder`).
+_RULE_METHODS = tuple(n for n, v in vars(_ToAst).items() if not n.startswith("_") and callable(v))
