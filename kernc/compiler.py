@@ -128,25 +128,45 @@ def run_passes(
     """
     ctx = context()
     names = [p.name for p in passes]
-    for i, p in enumerate(passes):
-        before = module.operation.clone()  # printed only if the pass fails (cheap to keep)
-        try:
-            with ctx, ir.Location.unknown():
-                p.apply(ctx, module)
-                if verify_each or i == len(passes) - 1:
-                    module.operation.verify()
-        except KerncError:
-            raise
-        except Exception as err:  # MLIRError and friends
-            ice = InternalCompilerError(f"pass '{p.name}' failed: {mlir_error_text(err)}")
-            ice.pass_name = p.name
-            ice.pipeline = names
-            ice.ir_before = before.get_asm(enable_debug_info=True)
-            ice.location = _first_location(err)
-            raise ice from err
-        before.erase()
-        if after_pass is not None:
-            after_pass(p.name, module)
+    # The crash report shows the IR before the failing pass. Passes are deterministic, so instead of
+    # copying the module before every pass (more than some passes cost), one copy of the input is
+    # kept and the passes before the failing one are run on it again when one fails.
+    start = module.operation.clone()
+    try:
+        for i, p in enumerate(passes):
+            try:
+                with ctx, ir.Location.unknown():
+                    p.apply(ctx, module)
+                    if verify_each or i == len(passes) - 1:
+                        module.operation.verify()
+            except KerncError:
+                raise
+            except Exception as err:  # MLIRError and friends
+                ice = InternalCompilerError(f"pass '{p.name}' failed: {mlir_error_text(err)}")
+                ice.pass_name = p.name
+                ice.pipeline = names
+                ice.ir_before = _ir_before(ctx, start, passes[:i])
+                ice.location = _first_location(err)
+                raise ice from err
+            if after_pass is not None:
+                after_pass(p.name, module)
+    finally:
+        start.erase()
+
+
+def _ir_before(ctx: ir.Context, start, passes: list[Pass]) -> str:
+    """The IR that ``passes`` make of a copy of ``start`` (for a crash report; never raises)."""
+    copy = start.clone()
+    try:
+        with ctx, ir.Location.unknown():
+            for p in passes:
+                p.apply(ctx, copy)
+        return copy.get_asm(enable_debug_info=True)
+    except Exception as err:  # noqa: BLE001 - a report of a crash must not crash
+        return (f"// (the passes before it could not be run again: {err!r}; the stage's input:)\n"
+                + start.get_asm(enable_debug_info=True))
+    finally:
+        copy.erase()
 
 
 _LOC = re.compile(r'loc\("([^"]+)":(\d+):(\d+)')
