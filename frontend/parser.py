@@ -565,13 +565,17 @@ class _ToAst(Transformer):
         return out[0]
 
     def unary(self, meta, items):
-        op, operand = items
-        op = str(op)
-        if op == "-" and isinstance(operand, A.IntLit) and not operand.text.startswith("-"):
-            return A.IntLit(self._loc(items[0]), -operand.value, operand.suffix, "-" + operand.text)
-        if op == "-" and isinstance(operand, A.FloatLit) and not operand.text.startswith("-"):
-            return A.FloatLit(self._loc(items[0]), -operand.value, operand.suffix, "-" + operand.text)
-        return A.Unary(self._loc(items[0]), op, operand)
+        # `- ! ~` prefixes, innermost (last) first: a chain of them is built without recursion
+        *ops, operand = items
+        for tok in reversed(ops):
+            op = str(tok)
+            if op == "-" and isinstance(operand, A.IntLit) and not operand.text.startswith("-"):
+                operand = A.IntLit(self._loc(tok), -operand.value, operand.suffix, "-" + operand.text)
+            elif op == "-" and isinstance(operand, A.FloatLit) and not operand.text.startswith("-"):
+                operand = A.FloatLit(self._loc(tok), -operand.value, operand.suffix, "-" + operand.text)
+            else:
+                operand = A.Unary(self._loc(tok), op, operand)
+        return operand
 
     def index(self, meta, items):
         base, idx = items

@@ -158,6 +158,8 @@ def test_signed_shift_right_by_width_or_more_fills_with_the_sign():
 @pytest.mark.parametrize("body,line", [
     ("y = " + "a + (" * 600 + "a" + ")" * 600 + ";", 3),   # deep in the parser's AST builder
     ("let q = a;\n    y = " + " + ".join(["a"] * 400) + ";", 4),  # a long flat chain: deep in the checker
+    ("y = " + "sqrt(" * 300 + "a" + ")" * 300 + ";", 3),      # deep in lark itself: the deepest bracket
+    ("y = " + "-" * 600 + "a;", 3),                             # a prefix chain
 ])
 def test_too_deep_expressions_are_located_compile_errors(tmp_path, body, line):
     """A 600-deep parenthesised expression escaped as lark's VisitError (exit 3 in the CLI), and the

@@ -218,3 +218,12 @@ def test_suffixed_integer_literals_before_a_range(rng):
     """'0u32..3u32' was lexed as one invalid number literal."""
     (s,) = body(f"for i in {rng} {{ }}")
     assert isinstance(s, A.For) and isinstance(s.start, A.IntLit) and isinstance(s.stop, A.IntLit)
+
+
+@pytest.mark.parametrize("src,expected", [
+    ("-a", "(-a)"), ("--a", "(-(-a))"), ("-~!a", "(-(~(!a)))"), ("-a * -b", "((-a) * (-b))"),
+    ("--1", "(--1)"), ("- -1.5", "(--1.5)"),
+])
+def test_prefix_operator_chains(src, expected):
+    (s,) = body(f"let z = {src};")
+    assert _sexpr(s.value) == expected
