@@ -37,6 +37,8 @@ import tempfile
 import threading
 from collections import OrderedDict
 
+from kernc.private_dirs import is_private_dir
+
 #: Bump when the entry layout or the payload schema changes (it is part of every key and header).
 FORMAT_VERSION = 1
 MAGIC = b"KERNCC%02d" % FORMAT_VERSION  # 8 bytes
@@ -88,7 +90,7 @@ def _prepare(folder: str) -> bool:
         root = os.path.dirname(folder)
         if not os.path.isdir(root):
             os.makedirs(root, mode=0o700, exist_ok=True)
-        if not _private(os.stat(root)):
+        if not is_private_dir(root):
             return False  # others could replace our folder in it: not used (README, "Safety")
         try:
             os.mkdir(folder, 0o700)
@@ -100,14 +102,9 @@ def _prepare(folder: str) -> bool:
         return False
     if not stat.S_ISDIR(st.st_mode):
         return False  # a symlink or a file planted where our folder should be
-    return _private(st)  # else others could plant entries
-
-
-def _private(st: os.stat_result) -> bool:
-    """A folder owned by this user that neither its group nor others can write to."""
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return False
-    return not st.st_mode & 0o022
+    return not st.st_mode & 0o022  # else others could plant entries
 
 
 # -- keys ------------------------------------------------------------------------------------------

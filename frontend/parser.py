@@ -105,11 +105,11 @@ def _lark_cache_file(grammar: str):
     try:
         import platformdirs
 
+        from kernc.private_dirs import is_private_dir
+
         root = os.environ.get("KERNC_CACHE_DIR") or platformdirs.user_cache_dir("kernc")
         os.makedirs(root, mode=0o700, exist_ok=True)
-        st = os.stat(root)
-        # Lark's cache is a pickle: only use a folder nobody else can write to
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        if not is_private_dir(root):  # Lark's cache is a pickle: only a folder nobody else controls
             return None
     except Exception:
         return None

@@ -345,6 +345,18 @@ def test_unusable_folder_never_raises(tmp_path, monkeypatch):
     cache.reset()
     compile_().ptx()
     assert not (open_root / cache.SUBDIR).exists()
+    # a private folder inside one that others can write to (they could swap the folder itself)
+    inner = open_root / "inner"
+    inner.mkdir(mode=0o700)
+    monkeypatch.setenv("KERNC_CACHE_DIR", str(inner))
+    cache.reset()
+    compile_().ptx()
+    assert not (inner / cache.SUBDIR).exists()
+    # ... unless that one is sticky, like /tmp: then only the owner can rename what is in it
+    os.chmod(open_root, 0o1777)
+    cache.reset()
+    compile_().ptx()
+    assert (inner / cache.SUBDIR).is_dir() and list((inner / cache.SUBDIR).iterdir())
     # a read-only folder
     ro = tmp_path / "ro"
     (ro / cache.SUBDIR).mkdir(parents=True, mode=0o700)
