@@ -25,16 +25,22 @@ def is_private_dir(path: str) -> bool:
         st = os.stat(path)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
             return False
-        here = os.path.realpath(path)
-        while True:
-            parent = os.path.dirname(here)
-            if parent == here:
-                return True
-            here = parent
-            st = os.stat(here)
-            if st.st_uid not in (uid, 0):
-                return False
-            if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
-                return False
+        # the folders above the path as given (a symlink in it could be swapped) and above its target
+        return all(_safe_ancestors(p, uid) for p in {os.path.abspath(path), os.path.realpath(path)})
     except OSError:
         return False
+
+
+def _safe_ancestors(here: str, uid: int) -> bool:
+    """Every folder above ``here`` is owned by ``uid`` or root and not group/other-writable unless
+    sticky (``OSError`` when one cannot be inspected)."""
+    while True:
+        parent = os.path.dirname(here)
+        if parent == here:
+            return True
+        here = parent
+        st = os.stat(here)
+        if st.st_uid not in (uid, 0):
+            return False
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return False
