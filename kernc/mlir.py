@@ -5,8 +5,10 @@ has the LLVM NVPTX backend compiled in (so ``gpu-module-to-binary{format=isa}`` 
 An upstream ``mlir`` package is used when one is importable; otherwise the bindings bundled in the
 ``numba-cuda-mlir`` wheel (``numba_cuda_mlir._mlir``, MLIR 23) are loaded *without* running that
 package's ``__init__`` (which would import numba and the CUDA runtime): a stub package module is placed
-in ``sys.modules`` and the bundled shared libraries are preloaded with ``RTLD_NOW | RTLD_LOCAL |
-RTLD_DEEPBIND`` first, as the package's own ``__init__`` does (see ``../shared/design/toolchain.md``).
+in ``sys.modules`` and the bundled shared libraries are preloaded with ``RTLD_LOCAL | RTLD_DEEPBIND``
+first, as the package's own ``__init__`` does (see ``../shared/design/toolchain.md``), but with lazy
+symbol binding. Two more things keep a cold ``kernc compile`` fast: numpy stays out of the ``ir``
+import (:func:`_import_ir`) and the LLVM dialect's op classes are not loaded (:mod:`kernc.lazy_dialects`).
 
 Nothing else in kernc names the distribution: every other module does
 ``from kernc.mlir import ir, passmanager, ...``.
