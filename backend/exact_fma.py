@@ -35,7 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["fma", "fma_f64", "fma_narrow"]
+__all__ = ["fma", "fma_f64", "fma_narrow", "round_f64_to"]
 
 _SPLITTER = float(2 ** 27 + 1)  # Veltkamp's constant for p = 53
 
@@ -62,22 +62,31 @@ def _sum_round_to_odd(x, y):
 
 def fma_narrow(a, b, c, dtype):
     """Correctly rounded ``a * b + c`` for ``float16``/``float32``/``bfloat16`` (``ml_dtypes``)
-    operands, as ``dtype``. ``bfloat16``: ``ml_dtypes`` may convert ``float64`` through ``float32``, so
-    the round-to-odd value is first rounded to odd in ``float32`` (24 >= 8 + 2 bits; rounding to odd
-    twice is rounding to odd once), then to nearest ``bfloat16``."""
+    operands, as ``dtype``: the product is exact in ``float64``, the sum rounded to odd, then rounded
+    once to ``dtype`` (:func:`round_f64_to`)."""
     dtype = np.dtype(dtype)
-    bf16 = dtype.name == "bfloat16"
-    if dtype not in (np.float16, np.float32) and not bf16:
+    if dtype not in (np.float16, np.float32) and dtype.name != "bfloat16":
         raise TypeError(f"fma_narrow: float16, float32 or bfloat16, got {dtype}")
     with np.errstate(all="ignore"):
         a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
-        s = _sum_round_to_odd(a * b, c)
-        if not bf16:
-            return _scalar(s.astype(dtype))
+        return _scalar(round_f64_to(_sum_round_to_odd(a * b, c), dtype))
+
+
+def round_f64_to(s, dtype):
+    """``float64`` values ``s`` -- exact, or already rounded to odd -- rounded once to nearest even in
+    the narrower float ``dtype``. numpy converts to ``float32``/``float16`` directly; ``ml_dtypes``
+    converts ``float64`` to ``bfloat16`` through ``float32`` (two roundings), so for ``bfloat16`` the
+    value is rounded to odd in ``float32`` first (24 >= 8 + 2 bits; rounding to odd twice is rounding
+    to odd once), then to nearest."""
+    dtype = np.dtype(dtype)
+    s = np.asarray(s, np.float64)
+    if dtype.name != "bfloat16":
+        return s.astype(dtype)
+    with np.errstate(all="ignore"):
         t = s.astype(np.float32)
-        inexact = (t.astype(np.float64) != s) & np.isfinite(t) & ((np.asarray(t).view(np.int32) & 1) == 0)
+        inexact = (t.astype(np.float64) != s) & np.isfinite(t) & ((t.view(np.int32) & 1) == 0)
         t = np.where(inexact, np.nextafter(t, np.where(s > t, np.float32(np.inf), np.float32(-np.inf))), t)
-        return _scalar(np.asarray(t, np.float32).astype(dtype))
+    return np.asarray(t, np.float32).astype(dtype)
 
 
 def _split(x):

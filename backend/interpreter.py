@@ -1839,30 +1839,21 @@ def _describe(v) -> str:
 
 def _round_to(x, dtype: np.dtype):
     """``x`` (integers or floats) converted to the float ``dtype`` with one rounding to nearest even,
-    as PTX ``cvt.rn`` does. numpy/``ml_dtypes`` convert ``float64`` and integers to ``bfloat16``
-    through ``float32`` -- two roundings -- so for ``bfloat16`` the value is first rounded *to odd*
-    in ``float32`` (24 >= 8 + 2 bits: then rounding to nearest ``bfloat16`` is exact; S. Boldo and
-    G. Melquiond, IEEE TC 57(4), 2008), integers beyond 2^53 exactly with Python integers."""
+    as PTX ``cvt.rn`` does. Only ``bfloat16`` needs care (``ml_dtypes`` converts through ``float32``):
+    the value goes through :func:`kernc.backend.exact_fma.round_f64_to` from ``float64``, where it is
+    exact (integers beyond 2^53 are first rounded to odd exactly, with Python integers)."""
     if dtype.name != "bfloat16":
         return x.astype(dtype)
     a = np.asarray(x)
     if a.dtype.kind in "iu":
-        big = np.abs(a.astype(np.float64)) >= 2.0 ** 53
         f64 = a.astype(np.float64)
+        big = np.abs(f64) >= 2.0 ** 53
         if np.any(big):
-            f64 = np.array(f64, copy=True)
             flat, src = f64.reshape(-1), a.reshape(-1)
             for i in np.flatnonzero(big.reshape(-1)):
                 flat[i] = _int_round_to_odd_24(int(src[i]))
         a = f64
-    if a.dtype != np.float64:  # float32 (and narrower): one rounding already
-        out = a.astype(dtype)
-        return out[()] if out.ndim == 0 else out
-    with np.errstate(all="ignore"):
-        t = a.astype(np.float32)
-        inexact = (t.astype(np.float64) != a) & np.isfinite(t) & ((t.view(np.int32) & 1) == 0)
-        t = np.where(inexact, np.nextafter(t, np.where(a > t, np.float32(np.inf), np.float32(-np.inf))), t)
-    out = np.asarray(t, np.float32).astype(dtype)
+    out = exact_fma.round_f64_to(a, dtype) if a.dtype == np.float64 else a.astype(dtype)  # f32: one rounding
     return out[()] if out.ndim == 0 else out
 
 
