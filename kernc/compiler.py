@@ -33,7 +33,7 @@ from kernc.passes.base import Pass, functions, walk_ops
 STAGES = ("ast", "kern", "gpu", "llvm", "ptx")
 #: Buffer alignment (bytes) the default PTX assumes; see ``Compilation.ptx(aligned=...)``.
 ALIGN = 16
-_GPU_FIELDS = ("kern", "gpu", "needs_libdevice", "signatures")
+_GPU_FIELDS = ("kern", "gpu", "signatures")
 
 _CTX_LOCK = threading.RLock()
 _CTX: ir.Context | None = None
@@ -195,17 +195,6 @@ def _text(module: ir.Module, debug_info: bool = False) -> str:
     return module.operation.get_asm(enable_debug_info=debug_info)
 
 
-#: ``arith`` ops that ``convert-gpu-to-nvvm`` lowers to libdevice calls (``__nv_fminf``, ``__nv_fmodf``).
-_LIBDEVICE_ARITH = {"arith.minnumf", "arith.maxnumf", "arith.minimumf", "arith.maximumf", "arith.remf"}
-
-
-def _uses_math(module: ir.Module) -> bool:
-    """Whether the gpu IR may call libdevice once lowered (``math.*`` and a few ``arith`` float
-    ops), i.e. whether to look for ``libdevice.10.bc``; ``kern-attach-target`` links it only if
-    calls remain after ``kern-libdevice-to-intrinsics``."""
-    return any(op.name.startswith("math.") or op.name in _LIBDEVICE_ARITH for op in walk_ops(module))
-
-
 class Compilation:
     """One ``.kern`` source taken through the pipeline.
 
@@ -273,7 +262,6 @@ class Compilation:
                 kw["fmad"] = True
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each)
             self._gpu_module = module
-            self._needs_libdevice = _uses_math(module)
             self.signatures = self._signatures(module)
         if not self.signatures:
             raise CompileError(Diagnostic(f"{filename} defines no kernel to compile",
@@ -282,7 +270,6 @@ class Compilation:
             cache.put("gpu", self.cache_key, {
                 "kern": self._kern,
                 "gpu": self._gpu,
-                "needs_libdevice": self._needs_libdevice,
                 "signatures": [sig.to_json() for sig in self.signatures.values()],
             })
 
@@ -297,12 +284,11 @@ class Compilation:
                 sig = KernelSignature.from_json(text)
                 sigs[sig.name] = sig
             kern_text, gpu_text = entry["kern"], entry["gpu"]
-            needs = entry["needs_libdevice"]
-            if not (sigs and isinstance(kern_text, str) and isinstance(gpu_text, str) and isinstance(needs, bool)):
+            if not (sigs and isinstance(kern_text, str) and isinstance(gpu_text, str)):
                 return False
         except (TypeError, ValueError, KeyError, AttributeError):
             return False
-        self._kern_text, self._gpu_text, self._needs_libdevice, self.signatures = kern_text, gpu_text, needs, sigs
+        self._kern_text, self._gpu_text, self.signatures = kern_text, gpu_text, sigs
         self.from_cache = True
         return True
 
@@ -393,8 +379,8 @@ class Compilation:
             return _text(ir.Module.parse(text))
 
     def _lower_to_llvm(self, index_bits: int, aligned: bool = True) -> ir.Module:
-        # kern-attach-target links it only if calls remain after kern-libdevice-to-intrinsics
-        libdevice = toolkit.libdevice_path() if self._needs_libdevice else None
+        # kern-attach-target links libdevice only if calls remain after kern-libdevice-to-intrinsics
+        libdevice = toolkit.libdevice_path()
         module = self._gpu_copy()
         target = self.options.target(index_bits, libdevice, ALIGN if aligned else 0)
         run_passes(module, pipeline.gpu_to_llvm(target), self._hook(), self.options.verify_each)
