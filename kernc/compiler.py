@@ -224,9 +224,9 @@ class Compilation:
         self._ptx: dict[int, str] = {}
         self._llvm: dict[int, str] = {}
         self._program = None
-        # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _kern/_gpu)
-        self._kern_module = self._gpu_module = None
-        self._kern_text = self._gpu_text = None
+        # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _stage_text)
+        self._modules: dict[str, object] = {}  # stage -> module (after a compile)
+        self._texts: dict[str, str] = {}  # stage -> IR text with locations (printed on demand)
         #: the ``gpu`` cache key of this compilation (``None``: the cache is not used)
         self.cache_key = None
         #: whether the gpu IR came from the compile cache
@@ -249,8 +249,7 @@ class Compilation:
             if self.options.kernels is not None:
                 self._select(module, self.options.kernels)
             self._notify("frontend", module)
-            # printed on first use (kern_ir(), the cache): a clone costs ~1/20 of printing
-            self._kern_module = module.operation.clone()
+            self._modules["kern"] = module.operation.clone()
             # kern-coalesce-views: scheduled only for N-D problems (a module without kern.delinearize
             # has nothing to stage, and its pipeline stays as before); off with coalesce=False
             kw = {}
@@ -261,15 +260,15 @@ class Compilation:
             if self.options.fmad:
                 kw["fmad"] = True
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each)
-            self._gpu_module = module
+            self._modules["gpu"] = module
             self.signatures = self._signatures(module)
         if not self.signatures:
             raise CompileError(Diagnostic(f"{filename} defines no kernel to compile",
                                           SourceLocation(filename, 1, 1), source=text))
         if self.cache_key is not None:
             cache.put("gpu", self.cache_key, {
-                "kern": self._kern,
-                "gpu": self._gpu,
+                "kern": self._stage_text("kern"),
+                "gpu": self._stage_text("gpu"),
                 "signatures": [sig.to_json() for sig in self.signatures.values()],
             })
 
@@ -288,7 +287,8 @@ class Compilation:
                 return False
         except (TypeError, ValueError, KeyError, AttributeError):
             return False
-        self._kern_text, self._gpu_text, self.signatures = kern_text, gpu_text, sigs
+        self._texts.update(kern=kern_text, gpu=gpu_text)
+        self.signatures = sigs
         self.from_cache = True
         return True
 
@@ -335,30 +335,23 @@ class Compilation:
                 sigs[sig.name] = sig
         return sigs
 
-    @property
-    def _kern(self) -> str:
-        """The kern IR text with locations (printed from the kept module on first use)."""
+    def _stage_text(self, stage: str) -> str:
+        """The ``kern`` or ``gpu`` IR text with locations, printed from the kept module on first use
+        (a clone costs a twentieth of printing). The kern module is then dropped; the gpu one stays
+        for :meth:`_gpu_copy`."""
         with self._lock:
-            if self._kern_text is None:
+            if stage not in self._texts:
                 with _CTX_LOCK, context():
-                    self._kern_text = _text(self._kern_module, debug_info=True)
-                self._kern_module = None
-            return self._kern_text
-
-    @property
-    def _gpu(self) -> str:
-        """The gpu IR text with locations (printed from the kept module on first use)."""
-        with self._lock:
-            if self._gpu_text is None:
-                with _CTX_LOCK, context():
-                    self._gpu_text = _text(self._gpu_module, debug_info=True)
-            return self._gpu_text
+                    self._texts[stage] = _text(self._modules[stage], debug_info=True)
+                if stage == "kern":
+                    del self._modules["kern"]
+            return self._texts[stage]
 
     def _gpu_copy(self):
         """A module of the gpu IR to lower further: a clone of the kept one, else parsed from text."""
-        if self._gpu_module is not None:
-            return self._gpu_module.operation.clone()
-        return ir.Module.parse(self._gpu_text)
+        if "gpu" in self._modules:
+            return self._modules["gpu"].operation.clone()
+        return ir.Module.parse(self._texts["gpu"])
 
     def ast(self) -> str:
         """The checked AST as an indented tree (``--emit ast``)."""
@@ -366,11 +359,11 @@ class Compilation:
 
     def kern_ir(self, debug_info: bool = False) -> str:
         """The kern IR (after the frontend), optionally with source locations."""
-        return self._reprint(self._kern, debug_info)
+        return self._reprint(self._stage_text("kern"), debug_info)
 
     def gpu_ir(self, debug_info: bool = False) -> str:
         """The gpu IR the CPU interpreter executes, optionally with source locations."""
-        return self._reprint(self._gpu, debug_info)
+        return self._reprint(self._stage_text("gpu"), debug_info)
 
     def _reprint(self, text: str, debug_info: bool) -> str:
         if debug_info:
