@@ -324,37 +324,37 @@ def _op_remsi(x, y, ty):
     return _back((a - q * bs) * (~bz).astype(a.dtype), ty)
 
 
-def _op_divui(x, y, ty):
-    a, b = _uv(x, ty), _uv(y, ty)
+def _quotient(a, b, ty, fn):
+    """``fn(a, b)`` lane by lane (``a``, ``b``: the signed or unsigned views), 0 where ``b == 0``:
+    integer division by zero is undefined on the GPU and gives 0 here, never a numpy error."""
     bs, bz = _nonzero_divisor(b)
-    return _back((a // bs) * (~bz).astype(a.dtype), ty)
-
-
-def _op_remui(x, y, ty):
-    a, b = _uv(x, ty), _uv(y, ty)
-    bs, bz = _nonzero_divisor(b)
-    return _back((a % bs) * (~bz).astype(a.dtype), ty)
-
-
-def _op_floordivsi(x, y, ty):
-    a, b = _sv(x, ty), _sv(y, ty)
-    bs, bz = _nonzero_divisor(b)
-    return _back((a // bs) * (~bz).astype(a.dtype), ty)
-
-
-def _op_ceildivsi(x, y, ty):
-    a, b = _sv(x, ty), _sv(y, ty)
-    bs, bz = _nonzero_divisor(b)
-    q = a // bs
-    q = q + ((a - q * bs) != 0).astype(q.dtype)
+    q = fn(a, bs)
     return _back(q * (~bz).astype(q.dtype), ty)
 
 
+def _op_divui(x, y, ty):
+    return _quotient(_uv(x, ty), _uv(y, ty), ty, lambda a, b: a // b)
+
+
+def _op_remui(x, y, ty):
+    return _quotient(_uv(x, ty), _uv(y, ty), ty, lambda a, b: a % b)
+
+
+def _op_floordivsi(x, y, ty):
+    return _quotient(_sv(x, ty), _sv(y, ty), ty, lambda a, b: a // b)
+
+
+def _ceil_div(a, b):
+    q = a // b
+    return q + ((a - q * b) != 0).astype(q.dtype)
+
+
+def _op_ceildivsi(x, y, ty):
+    return _quotient(_sv(x, ty), _sv(y, ty), ty, _ceil_div)
+
+
 def _op_ceildivui(x, y, ty):
-    a, b = _uv(x, ty), _uv(y, ty)
-    bs, bz = _nonzero_divisor(b)
-    q = a // bs + ((a % bs) != 0).astype(a.dtype)
-    return _back(q * (~bz).astype(a.dtype), ty)
+    return _quotient(_uv(x, ty), _uv(y, ty), ty, _ceil_div)
 
 
 def _shift_amount(y, ty):
