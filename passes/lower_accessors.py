@@ -640,17 +640,7 @@ def _shared_sum(kc, acc, vals, t, tid, blk, p):
     src = b.if_else(valid, [b.index_t()], lambda: [b.index_cast_ui(b.load(perm, b.add(base, tid)))],
                     lambda: [b.idx(0)])[0]
     key = b.if_else(valid, [i32], lambda: [b.load(target, b.add(base, src))], lambda: [cnt])[0]
-    esize = b.bits(acc.compute) // 8
-    w = [None] * K
-    for chunk in _chunks(K, B, esize):
-        smem = kc.workgroup(acc.compute, B * len(chunk), f"shared_sum({acc.layout_text})")
-        kc.begin_staging()
-        for j, c in enumerate(chunk):
-            b.store(vals[c], smem, b.add(b.idx(j * B), tid))
-        b.barrier()
-        for j, c in enumerate(chunk):
-            w[c] = b.if_else(valid, [acc.compute], lambda j=j: [b.load(smem, b.add(b.idx(j * B), src))],
-                             lambda: [b.zero(acc.compute)])[0]
+    w = _exchange(kc, acc, vals[:K], tid, lambda: src, valid, f"shared_sum({acc.layout_text})")
     # 2. keys of all sorted positions, for run ends and run starts in earlier warps
     keys = kc.workgroup(i32, B, "shared_sum keys", region="keys")
     b.store(key, keys, tid)
@@ -736,6 +726,25 @@ def _deterministic_shared_sum(kc, acc, tid, blk):
             b.scf.YieldOp([])
 
 
+def _exchange(kc, acc, values, tid, source, valid, label: str) -> list:
+    """Threads trade values through workgroup memory: each stores its ``values`` (one per component,
+    in ``acc.compute``), then, after a barrier, reads those of thread ``source()`` (an ``index``
+    built where it is read) where ``valid`` holds, else zero. Staged in chunks of components that fit
+    the staging budget; every thread must call it (barriers)."""
+    B = kc.block
+    out = [None] * len(values)
+    for chunk in _chunks(len(values), B, b.bits(acc.compute) // 8):
+        smem = kc.workgroup(acc.compute, B * len(chunk), label)
+        kc.begin_staging()
+        for j, c in enumerate(chunk):
+            b.store(values[c], smem, b.add(b.idx(j * B), tid))
+        b.barrier()
+        for j, c in enumerate(chunk):
+            out[c] = b.if_else(valid, [acc.compute], lambda j=j: [b.load(smem, b.add(b.idx(j * B), source()))],
+                               lambda: [b.zero(acc.compute)])[0]
+    return out
+
+
 def _pair_update(kc, acc, vals, t, tid, blk, p):
     """``X[j] (=|+=) first_j + second_{j-1}``: neighbours' ``second`` values are exchanged through
     workgroup memory; the two elements a block shares with its neighbours (its first element and the
@@ -745,21 +754,9 @@ def _pair_update(kc, acc, vals, t, tid, blk, p):
     K = acc.ncomp
     first, second = vals[:K], vals[K:]
     in_range = b.cmp("ult", t, p)
-    esize = b.bits(acc.compute) // 8
-    prev = [None] * K
     has_prev = b.cmp("ugt", tid, b.idx(0))
-    for chunk in _chunks(K, B, esize):
-        smem = kc.workgroup(acc.compute, B * len(chunk), f"pair({acc.layout_text})")
-        kc.begin_staging()
-        for j, c in enumerate(chunk):
-            b.store(second[c], smem, b.add(b.idx(j * B), tid))
-        b.barrier()
-        for j, c in enumerate(chunk):
-            prev[c] = b.if_else(
-                b.and_(has_prev, in_range), [acc.compute],
-                lambda j=j: [b.load(smem, b.add(b.idx(j * B), b.sub(tid, b.idx(1))))],
-                lambda: [b.zero(acc.compute)],
-            )[0]
+    prev = _exchange(kc, acc, second, tid, lambda: b.sub(tid, b.idx(1)), b.and_(has_prev, in_range),
+                     f"pair({acc.layout_text})")
     with b.if_(in_range):
         t1 = b.add(t, b.idx(1))
         edge = b.and_(b.cmp("eq", tid, b.idx(0)), b.cmp("ugt", t, b.idx(0)))
