@@ -12,14 +12,16 @@ from __future__ import annotations
 from kernc.errors import InternalCompilerError
 from kernc.mlir import ir
 
-from .base import Pass, UpstreamPass, walk_ops
-from .libdevice_intrinsics import callee
+from .base import Pass, UpstreamPass, functions
 
 
 def libdevice_calls(module: ir.Module) -> list[str]:
-    """Sorted names of the libdevice functions (``__nv_*``) that ``module`` calls."""
-    return sorted({name for op in walk_ops(module, {"llvm.call"})
-                   if (name := callee(op)) is not None and name.startswith("__nv_")})
+    """Sorted names of the libdevice functions (``__nv_*``) that ``module`` calls, from their
+    declarations: ``convert-gpu-to-nvvm`` declares exactly the ones it calls, and
+    ``kern-libdevice-to-intrinsics`` drops those it replaced (no walk over every op needed)."""
+    names = (ir.StringAttr(fn.attributes["sym_name"]).value for fn in functions(module, {"llvm.func"})
+             if not fn.regions[0].blocks)
+    return sorted(name for name in names if name.startswith("__nv_"))
 
 
 class AttachTarget(Pass):
