@@ -40,13 +40,13 @@ def _float_like(t: ir.Type) -> bool:
     return b.is_float(t)
 
 
-def _single_use_mul(v: ir.Value, block) -> ir.Operation | None:
-    """The ``arith.mulf`` defining ``v`` if ``v`` has exactly one use and it sits in ``block``."""
+def _sole_user_op(v: ir.Value, name: str, block) -> ir.Operation | None:
+    """The ``name`` op defining ``v`` when it sits in ``block`` and ``v`` has exactly one use."""
     if isinstance(v, ir.BlockArgument):
         return None
     op = v.owner
     op = op.operation if hasattr(op, "operation") else op
-    if op.name != "arith.mulf" or op.block != block:
+    if op.name != name or op.block != block:
         return None
     uses = iter(v.uses)
     return op if next(uses, None) is not None and next(uses, None) is None else None
@@ -56,18 +56,9 @@ def _product(v: ir.Value, block):
     """``(mulf, negf)`` when ``v`` is a contractible product: a single-use ``arith.mulf`` in ``block``
     (``negf`` is ``None``), or a single-use ``arith.negf`` of one (``o -= a*b`` on an ``add`` output
     lowers to ``o + -(a*b)``); else ``None``."""
-    if isinstance(v, ir.BlockArgument):
-        return None
-    op = v.owner
-    op = op.operation if hasattr(op, "operation") else op
-    if op.name == "arith.negf" and op.block == block:
-        uses = iter(v.uses)
-        if next(uses, None) is None or next(uses, None) is not None:
-            return None
-        mul = _single_use_mul(op.operands[0], block)
-        return (mul, op) if mul is not None else None
-    mul = _single_use_mul(v, block)
-    return (mul, None) if mul is not None else None
+    neg = _sole_user_op(v, "arith.negf", block)
+    mul = _sole_user_op(neg.operands[0] if neg is not None else v, "arith.mulf", block)
+    return (mul, neg) if mul is not None else None
 
 
 def _contract(op) -> bool:
