@@ -23,7 +23,9 @@ the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_
   ``write block_sum`` and ``write pair``, whose op is always emitted unconditionally (a thread that
   assigns nothing contributes 0). Other outputs never assigned get no op at all.
 - ``let`` variables are mutable: values updated inside ``if``/``for`` flow out as ``scf.if`` /
-  ``scf.for`` results (SSA construction over structured control flow).
+  ``scf.for`` results (SSA construction over structured control flow). A ``for`` with literal
+  bounds and at most ``UNROLL_MAX_TRIPS`` iterations is unrolled instead: one copy of the body per
+  iteration, with the loop variable a constant (so ``v[k]`` picks its component directly).
 - ``return;`` ends the thread: later statements are skipped (a "returned" i1 flag guards the rest of
   the enclosing blocks and later loop iterations). Outputs assigned *before* the return keep their
   value and are written, like stores that already happened in C.
@@ -67,6 +69,25 @@ _CMPI = {
     "<": ("slt", "ult"), "<=": ("sle", "ule"), ">": ("sgt", "ugt"), ">=": ("sge", "uge"),
 }
 _CMPF = {"==": "oeq", "!=": "une", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
+
+#: ``for`` loops with integer-literal bounds are unrolled while lowering when they run at most
+#: UNROLL_MAX_TRIPS iterations and the unrolled body has at most UNROLL_MAX_NODES AST nodes: a loop
+#: like ``for k in 0..3`` over a vector's components then costs no loop, no dynamic component
+#: selects (``v[k]``) and no LLVM loop passes; LLVM's O3 would unroll it fully anyway.
+UNROLL_MAX_TRIPS = 8
+UNROLL_MAX_NODES = 512
+
+
+def _unroll_trips(s: A.For) -> Optional[range]:
+    """The iterations of ``s`` if it is unrolled (see UNROLL_MAX_TRIPS), else None."""
+    if not (isinstance(s.start, A.IntLit) and isinstance(s.stop, A.IntLit)):
+        return None
+    trips = range(s.start.value, s.stop.value)
+    if len(trips) > UNROLL_MAX_TRIPS:
+        return None
+    if len(trips) * A.count_nodes(s.body, UNROLL_MAX_NODES) > UNROLL_MAX_NODES:
+        return None
+    return trips
 
 
 def lower(program: A.Program, context, verify: bool = True) -> "ir.Module":
@@ -181,6 +202,7 @@ _INT_BINARY = {
     "^": ("xori", "xori"), "<<": ("shli", "shli"), ">>": ("shrsi", "shrui"),
 }
 
+
 class _KernelLowering:
     def __init__(self, program: A.Program, kernel: A.Kernel, module):
         self.program = program
@@ -193,12 +215,22 @@ class _KernelLowering:
         self.accessor_args: dict = {}  # buffer Symbol -> list of op args
         self.table_args: dict = {}    # (index param, table field) -> block argument
         self.assigned_outputs: set = set()
+        self.unrolled: dict = {}      # loop variable Symbol -> its value in the unrolled copy
 
     # ---- helpers ----------------------------------------------------------------------------
 
     def loc(self, node) -> "ir.Location":
         loc = node.loc if isinstance(node, (A.Node, Symbol)) else node
         return ir.Location.file(loc.filename, loc.line, loc.column)
+
+    def component(self, index: A.Expr) -> Optional[int]:
+        """The value of a component index known while lowering: a literal, or the variable of an
+        unrolled loop (then possibly out of range, see :meth:`update` and ``_expr``)."""
+        if isinstance(index, A.IntLit):
+            return index.value
+        if isinstance(index, A.Name) and index.sym in self.unrolled:
+            return self.unrolled[index.sym]
+        return None
 
     def const(self, s: T.ScalarType, value):
         s = T.default_scalar(s)
@@ -504,8 +536,10 @@ class _KernelLowering:
         component index expression of ``x[k] = v`` (or None: the whole value, scalars broadcast)."""
         if index is not None:
             cur = list(cur)
-            if isinstance(index, A.IntLit):
-                cur[index.value] = combine(cur[index.value], v)
+            c = self.component(index)
+            if c is not None:  # an out-of-range index changes nothing, as the selects below
+                if 0 <= c < len(cur):
+                    cur[c] = combine(cur[c], v)
                 return cur
             k = self.expr(index, env)
             out = []
@@ -545,6 +579,10 @@ class _KernelLowering:
         self.rebind(env, keys, list(ifop.results))
 
     def for_(self, s: A.For, env: dict) -> None:
+        trips = _unroll_trips(s)
+        if trips is not None:
+            self.unrolled_for(s, trips, env)
+            return
         ty = s.sym.ty
         lo = self.convert(self.expr(s.start, env), ty, T.INDEX)
         hi = self.convert(self.expr(s.stop, env), ty, T.INDEX)
@@ -566,6 +604,24 @@ class _KernelLowering:
             with self.loc(s):
                 scf.YieldOp([v for k in keys for v in _flat(inner[k])])
         self.rebind(env, keys, list(loop.results))
+
+    def unrolled_for(self, s: A.For, trips: range, env: dict) -> None:
+        """``for k in a..b`` with literal bounds, one copy of the body per iteration (``k`` a
+        constant in each): the same operations in the same order as the ``scf.for``."""
+        inner = dict(env)
+        body = s.body.stmts
+        guard = _RETURNED in inner and any(self.may_return(x) for x in body)
+        for k in trips:
+            with self.loc(s):
+                inner[s.sym] = self.const(s.sym.ty, k)
+            self.unrolled[s.sym] = k
+            if guard:  # a later iteration runs only while the thread has not returned
+                self.guarded(body, inner, s)
+            else:
+                self.stmts(body, inner)
+        self.unrolled.pop(s.sym, None)
+        for key in self.live_keys(body, env):
+            env[key] = inner[key]
 
     # ---- expressions ------------------------------------------------------------------------
 
@@ -601,8 +657,9 @@ class _KernelLowering:
             return self.view_read(e, env)
         if isinstance(e, A.Index):
             base = self.expr(e.base, env)
-            if isinstance(e.index, A.IntLit):
-                return base[e.index.value]
+            c = self.component(e.index)
+            if c is not None:  # an out-of-range index reads the last component, as the selects
+                return base[c] if 0 <= c < len(base) else base[-1]
             k = self.expr(e.index, env)
             kt = e.index.ty
             res = base[-1]

@@ -361,3 +361,102 @@ def test_multiple_kernels_in_one_module():
     names = [ir.StringAttr(op.operation.attributes["sym_name"]).value for op in m.body.operations]
     assert names == ["a", "b"]
     canonicalize(ctx, m)
+
+
+# ---- unrolling of short literal-bound loops ---------------------------------------------------
+
+_LOOP_CASES = {
+    # mutable lets, a loop variable compared and used as a component index, read and write
+    "lets_and_components": (
+        "kernel k(x: f32[n, 3] read, m: i32, o: f32[n, 3] write) over n {\n"
+        "    let acc = 0.0;\n    let v = x;\n"
+        "    for k in 0..3 {\n        acc += v[k];\n"
+        "        if k == m { v[k] = -1.0; } else { v[k] *= 2.0; }\n    }\n"
+        "    o = v + acc;\n}\n"),
+    # components past the end: a read gives the last one, a write changes nothing
+    "out_of_range_components": (
+        "kernel k(x: f32[n, 3] read, m: i32, o: f32[n, 4] write) over n {\n"
+        "    let acc = 0.0;\n    let v = x;\n"
+        "    for k in 1..6 {\n        acc += v[k] * f32(k);\n        v[k] = f32(k + m);\n    }\n"
+        "    o = [v[0], v[1], v[2], acc];\n}\n"),
+    # a negative start: v[-2] and v[-1] read the last component
+    "negative_start": (
+        "kernel k(x: f32[n, 3] read, m: i32, o: f32[n] write) over n {\n"
+        "    let acc = 0.0;\n"
+        "    for k in -2..2 { acc = acc * 3.0 + x[k] + f32(k * m); }\n"
+        "    o = acc;\n}\n"),
+    # return inside the body: later iterations and statements are skipped
+    "return_in_body": (
+        "kernel k(x: f32[n, 3] read, m: i32, o: f32[n] write, c: i32[n] write) over n {\n"
+        "    let acc = 0.0;\n    c = 0;\n"
+        "    for k in 0..3 {\n        if x[k] < 0.0 { o = acc; c = k + m; return; }\n"
+        "        acc += x[k];\n    }\n"
+        "    o = acc * 10.0;\n    c = -1;\n}\n"),
+    # nested loops, unsigned loop variables, an empty range
+    "nested_unsigned_empty": (
+        "kernel k(x: f32[n, 3] read, m: i32, o: f32[n, 3] write) over n {\n"
+        "    let r = [0.0, 0.0, 0.0];\n"
+        "    for i in 0u32..3u32 {\n        for j in 0u32..3u32 {\n"
+        "            r[i] += x[j] * f32(i * 3u32 + j);\n        }\n    }\n"
+        "    for e in 3..1 { r[0] = 99.0; }\n"
+        "    o = r + f32(m);\n}\n"),
+}
+
+_LOOP_INPUTS = {
+    "x": np.array([[1, 2, 3], [4, -5, 6], [-7, 8, 9], [0.5, 0.25, -2]], np.float32),
+    "m": 1,
+}
+
+
+def _loop_run(src: str):
+    ctx, m = compile_text(src)
+    text = str(m)
+    inputs = dict(_LOOP_INPUTS)
+    sig = signature(m)
+    for p in sig.params:
+        if p.kind == "buffer" and p.access != "read":
+            shape = (4,) if len(p.dims) == 1 else (4, int(p.dims[1]))
+            inputs[p.name] = np.zeros(shape, np.float32 if p.dtype == "f32" else np.int32)
+    with ctx:
+        outs = Evaluator(m, "k").run(inputs)
+    return text, outs
+
+
+@pytest.mark.parametrize("case", sorted(_LOOP_CASES))
+def test_short_literal_loops_are_unrolled_with_the_loop_semantics(case, monkeypatch):
+    """A ``for`` with literal bounds and at most UNROLL_MAX_TRIPS iterations is lowered as copies of
+    its body (no ``scf.for``); the results equal those of the same loop kept as an ``scf.for``."""
+    lower = importlib.import_module("kernc.frontend.lower")
+    src = _LOOP_CASES[case]
+    unrolled_ir, unrolled = _loop_run(src)
+    monkeypatch.setattr(lower, "UNROLL_MAX_TRIPS", 0)
+    rolled_ir, rolled = _loop_run(src)
+    assert "scf.for" not in unrolled_ir
+    assert "scf.for" in rolled_ir
+    assert unrolled.keys() == rolled.keys() and unrolled
+    for name in unrolled:
+        np.testing.assert_array_equal(unrolled[name], rolled[name], err_msg=name)
+
+
+def test_unrolled_loop_values():
+    """The unrolled loops compute what the language says (independently of the rolled lowering)."""
+    x = _LOOP_INPUTS["x"]
+    out = _loop_run(_LOOP_CASES["out_of_range_components"])[1]["o"]
+    # acc = v1*1 + v2*2 + v2*3 + v2*4 + v2*5 (k >= 3 reads the last component); writes: v1 = 2, v2 = 3
+    acc = x[:, 1] * 1 + x[:, 2] * 2 + 3 * 3 + 3 * 4 + 3 * 5
+    np.testing.assert_array_equal(out, np.stack([x[:, 0], np.full(4, 2), np.full(4, 3), acc], 1))
+    ret = _loop_run(_LOOP_CASES["return_in_body"])[1]
+    assert ret["c"].tolist() == [-1, 2, 1, 3]
+    np.testing.assert_array_equal(ret["o"], [60.0, 4.0, 0.0, 0.75])
+
+
+@pytest.mark.parametrize("loop", ["for k in 0..9", "for k in 0..n0", "for k in 0..3"])
+def test_long_or_dynamic_loops_stay_loops(loop):
+    """Over UNROLL_MAX_TRIPS iterations, or bounds that are not literals: an ``scf.for``; a body
+    over UNROLL_MAX_NODES nodes in all copies stays a loop too."""
+    lower = importlib.import_module("kernc.frontend.lower")
+    big = " + ".join(["x * f32(k)"] * (lower.UNROLL_MAX_NODES // 6))
+    body = big if loop.endswith("0..3") else "x * f32(k)"
+    src = (f"kernel k(x: f32[n] read, n0: i32, o: f32[n] write) over n {{\n"
+           f"    let acc = 0.0;\n    {loop} {{ acc += {body}; }}\n    o = acc;\n}}\n")
+    assert "scf.for" in ir_text(src)
