@@ -11,14 +11,8 @@ import os
 import threading
 from functools import lru_cache
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import (
-    UnexpectedCharacters,
-    UnexpectedEOF,
-    UnexpectedInput,
-    UnexpectedToken,
-    VisitError,
-)
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from kernc.errors import CompileError, Diagnostic, SourceLocation
 
@@ -59,19 +53,8 @@ _OPERATOR_TERMINALS = {
 _PRECEDENCE = {"OROR": 1, "ANDAND": 2, "CMPOP": 3, "BITOR": 4, "BITXOR": 5, "BITAND": 6,
                "SHIFTOP": 7, "ADDOP": 8, "MULOP": 9, "FLOORDIV": 9}
 
-_last = threading.local()
-
-
-class _Tracker:
-    """A Lark post-lexer that remembers the last two tokens (for "expected ';' after ..." errors)."""
-
-    always_accept = ()
-
-    def process(self, stream):
-        for tok in stream:
-            _last.prev = getattr(_last, "cur", None)
-            _last.cur = tok
-            yield tok
+#: The file name and text being parsed, per thread (the AST builder runs inside Lark's parser).
+_current = threading.local()
 
 
 @lru_cache(maxsize=1)
@@ -84,8 +67,9 @@ def _parser() -> Lark:
     ``KERNC_ALWAYS_COMPILE=1``, which turns off the *compile* cache."""
     with open(_GRAMMAR) as f:
         grammar = f.read()
-    options = dict(parser="lalr", lexer="contextual", propagate_positions=True,
-                   maybe_placeholders=True, postlex=_Tracker())
+    # The AST is built by the parser itself (Lark's "inline" transformer, LALR only): no parse
+    # tree, no second walk over it. Locations come from the tokens each rule keeps.
+    options = dict(parser="lalr", lexer="contextual", maybe_placeholders=True, transformer=_ToAst())
     cache_file = _lark_cache_file(grammar)
     if cache_file is not None:
         try:
@@ -131,23 +115,13 @@ def parse(text: str, filename: str = "<input>") -> A.Program:
     Raises :class:`kernc.errors.CompileError` with one located diagnostic on a syntax error.
     """
     parser = _parser()
-    _last.prev = _last.cur = None
+    _current.filename, _current.source = filename, text
     try:
-        tree = parser.parse(text)
+        items = parser.parse(text)
     except UnexpectedInput as e:
         raise CompileError(_syntax_diagnostic(e, text, filename, parser)) from None
-    try:
-        items = _ast_builder(filename, text).transform(tree)
-    except VisitError as e:
-        if isinstance(e.orig_exc, CompileError):
-            raise e.orig_exc from None
-        if isinstance(e.orig_exc, RecursionError):  # reported as "nested too deeply" by the caller
-            err = RecursionError("the program is nested too deeply")
-            meta = getattr(e.obj, "meta", None)
-            if getattr(meta, "line", None):
-                err.kernc_loc = SourceLocation(filename, meta.line, meta.column)
-            raise err from None
-        raise
+    finally:
+        _current.source = None
     return A.Program(SourceLocation(filename, 1, 1), items, filename, text)
 
 
@@ -227,6 +201,24 @@ def _unterminated_comment(text: str, filename: str, error_pos: int):
             pos = start + 2
 
 
+def _token_before(parser: Lark, text: str, tok: Token):
+    """The token before the offending ``tok`` (for "expected ';' after 'x'"; for the end of the
+    file, the last token), or None. Only a syntax error needs it, so the text is parsed again up to
+    ``tok`` instead of every parse remembering its tokens."""
+    prev = None
+    ip = parser.parse_interactive(text)
+    at_end = tok.type == "$END"  # Lark's end token borrows the last token's position
+    try:
+        for t in ip.iter_parse():  # yields each token before feeding it
+            if not at_end and t.start_pos is not None and tok.start_pos is not None \
+                    and t.start_pos >= tok.start_pos:
+                break
+            prev = t
+    except (UnexpectedInput, CompileError):
+        pass
+    return prev
+
+
 def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lark) -> Diagnostic:
     line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
     at = getattr(e, "pos_in_stream", None)
@@ -267,10 +259,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lar
             except Exception:  # pragma: no cover - fall back to LALR's (merged) lookahead set
                 pass
         words = _expected_words(expected, parser)
-        prev = getattr(_last, "cur", None)
-        if prev is not None and prev.start_pos is not None and tok.start_pos is not None \
-                and prev.start_pos >= tok.start_pos:
-            prev = getattr(_last, "prev", None)
+        prev = _token_before(parser, text, tok)
         if words and words[0] in ("';'", "')'", "']'") and prev is not None and tok.type != "$END" \
                 and prev.end_line is not None and prev.end_line < tok.line:
             # A missing terminator: point just after the previous token, like clang does.
@@ -315,27 +304,17 @@ def _split_suffix(text: str, suffixes) -> tuple[str, str | None]:
     return text, None
 
 
-def _ast_builder(filename: str, source: str) -> "_ToAst":
-    """This thread's :class:`_ToAst`, pointed at ``filename``/``source``. ``v_args`` wraps each rule
-    method in a descriptor that builds a new bound wrapper (``functools.update_wrapper``) on every
-    lookup, i.e. for every tree node; one long-lived builder with the bound wrappers stored on it
-    does that once per rule (a sixth of the AST-building time)."""
-    builder = getattr(_last, "builder", None)
-    if builder is None:
-        builder = _ToAst(filename, source)
-        for name in _RULE_METHODS:
-            setattr(builder, name, getattr(builder, name))
-        _last.builder = builder
-    builder.filename, builder.source = filename, source
-    return builder
+class _ToAst:
+    """The grammar rules' callbacks, run by Lark as it reduces each rule (``items``: the rule's kept
+    tokens and its children's results). The file being parsed is this thread's ``_current``."""
 
+    @property
+    def filename(self) -> str:
+        return _current.filename
 
-@v_args(meta=True)
-class _ToAst(Transformer):
-    def __init__(self, filename: str, source: str):
-        super().__init__()
-        self.filename = filename
-        self.source = source
+    @property
+    def source(self) -> str:
+        return _current.source
 
     def _loc(self, x) -> SourceLocation:
         if isinstance(x, Token):
@@ -345,23 +324,23 @@ class _ToAst(Transformer):
         return SourceLocation(self.filename, getattr(x, "line", 1) or 1, getattr(x, "column", 1) or 1)
 
     # -- top level
-    def start(self, meta, items):
+    def start(self, items):
         return list(items)
 
-    def exprs(self, meta, items):
+    def exprs(self, items):
         return list(items)
 
-    def call_args(self, meta, items):
+    def call_args(self, items):
         return [i for i in items if i is not None]
 
-    def layout_params(self, meta, items):
+    def layout_params(self, items):
         return [str(i) for i in items if i is not None]
 
-    def layout_lit(self, meta, items):
-        shape, stride = items
-        return A.LayoutLiteral(self._loc(meta), shape, stride)
+    def layout_lit(self, items):
+        lpar, shape, stride = items
+        return A.LayoutLiteral(self._loc(lpar), shape, stride)
 
-    def layout_def(self, meta, items):
+    def layout_def(self, items):
         name, params, expr = items
         d = A.LayoutDef(self._loc(name), str(name), params or [], expr=expr)
         if isinstance(expr, A.LayoutLiteral):
@@ -369,7 +348,7 @@ class _ToAst(Transformer):
         return d
 
     # -- layout expressions (only after `layout NAME =`)
-    def layout_expr(self, meta, items):
+    def layout_expr(self, items):
         pieces = [i for i in items if not (isinstance(i, Token) and i.type == "COMPOSE")]
         if len(pieces) == 1:
             return pieces[0]
@@ -379,47 +358,43 @@ class _ToAst(Transformer):
     def _entries(x) -> list:
         return list(x.elems) if isinstance(x, A.TupleLit) else [x]
 
-    def llit(self, meta, items):
+    def llit(self, items):
         shape, stride = items
-        return A.LayoutLiteral(self._meta_loc(meta, shape), self._entries(shape), self._entries(stride))
+        return A.LayoutLiteral(shape.loc, self._entries(shape), self._entries(stride))
 
-    def _meta_loc(self, meta, fallback):
-        if getattr(meta, "empty", True) or not getattr(meta, "line", None):
-            return fallback.loc
-        return SourceLocation(self.filename, meta.line, meta.column)
-
-    def lswizzle(self, meta, items):
+    def lswizzle(self, items):
         tok, b, m, s_ = items
         return A.LayoutSwizzle(self._loc(tok), int(str(b)), int(str(m)), int(str(s_)))
 
-    def lbinary(self, meta, items):
+    def lbinary(self, items):
         left, op, right = items
         return A.Binary(self._loc(op), str(op), left, right)
 
-    def lint(self, meta, items):
-        return self.int_lit(meta, items)
+    def lint(self, items):
+        return self.int_lit(items)
 
-    def lname(self, meta, items):
+    def lname(self, items):
         return A.Name(self._loc(items[0]), str(items[0]))
 
-    def lcall(self, meta, items):
+    def lcall(self, items):
         name, *args = items
         return A.Call(self._loc(name), str(name), [a for a in args if a is not None])
 
-    def ltuple(self, meta, items):
-        return A.TupleLit(self._meta_loc(meta, items[0]), list(items))
+    def ltuple(self, items):
+        lpar, *elems = items
+        return A.TupleLit(self._loc(lpar), elems)
 
     # -- functional layouts
-    def name_tuple(self, meta, items):
+    def name_tuple(self, items):
         return [(str(i), self._loc(i)) for i in items]
 
-    def fn_domain(self, meta, items):
+    def fn_domain(self, items):
         return items[0]
 
-    def fn_return(self, meta, items):
+    def fn_return(self, items):
         return ("return", items[1], self._loc(items[0]))
 
-    def fn_layout_def(self, meta, items):
+    def fn_layout_def(self, items):
         name, params, coords, domain, _arrow, outs, *body = items
         ret = body[-1]
         lets = body[:-1]
@@ -427,35 +402,37 @@ class _ToAst(Transformer):
                              domain, [o for o, _ in outs], lets, ret[1],
                              coord_locs=[l for _, l in coords])
 
-    def attribute(self, meta, items):
+    def attribute(self, items):
         name, args = items
         return A.Attribute(self._loc(name), str(name), args)
 
-    def params(self, meta, items):
+    def params(self, items):
         return [i for i in items if i is not None]
 
-    def scalar_param(self, meta, items):
+    def scalar_param(self, items):
         name, ty = items
         return A.ScalarParam(self._loc(name), str(name), str(ty), self._loc(ty))
 
-    def pattern(self, meta, items):
+    def pattern(self, items):
         name, args = items
         return A.Pattern(self._loc(name), str(name), args)
 
-    def layout_name(self, meta, items):
+    def layout_name(self, items):
         name, args = items
         return A.LayoutName(self._loc(name), str(name), args)
 
-    def layout_clause(self, meta, items):
+    def layout_clause(self, items):
         return items[0]
 
-    def default_clause(self, meta, items):
-        return ("default", items[0], self._loc(meta))
+    def default_clause(self, items):
+        tok, value = items
+        return ("default", value, self._loc(tok))
 
-    def compute_clause(self, meta, items):
-        return ("compute", items[0], self._loc(meta))
+    def compute_clause(self, items):
+        tok, name = items
+        return ("compute", name, self._loc(tok))
 
-    def buffer_param(self, meta, items):
+    def buffer_param(self, items):
         name, elem, dims, access, *rest = items
         patterns = [r for r in rest if isinstance(r, A.Pattern)]
         clauses: dict = {}
@@ -482,27 +459,28 @@ class _ToAst(Transformer):
             param.compute_loc = self._loc(compute)
         return param
 
-    def over_1d(self, meta, items):
+    def over_1d(self, items):
         return A.Over(self._loc(items[0]), [str(items[0])], None)
 
-    def over_nd(self, meta, items):
+    def over_nd(self, items):
         names = [str(i) for i in items[:-1]]
         return A.Over(self._loc(items[0]), names, items[-1])
 
-    def kernel(self, meta, items):
+    def kernel(self, items):
         *attrs, name, params, over, body = items
         return A.Kernel(self._loc(name), str(name), attrs, params, over, body)
 
     # -- statements
-    def block(self, meta, items):
-        return A.Block(self._loc(meta), list(items))
+    def block(self, items):
+        lbrace, *stmts = items
+        return A.Block(self._loc(lbrace), stmts)
 
-    def let_stmt(self, meta, items):
+    def let_stmt(self, items):
         name, ty, value = items
         return A.Let(self._loc(name), str(name), str(ty) if ty is not None else None, value,
                      type_loc=self._loc(ty) if ty is not None else None)
 
-    def lvalue(self, meta, items):
+    def lvalue(self, items):
         name, member, *indices = items
         indices = [i for i in indices if i is not None]
         target = A.Name(self._loc(name), str(name))
@@ -514,28 +492,28 @@ class _ToAst(Transformer):
             return A.Index(target.loc, target, indices[0])
         return target
 
-    def method_lvalue(self, meta, items):
+    def method_lvalue(self, items):
         name, method, args = items
         base = A.Name(self._loc(name), str(name))
         return A.Method(self._loc(method), base, str(method), args)
 
-    def assign_stmt(self, meta, items):
+    def assign_stmt(self, items):
         target, op, value = items
         return A.Assign(self._loc(op), target, str(op), value)
 
-    def if_stmt(self, meta, items):
+    def if_stmt(self, items):
         cond, then, orelse = items
         return A.If(cond.loc, cond, then, orelse)
 
-    def for_stmt(self, meta, items):
+    def for_stmt(self, items):
         var, start, stop, body = items
         return A.For(self._loc(var), str(var), start, stop, body)
 
-    def return_stmt(self, meta, items):
+    def return_stmt(self, items):
         return A.Return(self._loc(items[0]))
 
     # -- expressions
-    def binary_chain(self, meta, items):
+    def binary_chain(self, items):
         """``a OP b OP c ...`` (operands and operator tokens alternating) grouped by precedence
         (shunting-yard, E. W. Dijkstra, 1961): all operators are left-associative except the
         comparisons, which do not chain (``a < b < c`` is an error, as in the grammar before)."""
@@ -564,7 +542,7 @@ class _ToAst(Transformer):
             reduce()
         return out[0]
 
-    def unary(self, meta, items):
+    def unary(self, items):
         # `- ! ~` prefixes, innermost (last) first: a chain of them is built without recursion
         *ops, operand = items
         for tok in reversed(ops):
@@ -577,35 +555,35 @@ class _ToAst(Transformer):
                 operand = A.Unary(self._loc(tok), op, operand)
         return operand
 
-    def index(self, meta, items):
+    def index(self, items):
         base, idx = items
         return A.Index(base.loc, base, idx)
 
-    def slice(self, meta, items):
+    def slice(self, items):
         base, start, _colon, stop = items
         return A.Slice(base.loc, base, start, stop)
 
-    def multi_index(self, meta, items):
+    def multi_index(self, items):
         base, *indices = items
         return A.MultiIndex(base.loc, base, [i for i in indices if i is not None])
 
-    def method(self, meta, items):
+    def method(self, items):
         base, name, args = items
         return A.Method(self._loc(name), base, str(name), args)
 
-    def apply(self, meta, items):
+    def apply(self, items):
         name, args, coords = items
         return A.Apply(self._loc(name), str(name), args, coords)
 
-    def member(self, meta, items):
+    def member(self, items):
         base, name = items
         return A.Member(self._loc(name), base, str(name))
 
-    def call(self, meta, items):
+    def call(self, items):
         name, args = items
         return A.Call(self._loc(name), str(name), args)
 
-    def int_lit(self, meta, items):
+    def int_lit(self, items):
         tok = items[0]
         body, suffix = _split_suffix(str(tok), _INT_SUFFIXES + _FLOAT_SUFFIXES)
         value = _int_value(body)
@@ -613,28 +591,25 @@ class _ToAst(Transformer):
             return A.FloatLit(self._loc(tok), float(value), suffix, str(tok))
         return A.IntLit(self._loc(tok), value, suffix, str(tok))
 
-    def float_lit(self, meta, items):
+    def float_lit(self, items):
         tok = items[0]
         body, suffix = _split_suffix(str(tok), _FLOAT_SUFFIXES)
         return A.FloatLit(self._loc(tok), float(body.replace("_", "")), suffix, str(tok))
 
-    def true_lit(self, meta, items):
+    def true_lit(self, items):
         return A.BoolLit(self._loc(items[0]), True)
 
-    def false_lit(self, meta, items):
+    def false_lit(self, items):
         return A.BoolLit(self._loc(items[0]), False)
 
-    def name(self, meta, items):
+    def name(self, items):
         return A.Name(self._loc(items[0]), str(items[0]))
 
-    def tuple(self, meta, items):
+    def tuple(self, items):
         lpar, *elems = items
         return A.TupleLit(self._loc(lpar), [e for e in elems if e is not None])
 
-    def vector(self, meta, items):
+    def vector(self, items):
         lsqb, *elems = items
         return A.VectorLit(self._loc(lsqb), [e for e in elems if e is not None])
 
-
-#: The grammar rule callbacks of :class:`_ToAst` (bound once per thread by :func:`_ast_builder`).
-_RULE_METHODS = tuple(n for n, v in vars(_ToAst).items() if not n.startswith("_") and callable(v))

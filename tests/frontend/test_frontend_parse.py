@@ -168,7 +168,10 @@ def test_dump_ast_is_deterministic_and_readable():
     ("kernel k(a: f32) over n { let x = $; }",
      "s.kern:1:35: error: unexpected character '$', expected an expression"),
     ("kernel k(a: f32) over n { let x = 1;",
-     "s.kern:1:36: error: unexpected end of file, expected '}' or a statement"),
+     "s.kern:1:37: error: unexpected end of file, expected '}' or a statement"),
+    # the end of the file is reported just after the last token (it was after the one before it)
+    ("kernel k(a: f32) over n {\n    let x = a +\n",
+     "s.kern:2:16: error: unexpected end of file, expected an expression"),
     ("kernel k(a: f32[n] reed) over n { }",
      "s.kern:1:20: error: unexpected name 'reed', expected an access mode"),
     ("kernel k(a: f32) over n { let x = 2u33; }",

@@ -47,7 +47,7 @@ def _no_cache(monkeypatch):
 # source errors: (id, source, line, column, message)
 SOURCE_CASES = [
     ('syn_missing_semicolon', body('y = x'), 2, 10, "expected ';' after 'x'"),
-    ('syn_missing_close_brace', 'kernel k(x: f32[n] read, y: f32[n] write) over n {\n    y = x;\n', 2, 10, "unexpected end of file, expected '}' or a statement"),
+    ('syn_missing_close_brace', 'kernel k(x: f32[n] read, y: f32[n] write) over n {\n    y = x;\n', 2, 11, "unexpected end of file, expected '}' or a statement"),
     ('syn_bad_character', body('y = x $ 1.0;'), 2, 11, "unexpected character '$', expected ';'"),
     ('syn_missing_over', 'kernel k(x: f32[n] read) { }\n', 1, 26, "unexpected '{', expected 'over'"),
     ('syn_bad_hex', body('let z = 0x;'), 2, 13, "invalid number literal '0x'"),
