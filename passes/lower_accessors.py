@@ -194,6 +194,9 @@ class KernelContext:
             ))
 
 
+_ACCESSORS_AND_IFS = ACCESSOR_OPS | {"scf.if"}
+
+
 class LowerAccessors(Pass):
     """Rewrite every accessor op into ``memref``/``gpu``/``scf`` code."""
 
@@ -201,20 +204,19 @@ class LowerAccessors(Pass):
     summary = "lower kern.read/write/add to memory, workgroup staging, shuffles and atomics"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in functions(module, {"gpu.func"}):
-            if SIGNATURE_ATTR not in fn.attributes:
-                continue
-            guards = [op for op in walk_ops(fn, {"scf.if"}) if GUARD_ATTR in op.attributes]
-            if len(guards) != 1:
-                continue
-            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
-            kc = KernelContext(fn, sig, guards[0], int(sig.block))
-            for op in walk_ops(fn, ACCESSOR_OPS):
-                lower_access(kc, decode(op))
-            kc.check_limit()
-        # accessor ops outside a gpu.func (kernc opt on kern IR): per-thread lowering in place
-        for op in walk_ops(module, ACCESSOR_OPS):
-            lower_access(None, decode(op))
+        for fn in functions(module, {"gpu.func", "func.func"}):
+            ops = walk_ops(fn, _ACCESSORS_AND_IFS)  # one walk finds the guard and the accessors
+            accessors = [op for op in ops if op.name != "scf.if"]
+            guards = [op for op in ops if op.name == "scf.if" and GUARD_ATTR in op.attributes]
+            if fn.name == "gpu.func" and SIGNATURE_ATTR in fn.attributes and len(guards) == 1:
+                sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+                kc = KernelContext(fn, sig, guards[0], int(sig.block))
+                for op in accessors:
+                    lower_access(kc, decode(op))
+                kc.check_limit()
+            else:  # not an outlined kernel (kernc opt on kern IR): per-thread lowering in place
+                for op in accessors:
+                    lower_access(None, decode(op))
 
 
 def _tid_values():

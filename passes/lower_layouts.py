@@ -40,7 +40,10 @@ class LowerLayouts(Pass):
     summary = "lower kern.layout_apply and kern.swizzle to index arithmetic"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for op in walk_ops(module, {"kern.layout_apply"}):
+        for op in walk_ops(module, {"kern.layout_apply", "kern.swizzle"}):
+            if op.name == "kern.swizzle":
+                self._swizzle(op)
+                continue
             seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
             operands = list(op.operands)
             coords, sizes = operands[: seg[0]], operands[seg[0]:]
@@ -63,16 +66,18 @@ class LowerLayouts(Pass):
                     offset = index_const(0)
             op.results[0].replace_all_uses_with(offset)
             op.erase()
-        for op in walk_ops(module, {"kern.swizzle"}):
-            bits, base, shift = (ir.IntegerAttr(op.attributes[k]).value for k in ("bits", "base", "shift"))
-            x = op.operands[0]
-            with ir.InsertionPoint(op), op.location:
-                mask = ((1 << bits) - 1) << (base + max(0, shift))
-                y = arith.AndIOp(x, index_const(mask)).result
-                if shift > 0:
-                    y = arith.ShRUIOp(y, index_const(shift)).result
-                elif shift < 0:
-                    y = arith.ShLIOp(y, index_const(-shift)).result
-                out = arith.XOrIOp(x, y).result
-            op.results[0].replace_all_uses_with(out)
-            op.erase()
+
+    @staticmethod
+    def _swizzle(op) -> None:
+        bits, base, shift = (ir.IntegerAttr(op.attributes[k]).value for k in ("bits", "base", "shift"))
+        x = op.operands[0]
+        with ir.InsertionPoint(op), op.location:
+            mask = ((1 << bits) - 1) << (base + max(0, shift))
+            y = arith.AndIOp(x, index_const(mask)).result
+            if shift > 0:
+                y = arith.ShRUIOp(y, index_const(shift)).result
+            elif shift < 0:
+                y = arith.ShLIOp(y, index_const(-shift)).result
+            out = arith.XOrIOp(x, y).result
+        op.results[0].replace_all_uses_with(out)
+        op.erase()
