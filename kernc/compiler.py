@@ -242,7 +242,8 @@ class Compilation:
             with _CTX_LOCK:
                 ctx = context()
                 with ctx, ir.Location.unknown():
-                    module = frontend.lower(self._program, ctx)
+                    # not verified here: kern-verify, the first pass of kern_to_gpu, does it
+                    module = frontend.lower(self._program, ctx, verify=False)
         except RecursionError as err:
             raise frontend.nesting_error(err, filename, text) from None
         with _CTX_LOCK, context(), ir.Location.unknown():
