@@ -36,6 +36,9 @@ class Expr(Node):
     """Base of expressions; ``ty`` is set by the checker."""
 
     ty = None  # plain class attribute (not a dataclass field): set per instance by the checker
+    #: where the outermost parentheses around this expression open, if it is written in some (set
+    #: by the parser for layout expressions: a layout literal ``(4):(1)`` starts at its ``(``)
+    paren_loc = None
 
 
 @dataclass(eq=False)

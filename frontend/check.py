@@ -32,6 +32,7 @@ Language rules enforced here (the reference for the lowering):
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -1800,10 +1801,29 @@ def literal_fraction(lit) -> "Fraction":  # noqa: F821
     text = lit.text.replace("_", "")
     if lit.suffix is not None and text.endswith(lit.suffix):
         text = text[: -len(lit.suffix)]
+    m = _DECIMAL.fullmatch(text)
+    if m and m.group(4) and abs(int(m.group(4))) > _MAX_DECIMAL_EXP:
+        # Fraction("1e-99999999") would build 10**99999999. Past 10**±_MAX_DECIMAL_EXP every value
+        # overflows (or rounds to zero in) every float type, so a stand-in of that size rounds alike.
+        sign = -1 if m.group(1) else 1
+        digits = (m.group(2) + m.group(3)).lstrip("0")
+        if not digits:
+            return Fraction(0)
+        magnitude = int(m.group(4)) - len(m.group(3)) + len(digits)  # 10**(magnitude-1) <= value
+        if magnitude > _MAX_DECIMAL_EXP:
+            return sign * Fraction(10) ** _MAX_DECIMAL_EXP
+        if magnitude < -_MAX_DECIMAL_EXP:
+            return Fraction(sign, 10 ** _MAX_DECIMAL_EXP)
     try:
         return Fraction(text)
     except ValueError:  # e.g. a hex integer token with a float suffix
         return Fraction(lit.value)
+
+
+#: A decimal literal's sign, integer digits, fraction digits and exponent (``_`` removed).
+_DECIMAL = re.compile(r"(-?)([0-9]*)\.?([0-9]*)(?:[eE]([+-]?[0-9]+))?")
+#: Decimal exponents beyond every float type: f64 ranges over about 4.9e-324 .. 1.8e308.
+_MAX_DECIMAL_EXP = 1000
 
 
 def _literal_fits(lit: T.ScalarType, t: T.ScalarType) -> bool:

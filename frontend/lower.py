@@ -24,8 +24,9 @@ the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_
   assigns nothing contributes 0). Other outputs never assigned get no op at all.
 - ``let`` variables are mutable: values updated inside ``if``/``for`` flow out as ``scf.if`` /
   ``scf.for`` results (SSA construction over structured control flow). A ``for`` with literal
-  bounds and at most ``UNROLL_MAX_TRIPS`` iterations is unrolled instead: one copy of the body per
-  iteration, with the loop variable a constant (so ``v[k]`` picks its component directly).
+  bounds and at most ``UNROLL_MAX_TRIPS`` iterations (and a small body, ``UNROLL_MAX_NODES``) is
+  unrolled instead: one copy of the body per iteration, with the loop variable a constant (so
+  ``v[k]`` picks its component directly).
 - ``return;`` ends the thread: later statements are skipped (a "returned" i1 flag guards the rest of
   the enclosing blocks and later loop iterations). Outputs assigned *before* the return keep their
   value and are written, like stores that already happened in C.
@@ -70,22 +71,25 @@ _CMPI = {
 }
 _CMPF = {"==": "oeq", "!=": "une", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
 
-#: ``for`` loops with integer-literal bounds are unrolled while lowering when they run at most
-#: UNROLL_MAX_TRIPS iterations and the unrolled body has at most UNROLL_MAX_NODES AST nodes: a loop
-#: like ``for k in 0..3`` over a vector's components then costs no loop, no dynamic component
-#: selects (``v[k]``) and no LLVM loop passes; LLVM's O3 would unroll it fully anyway.
+#: ``for`` loops with integer-literal bounds are unrolled while lowering (as ``#pragma unroll``
+#: does) when they run at most UNROLL_MAX_TRIPS iterations and all the copies of the body -- those
+#: of enclosing unrolled loops included -- add up to at most UNROLL_MAX_NODES AST nodes: a loop like
+#: ``for k in 0..3`` over a vector's components then costs no loop, no dynamic component selects
+#: (``v[k]``) and no LLVM loop passes, while nested short loops cannot multiply the code size.
 UNROLL_MAX_TRIPS = 8
 UNROLL_MAX_NODES = 512
 
 
-def _unroll_trips(s: A.For) -> Optional[range]:
-    """The iterations of ``s`` if it is unrolled (see UNROLL_MAX_TRIPS), else None."""
+def _unroll_trips(s: A.For, copies: int) -> Optional[range]:
+    """The iterations of ``s`` if it is unrolled (see UNROLL_MAX_TRIPS), else None; ``copies`` is
+    how many times the enclosing unrolled loops already repeat it."""
     if not (isinstance(s.start, A.IntLit) and isinstance(s.stop, A.IntLit)):
         return None
     trips = range(s.start.value, s.stop.value)
     if len(trips) > UNROLL_MAX_TRIPS:
         return None
-    if len(trips) * A.count_nodes(s.body, UNROLL_MAX_NODES) > UNROLL_MAX_NODES:
+    budget = UNROLL_MAX_NODES // max(1, copies * len(trips))
+    if A.count_nodes(s.body, budget) > budget:
         return None
     return trips
 
@@ -216,6 +220,7 @@ class _KernelLowering:
         self.table_args: dict = {}    # (index param, table field) -> block argument
         self.assigned_outputs: set = set()
         self.unrolled: dict = {}      # loop variable Symbol -> its value in the unrolled copy
+        self.copies = 1               # how many copies the enclosing unrolled loops make of a statement
 
     # ---- helpers ----------------------------------------------------------------------------
 
@@ -579,7 +584,7 @@ class _KernelLowering:
         self.rebind(env, keys, list(ifop.results))
 
     def for_(self, s: A.For, env: dict) -> None:
-        trips = _unroll_trips(s)
+        trips = _unroll_trips(s, self.copies)
         if trips is not None:
             self.unrolled_for(s, trips, env)
             return
@@ -611,6 +616,7 @@ class _KernelLowering:
         inner = dict(env)
         body = s.body.stmts
         guard = _RETURNED in inner and any(self.may_return(x) for x in body)
+        outer_copies, self.copies = self.copies, self.copies * len(trips)
         for k in trips:
             with self.loc(s):
                 inner[s.sym] = self.const(s.sym.ty, k)
@@ -620,6 +626,7 @@ class _KernelLowering:
             else:
                 self.stmts(body, inner)
         self.unrolled.pop(s.sym, None)
+        self.copies = outer_copies
         for key in self.live_keys(body, env):
             env[key] = inner[key]
 

@@ -229,7 +229,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lar
         return unterminated
     if isinstance(e, UnexpectedCharacters):
         ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
-        if ch.isdigit():
+        if ch.isascii() and ch.isdigit():
             end = e.pos_in_stream
             while end < len(text) and (text[end].isalnum() or text[end] in "_."):
                 end += 1
@@ -237,7 +237,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lar
             msg = f"invalid number literal '{word}'"
             hint = "integer suffixes: i8..i64, u8..u64, index; float suffixes: f16, bf16, f32, f64"
             return Diagnostic(msg, SourceLocation(filename, line, col), source=text, hint=hint)
-        if ch.isalpha() or ch == "_":
+        if ch.isascii() and (ch.isalpha() or ch == "_"):
             end = e.pos_in_stream
             while end < len(text) and (text[end].isalnum() or text[end] == "_"):
                 end += 1
@@ -259,7 +259,8 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lar
             except Exception:  # pragma: no cover - fall back to LALR's (merged) lookahead set
                 pass
         words = _expected_words(expected, parser)
-        prev = _token_before(parser, text, tok)
+        wants_prev = tok.type == "$END" or bool(words and words[0] in ("';'", "')'", "']'"))
+        prev = _token_before(parser, text, tok) if wants_prev else None
         if words and words[0] in ("';'", "')'", "']'") and prev is not None and tok.type != "$END" \
                 and prev.end_line is not None and prev.end_line < tok.line:
             # A missing terminator: point just after the previous token, like clang does.
@@ -282,6 +283,15 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lar
 
 
 # ---- tree -> AST ------------------------------------------------------------------------------
+
+
+#: The longest number literal accepted: a literal this long says nothing a shorter one cannot (the
+#: exact decimal of any f64 fits), and Python's int() refuses decimal strings over 4300 digits.
+MAX_NUMBER_CHARS = 4000
+
+
+def _clip(text: str, n: int = 40) -> str:
+    return text if len(text) <= n else text[:n] + "..."
 
 
 def _int_value(text: str) -> int:
@@ -360,7 +370,13 @@ class _ToAst:
 
     def llit(self, items):
         shape, stride = items
-        return A.LayoutLiteral(shape.loc, self._entries(shape), self._entries(stride))
+        return A.LayoutLiteral(shape.paren_loc or shape.loc, self._entries(shape),
+                               self._entries(stride))
+
+    def lparen(self, items):
+        lpar, inner = items
+        inner.paren_loc = self._loc(lpar)  # the outermost pair is reduced last, so it wins
+        return inner
 
     def lswizzle(self, items):
         tok, b, m, s_ = items
@@ -583,16 +599,31 @@ class _ToAst:
         name, args = items
         return A.Call(self._loc(name), str(name), args)
 
+    def _number_error(self, tok, why: str):
+        return CompileError(Diagnostic(f"invalid number literal '{_clip(str(tok))}': {why}",
+                                       self._loc(tok), source=self.source))
+
     def int_lit(self, items):
         tok = items[0]
+        if len(tok) > MAX_NUMBER_CHARS:
+            raise self._number_error(tok, f"longer than {MAX_NUMBER_CHARS} characters")
         body, suffix = _split_suffix(str(tok), _INT_SUFFIXES + _FLOAT_SUFFIXES)
-        value = _int_value(body)
+        try:
+            value = _int_value(body)
+        except ValueError:  # `0x_`, `0b__`: a prefix without digits
+            raise self._number_error(tok, "no digits after its prefix") from None
         if suffix in _FLOAT_SUFFIXES:
-            return A.FloatLit(self._loc(tok), float(value), suffix, str(tok))
+            try:
+                value = float(value)
+            except OverflowError:  # the checker reports it as out of range for its type
+                value = float("inf")
+            return A.FloatLit(self._loc(tok), value, suffix, str(tok))
         return A.IntLit(self._loc(tok), value, suffix, str(tok))
 
     def float_lit(self, items):
         tok = items[0]
+        if len(tok) > MAX_NUMBER_CHARS:
+            raise self._number_error(tok, f"longer than {MAX_NUMBER_CHARS} characters")
         body, suffix = _split_suffix(str(tok), _FLOAT_SUFFIXES)
         return A.FloatLit(self._loc(tok), float(body.replace("_", "")), suffix, str(tok))
 

@@ -226,3 +226,67 @@ def test_mutated_examples_only_raise_compile_errors():
                        for d in e.diagnostics)
             outcomes["error"] += 1
     assert outcomes["ok"] > 10 and outcomes["error"] > 100
+
+
+@pytest.mark.parametrize("layout, expected", [
+    ("layout L = coalesce((4):(1, 2));", "t.kern:1:21: error: layout has 1 shape entries but 2 strides"),
+    ("layout L(a) = coalesce((a*2):(1) o (5,3):(3,1));",
+     "t.kern:1:24: error: 'coalesce' needs static layouts, not a functional layout"),
+])
+def test_layout_literal_errors_point_at_the_opening_parenthesis(layout, expected):
+    src = layout + "\nkernel k(x: f32[n] read, y: f32[n] write) over n { y = x; }\n"
+    assert error_lines(src)[0] == expected
+
+
+@pytest.mark.parametrize("lit, expected", [
+    # an integer token with a float suffix too big for a Python float was an ICE (OverflowError)
+    ("1" + "0" * 400 + "f32", "out of range for 'f32'"),
+    # huge decimal exponents made the checker build 10**99999999 (it hung)
+    ("1e99999999", "out of range for 'f32'"),
+    ("-1e99999999", "out of range for 'f32'"),
+    ("1e-99999999", None),
+    ("-1.5e-99999999f64", None),
+    ("0.0e99999999", None),
+])
+def test_extreme_number_literals_are_checked_quickly(lit, expected):
+    import signal
+
+    def too_slow(signum, frame):
+        raise TimeoutError(f"checking {lit[:30]} took more than 10 s")
+
+    src = f"kernel k(x: f32[n] read, y: f32[n] write) over n {{ y = x + f32({lit}); }}\n"
+    old = signal.signal(signal.SIGALRM, too_slow)
+    signal.alarm(10)
+    try:
+        if expected is None:
+            check(parse(src, "t.kern"))
+        else:
+            assert expected in error_lines(src)[0]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_extreme_literals_round_like_their_values():
+    from fractions import Fraction
+
+    from kernc.frontend import types as T
+    from kernc.frontend.check import literal_fraction
+
+    prog = check(parse("kernel k(x: f64[n] read, y: f64[n] write) over n {\n"
+                       "    y = x + 1e-99999999 - 2.5e-99999999 + 0.0e99999999;\n}\n", "t.kern"))
+    lits = []
+
+    def collect(e):
+        from kernc.frontend import ast as A
+        if isinstance(e, A.FloatLit):
+            lits.append(e)
+        for name in ("left", "right", "operand"):
+            if getattr(e, name, None) is not None:
+                collect(getattr(e, name))
+
+    collect(prog.kernels[0].body.stmts[0].value)
+    values = sorted(literal_fraction(lit) for lit in lits)
+    assert values[0] == 0 and values[1] > 0  # 0.0e99999999 is zero; the others are tiny, not zero
+    assert all(T.exact_float(v, T.F64) == 0.0 for v in values)  # and all round to zero in f64
+    assert all(abs(v) < Fraction(1, 10 ** 900) for v in values)

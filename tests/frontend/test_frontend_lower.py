@@ -460,3 +460,20 @@ def test_long_or_dynamic_loops_stay_loops(loop):
     src = (f"kernel k(x: f32[n] read, n0: i32, o: f32[n] write) over n {{\n"
            f"    let acc = 0.0;\n    {loop} {{ acc += {body}; }}\n    o = acc;\n}}\n")
     assert "scf.for" in ir_text(src)
+
+
+def test_nested_short_loops_do_not_multiply_past_the_budget():
+    """Each loop of a nest of short loops fits the budget alone; unrolled together their copies
+    multiplied (8**6 bodies made a 10 MB PTX). Inner loops stay loops once the copies would pass
+    UNROLL_MAX_NODES."""
+    lower = importlib.import_module("kernc.frontend.lower")
+    depth = 4
+    src = ("kernel k(x: f32[n] read, y: f32[n] write) over n {\n    let s = 0.0;\n"
+           + "".join(f"    for i{d} in 0..8 {{\n" for d in range(depth))
+           + "        s += x * 0.5;\n" + "    }\n" * depth + "    y = s;\n}\n")
+    text = ir_text(src)
+    assert "scf.for" in text  # some of the loops stay loops
+    assert text.count("arith.mulf") <= lower.UNROLL_MAX_NODES // 4  # the body is 4+ nodes
+    x = np.array([1.0, -2.0, 4.0], np.float32)
+    out = run(src, {"x": x, "y": np.zeros(3, np.float32)})["y"]
+    np.testing.assert_array_equal(out, x * 0.5 * 8 ** depth)

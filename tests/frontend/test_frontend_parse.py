@@ -188,6 +188,22 @@ def test_dump_ast_is_deterministic_and_readable():
      "s.kern:1:38: error: unexpected name 'to', expected '..'"),
     ("kernel k(a: f32) over n { let x = 1.; }", "s.kern:1:35: error: invalid number literal '1.'"),
     ("kernel k(a: f32) over n { return }", "s.kern:1:34: error: unexpected '}', expected ';'"),
+    # number literals Python cannot convert were a ValueError / an ICE instead of a located error
+    ("kernel k(a: f32) over n { let x = 0x_; }",
+     "s.kern:1:35: error: invalid number literal '0x_': no digits after its prefix"),
+    ("kernel k(a: f32) over n { let x = 0b__u8; }",
+     "s.kern:1:35: error: invalid number literal '0b__u8': no digits after its prefix"),
+    ("kernel k(a: f32) over n { let x = 1" + "0" * 5000 + "; }",
+     "s.kern:1:35: error: invalid number literal '1000000000000000000000000000000000000000...': "
+     "longer than 4000 characters"),
+    ("kernel k(a: f32) over n { let x = 1." + "0" * 5000 + "; }",
+     "s.kern:1:35: error: invalid number literal '1.00000000000000000000000000000000000000...': "
+     "longer than 4000 characters"),
+    # a non-ASCII letter is a character the language does not have, not a name
+    ("kernel k(a: f32) over n { let \u00e9 = a; }",
+     "s.kern:1:31: error: unexpected character '\u00e9', expected a name"),
+    ("kernel k(a: f32) over n { let x = \u0663; }",
+     "s.kern:1:35: error: unexpected character '\u0663', expected an expression"),
 ])
 def test_syntax_errors(src, expected):
     with pytest.raises(CompileError) as info:
@@ -230,3 +246,13 @@ def test_suffixed_integer_literals_before_a_range(rng):
 def test_prefix_operator_chains(src, expected):
     (s,) = body(f"let z = {src};")
     assert _sexpr(s.value) == expected
+
+
+def test_parenthesised_layout_literal_starts_at_its_parenthesis():
+    """``(4):(1)`` is located at its ``(`` (the outermost one), as every other layout literal; the
+    inline AST builder located it at the ``4``."""
+    d = dump_ast(parse("layout L = (4):(1);\nlayout M = ((4)):((1));\nlayout T = (4, 2):(1, 4);\n"
+                       "kernel k(a: f32) over n { }\n", "s.kern"))
+    assert "LayoutLiteral [1:12]" in d
+    assert "LayoutLiteral [2:12]" in d
+    assert "LayoutLiteral [3:12]" in d
