@@ -618,9 +618,7 @@ class _KernelLowering:
         guard = _RETURNED in inner and any(self.may_return(x) for x in body)
         outer_copies, self.copies = self.copies, self.copies * len(trips)
         for k in trips:
-            with self.loc(s):
-                inner[s.sym] = self.const(s.sym.ty, k)
-            self.unrolled[s.sym] = k
+            self.unrolled[s.sym] = k  # a use of the variable is this constant (see ``name``)
             if guard:  # a later iteration runs only while the thread has not returned
                 self.guarded(body, inner, s)
             else:
@@ -696,6 +694,8 @@ class _KernelLowering:
                     return self.size_args[p.name]
                 return self.convert(self.args[p], p.ty, T.INDEX)
             return kern.builtin(sym.name)
+        if sym in self.unrolled:
+            return self.const(sym.ty, self.unrolled[sym])
         v = env[sym]
         return list(v) if isinstance(v, list) else v
 
