@@ -9,6 +9,7 @@ non-contiguous array, a scalar out of range of its type.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from kernc.errors import KerncLaunchError
 MAX_GRID_X = 2**31 - 1
 
 
+@functools.lru_cache(maxsize=None)  # a handful of names; dtypes are immutable
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype of a language dtype name; ``bf16`` needs ``ml_dtypes``."""
     if name == "bf16":
@@ -54,6 +56,8 @@ class BoundLaunch:
 
 def _scalar(p: Param, value, index_bits: int = 64):
     dtype = numpy_dtype(p.dtype)
+    if type(value) is dtype.type:  # already exactly the parameter's type (np.float32(2) for f32)
+        return value
     if hasattr(value, "shape") and getattr(value, "shape", ()) != ():
         raise KerncLaunchError(f"argument '{p.name}': expected a scalar {p.dtype}, got an array")
     if hasattr(value, "item") and not isinstance(value, (int, float, bool)):
@@ -94,15 +98,19 @@ def _bind_dim(p: Param, axis: int, expected, actual: int, sizes: dict, origin: d
                 f"argument '{p.name}': dimension {axis} must be {int(expected)}, got {actual}"
             )
         return
-    poly = Poly.parse(str(expected))
-    if len(poly.terms) == 1 and poly.terms[0][1] == 1 and len(poly.terms[0][0]) == 1:
+    if isinstance(expected, str) and expected.isidentifier():
+        sym = expected  # the common case: a dimension that is one size symbol
+    else:
+        poly = Poly.parse(str(expected))
+        if not (len(poly.terms) == 1 and poly.terms[0][1] == 1 and len(poly.terms[0][0]) == 1):
+            return
         sym = poly.terms[0][0][0]
-        if sym in sizes and sizes[sym] != actual:
-            raise KerncLaunchError(
-                f"argument '{p.name}': size '{sym}' is {actual} here but {sizes[sym]} from {origin[sym]}"
-            )
-        sizes.setdefault(sym, actual)
-        origin.setdefault(sym, f"'{p.name}'")
+    if sym in sizes and sizes[sym] != actual:
+        raise KerncLaunchError(
+            f"argument '{p.name}': size '{sym}' is {actual} here but {sizes[sym]} from {origin[sym]}"
+        )
+    sizes.setdefault(sym, actual)
+    origin.setdefault(sym, f"'{p.name}'")
 
 
 INDEXED_ACCESSORS = ("indexed", "shared", "atomic", "shared_sum")
@@ -131,6 +139,34 @@ def _check_index_values(sig, params, flat, env, problem) -> None:
             )
 
 
+class _Plan:
+    """What :func:`bind` needs of a signature, worked out once per signature (launches repeat)."""
+
+    __slots__ = ("sig", "user", "buffers", "layouts", "checked_buffers")
+
+    def __init__(self, sig: KernelSignature):
+        self.sig = sig
+        self.user = [p for p in sig.params if p.kind != "table"]
+        #: (param, numpy dtype) of every buffer param
+        self.buffers = [(p, numpy_dtype(p.dtype)) for p in sig.params if p.kind == "buffer"]
+        self.layouts = [(p, StridedLayout.parse(p.layout)) for p, _ in self.buffers if p.layout]
+        #: buffers with an element-count condition (``min_elements`` or ``block_sum``)
+        self.checked_buffers = [p for p, _ in self.buffers
+                                if getattr(p, "min_elements", None) or p.accessor == "block_sum"]
+
+
+_PLANS: dict = {}  # id(signature) -> _Plan (holding the signature, so the id stays its own)
+
+
+def _plan(sig: KernelSignature) -> _Plan:
+    plan = _PLANS.get(id(sig))
+    if plan is None or plan.sig is not sig:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        plan = _PLANS[id(sig)] = _Plan(sig)
+    return plan
+
+
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
 
@@ -139,7 +175,8 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     Raises :class:`KerncLaunchError`.
     """
     params = sig.params
-    user = [p for p in params if p.kind != "table"]
+    plan = _plan(sig)
+    user = plan.user
     if len(args) > len(user):
         raise KerncLaunchError(
             f"kernel '{sig.name}' takes {len(user)} arguments ({', '.join(p.name for p in user)}), got {len(args)}"
@@ -159,7 +196,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     if missing:
         raise KerncLaunchError(f"kernel '{sig.name}': missing argument '{missing[0]}'")
 
-    from .shared_indices import SharedIndices, shared_indices
+    from .shared_indices import SharedIndices, shared_indices  # (imported on first use)
 
     tables: dict = {}
     for p in params:
@@ -176,14 +213,11 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     sizes: dict = {}
     origin: dict = {}
     flat: dict = {}
-    for p in params:
-        if p.kind != "buffer":
-            continue
+    for p, dtype in plan.buffers:
         a = values[p.name]
         if not is_array(a):
             want = "a numpy array" if device == "cpu" else "a CUDA array (CuPy, __cuda_array_interface__ or DLPack)"
             raise KerncLaunchError(f"argument '{p.name}': expected {want}, got {type(a).__name__}")
-        dtype = numpy_dtype(p.dtype)
         if a.dtype != dtype:
             got = a.dtype.name if a.dtype.isnative else f"{a.dtype.name} in non-native byte order ({a.dtype.str})"
             if p.dtype == "bf16":  # numpy has no bfloat16 (and .npy files store it as raw 2-byte void)
@@ -219,13 +253,12 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         )
 
     # Storage that is not a plain permutation (1-D cosize storage) must be large enough.
-    for p in params:
-        if p.kind == "buffer" and p.layout:
-            need = StridedLayout.parse(p.layout).cosize(sizes)
-            if flat[p.name].size < need:
-                raise KerncLaunchError(
-                    f"argument '{p.name}': layout {p.layout} needs {need} elements, the array has {flat[p.name].size}"
-                )
+    for p, layout in plan.layouts:
+        need = layout.cosize(sizes)
+        if flat[p.name].size < need:
+            raise KerncLaunchError(
+                f"argument '{p.name}': layout {p.layout} needs {need} elements, the array has {flat[p.name].size}"
+            )
 
     if sig.problem_size in sizes:
         problem = sizes[sig.problem_size]
@@ -246,11 +279,11 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     env = dict(sizes)
     env.setdefault(sig.problem_size, problem)
     grid = math.ceil(problem / sig.block) if problem else 0
-    for p in params:
-        if p.kind != "buffer":
-            continue
-        count = int(Poly.parse(str(p.dims[0])).evaluate(env)) if p.dims else 0
+    for p in plan.checked_buffers:
         need = getattr(p, "min_elements", None)
+        if not (need and problem) and p.accessor != "block_sum":
+            continue  # nothing to check for this buffer
+        count = int(Poly.parse(str(p.dims[0])).evaluate(env)) if p.dims else 0
         if need and problem:
             want = Poly.parse(str(need)).evaluate(env)
             if count < want:

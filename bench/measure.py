@@ -181,3 +181,34 @@ def memory_traffic(examples_dir: str, name: str, problem_size: int) -> dict | No
         out[f"{kind}_sectors_per_request"] = per
         out[f"{kind}_ratio_to_ideal"] = per / IDEAL_SECTORS_PER_REQUEST if per is not None else None
     return out
+
+
+def launch_preparation(examples_dir: str, reps: int, calls: int = 2000) -> dict:
+    """Host-side launch preparation of ``saxpy`` (4 kernel arguments: ``a``, ``x``, ``y``, ``n``),
+    measurable without a GPU: argument binding and validation (``backend.binding.bind``, as every
+    launch does) plus packing (``backend.cuda.ArgPacker``, prepared once per signature), on numpy
+    arrays of 1024 ``f32``. Returns the median over ``reps`` samples of the mean time per call in
+    microseconds. The driver call that a GPU launch adds is measured by ``bench.gpu``."""
+    import numpy as np
+
+    import kernc
+    from kernc.backend import binding, cpu
+    from kernc.backend.cuda import ArgPacker
+
+    sig = kernc.compile_file(os.path.join(examples_dir, "saxpy.kern")).saxpy.signature
+    x, y, a = np.ones(1024, np.float32), np.zeros(1024, np.float32), np.float32(2.0)
+    packer = ArgPacker(sig, 32)
+
+    def prepare():
+        packer(binding.bind(sig, (a, x, y), {}, cpu.is_host_array, "cpu").args)
+
+    for _ in range(max(1, calls // 10)):
+        prepare()
+    samples = []
+    for _ in range(max(1, reps)):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            prepare()
+        samples.append((time.perf_counter() - t0) / calls)
+    return {"kernel": "saxpy", "kernel_args": len(sig.arg_names), "calls_per_sample": calls,
+            "bind_and_pack_us": 1e6 * statistics.median(samples)}

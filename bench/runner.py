@@ -105,7 +105,7 @@ def collect(ns) -> dict:
             "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
             "python_dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
         },
-        "compile": {}, "code_quality": {}, "memory": {}, "gpu": {}, "targets": [],
+        "compile": {}, "code_quality": {}, "memory": {}, "launch": {}, "gpu": {}, "targets": [],
     }
     saved = {k: os.environ.get(k) for k in ("KERNC_CACHE_DIR", "KERNC_ALWAYS_COMPILE", "KERNC_VERIFY_EACH")}
     workdir = tempfile.mkdtemp(prefix="kernc-bench-")
@@ -146,6 +146,12 @@ def collect(ns) -> dict:
                 results["memory"][name] = measure.memory_traffic(examples_dir, name, 1024 if quick else 4096)
             except Exception as err:  # noqa: BLE001
                 results["memory"][name] = {"error": _err(err)}
+
+        if os.path.exists(os.path.join(examples_dir, "saxpy.kern")):
+            try:
+                results["launch"] = measure.launch_preparation(examples_dir, sub_reps, 200 if quick else 2000)
+            except Exception as err:  # noqa: BLE001
+                results["launch"] = {"error": _err(err)}
 
         if ns.no_gpu:
             results["gpu"] = {"available": None, "note": "skipped (--no-gpu)"}
@@ -296,6 +302,16 @@ def render(results: dict) -> str:
                          f"{m['global_store_requests']}", cell("store"), m["global_atomics"]])
     parts.append(_table(["example", "P", "load req", "load sectors/req", "store req", "store sectors/req",
                          "atomics"], rows))
+
+    lp = results.get("launch")
+    if lp:
+        parts += ["", "Host launch preparation on the CPU (no driver call)"]
+        if "error" in lp:
+            parts.append(f"  error: {lp['error']}")
+        else:
+            parts.append(f"  {lp['kernel']} ({lp['kernel_args']} kernel arguments): binding + packing "
+                         f"{lp['bind_and_pack_us']:.1f} us per call; the 10 us launch-overhead target "
+                         "includes the driver call and is checked with a GPU (below)")
 
     g = results["gpu"]
     parts += ["", "GPU"]

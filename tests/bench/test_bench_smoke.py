@@ -31,8 +31,11 @@ def _positive(x):
 def test_quick_run_writes_expected_json(quick_results):
     res, stdout = quick_results
     assert res["schema"] == 2 and res["meta"]["quick"] is True
-    assert set(res) >= {"meta", "compile", "code_quality", "memory", "gpu", "targets"}
+    assert set(res) >= {"meta", "compile", "code_quality", "memory", "launch", "gpu", "targets"}
     assert list(res["compile"]) == ["saxpy"]
+    # host launch preparation without a GPU: saxpy's 4 kernel arguments bound and packed
+    assert res["launch"]["kernel_args"] == 4 and _positive(res["launch"]["bind_and_pack_us"])
+    assert "Host launch preparation on the CPU" in stdout
 
     row = res["compile"]["saxpy"]
     assert "error" not in row, row

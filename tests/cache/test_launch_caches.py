@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import EXAMPLES, compiled_example, example_reference
+import kernc
 from kernc.backend import binding, cpu, cuda
 
 
@@ -111,3 +112,19 @@ def test_launch_uses_the_packer_and_skips_empty_grids(monkeypatch):
     empty = binding.bind(sig, (2.0, x[:0], y[:0]), {}, cpu.is_host_array, "cpu")
     cuda.launch(module, empty, packer)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("value, dtype_name", [
+    (np.float32(2.5), "f32"), (np.array(0x7FA00001, np.uint32).view(np.float32)[()], "f32"),
+    (np.float64(-0.0), "f64"), (np.int32(-7), "i32"), (np.uint8(255), "u8"), (np.bool_(True), "bool"),
+])
+def test_exactly_typed_scalars_pass_through_binding_bit_for_bit(value, dtype_name):
+    """A scalar that already has the parameter's numpy type is passed as is (no round trip through
+    a Python number, which would also quiet a signalling NaN payload); other values still convert."""
+    sig = kernc.compile(f"kernel k(s: {dtype_name}, y: f32[n] write) over n {{ y = 0.0; }}").k.signature
+    y = np.zeros(4, np.float32)
+    out = binding.bind(sig, (value, y), {}, cpu.is_host_array, "cuda").args[0]
+    assert type(out) is type(value)
+    assert np.asarray(out).tobytes() == np.asarray(value).tobytes()
+    converted = binding.bind(sig, (value.item(), y), {}, cpu.is_host_array, "cuda").args[0]
+    assert type(converted) is type(value) and converted == value or np.isnan(value)
