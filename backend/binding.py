@@ -20,6 +20,8 @@ from kernc.dialect.signature import NUMPY_DTYPES, KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
 from kernc.errors import KerncLaunchError
 
+from .shared_indices import SharedIndices, shared_indices
+
 #: CUDA's limit on gridDim.x (CUDA C++ Programming Guide, "Features and Technical Specifications").
 MAX_GRID_X = 2**31 - 1
 
@@ -139,6 +141,27 @@ def _check_index_values(sig, params, flat, env, problem) -> None:
             )
 
 
+def _compact_storage(storage_shape: list, layout: StridedLayout) -> bool:
+    """Whether the storage dims (each an integer or a size symbol, so that binding checks them
+    exactly) list the layout's extents in decreasing-stride order with row-major strides: a
+    permutation of a compact layout. Such an array holds exactly ``cosize`` elements (the product
+    of the extents, 0 if one is 0), so its size needs no separate check."""
+    if len(storage_shape) != layout.rank:
+        return False
+    if not all(isinstance(e, int) or str(e).isdigit() or str(e).isidentifier() for e in storage_shape):
+        return False
+    remaining = list(range(layout.rank))
+    expect = Poly.const(1)
+    for entry in reversed(storage_shape):  # the innermost storage dim has stride 1
+        extent = Poly.parse(str(entry))
+        k = next((i for i in remaining if layout.shape[i] == extent and layout.stride[i] == expect), None)
+        if k is None:
+            return False
+        remaining.remove(k)
+        expect = expect * extent
+    return True
+
+
 class _Plan:
     """What :func:`bind` needs of a signature, worked out once per signature (launches repeat)."""
 
@@ -149,7 +172,10 @@ class _Plan:
         self.user = [p for p in sig.params if p.kind != "table"]
         #: (param, numpy dtype) of every buffer param
         self.buffers = [(p, numpy_dtype(p.dtype)) for p in sig.params if p.kind == "buffer"]
-        self.layouts = [(p, StridedLayout.parse(p.layout)) for p, _ in self.buffers if p.layout]
+        #: (param, layout) of the buffers whose array size the dims checks do not already imply
+        self.layouts = [(p, lay) for p, lay in ((p, StridedLayout.parse(p.layout))
+                                                 for p, _ in self.buffers if p.layout)
+                        if not _compact_storage(p.storage_shape, lay)]
         #: buffers with an element-count condition (``min_elements`` or ``block_sum``)
         self.checked_buffers = [p for p, _ in self.buffers
                                 if getattr(p, "min_elements", None) or p.accessor == "block_sum"]
@@ -195,8 +221,6 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     missing = [p.name for p in params if p.name not in values and p.kind != "table"]
     if missing:
         raise KerncLaunchError(f"kernel '{sig.name}': missing argument '{missing[0]}'")
-
-    from .shared_indices import SharedIndices, shared_indices  # (imported on first use)
 
     tables: dict = {}
     for p in params:

@@ -94,7 +94,8 @@ class Poly:
     @staticmethod
     @functools.lru_cache(maxsize=4096)  # immutable results, parsed hundreds of times per compile
     def parse(text: str) -> "Poly":
-        """Parse ``int``, ``name``, ``a*b``, ``a+b`` and parentheses; ``ValueError`` otherwise."""
+        """Parse ``int``, ``name``, ``a*b``, ``a+b``, ``a-b``, ``-a`` and parentheses (everything
+        :meth:`__str__` writes, e.g. ``-1+2*n``); ``ValueError`` otherwise."""
         toks = [(m.group(1), m.group(2), m.group(3)) for m in _TOKEN.finditer(text) if m.group(0).strip()]
         pos = 0
 
@@ -109,6 +110,8 @@ class Poly:
                 return Poly.const(int(num))
             if name is not None:
                 return Poly.sym(name)
+            if ch == "-":
+                return Poly.const(-1) * atom()
             if ch == "(":
                 e = expr()
                 if peek()[2] != ")":
@@ -128,9 +131,10 @@ class Poly:
         def expr():
             nonlocal pos
             e = term()
-            while peek()[2] == "+":
+            while peek()[2] in ("+", "-"):
+                sign = Poly.const(-1 if peek()[2] == "-" else 1)
                 pos += 1
-                e = e + term()
+                e = e + sign * term()
             return e
 
         result = expr()

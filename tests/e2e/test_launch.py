@@ -123,3 +123,31 @@ def test_index_values_are_checked_before_the_launch_on_cpu(mod2):
     x = np.arange(5, dtype=f32)
     with pytest.raises(KerncLaunchError, match=r"argument 'idx': entry 2 is 9, but 'x' \(indexed\(idx\)\) has 5 elements"):
         mod2.gather(x, np.array([4, 0, 9, 1], np.uint32), np.zeros(4, f32))
+
+
+_SPREAD = kernc.compile("kernel k(x: f32[n] read as (n):(2), y: f32[n] write) over n { y = x; }")
+
+
+def test_non_compact_layout_storage_is_size_checked():
+    """``as (n):(2)`` stores ``2n-1`` elements. That storage dim is the polynomial ``-1+2*n``, which
+    binding could not parse (a ValueError escaped); an array that is too short is a launch error,
+    an exact one runs."""
+    y = np.zeros(4, np.float32)
+    with pytest.raises(KerncLaunchError, match=r"argument 'x': layout \(n\):\(2\) needs 7 elements, "
+                                               r"the array has 6"):
+        _SPREAD.k(np.arange(6, dtype=np.float32), y)
+    _SPREAD.k(np.arange(7, dtype=np.float32), y)
+    assert y.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+@pytest.mark.parametrize("storage, layout, compact", [
+    (["n"], "(n):(1)", True), ([3, "n"], "(n,3):(1,n)", True), (["n", 3], "(n,3):(3,1)", True),
+    (["m", "n"], "(m,n):(n,1)", True), (["n", "m"], "(m,n):(n,1)", False),
+    (["-1+2*n"], "(n):(2)", False), ([7], "(4):(2)", False), (["2*n"], "(2*n):(1)", False),
+])
+def test_only_compact_storage_skips_the_cosize_check(storage, layout, compact):
+    """The launch skips the separate size check only where the checked dims already imply it."""
+    from kernc.backend.binding import _compact_storage
+    from kernc.dialect.strided import StridedLayout
+
+    assert _compact_storage(storage, StridedLayout.parse(layout)) is compact

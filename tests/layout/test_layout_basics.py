@@ -155,3 +155,14 @@ def test_parse_swizzle_and_composed_forms():
     # composition of two layouts in the expression language (right to left)
     assert str(parse_layout("(6,2):(8,2) o (4,3):(3,1)")) == "((2,2),3):((24,2),8)"
     assert str(parse_layout("(6,2):(8,2) ∘ (4,3):(3,1)")) == "((2,2),3):((24,2),8)"
+
+
+@pytest.mark.parametrize("text", ["-1+2*n", "3+-2*n", "n-1", "-(n+1)*2", "-5", "n*m+-1*k", "0"])
+def test_poly_text_round_trips(text):
+    """``Poly.parse`` reads everything ``str(Poly)`` writes, negative coefficients included (a
+    storage dim ``-1+2*n`` used to be unparseable)."""
+    from kernc.dialect.strided import Poly
+
+    p = Poly.parse(text)
+    assert Poly.parse(str(p)) == p
+    assert p.evaluate({"n": 5, "m": 3, "k": 2}) == eval(text, {}, {"n": 5, "m": 3, "k": 2})
