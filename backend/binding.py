@@ -209,17 +209,19 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         )
     values = {p.name: v for p, v in zip(user, args)}
     kw = dict(kwargs)
-    for p in user[: len(args)]:
-        if p.name in kw:
-            raise KerncLaunchError(f"kernel '{sig.name}': got multiple values for argument '{p.name}'")
-    for p in params[len(args):]:
-        if p.name in kw and p.kind != "table":
-            values[p.name] = kw.pop(p.name)
-    explicit_sizes = {k: kw.pop(k) for k in list(kw) if k in sig.sizes}
-    if kw:
-        raise KerncLaunchError(f"kernel '{sig.name}' has no parameter '{sorted(kw)[0]}'")
-    missing = [p.name for p in params if p.name not in values and p.kind != "table"]
-    if missing:
+    explicit_sizes: dict = {}
+    if kw:  # (most launches pass every argument positionally)
+        for p in user[: len(args)]:
+            if p.name in kw:
+                raise KerncLaunchError(f"kernel '{sig.name}': got multiple values for argument '{p.name}'")
+        for p in params[len(args):]:
+            if p.name in kw and p.kind != "table":
+                values[p.name] = kw.pop(p.name)
+        explicit_sizes = {k: kw.pop(k) for k in list(kw) if k in sig.sizes}
+        if kw:
+            raise KerncLaunchError(f"kernel '{sig.name}' has no parameter '{sorted(kw)[0]}'")
+    if len(values) < len(user):
+        missing = [p.name for p in params if p.name not in values and p.kind != "table"]
         raise KerncLaunchError(f"kernel '{sig.name}': missing argument '{missing[0]}'")
 
     tables: dict = {}
@@ -262,7 +264,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             )
         for axis, (expected, actual) in enumerate(zip(p.storage_shape, a.shape)):
             _bind_dim(p, axis, expected, int(actual), sizes, origin)
-        flat[p.name] = a.reshape(-1)
+        flat[p.name] = a if a.ndim == 1 else a.reshape(-1)  # (a CuPy reshape costs microseconds)
 
     for sym, v in explicit_sizes.items():
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < 0:
