@@ -11,6 +11,7 @@ PTX was generated with.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 from collections import OrderedDict
 
@@ -42,6 +43,9 @@ def available() -> bool:
 
 def is_cuda_array(x) -> bool:
     """Whether ``x`` is an array in CUDA device memory that kernc can launch on."""
+    cp = sys.modules.get("cupy")  # CuPy arrays first: their __cuda_array_interface__ is built per access
+    if cp is not None and isinstance(x, getattr(cp, "ndarray", ())):
+        return True
     if hasattr(x, "__cuda_array_interface__"):
         return True
     dev = getattr(x, "__dlpack_device__", None)
@@ -70,10 +74,11 @@ def all_aligned(bound: BoundLaunch, align: int) -> bool:
     return all(int(a.data.ptr) % align == 0 for a in bound.args if isinstance(a, cp.ndarray))
 
 
-def check_same_device(bound: BoundLaunch) -> None:
-    """Every array of ``bound`` must live on the current CUDA device; ``KerncLaunchError`` names the
-    first that does not."""
-    current = cupy().cuda.runtime.getDevice()
+def check_same_device(bound: BoundLaunch, current: int | None = None) -> None:
+    """Every array of ``bound`` must live on the current CUDA device (``current``: its id, asked of
+    the runtime when not given); ``KerncLaunchError`` names the first that does not."""
+    if current is None:
+        current = cupy().cuda.runtime.getDevice()
     for name, a in bound.arrays.items():
         dev = getattr(getattr(a, "device", None), "id", current)
         if dev != current:

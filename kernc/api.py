@@ -91,9 +91,11 @@ class Kernel:
             cp = cuda.cupy()
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
                                  zeros=cp.zeros)
-            cuda.check_same_device(bound)
+            current = cp.cuda.runtime.getDevice()
+            cuda.check_same_device(bound, current)
             aligned = cuda.all_aligned(bound, 16)
-            cuda.launch(self._module._cuda_module(bound.index_bits, aligned), bound, self._packer(bound.index_bits))
+            module = self._module._cuda_module(bound.index_bits, aligned, current)
+            cuda.launch(module, bound, self._packer(bound.index_bits))
             stats = None
         else:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
@@ -135,9 +137,10 @@ class Module:
             self._interp = Interpreter(self._compilation.gpu_ir(debug_info=True))
         return self._interp
 
-    def _cuda_module(self, index_bits: int, aligned: bool = True):
-        cp = cuda.cupy()
-        key = (index_bits, aligned, cp.cuda.runtime.getDevice())
+    def _cuda_module(self, index_bits: int, aligned: bool = True, device: int | None = None):
+        if device is None:
+            device = cuda.cupy().cuda.runtime.getDevice()
+        key = (index_bits, aligned, device)
         if key not in self._cuda:
             self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits, aligned))
         return self._cuda[key]

@@ -5,6 +5,7 @@ device, and ``cuda.launch`` uses the packer it is handed."""
 from __future__ import annotations
 
 import os
+import sys
 import types
 
 import numpy as np
@@ -128,3 +129,24 @@ def test_exactly_typed_scalars_pass_through_binding_bit_for_bit(value, dtype_nam
     assert np.asarray(out).tobytes() == np.asarray(value).tobytes()
     converted = binding.bind(sig, (value.item(), y), {}, cpu.is_host_array, "cuda").args[0]
     assert type(converted) is type(value) and converted == value or np.isnan(value)
+
+
+def test_cupy_arrays_are_recognised_without_building_their_interface(monkeypatch):
+    """A CuPy array is a CUDA array by its type: ``__cuda_array_interface__`` (a dict CuPy builds
+    on every access) is only consulted for other objects."""
+    built = []
+
+    class FakeCupyArray:
+        @property
+        def __cuda_array_interface__(self):
+            built.append(1)
+            return {}
+
+    class Foreign(FakeCupyArray):
+        pass
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(ndarray=FakeCupyArray))
+    assert cuda.is_cuda_array(FakeCupyArray()) and built == []
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(ndarray=()))
+    assert cuda.is_cuda_array(Foreign()) and built == [1]  # any __cuda_array_interface__ object
+    assert not cuda.is_cuda_array(np.zeros(2)) and not cuda.is_cuda_array(1.0)
