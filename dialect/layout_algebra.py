@@ -134,6 +134,8 @@ def _norm_entry(x, what: str, positive: bool):
         except ValueError as err:
             raise LayoutError(f"bad {what} entry '{x}': {err}") from None
         if not p.is_const:
+            if positive and any(c < 0 for _, c in p.terms):  # `n-1` could be 0 or negative
+                raise LayoutError(f"bad {what} entry '{x}': a symbolic shape entry takes no negative terms")
             return str(p)
         x = p.value
     try:

@@ -260,7 +260,7 @@ def lower_access(kc: KernelContext | None, acc: Access) -> None:
     with acc.location:
         if not block_wide:
             with ir.InsertionPoint(op):
-                results = _per_thread(acc)
+                results = _per_thread(acc, kc)
         elif acc.kind == "read":
             results = _block_read(kc, acc)
         else:
@@ -275,12 +275,28 @@ def lower_access(kc: KernelContext | None, acc: Access) -> None:
 VECTOR_BYTES = 16
 
 
-def _vector_width(acc: Access) -> int:
+def _whole_padded_elements(kc: KernelContext | None, acc: Access) -> bool:
+    """Whether the buffer's storage holds every element's padding, up to the element stride
+    (``caspar``: storage ``[n, 4]`` for ``(n,3):(4,1)``). A layout's own storage (its cosize) ends
+    with the last element's last component, so reading a padding lane there reads past the end."""
+    buffer = acc.buffer.maybe_downcast() if hasattr(acc.buffer, "maybe_downcast") else acc.buffer
+    if kc is None or not isinstance(buffer, ir.BlockArgument) or acc.layout.rank != 2:
+        return False
+    index = buffer.arg_number
+    if index >= len(kc.sig.params):
+        return False
+    p = kc.sig.params[index]
+    if p.kind != "buffer" or p.layout != acc.layout_text or len(p.storage_shape) != 2:
+        return False
+    return str(p.storage_shape[1]) == str(acc.layout.stride[0])
+
+
+def _vector_width(acc: Access, whole_padded_elements: bool = False) -> int:
     """Elements of one 16-byte vector access of this accessor's element, or 0 when the components of
     an element are not contiguous 16-byte-aligned storage: the component stride must be 1 and the
     element stride a multiple of the vector width (so every element starts at a multiple of 16
-    bytes from the buffer's base); reads may use a trailing padding lane (``caspar``), writes
-    must cover the element exactly."""
+    bytes from the buffer's base); reads may use a trailing padding lane when the storage holds it
+    (``whole_padded_elements``, as for ``caspar``), writes must cover the element exactly."""
     if acc.layout.rank != 2 or acc.ncomp < 2:
         return 0
     d0, d1 = acc.layout.stride
@@ -288,7 +304,7 @@ def _vector_width(acc: Access) -> int:
     if not (d1.is_const and d1.value == 1 and d0.is_const) or VECTOR_BYTES % esize:
         return 0
     w = VECTOR_BYTES // esize
-    if d0.value % w or acc.ncomp > w or (acc.kind != "read" and acc.ncomp != w):
+    if d0.value % w or acc.ncomp > w or (acc.ncomp != w and (acc.kind != "read" or not whole_padded_elements)):
         return 0
     return w
 
@@ -325,10 +341,11 @@ def _vectorised(acc: Access, e: ir.Value, w: int, scalar) -> list:
     return b.if_else(aligned, types, vec, scalar)
 
 
-def _per_thread(acc: Access) -> list:
+def _per_thread(acc: Access, kc: KernelContext | None = None) -> list:
     t = kern.builtin("thread_id")
     e = element_index(acc, t)
-    w = _vector_width(acc) if acc.accessor in ("sequential", "strided", "indexed") else 0
+    w = (_vector_width(acc, _whole_padded_elements(kc, acc))
+         if acc.accessor in ("sequential", "strided", "indexed") else 0)
     if w:
         return _vectorised(acc, e, w, lambda: _scalar_access(acc, e))
     return _scalar_access(acc, e)
@@ -415,7 +432,7 @@ def _stage_shared(kc, acc, slot, t, tid, blk, p, in_range):
     cnt = b.index_cast_ui(b.load(count, blk))
     esize = b.bits(acc.compute) // 8
     chunks = _chunks(acc.ncomp, B, esize)
-    w = _vector_width(acc) if len(chunks) == 1 else 0
+    w = _vector_width(acc, _whole_padded_elements(kc, acc)) if len(chunks) == 1 else 0
     for chunk in chunks:
         smem = kc.workgroup(acc.compute, B * len(chunk), f"shared({acc.layout_text})",
                             location=acc.location)

@@ -64,3 +64,43 @@ def test_vector_instructions_only_in_the_aligned_ptx(mod):
 def test_ptxas_accepts_both_variants(mod):
     for aligned in (True, False):
         assert toolkit.run_ptxas(mod._compilation.ptx(32, aligned=aligned)).ok
+
+
+def _aligned(n):
+    raw = np.zeros(n + 4, np.float32)
+    start = (-raw.ctypes.data % 16) // 4
+    a = raw[start:start + n]
+    assert a.ctypes.data % 16 == 0
+    return a
+
+
+PADDED = """
+kernel per_thread(x: f32[n, 3] read as (n, 3):(4, 1), y: f32[n] write) over n {
+    y = x[0] + x[1] + x[2];
+}
+kernel staged(x: f32[m, 3] read shared(I) as (m, 3):(4, 1), I: u32[n] read, y: f32[n] write) over n {
+    y = x[0] + x[1] + x[2];
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 2, 33])
+def test_padded_layout_reads_stay_inside_its_storage(n):
+    """``(n,3):(4,1)`` keeps a padding lane per element but its storage ends with the last
+    element's last component (cosize ``4n-1``): a 16-byte load of the last element read one
+    element past the array (a CPU out-of-bounds error; on a GPU, past the buffer). Only storage
+    that holds the padding (``caspar``: ``[n, 4]``) gets vector loads."""
+    mod = kernc.compile(PADDED)
+    assert "vector.load" not in mod.ir("gpu")
+    x = _aligned(4 * n - 1)
+    x[:] = np.arange(4 * n - 1, dtype=np.float32)
+    y = np.zeros(n, np.float32)
+    mod.per_thread(x, y)
+    want = np.array([x[4 * t] + x[4 * t + 1] + x[4 * t + 2] for t in range(n)], np.float32)
+    np.testing.assert_array_equal(y, want)
+    idx = np.array([n - 1, 0, n - 1], np.uint32)
+    y = np.zeros(3, np.float32)
+    mod.staged(x, idx, y, m=n)
+    np.testing.assert_array_equal(y, want[idx])
+    caspar = kernc.compile(PADDED.replace("as (n, 3):(4, 1)", "as caspar").replace("as (m, 3):(4, 1)", "as caspar"))
+    assert "vector.load" in caspar.ir("gpu")

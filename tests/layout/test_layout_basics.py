@@ -166,3 +166,20 @@ def test_poly_text_round_trips(text):
     p = Poly.parse(text)
     assert Poly.parse(str(p)) == p
     assert p.evaluate({"n": 5, "m": 3, "k": 2}) == eval(text, {}, {"n": 5, "m": 3, "k": 2})
+
+
+@pytest.mark.parametrize("text", ["-", "n-", "n+", "2*"])
+def test_poly_text_ending_early_is_a_clear_error(text):
+    from kernc.dialect.strided import Poly
+
+    with pytest.raises(ValueError, match="ends where a number, a name or '\\(' should follow"):
+        Poly.parse(text)
+
+
+def test_symbolic_shape_entries_with_negative_terms_are_rejected():
+    """``n-1`` could be zero or negative, so it is no shape entry (it parses as a polynomial now)."""
+    from kernc.layout import Layout, LayoutError
+
+    with pytest.raises(LayoutError, match="symbolic shape entry takes no negative terms"):
+        Layout(("n-1",), (1,))
+    assert str(Layout(("2*n", 3), (1, "2*n"))) == "(2*n,3):(1,2*n)"
