@@ -56,12 +56,32 @@ class BoundLaunch:
     zero_init: list = field(default_factory=list)
 
 
+#: Significant bits of each float type (IEEE 754 binary16/32/64; bfloat16 keeps 8).
+_FLOAT_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
+
+
+def _round_int(v: int, bits: int) -> float:
+    """``v`` rounded to ``bits`` significant bits, to nearest with ties to even, as a float (exact:
+    it has at most ``bits`` significant bits); ``OverflowError`` past the double range."""
+    n = abs(v)
+    shift = n.bit_length() - bits
+    if shift > 0:
+        q, r = divmod(n, 1 << shift)
+        half = 1 << (shift - 1)
+        if r > half or (r == half and q & 1):
+            q += 1
+        n = q << shift
+    return float(n if v >= 0 else -n)
+
+
 def _scalar(p: Param, value, index_bits: int = 64):
     dtype = numpy_dtype(p.dtype)
     if type(value) is dtype.type:  # already exactly the parameter's type (np.float32(2) for f32)
         return value
     if hasattr(value, "shape") and getattr(value, "shape", ()) != ():
         raise KerncLaunchError(f"argument '{p.name}': expected a scalar {p.dtype}, got an array")
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        raise KerncLaunchError(f"argument '{p.name}': expected a number ({p.dtype}), got {type(value).__name__}")
     if hasattr(value, "item") and not isinstance(value, (int, float, bool)):
         value = value.item()
     if p.dtype == "bool":
@@ -82,8 +102,11 @@ def _scalar(p: Param, value, index_bits: int = 64):
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise KerncLaunchError(f"argument '{p.name}': expected a number ({p.dtype}), got {type(value).__name__}")
     try:
+        exact = value
+        if isinstance(value, int):  # rounded once (numpy would go through a double: twice)
+            exact = _round_int(value, _FLOAT_PRECISION[p.dtype])
         with np.errstate(over="ignore"):
-            out = dtype.type(value)
+            out = dtype.type(exact)
         overflow = bool(np.isinf(out)) and math.isfinite(float(value))
     except OverflowError:  # a Python int beyond every float's range
         overflow = True

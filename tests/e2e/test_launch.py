@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -151,3 +153,38 @@ def test_only_compact_storage_skips_the_cosize_check(storage, layout, compact):
     from kernc.dialect.strided import StridedLayout
 
     assert _compact_storage(storage, StridedLayout.parse(layout)) is compact
+
+
+_SCALAR_KERNELS = {dt: kernc.compile(f"kernel k(s: {dt}, y: f64[n] write) over n {{ y = f64(s); }}")
+                   for dt in ("f16", "bf16", "f32", "f64")}
+
+
+@pytest.mark.parametrize("dtype, value, expected", [
+    # 2**60 + 2**36 + 1 is just above an f32 tie; through a double it became the tie (2**60)
+    ("f32", 2**60 + 2**36 + 1, 2.0**60 + 2.0**37),
+    ("f64", 2**60 + 2**36 + 1, float(2**60 + 2**36)),
+    ("f16", 65519, 65504.0),
+    ("bf16", 2**63, 2.0**63),  # was a TypeError from ml_dtypes
+    ("bf16", np.uint64(2**64 - 1), 2.0**64),
+    ("bf16", 257, 256.0), ("bf16", 259, 260.0), ("bf16", -(2**70) - 2**62 - 1, -(2.0**70) - 2.0**63),
+])
+def test_integer_scalars_round_once_to_float_params(dtype, value, expected):
+    y = np.zeros(1)
+    _SCALAR_KERNELS[dtype].k(value, y)
+    assert y[0] == expected
+
+
+@pytest.mark.parametrize("dtype, value, message", [
+    ("f16", 65520, "argument 's': 65520 is out of range for f16"),
+    ("f32", np.timedelta64(3), "argument 's': expected a number (f32), got timedelta64"),
+    ("f64", np.datetime64("2026-01-01"), "argument 's': expected a number (f64), got datetime64"),
+])
+def test_float_scalar_errors(dtype, value, message):
+    with pytest.raises(KerncLaunchError, match=re.escape(message)):
+        _SCALAR_KERNELS[dtype].k(value, np.zeros(1))
+
+
+def test_time_values_are_no_integers():
+    m = kernc.compile("kernel k(s: i32, y: i32[n] write) over n { y = s; }")
+    with pytest.raises(KerncLaunchError, match="expected a number"):
+        m.k(np.timedelta64(3), np.zeros(1, np.int32))
