@@ -164,14 +164,17 @@ def _check_index_values(sig, params, flat, env, problem) -> None:
             )
 
 
+def _simple_dim(entry) -> bool:
+    """A storage dim that :func:`_bind_dim` checks or binds by itself: an integer or a size symbol."""
+    return isinstance(entry, int) or str(entry).isdigit() or str(entry).isidentifier()
+
+
 def _compact_storage(storage_shape: list, layout: StridedLayout) -> bool:
-    """Whether the storage dims (each an integer or a size symbol, so that binding checks them
-    exactly) list the layout's extents in decreasing-stride order with row-major strides: a
-    permutation of a compact layout. Such an array holds exactly ``cosize`` elements (the product
-    of the extents, 0 if one is 0), so its size needs no separate check."""
+    """Whether the storage dims list the layout's extents in decreasing-stride order with row-major
+    strides: a permutation of a compact layout, whose array holds exactly ``cosize`` elements (the
+    product of the extents, 0 if one is 0) once every dim is checked. Otherwise the storage is the
+    layout's 1-D cosize, which an array must cover."""
     if len(storage_shape) != layout.rank:
-        return False
-    if not all(isinstance(e, int) or str(e).isdigit() or str(e).isidentifier() for e in storage_shape):
         return False
     remaining = list(range(layout.rank))
     expect = Poly.const(1)
@@ -188,17 +191,27 @@ def _compact_storage(storage_shape: list, layout: StridedLayout) -> bool:
 class _Plan:
     """What :func:`bind` needs of a signature, worked out once per signature (launches repeat)."""
 
-    __slots__ = ("sig", "user", "buffers", "layouts", "checked_buffers")
+    __slots__ = ("sig", "user", "buffers", "layouts", "exact_dims", "checked_buffers")
 
     def __init__(self, sig: KernelSignature):
         self.sig = sig
         self.user = [p for p in sig.params if p.kind != "table"]
         #: (param, numpy dtype) of every buffer param
         self.buffers = [(p, numpy_dtype(p.dtype)) for p in sig.params if p.kind == "buffer"]
-        #: (param, layout) of the buffers whose array size the dims checks do not already imply
-        self.layouts = [(p, lay) for p, lay in ((p, StridedLayout.parse(p.layout))
-                                                 for p, _ in self.buffers if p.layout)
-                        if not _compact_storage(p.storage_shape, lay)]
+        #: (param, layout) of the buffers stored as their layout's cosize: the array must cover it
+        self.layouts = []
+        #: (param, axis, Poly) of the dims of compact storage given as expressions (``f32[2*n]``):
+        #: checked exactly once the sizes are bound (integers and size symbols are checked earlier)
+        self.exact_dims = []
+        for p, _ in self.buffers:
+            if not p.layout:
+                continue
+            layout = StridedLayout.parse(p.layout)
+            if not _compact_storage(p.storage_shape, layout):
+                self.layouts.append((p, layout))
+                continue
+            self.exact_dims += [(p, axis, Poly.parse(str(e))) for axis, e in enumerate(p.storage_shape)
+                                if not _simple_dim(e)]
         #: buffers with an element-count condition (``min_elements`` or ``block_sum``)
         self.checked_buffers = [p for p, _ in self.buffers
                                 if getattr(p, "min_elements", None) or p.accessor == "block_sum"]
@@ -301,6 +314,10 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             f"kernel '{sig.name}': size '{unbound[0]}' is not bound by any array shape; pass it as {unbound[0]}=..."
         )
 
+    for p, axis, poly in plan.exact_dims:
+        want, actual = poly.evaluate(sizes), values[p.name].shape[axis]
+        if actual != want:
+            raise KerncLaunchError(f"argument '{p.name}': dimension {axis} must be {poly} = {want}, got {actual}")
     # Storage that is not a plain permutation (1-D cosize storage) must be large enough.
     for p, layout in plan.layouts:
         need = layout.cosize(sizes)

@@ -145,10 +145,11 @@ def test_non_compact_layout_storage_is_size_checked():
 @pytest.mark.parametrize("storage, layout, compact", [
     (["n"], "(n):(1)", True), ([3, "n"], "(n,3):(1,n)", True), (["n", 3], "(n,3):(3,1)", True),
     (["m", "n"], "(m,n):(n,1)", True), (["n", "m"], "(m,n):(n,1)", False),
-    (["-1+2*n"], "(n):(2)", False), ([7], "(4):(2)", False), (["2*n"], "(2*n):(1)", False),
+    (["-1+2*n"], "(n):(2)", False), ([7], "(4):(2)", False), (["2*n"], "(2*n):(1)", True),
 ])
 def test_only_compact_storage_skips_the_cosize_check(storage, layout, compact):
-    """The launch skips the separate size check only where the checked dims already imply it."""
+    """The launch skips the separate size check only where the checked dims imply it (compact
+    storage, whose dims given as expressions are checked exactly)."""
     from kernc.backend.binding import _compact_storage
     from kernc.dialect.strided import StridedLayout
 
@@ -188,3 +189,18 @@ def test_time_values_are_no_integers():
     m = kernc.compile("kernel k(s: i32, y: i32[n] write) over n { y = s; }")
     with pytest.raises(KerncLaunchError, match="expected a number"):
         m.k(np.timedelta64(3), np.zeros(1, np.int32))
+
+
+@pytest.mark.parametrize("length, error", [
+    (8, None), (9, "dimension 0 must be 2*n = 8, got 9"), (7, "dimension 0 must be 2*n = 8, got 7"),
+])
+def test_dims_given_as_expressions_are_checked_exactly(length, error):
+    """``f32[2*n]`` declares ``2n`` elements: a longer array was accepted (only a >= check ran)."""
+    m = kernc.compile("kernel k(x: f32[2*n] read, y: f32[n] write) over n { y = x; }")
+    x, y = np.arange(length, dtype=np.float32), np.zeros(4, np.float32)
+    if error is None:
+        m.k(x, y)
+        assert y.tolist() == [0.0, 1.0, 2.0, 3.0]
+    else:
+        with pytest.raises(KerncLaunchError, match=re.escape(f"argument 'x': {error}")):
+            m.k(x, y)
