@@ -82,8 +82,8 @@ def _scalar(p: Param, value, index_bits: int = 64):
         raise KerncLaunchError(f"argument '{p.name}': expected a scalar {p.dtype}, got an array")
     if isinstance(value, (np.datetime64, np.timedelta64)):
         raise KerncLaunchError(f"argument '{p.name}': expected a number ({p.dtype}), got {type(value).__name__}")
-    if hasattr(value, "item") and not isinstance(value, (int, float, bool)):
-        value = value.item()
+    if isinstance(value, np.generic) or (hasattr(value, "item") and not isinstance(value, (int, float, bool))):
+        value = value.item()  # numpy scalars (np.float64 too, a float subclass) as Python numbers
     if p.dtype == "bool":
         if not isinstance(value, (bool, np.bool_)):
             raise KerncLaunchError(f"argument '{p.name}': expected bool, got {type(value).__name__}")

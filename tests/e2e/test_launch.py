@@ -204,3 +204,11 @@ def test_dims_given_as_expressions_are_checked_exactly(length, error):
     else:
         with pytest.raises(KerncLaunchError, match=re.escape(f"argument 'x': {error}")):
             m.k(x, y)
+
+
+@pytest.mark.parametrize("value", [np.float64(1.5), np.float32(1.5), 1.5])
+def test_non_integer_scalar_message_names_the_value_alike(value):
+    """np.float64 (a Python float subclass) was shown as ``float64 np.float64(1.5)``."""
+    m = kernc.compile("kernel k(s: i32, y: i32[n] write) over n { y = s; }")
+    with pytest.raises(KerncLaunchError, match=re.escape("argument 's': expected an integer (i32), got float 1.5")):
+        m.k(value, np.zeros(1, np.int32))
