@@ -191,7 +191,7 @@ def _compact_storage(storage_shape: list, layout: StridedLayout) -> bool:
 class _Plan:
     """What :func:`bind` needs of a signature, worked out once per signature (launches repeat)."""
 
-    __slots__ = ("sig", "user", "buffers", "layouts", "exact_dims", "checked_buffers")
+    __slots__ = ("sig", "user", "buffers", "layouts", "exact_dims", "checked_buffers", "per_item")
 
     def __init__(self, sig: KernelSignature):
         self.sig = sig
@@ -212,6 +212,10 @@ class _Plan:
                 continue
             self.exact_dims += [(p, axis, Poly.parse(str(e))) for axis, e in enumerate(p.storage_shape)
                                 if not _simple_dim(e)]
+        #: (param, element count) of the buffers whose accessor gives thread ``t`` element ``t``
+        #: (``sequential``): they need at least ``P`` elements
+        self.per_item = [(p, Poly.parse(str(p.dims[0]))) for p, _ in self.buffers
+                         if p.accessor == "sequential" and p.dims]
         #: buffers with an element-count condition (``min_elements`` or ``block_sum``)
         self.checked_buffers = [p for p, _ in self.buffers
                                 if getattr(p, "min_elements", None) or p.accessor == "block_sum"]
@@ -345,6 +349,15 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     env = dict(sizes)
     env.setdefault(sig.problem_size, problem)
     grid = math.ceil(problem / sig.block) if problem else 0
+    if problem:
+        for p, count_poly in plan.per_item:
+            count = count_poly.evaluate(env)
+            if count < problem:
+                verb = {"read": "reads", "write": "writes"}.get(p.access, "updates")
+                raise KerncLaunchError(
+                    f"argument '{p.name}': thread t {verb} element t, so the buffer needs at least "
+                    f"P = {problem} elements (the problem size), it has {count}"
+                )
     for p in plan.checked_buffers:
         need = getattr(p, "min_elements", None)
         if not (need and problem) and p.accessor != "block_sum":

@@ -58,6 +58,20 @@ def _emit(text: str, out: str | None) -> None:
         write_atomically(out, text)
 
 
+def _refuse_overwriting_input(ns) -> None:
+    """``ValueError`` when ``-o`` names the input file itself (``kernc compile a.kern -o a.kern``
+    would replace the source with PTX): checked before any work, so nothing is lost."""
+    out = getattr(ns, "output", None)
+    if out in (None, "-") or ns.file == "-":
+        return
+    try:
+        same = os.path.samefile(out, ns.file)
+    except OSError:  # the output does not exist yet (or the input cannot be read: reported later)
+        return
+    if same:
+        raise ValueError(f"the output file '{out}' is the input file; choose another -o")
+
+
 def _read_source(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
@@ -81,6 +95,7 @@ def _ir_printer(name: str, text: str) -> None:
 
 def cmd_compile(ns) -> int:
     """``kernc compile``: print or write one stage; a cache hit for PTX skips MLIR entirely."""
+    _refuse_overwriting_input(ns)
     text = _read_source(ns.file)
     kernels = tuple(ns.kernel) if ns.kernel else None
     # --print-ir-after-all and --verify-each want the passes to run: no cache for them
@@ -131,6 +146,7 @@ def cmd_opt(ns) -> int:
     from kernc.mlir import ir
     from kernc.passes.registry import parse_pipeline
 
+    _refuse_overwriting_input(ns)
     text = _read_source(ns.file)
     try:
         passes = parse_pipeline(ns.passes)
@@ -273,15 +289,17 @@ def cmd_run(ns) -> int:
             np.save(buf, values[p.name], allow_pickle=False)
             write_atomically(path, buf.getvalue())
             written.append(path)
+    # with --stats-json - the JSON owns stdout (it must parse); the human-readable lines go to stderr
+    info = sys.stderr if ns.stats_json == "-" else sys.stdout
     print(
         f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}; "
-        f"wrote {', '.join(written) or 'nothing'}"
+        f"wrote {', '.join(written) or 'nothing'}", file=info
     )
     if result.stats is not None and (ns.stats or ns.stats_json):
         stats = result.stats.to_dict()
         if ns.stats:
             for k, v in stats.items():
-                print(f"  {k}: {v}")
+                print(f"  {k}: {v}", file=info)
         if ns.stats_json:
             _emit(json.dumps(stats, indent=2, sort_keys=True) + "\n", ns.stats_json)
     return EXIT_OK

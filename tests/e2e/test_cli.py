@@ -230,3 +230,39 @@ def test_check_agrees_with_compile_on_a_file_without_kernels(tmp_path, capsys):
     assert main(["compile", str(src)]) == 1
     err = capsys.readouterr().err
     assert err.count("defines no kernel to compile") == 2
+
+
+def test_stats_json_on_stdout_is_valid_json(tmp_path, capsys):
+    """``--stats-json -``: stdout is the JSON alone (the summary line went to stdout before it)."""
+    np.save(tmp_path / "x.npy", np.arange(40, dtype=np.float32))
+    rc = main(["run", SAXPY, "--device", "cpu", "--input", "a=2", "--input", f"x=@{tmp_path / 'x.npy'}",
+               "--output-dir", str(tmp_path / "out"), "--stats", "--stats-json", "-"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert json.loads(out)["global_load_requests"] == 2 * 2
+    assert "ran saxpy on cpu: P=40" in err and "global_load_requests:" in err
+
+
+@pytest.mark.parametrize("cmd", [["compile", "{src}", "-o", "{out}"],
+                                 ["compile", "{src}", "--emit", "kern", "-o", "{out}"]])
+@pytest.mark.parametrize("link", [False, True])
+def test_output_that_is_the_input_is_refused_and_the_source_kept(tmp_path, capsys, cmd, link):
+    """``kernc compile a.kern -o a.kern`` replaced the source with PTX (exit 0)."""
+    src = tmp_path / "a.kern"
+    text = open(SAXPY).read()
+    src.write_text(text)
+    out = src
+    if link:
+        out = tmp_path / "link.kern"
+        out.symlink_to(src)
+    rc = main([a.format(src=src, out=out) for a in cmd])
+    assert rc == 1
+    assert "is the input file" in capsys.readouterr().err
+    assert src.read_text() == text
+
+
+def test_opt_refuses_to_overwrite_its_input(tmp_path, capsys):
+    ir = tmp_path / "m.mlir"
+    ir.write_text("module {\n}\n")
+    assert main(["opt", str(ir), "--passes", "canonicalize", "-o", str(ir)]) == 1
+    assert "is the input file" in capsys.readouterr().err and ir.read_text() == "module {\n}\n"

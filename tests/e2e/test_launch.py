@@ -77,10 +77,22 @@ def test_explicit_problem_size_and_scalar_ranges(mod2):
         mod2.explicit(y, 1.5, 1, P=1)
 
 
-def test_out_of_bounds_problem_size_is_caught_on_cpu(mod2):
+def test_out_of_bounds_problem_size_is_a_launch_error(mod2):
+    """P = 5 threads writing a 4-element sequential output: refused at launch on both devices (it
+    used to reach the CPU interpreter's out-of-bounds check, and a GPU unchecked)."""
     y = np.zeros(4, f32)
-    with pytest.raises(KerncRuntimeError, match="buffer 'y'.*thread 4.*index 4"):
+    with pytest.raises(KerncLaunchError, match="argument 'y': thread t writes element t, so the buffer "
+                                               "needs at least P = 5 elements"):
         mod2.explicit(y, 1, 1, P=5)
+
+
+def test_out_of_bounds_strided_access_is_caught_on_cpu():
+    """A strided element outside the buffer is found by the CPU interpreter (the launch cannot
+    know where ``off + t*s`` lands)."""
+    mod = kernc.compile("kernel k(x: f32[m] read strided(off, s), off: index, s: index, "
+                        "y: f32[n] write) over n { y = x; }")
+    with pytest.raises(KerncRuntimeError, match="buffer 'x'.*thread 3.*index 9"):
+        mod.k(np.zeros(8, f32), 3, 2, np.zeros(4, f32))
 
 
 def test_soa_and_aos_storage_shapes(mod2):
@@ -212,3 +224,29 @@ def test_non_integer_scalar_message_names_the_value_alike(value):
     m = kernc.compile("kernel k(s: i32, y: i32[n] write) over n { y = s; }")
     with pytest.raises(KerncLaunchError, match=re.escape("argument 's': expected an integer (i32), got float 1.5")):
         m.k(value, np.zeros(1, np.int32))
+
+
+@pytest.mark.parametrize("y_len, m, error", [
+    (5, None, "argument 'y': thread t writes element t, so the buffer needs at least P = 10 elements "
+              "(the problem size), it has 5"),
+    (10, None, None), (12, None, None),
+])
+def test_sequential_buffers_shorter_than_the_problem_are_launch_errors(y_len, m, error):
+    """``y: f32[m] write`` over ``n`` with ``m < n`` passed the checks; the CPU run then stopped with
+    an out-of-bounds store (a GPU run would write past the buffer)."""
+    mod = kernc.compile("kernel k(x: f32[n] read, y: f32[m] write) over n { y = x; }")
+    x, y = np.arange(10, dtype=np.float32), np.zeros(y_len, np.float32)
+    if error is None:
+        mod.k(x, y)
+        assert y[:10].tolist() == x.tolist() and not y[10:].any()
+    else:
+        with pytest.raises(KerncLaunchError, match=re.escape(error)):
+            mod.k(x, y)
+
+
+def test_problem_size_larger_than_a_sequential_read_is_a_launch_error():
+    mod = kernc.compile("kernel k(x: f32[n] read, y: f32[n] write) over m { y = x; }")
+    with pytest.raises(KerncLaunchError, match=re.escape("argument 'x': thread t reads element t, so the "
+                                                         "buffer needs at least P = 20 elements")):
+        mod.k(np.ones(10, np.float32), np.zeros(10, np.float32), m=20)
+    mod.k(np.ones(10, np.float32), np.zeros(10, np.float32), m=0)  # nothing to run: fine

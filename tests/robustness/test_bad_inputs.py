@@ -227,10 +227,13 @@ def test_launch_error(launch_mod, cid, call, message):
     assert message in str(info.value)
 
 
-def test_out_of_bounds_problem_size_is_a_runtime_error_naming_buffer_thread_index(launch_mod):
-    y = _x(4)
-    with pytest.raises(kernc.KerncRuntimeError, match=r"'y'.*thread 4.*index 4"):
+def test_problem_size_past_a_sequential_buffer_is_a_launch_error(launch_mod):
+    """Found at launch now (on every device) rather than by the CPU interpreter's store check."""
+    y = np.full(4, 3, f32)
+    with pytest.raises(KerncLaunchError, match=r"argument 'y': thread t writes element t, so the buffer "
+                                               r"needs at least P = 5 elements \(the problem size\), it has 4"):
         launch_mod.over_scalar(5, y)
+    assert (y == 3).all()
 
 
 def test_launch_errors_leave_outputs_untouched(launch_mod):
