@@ -1148,6 +1148,12 @@ class _Checker(LayoutMixin):
         if sym.kind == "buffer":
             if b is None:
                 return
+            if b.is_view:
+                self.error(f"cannot assign to the view '{sym.name}' as a whole: a view is written "
+                           f"element by element", base.loc,
+                           hint=f"write its elements, e.g. {sym.name}[{', '.join('ijklmn'[:max(1, len(b.dims))])}] = ...",
+                           note=(f"'{sym.name}' is declared here", sym.loc))
+                return
             if not b.is_output:
                 self.error(f"cannot assign to '{sym.name}': it is a read buffer", base.loc,
                            hint=f"declare it `write` or `add` to produce output",

@@ -206,6 +206,8 @@ def cmd_run(ns) -> int:
             p = sig.param(name)
         except KeyError:
             raise KerncLaunchError(f"kernel '{sig.name}' has no parameter '{name}'") from None
+        if name in values:
+            raise KerncLaunchError(f"--input {name} is given twice")
         if val.startswith("@"):
             try:
                 loaded = np.load(val[1:], allow_pickle=False)

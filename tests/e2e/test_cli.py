@@ -113,6 +113,7 @@ def test_run_allocates_missing_outputs(tmp_path, capsys):
     (["--input", "b=2"], "has no parameter 'b'"),
     (["--input", "a=abc"], "neither a number"),
     (["--kernel", "nope"], "no kernel named 'nope'"),
+    (["--input", "a=2", "--input", "a=3"], "--input a is given twice"),  # the second silently won
 ])
 def test_run_bad_inputs(args, message, capsys):
     assert main(["run", SAXPY, *args]) == 1

@@ -290,3 +290,14 @@ def test_extreme_literals_round_like_their_values():
     assert values[0] == 0 and values[1] > 0  # 0.0e99999999 is zero; the others are tiny, not zero
     assert all(T.exact_float(v, T.F64) == 0.0 for v in values)  # and all round to zero in f64
     assert all(abs(v) < Fraction(1, 10 ** 900) for v in values)
+
+
+def test_assigning_a_whole_view_says_to_write_its_elements():
+    """It said "it is a read buffer" and hinted to declare it `write` (views are written)."""
+    src = "kernel k(x: f32[M, N] view) over (i, j) in (M, N) {\n    x = 1.0;\n}\n"
+    with pytest.raises(CompileError) as info:
+        check(parse(src, "t.kern"))
+    (d,) = info.value.diagnostics
+    assert d.format().splitlines()[0] == ("t.kern:2:5: error: cannot assign to the view 'x' as a whole: "
+                                         "a view is written element by element")
+    assert d.hint == "write its elements, e.g. x[i, j] = ..."
