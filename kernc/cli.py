@@ -432,14 +432,17 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kernc`` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     ns = build_parser().parse_args(argv)
-    from kernc.errors import InternalCompilerError, KerncError
+    from kernc.errors import CompileError, InternalCompilerError, KerncError
 
     try:
         return ns.fn(ns)
     except InternalCompilerError as err:
         return _report_ice(err, argv)
-    except KerncError as err:
+    except CompileError as err:  # located diagnostics: `file:line:col: error: ...`
         print(str(err), file=sys.stderr)
+        return EXIT_USER
+    except KerncError as err:  # launch and run-time errors have no source location
+        print(f"kernc: error: {err}", file=sys.stderr)
         return EXIT_USER
     except (OSError, ValueError) as err:
         print(f"kernc: error: {err}", file=sys.stderr)

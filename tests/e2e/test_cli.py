@@ -267,3 +267,11 @@ def test_opt_refuses_to_overwrite_its_input(tmp_path, capsys):
     ir.write_text("module {\n}\n")
     assert main(["opt", str(ir), "--passes", "canonicalize", "-o", str(ir)]) == 1
     assert "is the input file" in capsys.readouterr().err and ir.read_text() == "module {\n}\n"
+
+
+def test_launch_errors_carry_the_kernc_error_prefix(capsys):
+    """Launch and run-time errors have no source location; they were printed with no prefix at all,
+    unlike every other CLI error (``kernc: error: ...``)."""
+    rc = main(["run", SAXPY, "--device", "cpu", "--input", "a=2"])
+    assert rc == 1
+    assert capsys.readouterr().err.startswith("kernc: error: missing --input x")
