@@ -21,11 +21,15 @@ def write_atomically(path: str, data: str | bytes) -> None:
     so ``path`` is either untouched or complete (never half-written on an error or interrupt).
 
     The file gets the mode an ordinary ``open(path, "w")`` would give it: an existing file keeps its
-    mode, a new one gets ``0o666`` less the umask. Raises ``OSError`` naming ``path``.
+    mode, a new one gets ``0o666`` less the umask. A symlink is written through (its target is
+    replaced, the link stays), as ``open(path, "w")`` would. Raises ``OSError`` naming ``path``.
     """
+    shown = path
+    if os.path.islink(path):
+        path = os.path.realpath(path)
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise IsADirectoryError(f"cannot write '{path}': it is a directory")
+        raise IsADirectoryError(f"cannot write '{shown}': it is a directory")
     try:
         mode = os.stat(path).st_mode & 0o7777
     except OSError:
@@ -35,7 +39,7 @@ def write_atomically(path: str, data: str | bytes) -> None:
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kernc-", suffix=".tmp")
     except OSError as err:
-        raise OSError(f"cannot write '{path}': {err.strerror or err}") from None
+        raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
@@ -47,7 +51,7 @@ def write_atomically(path: str, data: str | bytes) -> None:
         except OSError:
             pass
         if isinstance(err, OSError):
-            raise OSError(f"cannot write '{path}': {err.strerror or err}") from None
+            raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
         raise
 
 

@@ -275,3 +275,15 @@ def test_launch_errors_carry_the_kernc_error_prefix(capsys):
     rc = main(["run", SAXPY, "--device", "cpu", "--input", "a=2"])
     assert rc == 1
     assert capsys.readouterr().err.startswith("kernc: error: missing --input x")
+
+
+def test_output_through_a_symlink_updates_its_target(tmp_path, capsys):
+    """``-o link`` replaced the symlink itself with a regular file; it now writes the target,
+    atomically, and the link stays."""
+    target = tmp_path / "real.ptx"
+    target.write_text("old\n")
+    link = tmp_path / "link.ptx"
+    link.symlink_to(target)
+    assert main(["compile", SAXPY, "-o", str(link)]) == 0, capsys.readouterr().err
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert ".entry saxpy" in target.read_text()
