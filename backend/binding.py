@@ -188,13 +188,15 @@ def _compact_storage(storage_shape: list, layout: StridedLayout) -> bool:
     return True
 
 
-class _Plan:
-    """What :func:`bind` needs of a signature, worked out once per signature (launches repeat)."""
+class BindPlan:
+    """What :func:`bind` needs of a signature, worked out once (a :class:`kernc.api.Kernel` keeps
+    its own, so that repeated launches skip this): the user params, the buffers with their numpy
+    dtypes, the size checks that apply (exact dims given as expressions, cosize coverage, element
+    counts). Build it with ``BindPlan(signature)``."""
 
-    __slots__ = ("sig", "user", "buffers", "layouts", "exact_dims", "checked_buffers", "per_item")
+    __slots__ = ("user", "buffers", "layouts", "exact_dims", "checked_buffers", "per_item")
 
     def __init__(self, sig: KernelSignature):
-        self.sig = sig
         self.user = [p for p in sig.params if p.kind != "table"]
         #: (param, numpy dtype) of every buffer param
         self.buffers = [(p, numpy_dtype(p.dtype)) for p in sig.params if p.kind == "buffer"]
@@ -217,31 +219,19 @@ class _Plan:
         self.per_item = [(p, Poly.parse(str(p.dims[0]))) for p, _ in self.buffers
                          if p.accessor == "sequential" and p.dims]
         #: buffers with an element-count condition (``min_elements`` or ``block_sum``)
-        self.checked_buffers = [p for p, _ in self.buffers
-                                if getattr(p, "min_elements", None) or p.accessor == "block_sum"]
+        self.checked_buffers = [p for p, _ in self.buffers if p.min_elements or p.accessor == "block_sum"]
 
 
-_PLANS: dict = {}  # id(signature) -> _Plan (holding the signature, so the id stays its own)
-
-
-def _plan(sig: KernelSignature) -> _Plan:
-    plan = _PLANS.get(id(sig))
-    if plan is None or plan.sig is not sig:
-        if len(_PLANS) > 4096:
-            _PLANS.clear()
-        plan = _PLANS[id(sig)] = _Plan(sig)
-    return plan
-
-
-def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None) -> BoundLaunch:
+def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,
+         plan: BindPlan | None = None) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
 
     ``is_array(x)`` says whether ``x`` is an array of the target device (numpy for ``"cpu"``, CuPy for
     ``"cuda"``); ``zeros(n, dtype)`` allocates zero-filled scratch memory there (default numpy). Size symbols that no array shape binds are taken from ``kwargs`` (``n=1000``).
-    Raises :class:`KerncLaunchError`.
+    ``plan``: ``BindPlan(sig)``, built here when not given. Raises :class:`KerncLaunchError`.
     """
     params = sig.params
-    plan = _plan(sig)
+    plan = plan or BindPlan(sig)
     user = plan.user
     if len(args) > len(user):
         raise KerncLaunchError(
@@ -359,7 +349,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                     f"P = {problem} elements (the problem size), it has {count}"
                 )
     for p in plan.checked_buffers:
-        need = getattr(p, "min_elements", None)
+        need = p.min_elements
         if not (need and problem) and p.accessor != "block_sum":
             continue  # nothing to check for this buffer
         count = int(Poly.parse(str(p.dims[0])).evaluate(env)) if p.dims else 0

@@ -74,11 +74,9 @@ def all_aligned(bound: BoundLaunch, align: int) -> bool:
     return all(int(a.data.ptr) % align == 0 for a in bound.args if isinstance(a, cp.ndarray))
 
 
-def check_same_device(bound: BoundLaunch, current: int | None = None) -> None:
-    """Every array of ``bound`` must live on the current CUDA device (``current``: its id, asked of
-    the runtime when not given); ``KerncLaunchError`` names the first that does not."""
-    if current is None:
-        current = cupy().cuda.runtime.getDevice()
+def check_same_device(bound: BoundLaunch, current: int) -> None:
+    """Every array of ``bound`` must live on the current CUDA device (``current``: its id);
+    ``KerncLaunchError`` names the first that does not."""
     for name, a in bound.arrays.items():
         dev = getattr(getattr(a, "device", None), "id", current)
         if dev != current:

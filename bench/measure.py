@@ -186,7 +186,8 @@ def memory_traffic(examples_dir: str, name: str, problem_size: int) -> dict | No
 def launch_preparation(examples_dir: str, reps: int, calls: int = 2000) -> dict:
     """Host-side launch preparation of ``saxpy`` (4 kernel arguments: ``a``, ``x``, ``y``, ``n``),
     measurable without a GPU: argument binding and validation (``backend.binding.bind``, as every
-    launch does) plus packing (``backend.cuda.ArgPacker``, prepared once per signature), on numpy
+    launch does, with its ``BindPlan``) plus packing (``backend.cuda.ArgPacker``), both prepared once
+    per kernel as :class:`kernc.api.Kernel` does, on numpy
     arrays of 1024 ``f32``. Returns the median over ``reps`` samples of the mean time per call in
     microseconds. The driver call that a GPU launch adds is measured by ``bench.gpu``."""
     import numpy as np
@@ -197,10 +198,10 @@ def launch_preparation(examples_dir: str, reps: int, calls: int = 2000) -> dict:
 
     sig = kernc.compile_file(os.path.join(examples_dir, "saxpy.kern")).saxpy.signature
     x, y, a = np.ones(1024, np.float32), np.zeros(1024, np.float32), np.float32(2.0)
-    packer = ArgPacker(sig, 32)
+    packer, plan = ArgPacker(sig, 32), binding.BindPlan(sig)  # both kept per kernel, as the API does
 
     def prepare():
-        packer(binding.bind(sig, (a, x, y), {}, cpu.is_host_array, "cpu").args)
+        packer(binding.bind(sig, (a, x, y), {}, cpu.is_host_array, "cpu", plan=plan).args)
 
     for _ in range(max(1, calls // 10)):
         prepare()

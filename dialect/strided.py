@@ -110,7 +110,7 @@ class Poly:
                 return Poly.const(int(num))
             if name is not None:
                 return Poly.sym(name)
-            if num is None and name is None and ch is None:
+            if ch is None:
                 raise ValueError(f"'{text}' ends where a number, a name or '(' should follow")
             if ch == "-":
                 return Poly.const(-1) * atom()

@@ -327,11 +327,10 @@ class _ToAst:
         return _current.source
 
     def _loc(self, x) -> SourceLocation:
-        if isinstance(x, Token):
-            return SourceLocation(self.filename, x.line, x.column)
+        """Where token or node ``x`` starts."""
         if isinstance(x, A.Node):
             return x.loc
-        return SourceLocation(self.filename, getattr(x, "line", 1) or 1, getattr(x, "column", 1) or 1)
+        return SourceLocation(self.filename, x.line, x.column)
 
     # -- top level
     def start(self, items):

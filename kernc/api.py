@@ -49,6 +49,7 @@ class Kernel:
         self.name = name
         self.signature = module._compilation.signatures[name]
         self._packers: dict = {}  # index_bits -> cuda.ArgPacker, built on the first GPU launch
+        self._bind_plan = binding.BindPlan(self.signature)  # what every launch's binding reuses
 
     def _packer(self, index_bits: int):
         packer = self._packers.get(index_bits)
@@ -78,7 +79,7 @@ class Kernel:
     def __call__(self, *args, device: str | None = None, **kwargs) -> LaunchResult:
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
-            bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu")
+            bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
             stats = cpu.launch(self._module._interpreter(), bound)
         elif device == "cuda":
             if not cuda.available():
@@ -90,7 +91,7 @@ class Kernel:
             kwargs = {k: (cuda.as_cupy(v) if cuda.is_cuda_array(v) else v) for k, v in kwargs.items()}
             cp = cuda.cupy()
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
-                                 zeros=cp.zeros)
+                                 zeros=cp.zeros, plan=self._bind_plan)
             current = cp.cuda.runtime.getDevice()
             cuda.check_same_device(bound, current)
             aligned = cuda.all_aligned(bound, 16)
@@ -137,9 +138,7 @@ class Module:
             self._interp = Interpreter(self._compilation.gpu_ir(debug_info=True))
         return self._interp
 
-    def _cuda_module(self, index_bits: int, aligned: bool = True, device: int | None = None):
-        if device is None:
-            device = cuda.cupy().cuda.runtime.getDevice()
+    def _cuda_module(self, index_bits: int, aligned: bool, device: int):
         key = (index_bits, aligned, device)
         if key not in self._cuda:
             self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits, aligned))

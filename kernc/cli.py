@@ -445,10 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     except CompileError as err:  # located diagnostics: `file:line:col: error: ...`
         print(str(err), file=sys.stderr)
         return EXIT_USER
-    except KerncError as err:  # launch and run-time errors have no source location
-        print(f"kernc: error: {err}", file=sys.stderr)
-        return EXIT_USER
-    except (OSError, ValueError) as err:
+    except (KerncError, OSError, ValueError) as err:  # no source location (launch, run time, files)
         print(f"kernc: error: {err}", file=sys.stderr)
         return EXIT_USER
     except KeyboardInterrupt:

@@ -291,12 +291,12 @@ def _whole_padded_elements(kc: KernelContext | None, acc: Access) -> bool:
     return str(p.storage_shape[1]) == str(acc.layout.stride[0])
 
 
-def _vector_width(acc: Access, whole_padded_elements: bool = False) -> int:
+def _vector_width(acc: Access, kc: KernelContext | None) -> int:
     """Elements of one 16-byte vector access of this accessor's element, or 0 when the components of
     an element are not contiguous 16-byte-aligned storage: the component stride must be 1 and the
     element stride a multiple of the vector width (so every element starts at a multiple of 16
     bytes from the buffer's base); reads may use a trailing padding lane when the storage holds it
-    (``whole_padded_elements``, as for ``caspar``), writes must cover the element exactly."""
+    (:func:`_whole_padded_elements`, as for ``caspar``), writes must cover the element exactly."""
     if acc.layout.rank != 2 or acc.ncomp < 2:
         return 0
     d0, d1 = acc.layout.stride
@@ -304,7 +304,9 @@ def _vector_width(acc: Access, whole_padded_elements: bool = False) -> int:
     if not (d1.is_const and d1.value == 1 and d0.is_const) or VECTOR_BYTES % esize:
         return 0
     w = VECTOR_BYTES // esize
-    if d0.value % w or acc.ncomp > w or (acc.ncomp != w and (acc.kind != "read" or not whole_padded_elements)):
+    if d0.value % w or acc.ncomp > w:
+        return 0
+    if acc.ncomp < w and (acc.kind != "read" or not _whole_padded_elements(kc, acc)):
         return 0
     return w
 
@@ -344,8 +346,7 @@ def _vectorised(acc: Access, e: ir.Value, w: int, scalar) -> list:
 def _per_thread(acc: Access, kc: KernelContext | None = None) -> list:
     t = kern.builtin("thread_id")
     e = element_index(acc, t)
-    w = (_vector_width(acc, _whole_padded_elements(kc, acc))
-         if acc.accessor in ("sequential", "strided", "indexed") else 0)
+    w = _vector_width(acc, kc) if acc.accessor in ("sequential", "strided", "indexed") else 0
     if w:
         return _vectorised(acc, e, w, lambda: _scalar_access(acc, e))
     return _scalar_access(acc, e)
@@ -432,7 +433,7 @@ def _stage_shared(kc, acc, slot, t, tid, blk, p, in_range):
     cnt = b.index_cast_ui(b.load(count, blk))
     esize = b.bits(acc.compute) // 8
     chunks = _chunks(acc.ncomp, B, esize)
-    w = _vector_width(acc, _whole_padded_elements(kc, acc)) if len(chunks) == 1 else 0
+    w = _vector_width(acc, kc) if len(chunks) == 1 else 0
     for chunk in chunks:
         smem = kc.workgroup(acc.compute, B * len(chunk), f"shared({acc.layout_text})",
                             location=acc.location)

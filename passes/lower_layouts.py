@@ -41,31 +41,32 @@ class LowerLayouts(Pass):
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for op in walk_ops(module, {"kern.layout_apply", "kern.swizzle"}):
-            if op.name == "kern.swizzle":
-                self._swizzle(op)
-                continue
-            seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-            operands = list(op.operands)
-            coords, sizes = operands[: seg[0]], operands[seg[0]:]
-            syms = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
-            layout = StridedLayout.parse(ir.StringAttr(op.attributes["layout"]).value)
-            env = dict(zip(syms, sizes))
-            with ir.InsertionPoint(op), op.location:
-                offset = None
-                for c, d in zip(coords, layout.stride):
-                    if d.is_const and d.value == 0:
-                        continue
-                    if d.is_const and d.value == 1:
-                        term = c
-                    elif d.is_const and d.value > 0 and d.value & (d.value - 1) == 0:
-                        term = arith.ShLIOp(c, index_const(d.value.bit_length() - 1)).result
-                    else:
-                        term = arith.MulIOp(c, emit_poly(d, env)).result
-                    offset = term if offset is None else arith.AddIOp(offset, term).result
-                if offset is None:
-                    offset = index_const(0)
-            op.results[0].replace_all_uses_with(offset)
-            op.erase()
+            (self._swizzle if op.name == "kern.swizzle" else self._layout_apply)(op)
+
+    @staticmethod
+    def _layout_apply(op) -> None:
+        seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+        operands = list(op.operands)
+        coords, sizes = operands[: seg[0]], operands[seg[0]:]
+        syms = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
+        layout = StridedLayout.parse(ir.StringAttr(op.attributes["layout"]).value)
+        env = dict(zip(syms, sizes))
+        with ir.InsertionPoint(op), op.location:
+            offset = None
+            for c, d in zip(coords, layout.stride):
+                if d.is_const and d.value == 0:
+                    continue
+                if d.is_const and d.value == 1:
+                    term = c
+                elif d.is_const and d.value > 0 and d.value & (d.value - 1) == 0:
+                    term = arith.ShLIOp(c, index_const(d.value.bit_length() - 1)).result
+                else:
+                    term = arith.MulIOp(c, emit_poly(d, env)).result
+                offset = term if offset is None else arith.AddIOp(offset, term).result
+            if offset is None:
+                offset = index_const(0)
+        op.results[0].replace_all_uses_with(offset)
+        op.erase()
 
     @staticmethod
     def _swizzle(op) -> None:
