@@ -15,7 +15,8 @@ Semantics: ``dialect/kern.py`` and ``shared/design/layouts.md``.
   ``scf.if``, dropped when out of bounds.
 - ``kern.delinearize`` -> the mixed-radix split, last coordinate fastest: per extent ``E`` (from the
   last) ``q = rest / E`` (``arith.divsi``) and ``c = rest - q * E`` (one division per extent);
-  ``kern-lower-divisions`` then turns those into shifts or magic multiplications.
+  ``kern-fold-divisions`` folds the ones that undo a linearization, and ``kern-lower-divisions`` turns
+  the rest into shifts or magic multiplications.
 """
 
 from __future__ import annotations

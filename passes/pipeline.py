@@ -18,6 +18,7 @@ from .coalesce_views import CoalesceViews  # kern-coalesce-views (issue "Perform
 from .dedup_attributes import DedupAttributes
 from .base import Pass, UpstreamPass
 from .contract_fma import ContractFMA
+from .fold_divisions import FoldDivisions
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
@@ -87,6 +88,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list
         *([CoalesceViews(remarks)] if coalesce else []),  # kern-coalesce-views
         LowerViews(),
         LowerLayouts(),
+        FoldDivisions(),
         LowerDivisions(),
         LowerBuiltins(),
         *([ContractFMA()] if fmad else []),  # kern-contract-fma

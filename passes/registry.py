@@ -13,6 +13,7 @@ from .coalesce_views import CoalesceViews  # kern-coalesce-views
 from .base import Pass, UpstreamPass
 from .contract_fma import ContractFMA
 from .dedup_attributes import DedupAttributes
+from .fold_divisions import FoldDivisions
 from .fold_layouts import FoldLayouts
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
@@ -31,6 +32,7 @@ KERN_PASSES = {
     LowerAccessors.name: lambda: LowerAccessors(),
     LowerLayouts.name: lambda: LowerLayouts(),
     LowerViews.name: lambda: LowerViews(),
+    FoldDivisions.name: lambda: FoldDivisions(),
     LowerDivisions.name: lambda **o: LowerDivisions(o.get("magic", "auto")),
     FoldLayouts.name: lambda: FoldLayouts(),
     OutlineToGpu.name: lambda: OutlineToGpu(),
