@@ -156,15 +156,28 @@ _LOOPS = {"scf.for", "scf.while", "scf.parallel", "scf.forall"}
 
 
 def _in_loop(op, fn) -> bool:
+    """``op`` is inside a loop that may run many times per thread. A grid-stride loop (an
+    ``scf.for`` stepping by ``gpu.grid_dim``, as ``kern-coalesce-views`` builds over its tiles) does
+    not count: the launcher sizes the grid to the problem, so it runs about once per thread."""
     parent = op.parent
     while parent is not None:
         p = parent.operation if hasattr(parent, "operation") else parent
         if p == fn:
             return False
-        if p.name in _LOOPS:
+        if p.name in _LOOPS and not _grid_stride(p):
             return True
         parent = p.parent
     return False
+
+
+def _grid_stride(loop) -> bool:
+    if loop.name != "scf.for":
+        return False
+    step = loop.operands[2]
+    if isinstance(step, ir.BlockArgument):
+        return False
+    owner = step.owner
+    return (owner.operation if hasattr(owner, "operation") else owner).name == "gpu.grid_dim"
 
 
 def _key(v: ir.Value) -> str:
@@ -183,7 +196,8 @@ class LowerDivisions(Pass):
     ``magic``: ``auto`` (default) uses the magic numbers for a divisor when its divisions are
     executed often enough per thread to pay for computing them (each thread computes them once,
     about the cost of two 32-bit divisions, then saves about half a division per use): a division
-    inside a loop counts :data:`LOOP_WEIGHT`, one outside :data:`STRAIGHT_WEIGHT`, and a divisor
+    inside a loop counts :data:`LOOP_WEIGHT` (a grid-stride loop, which runs about once per thread,
+    does not count as a loop), one outside :data:`STRAIGHT_WEIGHT`, and a divisor
     whose total exceeds :data:`MAGIC_THRESHOLD` is rewritten (a lone ``t / N`` of a 2-D ``over``
     stays one hardware division sequence; the divisions of an im2col inside a loop become
     multiplications). ``always`` rewrites every division by a uniform divisor, ``never`` none (powers
