@@ -146,7 +146,7 @@ class Module:
 
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
-            fmad: bool = False) -> Module:
+            fmad: bool = False, coalesce: bool = True) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -155,19 +155,23 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     first use (``mod.ptx`` or the first GPU launch). ``ValueError`` for a bad ``arch``/``opt_level``.
     ``fmad=True`` contracts ``a*b + c`` into fused multiply-adds (nvcc's ``--fmad=true``), rounded
     once on the GPU and on the CPU interpreter alike (default off: results equal numpy's ``a*b + c``).
+    ``coalesce=False`` turns off the staging of transposed view accesses through a workgroup tile
+    (``kern-coalesce-views``; ``kernc compile --no-coalesce``), e.g. to measure a naive transpose.
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
     for numpy arrays or on the GPU for CUDA arrays, updates ``write``/``add`` buffers in place, and
     returns a :class:`LaunchResult`.
     """
-    return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level, fmad=fmad)))
+    return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level, fmad=fmad,
+                                                             coalesce=coalesce)))
 
 
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
-                 fmad: bool = False) -> Module:
+                 fmad: bool = False, coalesce: bool = True) -> Module:
     """Compile the ``.kern`` file at ``path`` (see :func:`compile`); ``OSError`` if unreadable."""
-    return compile(read_source(path), filename=str(path), arch=arch, opt_level=opt_level, fmad=fmad)
+    return compile(read_source(path), filename=str(path), arch=arch, opt_level=opt_level, fmad=fmad,
+                   coalesce=coalesce)
 
 
 def read_source(path) -> str:

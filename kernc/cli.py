@@ -443,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
     except InternalCompilerError as err:
         return _report_ice(err, argv)
     except CompileError as err:  # located diagnostics: `file:line:col: error: ...`
-        print(str(err), file=sys.stderr)
+        located = any(d.location is not None for d in err.diagnostics)
+        print(str(err) if located else f"kernc: {err}", file=sys.stderr)
         return EXIT_USER
     except (KerncError, OSError, ValueError) as err:  # no source location (launch, run time, files)
         print(f"kernc: error: {err}", file=sys.stderr)

@@ -254,10 +254,17 @@ class Compilation:
             # kern-coalesce-views: scheduled only for N-D problems (a module without kern.delinearize
             # has nothing to stage, and its pipeline stays as before); off with coalesce=False
             kw = {}
-            if not self.options.coalesce or not walk_ops(module, {"kern.delinearize"}):
+            n_d = bool(walk_ops(module, {"kern.delinearize"}))
+            if not self.options.coalesce or not n_d:
                 kw["coalesce"] = False
             if self.options.remarks:
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
+                if not self.options.coalesce:  # say why there is no decision to read
+                    kw["remarks"](f"{filename}: remark: view accesses are not staged: kern-coalesce-views "
+                                  "is off (--no-coalesce)")
+                elif not n_d:
+                    kw["remarks"](f"{filename}: remark: nothing to stage: no kernel has an N-D problem "
+                                  "(over (i, j) in (M, N)), so consecutive threads never stride a view")
             if self.options.fmad:
                 kw["fmad"] = True
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each)

@@ -287,3 +287,30 @@ def test_output_through_a_symlink_updates_its_target(tmp_path, capsys):
     assert main(["compile", SAXPY, "-o", str(link)]) == 0, capsys.readouterr().err
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert ".entry saxpy" in target.read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compile", SAXPY, "--kernel", "nosuch"], "no kernel named 'nosuch'"),
+    (["layout", "(4,2):(x)"], "layout '(4,2):(x)'"),
+    (["opt", SAXPY, "--passes", "nosuch{"], "bad pass pipeline"),
+])
+def test_unlocated_compile_errors_carry_the_kernc_error_prefix(argv, message, capsys):
+    """Compile errors without a source location printed as a bare ``error: ...``; like every other
+    unlocated CLI error they now read ``kernc: error: ...``."""
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kernc: error: ") and message in err, err
+
+
+def test_remarks_say_why_nothing_is_staged(tmp_path, capsys):
+    """``--remarks`` printed nothing at all with ``--no-coalesce`` or for a 1-D kernel."""
+    transpose = os.path.join(EXAMPLES, "transpose.kern")
+    out = str(tmp_path / "t.ptx")
+    assert main(["compile", transpose, "--remarks", "--no-coalesce", "-o", out]) == 0
+    err = capsys.readouterr().err
+    assert "kern-coalesce-views is off (--no-coalesce)" in err and "staging" not in err, err
+    assert main(["compile", SAXPY, "--remarks", "-o", out]) == 0
+    assert "nothing to stage: no kernel has an N-D problem" in capsys.readouterr().err
+    assert main(["compile", transpose, "--remarks", "-o", out]) == 0
+    err = capsys.readouterr().err
+    assert "staging 'b' through a 8x36 workgroup tile" in err and "nothing to stage" not in err, err
