@@ -654,15 +654,17 @@ class _Checker(LayoutMixin):
                 coord_syms: list, extents: list):
         """``over (i, j) in (M, N)``: coordinates (``index``, last fastest) and extents (sums and
         products of size symbols and integers; a fresh name becomes a size symbol). Returns
-        ``(problem_size text, P as a Poly)``."""
+        ``(problem_size text, P as a Poly)``. After an error the coordinates are still declared, so
+        the body is checked without a cascade of "unknown name" errors."""
+        ok = True
         if len(over.names) != len(over.extents):
             self.error(f"'over' names {len(over.names)} coordinate"
                        f"{'s' if len(over.names) != 1 else ''} but gives {len(over.extents)} "
                        f"extent{'s' if len(over.extents) != 1 else ''}", over.loc)
-            return None, None
-        if len(over.names) > 8:
+            ok = False
+        elif len(over.names) > 8:
             self.error(f"at most 8 coordinates in 'over', got {len(over.names)}", over.loc)
-            return None, None
+            ok = False
 
         def extent_ok(name, loc):
             if name in size_syms:
@@ -680,8 +682,7 @@ class _Checker(LayoutMixin):
             return True
 
         total = Poly.const(1)
-        ok = True
-        for e in over.extents:
+        for e in over.extents if ok else ():
             p = self.poly(e, "extent", extent_ok)
             if p is None:
                 ok = False

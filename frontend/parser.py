@@ -219,6 +219,27 @@ def _token_before(parser: Lark, text: str, tok: Token):
     return prev
 
 
+def _accepts_before(parser: Lark, text: str) -> set:
+    """The terminals the parser accepts where the lexer met a character no terminal matches.
+
+    The contextual lexer's own list (``UnexpectedCharacters.allowed``) is that of the LALR state
+    before the pending reductions, so after a kernel's closing brace it offered the '}' and names of
+    an enclosing block; the text is parsed again up to the character (only on this error path) and
+    the interactive parser's ``accepts()`` says what may really come next."""
+    ip = parser.parse_interactive(text)
+    try:
+        for _ in ip.iter_parse():
+            pass
+    except UnexpectedCharacters:
+        try:
+            return set(ip.accepts())
+        except (UnexpectedInput, CompileError):
+            return set()
+    except (UnexpectedInput, CompileError):
+        pass
+    return set()
+
+
 def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lark) -> Diagnostic:
     line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
     at = getattr(e, "pos_in_stream", None)
@@ -246,7 +267,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lar
             msg = f"unexpected name '{word}'" + (f", expected {_join_or(allowed)}" if allowed else "")
             return Diagnostic(msg, SourceLocation(filename, line, col), source=text)
         msg = f"unexpected character {ch!r}"
-        allowed = _expected_words(e.allowed or set(), parser)
+        allowed = _expected_words(_accepts_before(parser, text) or e.allowed or set(), parser)
         if allowed:
             msg += f", expected {_join_or(allowed)}"
         return Diagnostic(msg, SourceLocation(filename, line, col), source=text)

@@ -301,3 +301,11 @@ def test_assigning_a_whole_view_says_to_write_its_elements():
     assert d.format().splitlines()[0] == ("t.kern:2:5: error: cannot assign to the view 'x' as a whole: "
                                          "a view is written element by element")
     assert d.hint == "write its elements, e.g. x[i, j] = ..."
+
+
+@pytest.mark.parametrize("over", ["(i, j) in (M)", "(i, j, k, l, m, o, p, q, r) in (M, N, 1, 1, 1, 1, 1, 1, 1)"])
+def test_a_bad_over_clause_still_declares_its_coordinates(over):
+    """One mistake in ``over`` also gave an "unknown name" error for every use of a coordinate."""
+    src = f"kernel k(a: f32[M, N] view) over {over} {{\n    a[i, j] = 1.0;\n}}\n"
+    lines = error_lines(src)
+    assert len(lines) == 1 and "'over'" in lines[0], lines

@@ -204,6 +204,11 @@ def test_dump_ast_is_deterministic_and_readable():
      "s.kern:1:31: error: unexpected character '\u00e9', expected a name"),
     ("kernel k(a: f32) over n { let x = \u0663; }",
      "s.kern:1:35: error: unexpected character '\u0663', expected an expression"),
+    # a stray character after a complete kernel offered the '}' or a name of an enclosing block
+    ("kernel k(a: f32) over n { }\n$\n",
+     "s.kern:2:1: error: unexpected character '$', expected a kernel or layout definition"),
+    ("kernel k(a: f32[n] write) over n { a = 1.0 $ }",
+     "s.kern:1:44: error: unexpected character '$', expected ';'"),
 ])
 def test_syntax_errors(src, expected):
     with pytest.raises(CompileError) as info:
