@@ -4,21 +4,234 @@
   the hand-written CUDA C++ ``bench/cuda/saxpy.cu`` (nvcc's PTX, or NVRTC through
   ``cupy.RawModule`` when nvcc is missing), both launched the same raw way through CuPy, and as a
   percentage of the device's peak (memory clock x bus width x 2, from the device attributes);
+- the same for three access patterns, each kernc variant next to the CUDA C++ a CUDA programmer
+  writes for the job (``bench/cuda/bandwidth/``), with the variant/variant ratio the accessor or
+  option is meant to win:
+
+  - gather ``out[t] = x[idx[t]]``: kernc ``read indexed(idx)`` and ``read shared(idx)``
+    (``bench/kern/gather.kern``) against a plain ``x[idx[t]]``;
+  - scatter-add ``y[idx[t]] += v[t]`` with duplicate indices: kernc ``add atomic(idx)`` and
+    ``add shared_sum(idx)`` (``bench/kern/scatter.kern``) against one ``atomicAdd`` per thread;
+  - transpose of a row-major matrix: ``examples/transpose.kern`` compiled with kernc's view staging
+    (the default) and without it (``coalesce=False``) against a naive and the classic tiled
+    (32 x 33 ``__shared__`` tile) CUDA transpose;
+
 - host launch overhead per call on a small problem: kernc's ``mod.saxpy(a, x, y)`` (argument
   binding, packing, launch), kernc's kernel launched raw, and the CUDA C++ kernel launched raw.
+
+Every result is checked against numpy before it is timed. The input builders (``gather_data``,
+``scatter_data``, ``transpose_data``) and the checks (``check_gather``, ``check_scatter``,
+``check_transpose``) take numpy or CuPy arrays, so the tests run the same inputs and checks on the
+CPU interpreter (``tests/bench/test_gpu_bandwidth_kernels.py``).
+
+Bandwidth is *effective* bandwidth: the bytes the job must move at minimum (each comparison's
+``bytes_counted`` says which) divided by the median device time of one launch. Every variant of a
+comparison is charged the same bytes, so GB/s ratios are time ratios; a variant that moves more
+(kernc's ``shared_indices`` table, a naive transpose's partial sectors) shows up as lower GB/s.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
+import tempfile
 import time
 
 #: CUDA runtime attribute numbers (``cudaDeviceAttr``): memory clock in kHz, bus width in bits.
 _ATTR_MEMORY_CLOCK_KHZ = 36
 _ATTR_BUS_WIDTH_BITS = 37
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: kernc kernels of the bandwidth comparisons (the transpose is ``examples/transpose.kern``).
+KERN_DIR = os.path.join(HERE, "kern")
+#: Threads per block of the 1-D kernels on both sides: kernc's default ``@block(256)`` and the
+#: ``__launch_bounds__(256)`` of the CUDA C++ references; ``shared_indices`` tables are per block of it.
+BLOCK = 256
+#: The bandwidth comparisons, in the order they are run and printed (``run`` returns each as
+#: ``"<name>_bandwidth"``).
+COMPARISONS = ("gather", "scatter", "transpose")
+#: Problem sizes: elements of the gather/scatter, (rows, columns) of the transpose.
+FULL_SIZES = {"gather": 1 << 24, "scatter": 1 << 24, "transpose": (4096, 4096)}
+QUICK_SIZES = {"gather": 1 << 20, "scatter": 1 << 20, "transpose": (1024, 1024)}
+#: Relative tolerance of the scatter-add check (f32 sums in an unspecified order; see check_scatter).
+SCATTER_RTOL = 4e-6
 
+
+# -- inputs and numpy expectations -------------------------------------------------------------------
+def _host(a):
+    """``a`` as a numpy array (CuPy arrays are copied to the host)."""
+    import numpy as np
+
+    return a.get() if hasattr(a, "get") and not isinstance(a, np.ndarray) else np.asarray(a)
+
+
+def _shuffle_within_blocks(rng, a, block: int):
+    """``a`` with the entries of every run of ``block`` consecutive entries (and of the last, partial
+    one) permuted at random: what thread sees which entry changes, which block does not."""
+    import numpy as np
+
+    out = a.copy()
+    full = a.size - a.size % block
+    if full:
+        perm = np.argsort(rng.random((full // block, block)), axis=1)
+        out[:full] = np.take_along_axis(a[:full].reshape(-1, block), perm, axis=1).ravel()
+    if a.size > full:
+        out[full:] = rng.permutation(a[full:])
+    return out
+
+
+def gather_data(xp, n: int, seed: int = 0, repeats: int = 8) -> dict:
+    """Inputs of the gather comparison ``out[t] = x[idx[t]]``, ``t < n``, as arrays of ``xp`` (numpy
+    or CuPy; generated with numpy's RNG, so both get the same values).
+
+    Returns ``{"x": f32[m], "idx": u32[n], "out": f32[n]}`` with ``m = max(1, n // repeats)``;
+    ``out`` is NaN-filled (so an element no thread writes fails the check). The index pattern is the
+    one ``shared(idx)`` is made for, a mesh or particle code's: ``idx`` is sorted random indices
+    (each ``x`` element used ``repeats`` times on average; sorted as particles sorted by cell are),
+    then shuffled within each block of :data:`BLOCK` threads (items of one cell come in any order).
+    A block then needs only ~``BLOCK / repeats`` distinct, nearby elements, which ``shared`` loads
+    once each, ascending and coalesced, while ``indexed`` issues one load per thread and each warp's
+    32 loads land in random order over the block's range."""
+    import numpy as np
+
+    if n < 1:
+        raise ValueError(f"gather_data: n must be >= 1, got {n}")
+    rng = np.random.default_rng(seed)
+    m = max(1, n // repeats)
+    x = rng.standard_normal(m, dtype=np.float32)
+    idx = _shuffle_within_blocks(rng, np.sort(rng.integers(0, m, n, dtype=np.uint32)), BLOCK)
+    out = np.full(n, np.nan, np.float32)
+    return {"x": xp.asarray(x), "idx": xp.asarray(idx), "out": xp.asarray(out)}
+
+
+def expected_gather(data: dict):
+    """numpy ``x[idx]`` (``f32[n]``) for the arrays of :func:`gather_data`."""
+    return _host(data["x"])[_host(data["idx"])]
+
+
+def check_gather(got, data: dict, what: str = "gather") -> None:
+    """``AssertionError`` unless ``got`` (``f32[n]``, numpy or CuPy) equals :func:`expected_gather`
+    bit for bit (a gather copies values: no rounding is allowed)."""
+    _check_exact(_host(got), expected_gather(data), what)
+
+
+def gather_bytes(data: dict) -> int:
+    """Bytes a gather must move at minimum: read ``idx`` (4n), write ``out`` (4n) and read each
+    distinct ``x`` element once (4 bytes each)."""
+    return 8 * int(data["idx"].size) + 4 * distinct_indices(data["idx"])
+
+
+def scatter_data(xp, n: int, seed: int = 0, repeats: int = 8) -> dict:
+    """Inputs of the scatter-add comparison ``y[idx[t]] += v[t]``, ``t < n``, as arrays of ``xp``.
+
+    Returns ``{"v": f32[n], "idx": u32[n], "y0": f32[m], "y": f32[m]}`` with ``m = ceil(n /
+    repeats)``; ``y`` is the buffer the kernels update (a copy of ``y0``, which stays untouched).
+    ``idx = t // repeats``, shuffled within each block of :data:`BLOCK` threads: every target gets
+    exactly ``repeats`` values, all from threads of one block but not from neighbouring lanes (as
+    the nodes of a mesh collect their elements' contributions). That is the case ``shared_sum`` is
+    made for (one atomic per distinct index per block instead of one per thread) and where plain
+    atomics collide. Values are ``±U[0.25, 1]``: no term is small enough to vanish in the tolerance
+    of :func:`check_scatter`."""
+    import numpy as np
+
+    if n < 1:
+        raise ValueError(f"scatter_data: n must be >= 1, got {n}")
+    rng = np.random.default_rng(seed)
+    m = -(-n // repeats)
+    idx = _shuffle_within_blocks(rng, (np.arange(n) // repeats).astype(np.uint32), BLOCK)
+    sign = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    v = (sign * rng.uniform(0.25, 1.0, n)).astype(np.float32)
+    y0 = rng.standard_normal(m, dtype=np.float32)
+    return {"v": xp.asarray(v), "idx": xp.asarray(idx), "y0": xp.asarray(y0), "y": xp.asarray(y0.copy())}
+
+
+def expected_scatter(data: dict):
+    """``(want, scale)``, both ``f64[m]``: ``y0 + Σ_{idx[t]=u} v[t]`` summed in float64, and the sum
+    of the absolute values of those terms (the scale of the rounding error of an f32 sum)."""
+    import numpy as np
+
+    y0 = _host(data["y0"]).astype(np.float64)
+    v = _host(data["v"]).astype(np.float64)
+    idx = _host(data["idx"])
+    want = y0 + np.bincount(idx, weights=v, minlength=y0.size)
+    scale = np.abs(y0) + np.bincount(idx, weights=np.abs(v), minlength=y0.size)
+    return want, scale
+
+
+def check_scatter(got, data: dict, what: str = "scatter") -> None:
+    """``AssertionError`` unless ``got`` (``f32[m]``) is within ``SCATTER_RTOL * scale`` (plus half an
+    f32 ulp of the result) of the float64 sum of :func:`expected_scatter`: atomics add in any order,
+    so the f32 result is not bitwise reproducible, but a missing or doubled term (>= 0.25) is far
+    outside the tolerance."""
+    import numpy as np
+
+    got = _host(got)
+    want, scale = expected_scatter(data)
+    assert got.shape == want.shape and got.dtype == np.float32, (what, got.shape, got.dtype)
+    err = np.abs(got.astype(np.float64) - want)
+    tol = SCATTER_RTOL * scale + np.abs(want) * np.finfo(np.float32).eps
+    bad = ~(err <= tol)  # NaN counts as bad
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise AssertionError(f"{what}: {int(bad.sum())} wrong elements; first y[{k}] = {got[k]!r}, "
+                             f"want {want[k]!r} (tolerance {tol[k]:.3g})")
+
+
+def scatter_bytes(data: dict) -> int:
+    """Bytes a scatter-add must move at minimum: read ``idx`` and ``v`` (4n each), and read and
+    write back each distinct target element of ``y`` once (8 bytes each)."""
+    return 8 * int(data["idx"].size) + 8 * distinct_indices(data["idx"])
+
+
+def transpose_data(xp, shape, seed: int = 0) -> dict:
+    """Inputs of the transpose comparison as arrays of ``xp``: ``{"a": f32[R, C], "b": f32[C, R]}``,
+    both row-major, for ``shape = (R, C)`` (an int ``N`` means ``(N, N)``); ``b`` is NaN-filled."""
+    import numpy as np
+
+    rows, cols = (shape, shape) if isinstance(shape, int) else tuple(shape)
+    if rows < 1 or cols < 1:
+        raise ValueError(f"transpose_data: shape must be positive, got {shape!r}")
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((rows, cols), dtype=np.float32)
+    return {"a": xp.asarray(a), "b": xp.asarray(np.full((cols, rows), np.nan, np.float32))}
+
+
+def expected_transpose(data: dict):
+    """numpy ``a.T`` as a contiguous ``f32[C, R]``."""
+    import numpy as np
+
+    return np.ascontiguousarray(_host(data["a"]).T)
+
+
+def check_transpose(got, data: dict, what: str = "transpose") -> None:
+    """``AssertionError`` unless ``got`` (``f32[C, R]``) equals ``a.T`` bit for bit."""
+    _check_exact(_host(got), expected_transpose(data), what)
+
+
+def transpose_bytes(data: dict) -> int:
+    """Bytes a transpose must move at minimum: read ``a`` and write ``b`` once (4 bytes per element each)."""
+    return 8 * int(data["a"].size)
+
+
+def distinct_indices(idx) -> int:
+    """How many distinct values the index array ``idx`` (``u32[n]``, numpy or CuPy) holds."""
+    import numpy as np
+
+    return int(np.count_nonzero(np.bincount(_host(idx)))) if idx.size else 0
+
+
+def _check_exact(got, want, what: str) -> None:
+    import numpy as np
+
+    assert got.shape == want.shape and got.dtype == want.dtype, (what, got.shape, got.dtype, want.shape)
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    if not same.all():
+        k = tuple(int(i) for i in np.argwhere(~same)[0])
+        raise AssertionError(f"{what}: {int((~same).sum())} wrong elements; first at {k}: got {got[k]!r}, "
+                             f"want {want[k]!r}")
+
+
+# -- device, modules and timing ----------------------------------------------------------------------
 def _device_info(cp) -> dict:
     dev = cp.cuda.runtime.getDevice()
     props = cp.cuda.runtime.getDeviceProperties(dev)
@@ -38,20 +251,82 @@ def _device_info(cp) -> dict:
             "peak_bandwidth_gbs": peak, "sm_count": props.get("multiProcessorCount")}
 
 
-def _reference_function(cp, cu_path: str, nvcc_ptx_path: str | None):
-    """The CUDA C++ saxpy as a CuPy function, and how it was built."""
+def compile_kern(path: str, arch: str = "sm_90", coalesce: bool = True):
+    """The ``.kern`` file at ``path`` as a :class:`kernc.api.Module` for ``arch``, compiled with or
+    without kernc's view staging (``coalesce``, ``kernc compile --no-coalesce``). ``CompileError``
+    for a bad program, ``OSError`` for an unreadable file."""
+    import kernc
+
+    return kernc.compile_file(path, arch=arch, coalesce=coalesce)
+
+
+def _device_arch(cp) -> str:
+    """``sm_XY`` of the current device when kernc can target it, else ``sm_90`` (kernc's default)."""
+    try:
+        from kernc.compiler import validate_arch
+
+        return validate_arch(f"sm_{cp.cuda.Device().compute_capability}")
+    except Exception:  # noqa: BLE001 - no such attribute, or an arch kernc does not know
+        return "sm_90"
+
+
+def _reference_module(cp, cu_path: str, nvcc_ptx_path: str | None = None, arch: str | None = None,
+                      workdir: str | None = None):
+    """The CUDA C++ file ``cu_path`` loaded into the current context: ``(module, how)``, where
+    ``module.get_function(name)`` gives any of its ``extern "C"`` kernels and ``how`` says how it was
+    built. Uses ``nvcc_ptx_path`` when given, else ``nvcc -ptx -O3 -arch=ARCH`` into ``workdir`` when
+    nvcc is installed (and ``arch`` and ``workdir`` are given); falls back to NVRTC
+    (``cupy.RawModule``) when there is no PTX or the driver refuses it (e.g. nvcc newer than the
+    driver). ``OSError`` if ``cu_path`` cannot be read; CuPy's compile error if NVRTC fails too."""
+    if not nvcc_ptx_path and arch and workdir:
+        try:
+            from . import measure
+
+            stem = os.path.splitext(os.path.basename(cu_path))[0]
+            nvcc_ptx_path = measure.nvcc_ptx(cu_path, arch, workdir, f"bandwidth.{stem}")
+        except Exception:  # noqa: BLE001 - nvcc failed (e.g. an arch it does not know): try NVRTC
+            nvcc_ptx_path = None
     if nvcc_ptx_path and os.path.exists(nvcc_ptx_path):
         try:
             module = cp.cuda.function.Module()
             with open(nvcc_ptx_path, "rb") as f:
                 module.load(f.read())
-            return module.get_function("saxpy"), "nvcc -ptx -O3", module
+            return module, "nvcc -ptx -O3"
         except Exception:  # noqa: BLE001 - e.g. a driver older than nvcc's PTX ISA: try NVRTC
             pass
     with open(cu_path, encoding="utf-8") as f:
         source = f.read()
-    module = cp.RawModule(code=source)
-    return module.get_function("saxpy"), "NVRTC (cupy.RawModule)", module
+    return cp.RawModule(code=source), "NVRTC (cupy.RawModule)"
+
+
+def _reference_function(cp, cu_path: str, nvcc_ptx_path: str | None, name: str = "saxpy",
+                        arch: str | None = None, workdir: str | None = None):
+    """Kernel ``name`` of the CUDA C++ file ``cu_path`` as a CuPy function: ``(function, how, module)``
+    (keep ``module`` alive while the function is used); see :func:`_reference_module` for the
+    other arguments and the errors."""
+    module, how = _reference_module(cp, cu_path, nvcc_ptx_path, arch, workdir)
+    return module.get_function(name), how, module
+
+
+def _kernc_raw(cp, kernel, args: tuple):
+    """kernc ``kernel`` (a :class:`kernc.api.Kernel`) bound to the CuPy arrays and scalars ``args``
+    and packed once, returned as a ``launch()`` that calls the driver straight through CuPy -- what
+    ``kernel(*args)`` launches, without its per-call host work. Tables that ``shared(I)`` and
+    ``shared_sum(I)`` need are built here, once, from the raw index array (not timed: they are built
+    once per index array and reused)."""
+    import inspect
+
+    from kernc.backend import binding, cuda
+
+    sig = kernel.signature
+    extra = {"zeros": cp.zeros} if "zeros" in inspect.signature(binding.bind).parameters else {}
+    bound = binding.bind(sig, args, {}, lambda v: isinstance(v, cp.ndarray), "cuda", **extra)
+    # The PTX that assumes 16-byte aligned buffers (the default), as kernc's own launcher picks for
+    # CuPy's allocations (256-byte aligned).
+    fn = cuda.load_module(kernel._module._compilation.ptx(bound.index_bits)).function(sig.name)
+    packed = cuda.ArgPacker(sig, bound.index_bits)(bound.args)
+    grid, block = bound.grid, bound.block
+    return lambda: fn((grid,), (block,), packed)
 
 
 def _time_device(cp, launch, reps: int, inner: int) -> float:
@@ -84,11 +359,178 @@ def _time_host(cp, call, count: int, reps: int) -> float:
     return statistics.median(samples)
 
 
+# -- the bandwidth comparisons -----------------------------------------------------------------------
+class _Bench:
+    """What every comparison of one run shares: CuPy, the target, the timing parameters, the folders
+    and the compiled modules (each ``.kern``/``.cu`` built once per run)."""
+
+    def __init__(self, cp, cu_dir: str, examples_dir: str, workdir: str, peak, reps: int, inner: int):
+        self.cp, self.peak, self.reps, self.inner = cp, peak, reps, inner
+        self.cu_dir = os.path.join(cu_dir, "bandwidth")
+        self.examples_dir, self.workdir = examples_dir, workdir
+        self.arch = _device_arch(cp)
+        self._kern: dict = {}
+
+    def reference(self, cu_name: str):
+        """``(module, how)`` of ``bench/cuda/bandwidth/CU_NAME``."""
+        return _reference_module(self.cp, os.path.join(self.cu_dir, cu_name), None, self.arch, self.workdir)
+
+    def kernc(self, path: str, coalesce: bool = True):
+        """The kernc Module of ``path`` for this device's arch (see :func:`compile_kern`)."""
+        key = (path, coalesce)
+        if key not in self._kern:
+            self._kern[key] = compile_kern(path, self.arch, coalesce)
+        return self._kern[key]
+
+    def measure(self, variants: dict, reset, check, moved: int) -> dict:
+        """Verify, then time every variant. ``variants``: ``{key: (label, launch)}``; ``reset()``
+        restores the output before a verification launch and ``check(key)`` raises when the output
+        is wrong. Returns ``{key: {"label", "ms", "gbs", "pct_of_peak"}}`` for ``moved`` bytes per
+        launch. All variants are verified before any is timed, so a wrong one wastes no time."""
+        cp = self.cp
+        for key, (_label, launch) in variants.items():
+            reset()
+            launch()
+            cp.cuda.Device().synchronize()
+            check(key)
+        rows = {}
+        for key, (label, launch) in variants.items():
+            ms = _time_device(cp, launch, self.reps, self.inner)
+            gbs = moved / (ms * 1e-3) / 1e9
+            rows[key] = {"label": label, "ms": ms, "gbs": gbs,
+                         "pct_of_peak": 100.0 * gbs / self.peak if self.peak else None}
+        return rows
+
+
+def _ratios(rows: dict, pairs) -> dict:
+    """``{"a/b": GB/s of a / GB/s of b}`` (> 1: ``a`` is faster) for each ``(a, b)`` of ``pairs``."""
+    return {f"{a}/{b}": rows[a]["gbs"] / rows[b]["gbs"] for a, b in pairs}
+
+
+def _gather(b: _Bench, n: int) -> dict:
+    import numpy as np
+
+    cp = b.cp
+    ref_module, how = b.reference("gather.cu")
+    ref = ref_module.get_function("gather")
+    mod = b.kernc(os.path.join(KERN_DIR, "gather.kern"))
+    d = gather_data(cp, n)
+    x, idx, out = d["x"], d["idx"], d["out"]
+    grid = (n + BLOCK - 1) // BLOCK
+    variants = {
+        "kernc_indexed": ("kernc indexed(idx)", _kernc_raw(cp, mod.gather_indexed, (x, idx, out))),
+        "kernc_shared": ("kernc shared(idx)", _kernc_raw(cp, mod.gather_shared, (x, idx, out))),
+        "reference": ("CUDA C++ x[idx[t]]", lambda: ref((grid,), (BLOCK,), (x, idx, out, np.uint32(n)))),
+    }
+    moved = gather_bytes(d)
+    rows = b.measure(variants, lambda: out.fill(np.nan), lambda key: check_gather(out, d, f"gather {key}"), moved)
+    return {
+        "n": n, "m": int(x.size), "distinct": distinct_indices(idx), "bytes_per_launch": moved,
+        "bytes_counted": "idx (4n) + out (4n) + each distinct x element once (4 bytes)",
+        "index_pattern": "sorted random, ~8 uses per x element, shuffled within each block of 256",
+        "reference_built_with": how, "variants": rows,
+        "shared_indices_ms": _table_ms(b, idx),
+        "ratios": _ratios(rows, [("kernc_indexed", "reference"), ("kernc_shared", "reference"),
+                                 ("kernc_shared", "kernc_indexed")]),
+    }
+
+
+def _scatter(b: _Bench, n: int) -> dict:
+    import numpy as np
+
+    cp = b.cp
+    ref_module, how = b.reference("scatter.cu")
+    ref = ref_module.get_function("scatter_add")
+    mod = b.kernc(os.path.join(KERN_DIR, "scatter.kern"))
+    d = scatter_data(cp, n)
+    v, idx, y0, y = d["v"], d["idx"], d["y0"], d["y"]
+    grid = (n + BLOCK - 1) // BLOCK
+    variants = {
+        "kernc_atomic": ("kernc atomic(idx)", _kernc_raw(cp, mod.scatter_atomic, (v, y, idx))),
+        "kernc_shared_sum": ("kernc shared_sum(idx)", _kernc_raw(cp, mod.scatter_shared_sum, (v, y, idx))),
+        "reference": ("CUDA C++ atomicAdd", lambda: ref((grid,), (BLOCK,), (v, y, idx, np.uint32(n)))),
+    }
+
+    def reset():
+        y[...] = y0
+
+    moved = scatter_bytes(d)
+    # Timed launches keep adding into y (the values do not matter for the time).
+    rows = b.measure(variants, reset, lambda key: check_scatter(y, d, f"scatter {key}"), moved)
+    return {
+        "n": n, "m": int(y.size), "distinct": distinct_indices(idx), "bytes_per_launch": moved,
+        "bytes_counted": "idx (4n) + v (4n) + read and write of each distinct y element once (8 bytes)",
+        "index_pattern": "t // 8 shuffled within each block of 256 (8 adds per target, one block each)",
+        "reference_built_with": how, "variants": rows,
+        "shared_indices_ms": _table_ms(b, idx),
+        "ratios": _ratios(rows, [("kernc_atomic", "reference"), ("kernc_shared_sum", "reference"),
+                                 ("kernc_shared_sum", "kernc_atomic")]),
+    }
+
+
+def _transpose(b: _Bench, shape) -> dict:
+    import numpy as np
+
+    cp = b.cp
+    ref_module, how = b.reference("transpose.cu")
+    naive, tiled = ref_module.get_function("transpose_naive"), ref_module.get_function("transpose_tiled")
+    path = os.path.join(b.examples_dir, "transpose.kern")
+    coalesced, plain = b.kernc(path), b.kernc(path, coalesce=False)
+    d = transpose_data(cp, shape)
+    a, out = d["a"], d["b"]
+    rows_, cols = (int(s) for s in a.shape)
+    sizes = (np.uint32(rows_), np.uint32(cols))
+    # The references' launch shapes (bench/cuda/bandwidth/transpose.cu): (32, 8)-thread blocks, one
+    # element per thread (naive) or one 32 x 32 tile per block (tiled).
+    naive_grid = ((cols + 31) // 32, (rows_ + 7) // 8)
+    tiled_grid = ((cols + 31) // 32, (rows_ + 31) // 32)
+    variants = {
+        "kernc_coalesced": ("kernc (view staging)", _kernc_raw(cp, coalesced.transpose, (a, out))),
+        "kernc_naive": ("kernc --no-coalesce", _kernc_raw(cp, plain.transpose, (a, out))),
+        "reference_tiled": ("CUDA C++ tiled 32x33", lambda: tiled(tiled_grid, (32, 8), (a, out, *sizes))),
+        "reference_naive": ("CUDA C++ naive", lambda: naive(naive_grid, (32, 8), (a, out, *sizes))),
+    }
+    moved = transpose_bytes(d)
+    rows = b.measure(variants, lambda: out.fill(np.nan), lambda key: check_transpose(out, d, f"transpose {key}"),
+                     moved)
+    return {
+        "rows": rows_, "cols": cols, "bytes_per_launch": moved,
+        "bytes_counted": "read a and write b once (4 + 4 bytes per element)",
+        "reference_built_with": how, "variants": rows,
+        "ratios": _ratios(rows, [("kernc_coalesced", "reference_tiled"), ("kernc_naive", "reference_naive"),
+                                 ("kernc_coalesced", "kernc_naive"), ("reference_tiled", "reference_naive")]),
+    }
+
+
+def _table_ms(b: _Bench, idx):
+    """Device time in ms of building ``shared_indices(idx, BLOCK)`` on the GPU (what a launch with a
+    new index array pays before ``shared``/``shared_sum`` kernels; not part of their times), or
+    ``None`` if it cannot be measured."""
+    try:
+        from kernc.backend.shared_indices import shared_indices
+
+        return _time_device(b.cp, lambda: shared_indices(idx, BLOCK), b.reps, 1)
+    except Exception:  # noqa: BLE001 - informative only
+        return None
+
+
+_COMPARE = {"gather": _gather, "scatter": _scatter, "transpose": _transpose}
+
+
+# -- all GPU measurements ----------------------------------------------------------------------------
 def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, reps: int,
-        bandwidth_n: int | None = None) -> dict:
+        bandwidth_n: int | None = None, sizes: dict | None = None) -> dict:
     """All GPU measurements as a dict; ``{"available": False, "note": ...}`` without a GPU, and an
     ``"error"`` entry (instead of an exception) when a measurement fails. ``bandwidth_n``: elements
-    of the bandwidth run (default 2^26, ``quick`` 2^22)."""
+    of the saxpy bandwidth run (default 2^26, ``quick`` 2^22). ``sizes``: problem sizes of the
+    bandwidth comparisons overriding :data:`FULL_SIZES` / :data:`QUICK_SIZES` (``{"gather": n,
+    "scatter": n, "transpose": (R, C)}``, any subset).
+
+    Each comparison of :data:`COMPARISONS` is ``out["<name>_bandwidth"]``: its sizes, the bytes
+    counted per launch (``bytes_per_launch``, ``bytes_counted``), ``variants`` (``{key: {"label",
+    "ms", "gbs", "pct_of_peak"}}``, ms: median device time of one launch), ``ratios`` (``{"a/b":
+    GB/s of a / GB/s of b}``) and ``reference_built_with``; or ``{"error": ...}`` when that
+    comparison failed (wrong results included), without stopping the others."""
     from kernc.backend import cuda
 
     if not cuda.available():
@@ -99,27 +541,16 @@ def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, 
     try:
         import numpy as np
 
-        import kernc
-
         cp = cuda.cupy()
         out.update(_device_info(cp))
-        mod = kernc.compile_file(os.path.join(examples_dir, "saxpy.kern"))
+        mod = compile_kern(os.path.join(examples_dir, "saxpy.kern"))  # = kernc.compile_file's defaults
         a = np.float32(1.25)
         ref_fn, ref_how, _keep = _reference_function(cp, os.path.join(cu_dir, "saxpy.cu"), nvcc_ptx_path)
         out["reference_built_with"] = ref_how
-        sig = mod.saxpy.signature
 
         def kernc_raw(xa, ya):
             """kernc's saxpy bound and packed once, then launched straight through CuPy."""
-            import inspect
-
-            from kernc.backend import binding
-
-            extra = {"zeros": cp.zeros} if "zeros" in inspect.signature(binding.bind).parameters else {}
-            bound = binding.bind(sig, (a, xa, ya), {}, lambda v: isinstance(v, cp.ndarray), "cuda", **extra)
-            fn = cuda.load_module(mod._compilation.ptx(bound.index_bits)).function(sig.name)
-            args = cuda.ArgPacker(sig, bound.index_bits)(bound.args)
-            return lambda: fn((bound.grid,), (bound.block,), args)
+            return _kernc_raw(cp, mod.saxpy, (a, xa, ya))
 
         # -- bandwidth ---------------------------------------------------------------------------
         n = bandwidth_n or 1 << (22 if quick else 26)
@@ -153,6 +584,21 @@ def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, 
             "reference_pct_of_peak": 100.0 * bw_r / peak if peak else None,
             "ratio_kernc_to_reference": bw_k / bw_r,
         }
+        x = y = y0 = expected = None  # free the saxpy arrays before the comparisons allocate theirs
+
+        # -- gather / scatter / transpose ---------------------------------------------------------
+        chosen = dict(QUICK_SIZES if quick else FULL_SIZES, **(sizes or {}))
+        with tempfile.TemporaryDirectory(prefix="kernc-bench-gpu-") as workdir:
+            bench = _Bench(cp, cu_dir, examples_dir, workdir, peak, reps, inner)
+            out["bandwidth_arch"] = bench.arch
+            for name in COMPARISONS:
+                try:
+                    out[f"{name}_bandwidth"] = _COMPARE[name](bench, chosen[name])
+                except Exception as err:  # noqa: BLE001 - one failed comparison must not stop the others
+                    out[f"{name}_bandwidth"] = {"error": f"{type(err).__name__}: {err}"}
+                finally:  # each comparison's arrays are garbage now: give their memory back
+                    if hasattr(cp, "get_default_memory_pool"):
+                        cp.get_default_memory_pool().free_all_blocks()
 
         # -- host launch overhead -----------------------------------------------------------------
         small = 1024

@@ -327,6 +327,7 @@ def render(results: dict) -> str:
             parts.append(f"  saxpy n={bw['n']}: kernc {bw['kernc_gbs']:.0f} GB/s ({pk(bw['kernc_pct_of_peak'])}), "
                          f"CUDA C++ {bw['reference_gbs']:.0f} GB/s ({pk(bw['reference_pct_of_peak'])}); "
                          f"ratio {_x(bw['ratio_kernc_to_reference'])}")
+        parts += _render_bandwidth(g)
         lo = g.get("launch_overhead")
         if lo:
             parts.append(f"  host launch overhead per call (n={lo['n']}): kernc API {lo['kernc_api_us']:.1f} us, "
@@ -345,6 +346,44 @@ def render(results: dict) -> str:
             val = f"{t['measured']:.3g} {t['unit']}"
             parts.append(f"  FAIL {t['text']}: {where} measured {val}")
     return "\n".join(parts) + "\n"
+
+
+def _render_bandwidth(g: dict) -> list[str]:
+    """Lines of the GPU section for the bandwidth comparisons of ``bench.gpu`` (gather, scatter,
+    transpose): one table row per variant, then each comparison's ratios; nothing when the results
+    hold none (an older results file, or the run stopped before them)."""
+    from .gpu import COMPARISONS
+
+    found = [(name, g[f"{name}_bandwidth"]) for name in COMPARISONS if f"{name}_bandwidth" in g]
+    if not found:
+        return []
+    lines = ["  Effective bandwidth (the bytes each job must move at minimum / median device time; "
+             "every variant of a job is charged the same bytes):"]
+    rows, notes = [], []
+    for name, c in found:
+        if "error" in c:  # a failed comparison (wrong results included): its message, no numbers
+            notes.append(f"    {name}: error: {c['error']}")
+            continue
+        size = f"{c['rows']}x{c['cols']}" if "rows" in c else f"n={c['n']}"
+        variants = c.get("variants", {})
+        for i, v in enumerate(variants.values()):
+            pct = "n/a" if v.get("pct_of_peak") is None else f"{v['pct_of_peak']:.1f}%"
+            rows.append([name if i == 0 else "", size if i == 0 else "", v["label"], f"{v['gbs']:.0f}",
+                         pct, f"{v['ms'] * 1e3:.1f}"])
+        ratios = []
+        for pair, r in c.get("ratios", {}).items():
+            a, b = pair.split("/", 1)
+            ratios.append(f"{variants.get(a, {}).get('label', a)} / {variants.get(b, {}).get('label', b)} {_x(r)}")
+        notes.append(f"    {name} (GB/s ratios): {'; '.join(ratios)}")
+        if c.get("shared_indices_ms") is not None:
+            notes.append(f"      shared_indices table build: {c['shared_indices_ms'] * 1e3:.0f} us "
+                         "(once per index array; not in the times above)")
+        if c.get("index_pattern"):
+            notes.append(f"      idx: {c['index_pattern']}; {c.get('distinct')} distinct of {c.get('m')}")
+        notes.append(f"      bytes: {c['bytes_counted']}")
+    if rows:
+        lines += ["    " + ln for ln in _table(["job", "size", "variant", "GB/s", "% of peak", "us"], rows).splitlines()]
+    return lines + notes
 
 
 def run(ns) -> int:
