@@ -14,167 +14,27 @@ This pass replaces such a division by the value it recovers, so no division is l
   is division by one factor after the other (e.g. D. E. Knuth, *The Art of Computer Programming*
   vol. 1, 1.2.4, eq. (11): ``floor(floor(x/m)/n) = floor(x/(m n))``).
 
-The facts come from the IR itself, not from guesses:
-
-- ``v >= 0``: non-negative constants, thread/block ids, ``kern.problem_size``, the kernel's size
-  symbols (extents are never negative: the launcher binds them from array shapes), ``scf.for``
-  induction variables with a non-negative lower bound and a positive step, and sums, products,
-  quotients, remainders, minima/maxima and selects of such values;
-- ``0 <= b < d``: an ``scf.for`` induction variable with lower bound ``>= 0``, positive step and
-  upper bound ``d``; a remainder by ``d`` of a non-negative value, as ``arith.rem*`` or in the form
-  ``x - (x/d)*d`` that delinearization produces; a constant below a constant ``d``.
-
-``d`` is matched structurally (the same block argument, or products of the same factors in any
-order). Divisors of 0 cannot occur where the facts hold (an empty loop or problem runs no such
-division). Like every ``index`` rewrite in kernc, this assumes the arithmetic does not overflow
+The facts (``a >= 0``, ``0 <= b < d``, equal divisors) come from the IR itself, not from guesses
+(:mod:`kernc.passes.index_facts`). Divisors of 0 cannot occur where the facts hold (an empty loop
+or problem runs no such division). Like every ``index`` rewrite in kernc, this assumes the arithmetic does not overflow
 (sizes below ``2^31`` with 32-bit ``index``, checked at launch). Runs after ``kern-lower-layouts``
 and before ``kern-lower-divisions``, which then sees only the divisions that are really needed.
 """
 
 from __future__ import annotations
 
-from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.mlir import ir
 
 from .base import Pass, functions, walk_ops
-
-_DIV = {"arith.divsi", "arith.divui", "arith.floordivsi"}
-_REM = {"arith.remsi", "arith.remui"}
-_NONNEG_SOURCES = {"kern.thread_id", "kern.problem_size", "kern.block_dim", "gpu.thread_id",
-                   "gpu.block_id", "gpu.block_dim", "gpu.grid_dim"}
-#: ops whose result is >= 0 when all their operands are (quotients and remainders: the divisor too)
-_CLOSED = {"arith.addi", "arith.muli", "arith.divsi", "arith.divui", "arith.floordivsi",
-           "arith.ceildivsi", "arith.remsi", "arith.remui", "arith.minsi", "arith.maxsi"}
-_PURE = _DIV | _REM | _CLOSED | {"arith.constant", "arith.subi", "arith.select", "arith.cmpi",
-                                 "arith.index_cast", "arith.andi", "arith.ori", "arith.xori"}
+from .index_facts import DIV, REM, IndexFacts, defining_op, erase_dead
 
 
-def _op(v: ir.Value):
-    """The defining operation of ``v`` (``None`` for a block argument)."""
-    if isinstance(v, ir.BlockArgument):
-        return None
-    op = v.owner
-    return op.operation if hasattr(op, "operation") else op
+class _Folder(IndexFacts):
+    """The folds, on top of the facts of one function."""
 
-
-def _const(v: ir.Value):
-    op = _op(v)
-    if op is None or op.name != "arith.constant" or not isinstance(v.type, ir.IndexType):
-        return None
-    return ir.IntegerAttr(op.attributes["value"]).value
-
-
-class _Facts:
-    """Non-negativity, bounds and structural equality of the ``index`` values of one function."""
-
-    def __init__(self, fn):
-        entry = fn.regions[0].blocks[0]
-        self.size_args = set()
-        if SIGNATURE_ATTR in fn.attributes:
-            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
-            first = len(sig.params)
-            self.size_args = {entry.arguments[i] for i in range(first, first + len(sig.sizes))
-                              if i < len(entry.arguments)}
-        self._nonneg: dict = {}
-
-    # -- v >= 0 ------------------------------------------------------------------------------------
-    def nonneg(self, v: ir.Value) -> bool:
-        if v in self._nonneg:
-            return self._nonneg[v]
-        self._nonneg[v] = False  # cycles (loop-carried values) are not proven
-        self._nonneg[v] = ok = self._prove_nonneg(v)
-        return ok
-
-    def _prove_nonneg(self, v: ir.Value) -> bool:
-        if isinstance(v, ir.BlockArgument):
-            if v in self.size_args:
-                return True
-            loop = self._for_of_iv(v)
-            return loop is not None and self.nonneg(loop.operands[0]) and (_const(loop.operands[2]) or 0) > 0
-        op = _op(v)
-        if op.name == "arith.constant":
-            c = _const(v)
-            return c is not None and c >= 0
-        if op.name in _NONNEG_SOURCES:
-            return True
-        if op.name in _CLOSED:
-            if op.name == "arith.maxsi":
-                return any(self.nonneg(x) for x in op.operands)
-            return all(self.nonneg(x) for x in op.operands)
-        if op.name == "arith.select":
-            return self.nonneg(op.operands[1]) and self.nonneg(op.operands[2])
-        return self.below(v) is not None  # x - (x/d)*d
-
-    @staticmethod
-    def _for_of_iv(v: ir.BlockArgument):
-        """The ``scf.for`` whose induction variable ``v`` is, else ``None``."""
-        parent = v.owner.owner
-        parent = parent.operation if hasattr(parent, "operation") else parent
-        if parent is not None and parent.name == "scf.for" and v.arg_number == 0:
-            return parent
-        return None
-
-    # -- 0 <= v < d --------------------------------------------------------------------------------
-    def below(self, v: ir.Value):
-        """A value ``d`` with ``0 <= v < d`` proven from the IR, else ``None``."""
-        if isinstance(v, ir.BlockArgument):
-            loop = self._for_of_iv(v)
-            if loop is not None and self.nonneg(loop.operands[0]) and (_const(loop.operands[2]) or 0) > 0:
-                return loop.operands[1]
-            return None
-        op = _op(v)
-        if op.name in _REM and self.nonneg(op.operands[0]) and self.nonneg(op.operands[1]):
-            return op.operands[1]
-        if op.name == "arith.subi":  # x - (x/d)*d: the remainder as delinearization writes it
-            x, prod = op.operands
-            pop = _op(prod)
-            if pop is not None and pop.name == "arith.muli":
-                for q, d in (pop.operands, reversed(list(pop.operands))):
-                    qop = _op(q)
-                    if (qop is not None and qop.name in _DIV and qop.operands[0] == x
-                            and self.same(qop.operands[1], d) and self.nonneg(x) and self.nonneg(d)):
-                        return d
-        return None
-
-    def less_than(self, b: ir.Value, d: ir.Value) -> bool:
-        """``0 <= b < d`` is proven."""
-        c, cd = _const(b), _const(d)
-        if c is not None and cd is not None:
-            return 0 <= c < cd
-        bound = self.below(b)
-        return bound is not None and self.same(bound, d)
-
-    # -- structural equality -----------------------------------------------------------------------
-    def factors(self, v: ir.Value) -> list:
-        """``v`` as a flat list of product factors (block arguments, constants, other values)."""
-        op = _op(v)
-        if op is not None and op.name == "arith.muli":
-            return self.factors(op.operands[0]) + self.factors(op.operands[1])
-        return [v]
-
-    def same(self, a: ir.Value, b: ir.Value) -> bool:
-        """``a`` and ``b`` compute the same product (the same factors in any order; constants by
-        value)."""
-        if a == b:
-            return True
-        fa, fb = self.factors(a), self.factors(b)
-        if len(fa) != len(fb):
-            return False
-        rest = list(fb)
-        for f in fa:
-            c = _const(f)
-            for i, g in enumerate(rest):
-                if g == f or (c is not None and _const(g) == c):
-                    del rest[i]
-                    break
-            else:
-                return False
-        return True
-
-    # -- the folds ---------------------------------------------------------------------------------
     def split(self, x: ir.Value, d: ir.Value):
         """``(a, b)`` with ``x = a*d + b``, ``a >= 0``, ``0 <= b < d`` (``b`` may be ``None``: 0)."""
-        op = _op(x)
+        op = defining_op(x)
         if op is None:
             return None
         if op.name == "arith.addi":
@@ -187,7 +47,7 @@ class _Facts:
 
     def _multiple(self, m: ir.Value, d: ir.Value):
         """``a >= 0`` with ``m = a*d`` (one ``arith.muli`` with ``d`` as a factor), else ``None``."""
-        op = _op(m)
+        op = defining_op(m)
         if op is None or op.name != "arith.muli":
             return None
         for a, f in (op.operands, reversed(list(op.operands))):
@@ -202,7 +62,7 @@ class _Facts:
         parts = self.split(x, d)
         if parts is not None:
             return parts[0]
-        dop = _op(d)
+        dop = defining_op(d)
         if dop is not None and dop.name == "arith.muli" and self.nonneg(x):
             for d1, d2 in (reversed(list(dop.operands)), dop.operands):
                 if not (self.nonneg(d1) and self.nonneg(d2)):
@@ -238,13 +98,13 @@ class FoldDivisions(Pass):
         for fn in functions(module, {"gpu.func", "func.func"}):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
-            facts = _Facts(fn)
+            facts = _Folder(fn)
             folded = False
-            for op in walk_ops(fn, _DIV | _REM):
+            for op in walk_ops(fn, DIV | REM):
                 x, d = op.operands
                 if not isinstance(x.type, ir.IndexType):
                     continue
-                new = facts.quotient(x, d) if op.name in _DIV else facts.remainder(x, d)
+                new = facts.quotient(x, d) if op.name in DIV else facts.remainder(x, d)
                 if new is None:
                     continue
                 if new is _ZERO:
@@ -255,16 +115,6 @@ class FoldDivisions(Pass):
                 op.results[0].replace_all_uses_with(new)
                 folded = True
             if folded:
-                _erase_dead(fn)
+                erase_dead(fn)
 
 
-def _erase_dead(fn) -> None:
-    """Erase pure ``arith`` ops without users (innermost first, until none is left), so that the
-    divisions the folds made dead do not reach ``kern-lower-divisions``."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(walk_ops(fn, _PURE)):
-            if all(not list(r.uses) for r in op.results):
-                op.erase()
-                changed = True

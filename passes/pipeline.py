@@ -28,6 +28,7 @@ from .libdevice_intrinsics import LibdeviceToIntrinsics
 from .lower_builtins import LowerBuiltins
 from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
+from .reduce_iv_divisions import ReduceIVDivisions
 from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
 
@@ -89,6 +90,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list
         LowerViews(),
         LowerLayouts(),
         FoldDivisions(),
+        ReduceIVDivisions(),
         LowerDivisions(),
         LowerBuiltins(),
         *([ContractFMA()] if fmad else []),  # kern-contract-fma

@@ -23,6 +23,7 @@ from .libdevice_intrinsics import LibdeviceToIntrinsics
 from .lower_builtins import LowerBuiltins
 from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
+from .reduce_iv_divisions import ReduceIVDivisions
 from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
 
@@ -33,6 +34,7 @@ KERN_PASSES = {
     LowerLayouts.name: lambda: LowerLayouts(),
     LowerViews.name: lambda: LowerViews(),
     FoldDivisions.name: lambda: FoldDivisions(),
+    ReduceIVDivisions.name: lambda: ReduceIVDivisions(),
     LowerDivisions.name: lambda **o: LowerDivisions(o.get("magic", "auto")),
     FoldLayouts.name: lambda: FoldLayouts(),
     OutlineToGpu.name: lambda: OutlineToGpu(),

@@ -72,7 +72,7 @@ def test_bad_expressions(tmp_path, capsys):
     for expr in ["(2,(2,2):(4,(2,1))", "(4,6,8):(2,3,5) o 6:3", "(2,2,2):(1,2,4)", "(n,4):(1,n)", "Sw<3,3,2>"]:
         assert main(["layout", expr]) == 1, expr
         err = capsys.readouterr().err
-        assert err.startswith("error: layout '"), err
+        assert err.startswith("kernc: error: layout '"), err
     assert main(["layout", "(4,6,8):(2,3,5) o 6:3"]) == 1
     err = capsys.readouterr().err
     assert "(4,6,8):(2,3,5)" in err and "6:3" in err and "not admissible" in err

@@ -1,0 +1,170 @@
+"""Facts about ``index`` values that kernc's division passes prove from the IR itself.
+
+- ``v >= 0``: non-negative constants, thread/block ids, ``kern.problem_size``, the kernel's size
+  symbols (extents are never negative: the launcher binds them from array shapes), ``scf.for``
+  induction variables with a non-negative lower bound and a positive step, and sums, products,
+  quotients, remainders, minima/maxima and selects of such values;
+- ``0 <= b < d``: an ``scf.for`` induction variable with lower bound ``>= 0``, positive step and
+  upper bound ``d``; a remainder by ``d`` of a non-negative value, as ``arith.rem*`` or in the form
+  ``x - (x/d)*d`` that delinearization produces; a constant below a constant ``d``;
+- ``a`` and ``b`` compute the same product: the same values or constants as factors, in any order.
+
+Used by ``kern-fold-divisions`` and ``kern-reduce-iv-divisions``.
+"""
+
+from __future__ import annotations
+
+from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.mlir import ir
+
+from .base import walk_ops
+
+DIV = {"arith.divsi", "arith.divui", "arith.floordivsi"}
+REM = {"arith.remsi", "arith.remui"}
+_NONNEG_SOURCES = {"kern.thread_id", "kern.problem_size", "kern.block_dim", "gpu.thread_id",
+                   "gpu.block_id", "gpu.block_dim", "gpu.grid_dim"}
+#: ops whose result is >= 0 when all their operands are (quotients and remainders: the divisor too)
+_CLOSED = {"arith.addi", "arith.muli", "arith.divsi", "arith.divui", "arith.floordivsi",
+           "arith.ceildivsi", "arith.remsi", "arith.remui", "arith.minsi", "arith.maxsi"}
+PURE = DIV | REM | _CLOSED | {"arith.constant", "arith.subi", "arith.select", "arith.cmpi",
+                                 "arith.index_cast", "arith.andi", "arith.ori", "arith.xori"}
+
+
+def defining_op(v: ir.Value):
+    """The defining operation of ``v`` (``None`` for a block argument)."""
+    if isinstance(v, ir.BlockArgument):
+        return None
+    op = v.owner
+    return op.operation if hasattr(op, "operation") else op
+
+
+def const_index(v: ir.Value):
+    """The value of an ``index`` ``arith.constant`` result, else ``None``."""
+    op = defining_op(v)
+    if op is None or op.name != "arith.constant" or not isinstance(v.type, ir.IndexType):
+        return None
+    return ir.IntegerAttr(op.attributes["value"]).value
+
+
+class IndexFacts:
+    """Non-negativity, bounds and structural equality of the ``index`` values of one function."""
+
+    def __init__(self, fn):
+        entry = fn.regions[0].blocks[0]
+        self.size_args = set()
+        if SIGNATURE_ATTR in fn.attributes:
+            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+            first = len(sig.params)
+            self.size_args = {entry.arguments[i] for i in range(first, first + len(sig.sizes))
+                              if i < len(entry.arguments)}
+        self._nonneg: dict = {}
+
+    def forget(self) -> None:
+        """Drop what was proven (call after erasing ops: a new value may reuse an old address)."""
+        self._nonneg.clear()
+
+    # -- v >= 0 ------------------------------------------------------------------------------------
+    def nonneg(self, v: ir.Value) -> bool:
+        if v in self._nonneg:
+            return self._nonneg[v]
+        self._nonneg[v] = False  # cycles (loop-carried values) are not proven
+        self._nonneg[v] = ok = self._prove_nonneg(v)
+        return ok
+
+    def _prove_nonneg(self, v: ir.Value) -> bool:
+        if isinstance(v, ir.BlockArgument):
+            if v in self.size_args:
+                return True
+            loop = self.for_of_iv(v)
+            return loop is not None and self.nonneg(loop.operands[0]) and (const_index(loop.operands[2]) or 0) > 0
+        op = defining_op(v)
+        if op.name == "arith.constant":
+            c = const_index(v)
+            return c is not None and c >= 0
+        if op.name in _NONNEG_SOURCES:
+            return True
+        if op.name in _CLOSED:
+            if op.name == "arith.maxsi":
+                return any(self.nonneg(x) for x in op.operands)
+            return all(self.nonneg(x) for x in op.operands)
+        if op.name == "arith.select":
+            return self.nonneg(op.operands[1]) and self.nonneg(op.operands[2])
+        return self.below(v) is not None  # x - (x/d)*d
+
+    @staticmethod
+    def for_of_iv(v: ir.BlockArgument):
+        """The ``scf.for`` whose induction variable ``v`` is, else ``None``."""
+        parent = v.owner.owner
+        parent = parent.operation if hasattr(parent, "operation") else parent
+        if parent is not None and parent.name == "scf.for" and v.arg_number == 0:
+            return parent
+        return None
+
+    # -- 0 <= v < d --------------------------------------------------------------------------------
+    def below(self, v: ir.Value):
+        """A value ``d`` with ``0 <= v < d`` proven from the IR, else ``None``."""
+        if isinstance(v, ir.BlockArgument):
+            loop = self.for_of_iv(v)
+            if loop is not None and self.nonneg(loop.operands[0]) and (const_index(loop.operands[2]) or 0) > 0:
+                return loop.operands[1]
+            return None
+        op = defining_op(v)
+        if op.name in REM and self.nonneg(op.operands[0]) and self.nonneg(op.operands[1]):
+            return op.operands[1]
+        if op.name == "arith.subi":  # x - (x/d)*d: the remainder as delinearization writes it
+            x, prod = op.operands
+            pop = defining_op(prod)
+            if pop is not None and pop.name == "arith.muli":
+                for q, d in (pop.operands, reversed(list(pop.operands))):
+                    qop = defining_op(q)
+                    if (qop is not None and qop.name in DIV and qop.operands[0] == x
+                            and self.same(qop.operands[1], d) and self.nonneg(x) and self.nonneg(d)):
+                        return d
+        return None
+
+    def less_than(self, b: ir.Value, d: ir.Value) -> bool:
+        """``0 <= b < d`` is proven."""
+        c, cd = const_index(b), const_index(d)
+        if c is not None and cd is not None:
+            return 0 <= c < cd
+        bound = self.below(b)
+        return bound is not None and self.same(bound, d)
+
+    # -- structural equality -----------------------------------------------------------------------
+    def factors(self, v: ir.Value) -> list:
+        """``v`` as a flat list of product factors (block arguments, constants, other values)."""
+        op = defining_op(v)
+        if op is not None and op.name == "arith.muli":
+            return self.factors(op.operands[0]) + self.factors(op.operands[1])
+        return [v]
+
+    def same(self, a: ir.Value, b: ir.Value) -> bool:
+        """``a`` and ``b`` compute the same product (the same factors in any order; constants by
+        value)."""
+        if a == b:
+            return True
+        fa, fb = self.factors(a), self.factors(b)
+        if len(fa) != len(fb):
+            return False
+        rest = list(fb)
+        for f in fa:
+            c = const_index(f)
+            for i, g in enumerate(rest):
+                if g == f or (c is not None and const_index(g) == c):
+                    del rest[i]
+                    break
+            else:
+                return False
+        return True
+
+
+def erase_dead(fn) -> None:
+    """Erase pure ``arith`` ops without users (innermost first, until none is left), so that the
+    divisions the folds made dead do not reach ``kern-lower-divisions``."""
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(walk_ops(fn, PURE)):
+            if all(not list(r.uses) for r in op.results):
+                op.erase()
+                changed = True
