@@ -106,9 +106,36 @@ def _prefer_lazy_dialects() -> None:
 _prefer_lazy_dialects()
 
 
+_LLVM_OPTIONS: set = set()
+
+
+def set_llvm_options(*options: str) -> bool:
+    """Pass ``options`` (LLVM ``cl::opt`` flags such as ``--nvptx-short-ptr``) to the LLVM inside the
+    bindings, once per process each; ``True`` if they are set (now or before), ``False`` if the
+    bindings' C API library does not export ``LLVMParseCommandLineOptions`` (the flags then keep
+    their defaults). The flags are process-wide, like ``llc``'s. Only name flags the linked LLVM
+    defines: LLVM ends the process on an unknown one."""
+    todo = [o for o in options if o not in _LLVM_OPTIONS]
+    if not todo:
+        return True
+    import ctypes
+
+    libs = os.path.dirname(importlib.import_module(DISTRIBUTION + "._mlir_libs").__file__)
+    path = os.path.join(libs, "libMLIRPythonCAPI.so")
+    try:
+        # the library is already loaded (RTLD_LOCAL): this returns its handle, not a second copy
+        parse = ctypes.CDLL(path).LLVMParseCommandLineOptions
+    except (OSError, AttributeError):
+        return False
+    argv = [b"kernc", *(o.encode() for o in todo)]
+    parse(len(argv), (ctypes.c_char_p * len(argv))(*argv), None)
+    _LLVM_OPTIONS.update(todo)
+    return True
+
+
 def dialect(name: str):
     """Import and return the upstream dialect module ``dialects.<name>`` (e.g. ``"arith"``)."""
     return importlib.import_module(f"{DISTRIBUTION}.dialects.{name}")
 
 
-__all__ = ["ir", "passmanager", "rewrite", "dialect", "DISTRIBUTION"]
+__all__ = ["ir", "passmanager", "rewrite", "dialect", "set_llvm_options", "DISTRIBUTION"]

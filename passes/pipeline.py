@@ -29,6 +29,7 @@ from .lower_builtins import LowerBuiltins
 from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
 from .reduce_iv_divisions import ReduceIVDivisions
+from .serialize import SerializeToPTX
 from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
 
@@ -118,7 +119,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
 
 def llvm_to_ptx() -> list[Pass]:
     """NVVM -> ``gpu.binary`` holding PTX text (LLVM's NVPTX backend, in process)."""
-    return [UpstreamPass("gpu-module-to-binary{format=isa}")]
+    return [SerializeToPTX()]
 
 
 STAGES = ("kern", "gpu", "llvm", "ptx")

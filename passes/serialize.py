@@ -1,0 +1,30 @@
+"""``gpu-module-to-binary{format=isa}``: NVVM IR -> PTX through LLVM's NVPTX backend, in process,
+with the code generation flags kernc wants.
+
+``--nvptx-short-ptr``: 32-bit pointers for the ``shared``, ``const`` and ``local`` address spaces
+(nvcc's default; the NVPTX backend's default is 64-bit). A workgroup tile is at most 228 KB, so a
+64-bit shared address only costs a ``mul.wide`` + 64-bit add per access and two registers per live
+pointer; with 32-bit ones, ptxas folds the component offsets of a staged row into the address
+(``[r+1024]``). LLVM reads the flag when it builds the NVPTX target machine, so it is set once per
+process before the first serialization (:func:`kernc.mlir.set_llvm_options`).
+"""
+
+from __future__ import annotations
+
+from kernc.mlir import ir, set_llvm_options
+
+from .base import UpstreamPass
+
+#: LLVM flags of every PTX serialization (see the module docstring).
+NVPTX_FLAGS = ("--nvptx-short-ptr",)
+
+
+class SerializeToPTX(UpstreamPass):
+    """``gpu-module-to-binary{format=isa}`` after setting :data:`NVPTX_FLAGS`."""
+
+    def __init__(self):
+        super().__init__("gpu-module-to-binary{format=isa}")
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        set_llvm_options(*NVPTX_FLAGS)
+        super().apply(ctx, module)
