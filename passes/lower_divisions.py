@@ -42,6 +42,7 @@ from kernc.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, functions, walk_ops
+from .index_facts import IndexFacts
 
 DIV_OPS = {"arith.divsi", "arith.divui", "arith.floordivsi", "arith.remsi", "arith.remui"}
 _PURE = {
@@ -216,6 +217,7 @@ class LowerDivisions(Pass):
         for fn in functions(module, {"gpu.func", "func.func"}):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
+            _to_unsigned(fn)
             # decide first (uniformity is computed on the unmodified function), then rewrite:
             # power-of-two divisors (no hoisting), then the magic ones (operands read afresh)
             state = _Function(fn)
@@ -245,6 +247,25 @@ class LowerDivisions(Pass):
             new = build()
         op.results[0].replace_all_uses_with(new)
         op.erase()
+
+
+_UNSIGNED = {"arith.divsi": "arith.divui", "arith.floordivsi": "arith.divui", "arith.remsi": "arith.remui"}
+
+
+def _to_unsigned(fn) -> None:
+    """Signed ``index`` divisions and remainders whose operands are both proven ``>= 0``
+    (:class:`~kernc.passes.index_facts.IndexFacts`) become unsigned ones: the same values, without
+    the absolute values and sign fix-ups a signed division costs on GPUs (``IABS``/``LOP3`` in SASS),
+    and a power-of-two divisor is then a plain shift or mask."""
+    facts = IndexFacts(fn)
+    for op in walk_ops(fn, set(_UNSIGNED)):
+        n, d = op.operands
+        if isinstance(n.type, ir.IndexType) and facts.nonneg(n) and facts.nonneg(d):
+            with op.location, ir.InsertionPoint(op):
+                new = ir.Operation.create(_UNSIGNED[op.name], results=[n.type], operands=[n, d])
+            op.results[0].replace_all_uses_with(new.results[0])
+            op.erase()
+            facts.forget()
 
 
 def _pow2(name: str, n: ir.Value, c: int) -> ir.Value:
