@@ -20,6 +20,7 @@ from .base import Pass, UpstreamPass
 from .contract_fma import ContractFMA
 from .fold_divisions import FoldDivisions
 from .fold_layouts import FoldLayouts
+from .fold_range_checks import FoldRangeChecks
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
 from .lower_layouts import LowerLayouts
@@ -92,6 +93,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list
         LowerLayouts(),
         FoldDivisions(),
         ReduceIVDivisions(),
+        FoldRangeChecks(),
         LowerDivisions(),
         LowerBuiltins(),
         *([ContractFMA()] if fmad else []),  # kern-contract-fma

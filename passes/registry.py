@@ -15,6 +15,7 @@ from .contract_fma import ContractFMA
 from .dedup_attributes import DedupAttributes
 from .fold_divisions import FoldDivisions
 from .fold_layouts import FoldLayouts
+from .fold_range_checks import FoldRangeChecks
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
 from .lower_layouts import LowerLayouts
@@ -35,6 +36,7 @@ KERN_PASSES = {
     LowerViews.name: lambda: LowerViews(),
     FoldDivisions.name: lambda: FoldDivisions(),
     ReduceIVDivisions.name: lambda: ReduceIVDivisions(),
+    FoldRangeChecks.name: lambda: FoldRangeChecks(),
     LowerDivisions.name: lambda **o: LowerDivisions(o.get("magic", "auto")),
     FoldLayouts.name: lambda: FoldLayouts(),
     OutlineToGpu.name: lambda: OutlineToGpu(),
