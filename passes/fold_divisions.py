@@ -99,7 +99,7 @@ class FoldDivisions(Pass):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
             facts = _Folder(fn)
-            folded = False
+            folded = []
             for op in walk_ops(fn, DIV | REM):
                 x, d = op.operands
                 if not isinstance(x.type, ir.IndexType):
@@ -113,8 +113,7 @@ class FoldDivisions(Pass):
                             "arith.constant", results=[x.type],
                             attributes={"value": ir.IntegerAttr.get(x.type, 0)}).results[0]
                 op.results[0].replace_all_uses_with(new)
-                folded = True
-            if folded:
-                erase_dead(fn)
+                folded.append(op)
+            erase_dead(folded)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.mlir import ir
 
-from .base import walk_ops
 
 DIV = {"arith.divsi", "arith.divui", "arith.floordivsi"}
 REM = {"arith.remsi", "arith.remui"}
@@ -158,13 +157,26 @@ class IndexFacts:
         return True
 
 
-def erase_dead(fn) -> None:
-    """Erase pure ``arith`` ops without users (innermost first, until none is left), so that the
-    divisions the folds made dead do not reach ``kern-lower-divisions``."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(walk_ops(fn, PURE)):
-            if all(not list(r.uses) for r in op.results):
-                op.erase()
-                changed = True
+def erase_dead(ops) -> None:
+    """Erase ``ops`` (pure ops whose results lost their users) and then every pure ``arith`` op that
+    loses its last user that way, so that the divisions the folds made dead do not reach
+    ``kern-lower-divisions``. Works from the given ops outwards: no walk over the function."""
+    work, pending = [], set()  # an op is in the work list at most once (so never popped once erased)
+
+    def push(op) -> None:
+        if hash(op) not in pending:
+            pending.add(hash(op))
+            work.append(op)
+
+    for op in ops:
+        push(op)
+    while work:
+        op = work.pop()
+        pending.discard(hash(op))
+        if any(list(r.uses) for r in op.results):
+            continue
+        producers = [defining_op(v) for v in op.operands]
+        op.erase()
+        for p in producers:
+            if p is not None and p.name in PURE:
+                push(p)

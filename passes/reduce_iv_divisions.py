@@ -160,21 +160,20 @@ class ReduceIVDivisions(Pass):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
             facts = IndexFacts(fn)
-            changed = False
+            replaced: list = []
             for loop in walk_ops(fn, {"scf.for"}):
                 lb, _ub, step = list(loop.operands)[:3]
                 if const_index(step) != 1 or not isinstance(lb.type, ir.IndexType) or not facts.nonneg(lb):
                     continue
                 found = _Loop(loop, facts)
                 if any(n.divs or n.rems for n in _walk(found.roots)):
-                    _rewrite(found)
+                    replaced += _rewrite(found)
                     facts.forget()  # erased values' addresses may be reused by new ones
-                    changed = True
-            if changed:
-                erase_dead(fn)
+            erase_dead(replaced)
 
 
-def _rewrite(found: _Loop) -> None:
+def _rewrite(found: _Loop) -> list:
+    """Rebuild ``found.loop`` with the counters; returns the divisions it replaced (now unused)."""
     scf = dialect("scf")
     old = found.loop
     lb, ub, step = list(old.operands)[:3]
@@ -237,3 +236,4 @@ def _rewrite(found: _Loop) -> None:
     for o, n in zip(old.results, new.results):
         o.replace_all_uses_with(n)
     old.erase()
+    return [op for node in nodes for op in node.divs + node.rems]
