@@ -532,10 +532,13 @@ def _warp_sum(v: ir.Value) -> ir.Value:
     return v
 
 
-def _block_totals(kc, acc, vals, tid) -> list:
+def _block_totals(kc, acc, vals, tid, finish) -> None:
     """Sum ``vals`` over the threads of the block in a fixed order: warp butterflies, one partial per
-    warp in workgroup memory, then warp 0 reduces the partials. Every thread must call it (it has a
-    barrier); the totals are valid in warp 0 (zero elsewhere)."""
+    warp in workgroup memory, then warp 0 reduces the partials and, still inside warp 0's region,
+    its lane 0 (thread 0) calls ``finish(totals)`` to store or add them. No value crosses the join
+    of warp 0's region, so ptxas sees the final butterfly as convergent (a yielded total used by
+    ``tid == 0`` after the join made it emit a divergent copy of the butterfly). Every thread must
+    call it (it has a barrier)."""
     B = kc.block
     nw = B // WARP
     K = len(vals)
@@ -548,8 +551,9 @@ def _block_totals(kc, acc, vals, tid) -> list:
         for c in range(K):
             b.store(sums[c], smem, b.add(b.idx(c * nw), warp))
     b.barrier()
-
-    def warp0():
+    # warp 0 as ``tid < 32`` rather than ``warp == 0``: the warp id then need not live to the end of
+    # the kernel (edge_update: 23 registers instead of 25)
+    with b.if_(b.cmp("ult", tid, b.idx(WARP))):
         totals = []
         for c in range(K):
             part = b.if_else(
@@ -558,10 +562,8 @@ def _block_totals(kc, acc, vals, tid) -> list:
                 lambda: [b.zero(acc.compute)],
             )[0]
             totals.append(_warp_sum(part))
-        return totals
-
-    return b.if_else(b.cmp("eq", warp, b.idx(0)), [acc.compute] * K, warp0,
-                     lambda: [b.zero(acc.compute)] * K)
+        with b.if_(b.cmp("eq", lane, b.idx(0))):
+            finish(totals)
 
 
 def _add_to(acc: Access, e: ir.Value, c: int, v: ir.Value) -> None:
@@ -575,12 +577,12 @@ def _add_to(acc: Access, e: ir.Value, c: int, v: ir.Value) -> None:
 def _reduce_sum(kc, acc, vals, t, tid, blk, p):
     """Block reduction (:func:`_block_totals`). ``sum``: one atomic per component per block into
     ``O[0]`` (``@deterministic``: per-block partials combined in block order by the last block);
-    ``block_sum``: thread 0 writes/adds ``O[block]``."""
-    totals = _block_totals(kc, acc, vals, tid)
+    ``block_sum``: thread 0 writes/adds ``O[block]``. Thread 0 issues them inside warp 0's region."""
     if acc.accessor == "sum" and kc.deterministic:
-        _deterministic_sum(kc, acc, totals, tid, blk)
+        _deterministic_sum(kc, acc, vals, tid, blk)
         return
-    with b.if_(b.cmp("eq", tid, b.idx(0))):
+
+    def finish(totals):
         target = b.idx(0) if acc.accessor == "sum" else blk
         for c in range(acc.ncomp):
             if acc.accessor == "sum":
@@ -589,6 +591,8 @@ def _reduce_sum(kc, acc, vals, t, tid, blk, p):
                 b.store(acc.to_storage(totals[c]), acc.buffer, acc.offset(target, c))
             else:
                 _add_to(acc, target, c, totals[c])
+
+    _block_totals(kc, acc, vals, tid, finish)
 
 
 def _last_block(kc, name: str, tid, blk) -> ir.Value:
@@ -612,19 +616,23 @@ def _last_block(kc, name: str, tid, blk) -> ir.Value:
     return is_last
 
 
-def _deterministic_sum(kc, acc, totals, tid, blk):
-    """``@deterministic`` sum: each block stores its totals in ``O.partials[block]``; the last block
-    to finish sums the partials in a fixed order (thread i takes blocks i, i+B, ..., then the fixed
-    block reduction) and adds the result to ``O`` -- bitwise reproducible from run to run."""
+def _deterministic_sum(kc, acc, vals, tid, blk):
+    """``@deterministic`` sum: each block stores its totals (:func:`_block_totals`) in
+    ``O.partials[block]``; the last block to finish sums the partials in a fixed order (thread i
+    takes blocks i, i+B, ..., then the fixed block reduction) and adds the result to ``O`` -- bitwise
+    reproducible from run to run."""
     from kernc.mlir import dialect
 
     gpu = dialect("gpu")
     name = kc.param_of(acc.buffer)
     partials = kc.arg(f"{name}.partials")
     K = acc.ncomp
-    with b.if_(b.cmp("eq", tid, b.idx(0))):
+
+    def store_partials(totals):
         for c in range(K):
             b.store(totals[c], partials, b.add(b.mul(blk, b.idx(K)), b.idx(c)))
+
+    _block_totals(kc, acc, vals, tid, store_partials)
     is_last = _last_block(kc, name, tid, blk)
     with b.if_(is_last):
         llvm_ops.fence_acq_rel("device")
@@ -634,10 +642,12 @@ def _deterministic_sum(kc, acc, totals, tid, blk):
             q = loop.induction_variable
             b.scf.YieldOp([b.add(loop.inner_iter_args[c], b.load(partials, b.add(b.mul(q, b.idx(K)), b.idx(c))))
                            for c in range(K)])
-        final = _block_totals(kc, acc, list(loop.results), tid)
-        with b.if_(b.cmp("eq", tid, b.idx(0))):
+
+        def add_final(final):
             for c in range(K):
                 _add_to(acc, b.idx(0), c, final[c])
+
+        _block_totals(kc, acc, list(loop.results), tid, add_final)
 
 
 def _shared_sum(kc, acc, vals, t, tid, blk, p):
@@ -652,15 +662,27 @@ def _shared_sum(kc, acc, vals, t, tid, blk, p):
     i32 = ir.IntegerType.get_signless(32)
     base = b.mul(blk, b.idx(B))
     nvalid = b.minui(b.idx(B), b.sub(p, base))
-    cnt = b.load(count, blk)
     valid = b.cmp("ult", tid, nvalid)
     lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
     warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
-    # 1. permute values into sorted order: sorted position j = tid takes thread perm[j]'s value
-    src = b.if_else(valid, [b.index_t()], lambda: [b.index_cast_ui(b.load(perm, b.add(base, tid)))],
-                    lambda: [b.idx(0)])[0]
-    key = b.if_else(valid, [i32], lambda: [b.load(target, b.add(base, src))], lambda: [cnt])[0]
-    w = _exchange(kc, acc, vals[:K], tid, lambda: src, valid, f"shared_sum({acc.layout_text})")
+    # 1. permute values into sorted order: sorted position j = tid takes thread perm[j]'s value.
+    # count/perm/target are loaded after the exchange's barrier (as a CUDA version would): loaded
+    # before it, ptxas keeps them live across the staging stores, where register pressure peaks.
+    sorted_ = {}
+
+    def load_tables():
+        cnt = b.load(count, blk)
+
+        def from_perm():
+            src = b.index_cast_ui(b.load(perm, b.add(base, tid)))
+            return [src, b.load(target, b.add(base, src))]
+
+        sorted_["src"], sorted_["key"] = b.if_else(valid, [b.index_t(), i32], from_perm,
+                                                   lambda: [b.idx(0), cnt])
+
+    w = _exchange(kc, acc, vals[:K], tid, lambda: sorted_["src"], valid,
+                  f"shared_sum({acc.layout_text})", after_barrier=load_tables)
+    key = sorted_["key"]
     # 2. keys of all sorted positions, for run ends and run starts in earlier warps
     keys = kc.workgroup(i32, B, "shared_sum keys", region="keys")
     b.store(key, keys, tid)
@@ -685,22 +707,7 @@ def _shared_sum(kc, acc, vals, t, tid, blk, p):
                     lambda: [b.load(keys, b.add(tid, b.idx(1)))], lambda: [b.const(-1, i32)])[0]
     is_end = b.and_(valid, b.cmp("ne", nxt, key))
     with b.if_(is_end):
-        totals = list(w)
-        scf = b.scf
-        loop = scf.ForOp(b.idx(1), b.add(warp, b.idx(1)), b.idx(1), [b.const(1, ir.IntegerType.get_signless(1))] + totals)
-        with ir.InsertionPoint(loop.body):
-            k = loop.induction_variable
-            cont = loop.inner_iter_args[0]
-            prev = b.sub(warp, k)
-            last_key = b.load(keys, b.add(b.mul(prev, b.idx(WARP)), b.idx(WARP - 1)))
-            cont = b.and_(cont, b.cmp("eq", last_key, key))
-            new = []
-            for c in range(K):
-                part = b.load(parts, b.add(b.idx(c * nw), prev))
-                acc_c = loop.inner_iter_args[1 + c]
-                new.append(b.select(cont, b.add(acc_c, part), acc_c))
-            scf.YieldOp([cont] + new)
-        totals = list(loop.results)[1:]
+        totals = _add_earlier_parts(w, key, keys, parts, warp, nw, acc.compute)
         if kc.deterministic:
             partials = kc.arg(f"{kc.param_of(acc.buffer)}.partials")
             slot = b.mul(b.add(base, b.index_cast_ui(key)), b.idx(K))
@@ -712,6 +719,37 @@ def _shared_sum(kc, acc, vals, t, tid, blk, p):
                 b.atomic_add(acc.to_storage(totals[c]), acc.buffer, acc.offset(e, c))
     if kc.deterministic:
         _deterministic_shared_sum(kc, acc, tid, blk)
+
+
+def _add_earlier_parts(w, key, keys, parts, warp, nw, compute) -> list:
+    """A run end's totals: its warp's scan values ``w`` plus the partial sums ``parts`` of the
+    earlier warps its run reaches into, added nearest warp first. An ``scf.while`` over
+    ``k = 1, 2, ...`` that continues while ``k <= warp`` and warp ``warp - k`` ends with ``key``
+    (its last key ``keys[(warp-k)*32 + 31]``), so it stops at the first earlier warp of another
+    run (a flag-carrying ``scf.for`` up to ``warp`` was unrolled by ptxas at a large cost)."""
+    scf = b.scf
+    K = len(w)
+    i1 = ir.IntegerType.get_signless(1)
+    types = [b.index_t()] + [compute] * K
+    loop = scf.WhileOp(types, [b.idx(1)] + list(w))
+    before = loop.before.blocks.append(*types)
+    with ir.InsertionPoint(before):
+        k = before.arguments[0]
+
+        def same_key():
+            prev = b.sub(warp, k)
+            last_key = b.load(keys, b.add(b.mul(prev, b.idx(WARP)), b.idx(WARP - 1)))
+            return [b.cmp("eq", last_key, key)]
+
+        more = b.if_else(b.cmp("ule", k, warp), [i1], same_key, lambda: [b.const(0, i1)])[0]
+        scf.ConditionOp(more, list(before.arguments))
+    after = loop.after.blocks.append(*types)
+    with ir.InsertionPoint(after):
+        k = after.arguments[0]
+        prev = b.sub(warp, k)
+        new = [b.add(after.arguments[1 + c], b.load(parts, b.add(b.idx(c * nw), prev))) for c in range(K)]
+        scf.YieldOp([b.add(k, b.idx(1))] + new)
+    return list(loop.results)[1:]
 
 
 def _deterministic_shared_sum(kc, acc, tid, blk):
@@ -746,11 +784,13 @@ def _deterministic_shared_sum(kc, acc, tid, blk):
             b.scf.YieldOp([])
 
 
-def _exchange(kc, acc, values, tid, source, valid, label: str) -> list:
+def _exchange(kc, acc, values, tid, source, valid, label: str, after_barrier=None) -> list:
     """Threads trade values through workgroup memory: each stores its ``values`` (one per component,
     in ``acc.compute``), then, after a barrier, reads those of thread ``source()`` (an ``index``
-    built where it is read) where ``valid`` holds, else zero. Staged in chunks of components that fit
-    the staging budget; every thread must call it (barriers)."""
+    built where it is read) where ``valid`` holds, else zero. ``after_barrier()``, if given, is
+    called once just after the first barrier (outside any ``scf.if``), before the first read: the
+    place to compute what ``source()`` needs. Staged in chunks of components that fit the staging
+    budget; every thread must call it (barriers)."""
     B = kc.block
     out = [None] * len(values)
     for chunk in _chunks(len(values), B, b.bits(acc.compute) // 8):
@@ -759,6 +799,9 @@ def _exchange(kc, acc, values, tid, source, valid, label: str) -> list:
         for j, c in enumerate(chunk):
             b.store(values[c], smem, b.add(b.idx(j * B), tid))
         b.barrier()
+        if after_barrier is not None:
+            after_barrier()
+            after_barrier = None
         for j, c in enumerate(chunk):
             out[c] = b.if_else(valid, [acc.compute], lambda j=j: [b.load(smem, b.add(b.idx(j * B), source()))],
                                lambda: [b.zero(acc.compute)])[0]
