@@ -99,8 +99,9 @@ class FoldRangeChecks(Pass):
             facts = IndexFacts(fn)
             true_of: list = []  # compares that are always true
             pairs: list = []  # (lower, upper, c, s)
-            for root in walk_ops(fn, {"arith.andi"}):
-                if root.results[0].type != i1 or _inner(root):
+            ops = walk_ops(fn, {"arith.andi", "arith.cmpi"})
+            for root in ops:
+                if root.name != "arith.andi" or root.results[0].type != i1 or _inner(root):
                     continue  # an inner node: its tree is handled from its root
                 lows: dict = {}
                 highs: list = []
@@ -115,7 +116,7 @@ class FoldRangeChecks(Pass):
                     low = lows.pop(c, None)
                     if low is not None and facts.nonneg(s):
                         pairs.append((low, high, c, s))
-            for op in walk_ops(fn, {"arith.cmpi"}):
+            for op in ops:
                 c = _lower_check(op)
                 if c is not None and facts.nonneg(c):
                     true_of.append(op)

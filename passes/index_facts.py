@@ -14,6 +14,8 @@ Used by ``kern-fold-divisions`` and ``kern-reduce-iv-divisions``.
 
 from __future__ import annotations
 
+import functools
+
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.mlir import ir
 
@@ -45,6 +47,14 @@ def const_index(v: ir.Value):
     return ir.IntegerAttr(op.attributes["value"]).value
 
 
+@functools.lru_cache(maxsize=256)
+def _size_arg_range(signature_json: str) -> tuple[int, int]:
+    """``(index of the first size-symbol argument, how many)`` of a kernel signature: the size
+    symbols follow the params (``KernelSignature.arg_names``)."""
+    sig = KernelSignature.from_json(signature_json)
+    return len(sig.params), len(sig.sizes)
+
+
 class IndexFacts:
     """Non-negativity, bounds and structural equality of the ``index`` values of one function."""
 
@@ -52,9 +62,8 @@ class IndexFacts:
         entry = fn.regions[0].blocks[0]
         self.size_args = set()
         if SIGNATURE_ATTR in fn.attributes:
-            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
-            first = len(sig.params)
-            self.size_args = {entry.arguments[i] for i in range(first, first + len(sig.sizes))
+            first, count = _size_arg_range(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+            self.size_args = {entry.arguments[i] for i in range(first, first + count)
                               if i < len(entry.arguments)}
         self._nonneg: dict = {}
 

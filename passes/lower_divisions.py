@@ -89,7 +89,7 @@ class _Function:
     def __init__(self, fn):
         self.fn = fn
         self.entry = fn.regions[0].blocks[0]
-        self.ip = ir.InsertionPoint(list(self.entry.operations)[0])
+        self.ip = ir.InsertionPoint(self.entry.operations[0])
         self._uniform: dict = {}
         self._hoisted: dict = {}
         self._magic: dict = {}
@@ -217,12 +217,12 @@ class LowerDivisions(Pass):
         for fn in functions(module, {"gpu.func", "func.func"}):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
-            _to_unsigned(fn)
+            divisions = _to_unsigned(fn, walk_ops(fn, DIV_OPS))
             # decide first (uniformity is computed on the unmodified function), then rewrite:
             # power-of-two divisors (no hoisting), then the magic ones (operands read afresh)
             state = _Function(fn)
             pow2, magic, weight = [], [], {}
-            for op in walk_ops(fn, DIV_OPS):
+            for op in divisions:
                 if not isinstance(op.results[0].type, ir.IndexType):
                     continue
                 n, d = op.operands[0], op.operands[1]
@@ -252,20 +252,24 @@ class LowerDivisions(Pass):
 _UNSIGNED = {"arith.divsi": "arith.divui", "arith.floordivsi": "arith.divui", "arith.remsi": "arith.remui"}
 
 
-def _to_unsigned(fn) -> None:
-    """Signed ``index`` divisions and remainders whose operands are both proven ``>= 0``
-    (:class:`~kernc.passes.index_facts.IndexFacts`) become unsigned ones: the same values, without
-    the absolute values and sign fix-ups a signed division costs on GPUs (``IABS``/``LOP3`` in SASS),
-    and a power-of-two divisor is then a plain shift or mask."""
+def _to_unsigned(fn, ops: list) -> list:
+    """``ops`` (the function's divisions) with every signed ``index`` division or remainder whose
+    operands are both proven ``>= 0`` (:class:`~kernc.passes.index_facts.IndexFacts`) replaced by the
+    unsigned one: the same values, without the absolute values and sign fix-ups a signed division
+    costs on GPUs (``IABS``/``LOP3`` in SASS); a power-of-two divisor is then a plain shift or mask."""
     facts = IndexFacts(fn)
-    for op in walk_ops(fn, set(_UNSIGNED)):
+    out = []
+    for op in ops:
         n, d = op.operands
-        if isinstance(n.type, ir.IndexType) and facts.nonneg(n) and facts.nonneg(d):
+        if op.name in _UNSIGNED and isinstance(n.type, ir.IndexType) and facts.nonneg(n) and facts.nonneg(d):
             with op.location, ir.InsertionPoint(op):
                 new = ir.Operation.create(_UNSIGNED[op.name], results=[n.type], operands=[n, d])
             op.results[0].replace_all_uses_with(new.results[0])
             op.erase()
-            facts.forget()
+            # no facts.forget(): a new op that reuses the erased one's address is also >= 0
+            op = new.operation
+        out.append(op)
+    return out
 
 
 def _pow2(name: str, n: ir.Value, c: int) -> ir.Value:
