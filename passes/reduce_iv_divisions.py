@@ -17,7 +17,8 @@ instead of dividing:
   remainder; when its dividend's magnitude steps (``i`` always; a child's when its parent wraps),
   ``r`` steps and wraps at ``|d|``, and on a wrap ``q`` steps by ``sign`` (the product of the signs of
   the divisors down to this node). The ``%`` value is ``r`` times the sign of the dividend;
-- the initial values divide the lower bound once, before the loop (nothing for the usual 0).
+- the initial values divide the lower bound once, before the loop (nothing for the usual 0), by
+  the divisor or, when it is 0 (no division of the source runs then), by 1.
 
 Exact for every non-zero divisor (a zero divisor is undefined behaviour in ``arith`` already) and
 every trip count; the divisions the rewrite replaces are erased. Runs after ``kern-fold-divisions``
@@ -191,8 +192,13 @@ def _rewrite(found: _Loop) -> list:
             if const_index(lb) == 0:
                 start[node] = (b.idx(0), b.idx(0))
             else:
-                q = dialect("arith").DivSIOp(dividend, node.divisor).result
-                start[node] = (q, _abs(dialect("arith").RemSIOp(dividend, node.divisor).result))
+                # Divided here even when the loop runs no iteration or its division is guarded
+                # (`if d != 0`): a divisor of 0 must not reach LLVM's sdiv (undefined behaviour, from
+                # which LLVM would conclude d != 0 and drop the guard), so it is replaced by 1 --
+                # with d = 0 no division of the source runs, or its result is unspecified anyway.
+                d = b.select(b.cmp("eq", node.divisor, b.idx(0)), b.idx(1), node.divisor)
+                q = dialect("arith").DivSIOp(dividend, d).result
+                start[node] = (q, _abs(dialect("arith").RemSIOp(dividend, d).result))
         inits = [v for node in nodes for v in start[node]]
         new = scf.ForOp(lb, ub, step, old_inits + inits)
     old_body = old.regions[0].blocks[0]
