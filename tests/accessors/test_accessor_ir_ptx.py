@@ -2,7 +2,9 @@
 
 - gpu IR, for every accessor: every ``gpu.barrier`` sits at the top level of the kernel body (reached
   by all threads, never under the ``kern.guard`` or any other condition); no ``gpu.shuffle`` is under
-  the guard; block-wide reads stage *before* the guard, block-wide updates reduce *after* it;
+  the guard; block-wide reads stage *before* the guard (``pair``'s last in-range step, which only
+  reads the staged values after the last barrier, opens the guard's body), block-wide updates
+  reduce *after* it;
   per-thread accessors use no workgroup memory, barrier or shuffle; atomics only where the
   semantics need them.
 - PTX: a representative subset of the matrix kernels assembles with ``ptxas -arch=sm_90``
@@ -109,10 +111,15 @@ def test_sync_ops_are_never_under_the_guard(acc, B, K, dtype, layout, compute):
         assert bool(atomics) == (acc == "atomic")
         return
     assert barriers and wg and workgroup_attrs >= 1
-    assert not any(o["guard"] for o in wg), "workgroup memory touched under the guard"
+    assert not any(o["guard"] and o["name"] == "memref.store" for o in wg), "workgroup memory written under the guard"
     if acc in ac.READS:
-        # stage before the guard; nothing block-wide after it; no atomics
-        assert all(o["pos"] < guard for o in barriers + wg)
+        # stage before the guard; nothing block-wide after it; no atomics. The staging's last
+        # in-range step (after its last barrier) may open the guard's body (pair: the neighbour's
+        # value is read there), so workgroup loads may sit under the guard -- but only pair's
+        guarded = [o for o in wg if o["guard"]]
+        assert all(o["name"] == "memref.load" for o in guarded)
+        assert bool(guarded) == (acc in ("pair", "pair_strided_default"))
+        assert all(o["pos"] < guard for o in barriers + wg if not o["guard"])
         assert not atomics and not shuffles
     else:
         assert all(o["pos"] > guard for o in barriers + wg + shuffles)
