@@ -54,6 +54,9 @@ class BoundLaunch:
     index_bits: int
     arrays: dict = field(default_factory=dict)
     zero_init: list = field(default_factory=list)
+    #: the kernel has ``index`` scalar params and every argument given for them is ``>= 0``: the
+    #: launch may use the PTX specialised for that (``Compilation.ptx(nonneg_scalars=True)``)
+    nonneg_scalars: bool = False
 
 
 #: Significant bits of each float type (IEEE 754 binary16/32/64; bfloat16 keeps 8).
@@ -414,6 +417,8 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             f"kernel '{sig.name}': problem size {problem} needs {grid} blocks of {sig.block}, "
             f"more than the {MAX_GRID_X} CUDA allows in grid x"
         )
+    index_scalars = [values[p.name] for p in params if p.kind == "scalar" and p.dtype == "index"]
     return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, index_bits,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
-                       [p.name for p in params if getattr(p, "zero_init", False)])
+                       [p.name for p in params if getattr(p, "zero_init", False)],
+                       bool(index_scalars) and all(int(v) >= 0 for v in index_scalars))

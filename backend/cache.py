@@ -261,10 +261,12 @@ def option_includes(*, coalesce: bool = True, fmad: bool = False) -> tuple:
             + ((("--fmad", ""),) if fmad else ()))
 
 
-def ptx_key(front: str, arch: str, opt_level: int, index_bits: int, align: int = 16) -> str:
+def ptx_key(front: str, arch: str, opt_level: int, index_bits: int, align: int = 16,
+            nonneg_scalars: bool = False) -> str:
     """The key of the ``ptx`` entry for the program of ``gpu`` key ``front`` compiled for ``arch``
-    at LLVM ``opt_level`` with ``index`` lowered to ``index_bits`` (libdevice is part of it)."""
-    return _digest({
+    at LLVM ``opt_level`` with ``index`` lowered to ``index_bits`` (libdevice is part of it);
+    ``nonneg_scalars``: the variant for ``index`` scalar arguments ``>= 0``."""
+    fields = {
         "kind": "ptx",
         "front": front,
         "arch": arch,
@@ -272,7 +274,10 @@ def ptx_key(front: str, arch: str, opt_level: int, index_bits: int, align: int =
         "index_bits": int(index_bits),
         "align": int(align),
         "libdevice": libdevice_id(),
-    })
+    }
+    if nonneg_scalars:  # only then: the keys of the general variant stay as they were
+        fields["nonneg_scalars"] = True
+    return _digest(fields)
 
 
 # -- entries ---------------------------------------------------------------------------------------

@@ -95,7 +95,7 @@ class Kernel:
             current = cp.cuda.runtime.getDevice()
             cuda.check_same_device(bound, current)
             aligned = cuda.all_aligned(bound, 16)
-            module = self._module._cuda_module(bound.index_bits, aligned, current)
+            module = self._module._cuda_module(bound.index_bits, aligned, current, bound.nonneg_scalars)
             cuda.launch(module, bound, self._packer(bound.index_bits))
             stats = None
         else:
@@ -138,10 +138,10 @@ class Module:
             self._interp = Interpreter(self._compilation.gpu_ir(debug_info=True))
         return self._interp
 
-    def _cuda_module(self, index_bits: int, aligned: bool, device: int):
-        key = (index_bits, aligned, device)
+    def _cuda_module(self, index_bits: int, aligned: bool, device: int, nonneg_scalars: bool = False):
+        key = (index_bits, aligned, device, nonneg_scalars)
         if key not in self._cuda:
-            self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits, aligned))
+            self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits, aligned, nonneg_scalars))
         return self._cuda[key]
 
 

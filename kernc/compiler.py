@@ -75,7 +75,7 @@ class CompileOptions:
     fmad: bool = False  # kern-contract-fma
 
     def target(self, index_bits: int | None = None, libdevice: str | None = None,
-               align: int = 16) -> pipeline.TargetOptions:
+               align: int = 16, nonneg_scalars: bool = False) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for one PTX variant."""
         return pipeline.TargetOptions(
             arch=self.arch,
@@ -83,6 +83,7 @@ class CompileOptions:
             opt_level=self.opt_level,
             libdevice=libdevice,
             align=align,
+            nonneg_scalars=nonneg_scalars,
         )
 
 
@@ -300,11 +301,11 @@ class Compilation:
         self.from_cache = True
         return True
 
-    def _ptx_cache_key(self, bits: int, aligned: bool = True) -> str | None:
+    def _ptx_cache_key(self, bits: int, aligned: bool = True, nonneg_scalars: bool = False) -> str | None:
         if self.cache_key is None:
             return None
         return cache.ptx_key(self.cache_key, self.options.arch, self.options.opt_level, bits,
-                             align=ALIGN if aligned else 0)
+                             align=ALIGN if aligned else 0, nonneg_scalars=nonneg_scalars)
 
     @property
     def program(self):
@@ -379,29 +380,33 @@ class Compilation:
         with _CTX_LOCK, context():
             return _text(ir.Module.parse(text))
 
-    def _lower_to_llvm(self, index_bits: int, aligned: bool = True) -> ir.Module:
+    def _lower_to_llvm(self, index_bits: int, aligned: bool = True, nonneg_scalars: bool = False) -> ir.Module:
         # kern-attach-target links libdevice only if calls remain after kern-libdevice-to-intrinsics
         libdevice = toolkit.libdevice_path()
         module = self._gpu_copy()
-        target = self.options.target(index_bits, libdevice, ALIGN if aligned else 0)
+        target = self.options.target(index_bits, libdevice, ALIGN if aligned else 0, nonneg_scalars)
         run_passes(module, pipeline.gpu_to_llvm(target), self._hook(), self.options.verify_each)
         return module
 
-    def llvm_ir(self, index_bits: int | None = None, aligned: bool = True) -> str:
+    def llvm_ir(self, index_bits: int | None = None, aligned: bool = True,
+                nonneg_scalars: bool = False) -> str:
         """The NVVM/LLVM-dialect IR with the target attached (see :meth:`ptx` for the arguments)."""
-        variant = (index_bits or self.options.index_bits, aligned)
+        variant = (index_bits or self.options.index_bits, aligned, nonneg_scalars)
         with self._lock:
             if variant not in self._llvm:
                 with _CTX_LOCK, context():
                     self._llvm[variant] = _text(self._lower_to_llvm(*variant))
             return self._llvm[variant]
 
-    def ptx(self, index_bits: int | None = None, aligned: bool = True) -> str:
+    def ptx(self, index_bits: int | None = None, aligned: bool = True, nonneg_scalars: bool = False) -> str:
         """PTX text of every kernel, ``index`` lowered to ``index_bits`` (default: the option's).
 
         ``aligned``: the PTX may assume every buffer address is a multiple of 16 bytes (and use
-        16-byte vector accesses); launch it only with such buffers (the launcher checks)."""
-        variant = (index_bits or self.options.index_bits, aligned)
+        16-byte vector accesses); launch it only with such buffers (the launcher checks).
+        ``nonneg_scalars``: the PTX may assume every ``index`` scalar argument is ``>= 0``
+        (``kern-specialize-nonneg-scalars``); launch it only with such arguments (the launcher
+        checks: ``BoundLaunch.nonneg_scalars``)."""
+        variant = (index_bits or self.options.index_bits, aligned, nonneg_scalars)
         with self._lock:
             if variant not in self._ptx:
                 key = self._ptx_cache_key(*variant)

@@ -91,12 +91,16 @@ class FoldRangeChecks(Pass):
     name = "kern-fold-range-checks"
     summary = "one unsigned compare per bounds check (0 <= c && c < s -> c <u s when s >= 0)"
 
+    def __init__(self, scalars_nonneg: bool = False):
+        #: also take the ``index`` scalar params as ``>= 0`` (``kern-specialize-nonneg-scalars``)
+        self.scalars_nonneg = scalars_nonneg
+
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         i1 = ir.IntegerType.get_signless(1)
         for fn in functions(module, {"gpu.func", "func.func"}):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
-            facts = IndexFacts(fn)
+            facts = IndexFacts(fn, self.scalars_nonneg)
             true_of: list = []  # compares that are always true
             pairs: list = []  # (lower, upper, c, s)
             ops = walk_ops(fn, {"arith.andi", "arith.cmpi"})

@@ -48,23 +48,30 @@ def const_index(v: ir.Value):
 
 
 @functools.lru_cache(maxsize=256)
-def _size_arg_range(signature_json: str) -> tuple[int, int]:
-    """``(index of the first size-symbol argument, how many)`` of a kernel signature: the size
-    symbols follow the params (``KernelSignature.arg_names``)."""
+def _nonneg_arg_indices(signature_json: str, scalars: bool) -> tuple[int, ...]:
+    """Positions of the kernel arguments that are never negative: the size symbols (they follow the
+    params, ``KernelSignature.arg_names``) and, with ``scalars``, the ``index`` scalar params."""
     sig = KernelSignature.from_json(signature_json)
-    return len(sig.params), len(sig.sizes)
+    first = len(sig.params)
+    out = list(range(first, first + len(sig.sizes)))
+    if scalars:
+        out += [i for i, p in enumerate(sig.params) if p.kind == "scalar" and p.dtype == "index"]
+    return tuple(out)
 
 
 class IndexFacts:
-    """Non-negativity, bounds and structural equality of the ``index`` values of one function."""
+    """Non-negativity, bounds and structural equality of the ``index`` values of one function.
 
-    def __init__(self, fn):
+    ``scalars_nonneg``: also take the kernel's ``index`` scalar params as ``>= 0`` (only for code
+    that is launched when they are: ``kern-specialize-nonneg-scalars``)."""
+
+    def __init__(self, fn, scalars_nonneg: bool = False):
         entry = fn.regions[0].blocks[0]
         self.size_args = set()
         if SIGNATURE_ATTR in fn.attributes:
-            first, count = _size_arg_range(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
-            self.size_args = {entry.arguments[i] for i in range(first, first + count)
-                              if i < len(entry.arguments)}
+            args = list(entry.arguments)
+            self.size_args = {args[i] for i in _nonneg_arg_indices(
+                ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value, scalars_nonneg) if i < len(args)}
         self._nonneg: dict = {}
 
     def forget(self) -> None:

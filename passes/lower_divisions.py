@@ -217,7 +217,7 @@ class LowerDivisions(Pass):
         for fn in functions(module, {"gpu.func", "func.func"}):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
-            divisions = _to_unsigned(fn, walk_ops(fn, DIV_OPS))
+            divisions = to_unsigned(fn, walk_ops(fn, DIV_OPS))
             # decide first (uniformity is computed on the unmodified function), then rewrite:
             # power-of-two divisors (no hoisting), then the magic ones (operands read afresh)
             state = _Function(fn)
@@ -249,21 +249,21 @@ class LowerDivisions(Pass):
         op.erase()
 
 
-_UNSIGNED = {"arith.divsi": "arith.divui", "arith.floordivsi": "arith.divui", "arith.remsi": "arith.remui"}
+UNSIGNED = {"arith.divsi": "arith.divui", "arith.floordivsi": "arith.divui", "arith.remsi": "arith.remui"}
 
 
-def _to_unsigned(fn, ops: list) -> list:
+def to_unsigned(fn, ops: list, facts: IndexFacts | None = None) -> list:
     """``ops`` (the function's divisions) with every signed ``index`` division or remainder whose
     operands are both proven ``>= 0`` (:class:`~kernc.passes.index_facts.IndexFacts`) replaced by the
     unsigned one: the same values, without the absolute values and sign fix-ups a signed division
     costs on GPUs (``IABS``/``LOP3`` in SASS); a power-of-two divisor is then a plain shift or mask."""
-    facts = IndexFacts(fn)
+    facts = facts or IndexFacts(fn)
     out = []
     for op in ops:
         n, d = op.operands
-        if op.name in _UNSIGNED and isinstance(n.type, ir.IndexType) and facts.nonneg(n) and facts.nonneg(d):
+        if op.name in UNSIGNED and isinstance(n.type, ir.IndexType) and facts.nonneg(n) and facts.nonneg(d):
             with op.location, ir.InsertionPoint(op):
-                new = ir.Operation.create(_UNSIGNED[op.name], results=[n.type], operands=[n, d])
+                new = ir.Operation.create(UNSIGNED[op.name], results=[n.type], operands=[n, d])
             op.results[0].replace_all_uses_with(new.results[0])
             op.erase()
             # no facts.forget(): a new op that reuses the erased one's address is also >= 0

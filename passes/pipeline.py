@@ -31,6 +31,7 @@ from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
 from .reduce_iv_divisions import ReduceIVDivisions
 from .serialize import SerializeToPTX
+from .specialize_scalars import SpecializeNonnegScalars
 from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
 
@@ -68,7 +69,9 @@ class TargetOptions:
     available, an error for such modules);
     the PTX ISA version follows from ``arch`` (:data:`PTX_VERSION`); ``align``: the byte alignment
     every buffer argument is assumed to have (16: ``cudaMalloc``/CuPy allocations are 256-byte
-    aligned; the launcher checks it and uses ``align=0`` PTX for misaligned arrays).
+    aligned; the launcher checks it and uses ``align=0`` PTX for misaligned arrays);
+    ``nonneg_scalars``: the variant for launches whose ``index`` scalar arguments are all ``>= 0``
+    (``kern-specialize-nonneg-scalars``; the launcher checks the values).
     """
 
     arch: str = "sm_90"
@@ -76,6 +79,7 @@ class TargetOptions:
     opt_level: int = 3
     libdevice: str | None = None
     align: int = 16
+    nonneg_scalars: bool = False
 
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list[Pass]:
@@ -105,6 +109,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list
 def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
     """gpu IR -> NVVM (LLVM dialect) with the target attached."""
     return [
+        *([SpecializeNonnegScalars()] if opts.nonneg_scalars else []),
         BarePointerABI(opts.index_bits, opts.align),
         LowerFMA(),
         UpstreamPass(

@@ -26,6 +26,7 @@ from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
 from .reduce_iv_divisions import ReduceIVDivisions
 from .relax_atomics import RelaxAtomics
+from .specialize_scalars import SpecializeNonnegScalars
 from .verify import VerifyKern
 
 KERN_PASSES = {
@@ -37,6 +38,7 @@ KERN_PASSES = {
     FoldDivisions.name: lambda: FoldDivisions(),
     ReduceIVDivisions.name: lambda: ReduceIVDivisions(),
     FoldRangeChecks.name: lambda: FoldRangeChecks(),
+    SpecializeNonnegScalars.name: lambda: SpecializeNonnegScalars(),
     LowerDivisions.name: lambda **o: LowerDivisions(o.get("magic", "auto")),
     FoldLayouts.name: lambda: FoldLayouts(),
     OutlineToGpu.name: lambda: OutlineToGpu(),
