@@ -5,8 +5,10 @@ coordinate, as two signed compares and an ``and``. When ``s >= 0`` is proven
 (:class:`~kernc.passes.index_facts.IndexFacts`: view extents are size symbols), that pair is the
 single unsigned compare ``c <u s`` (a negative ``c`` wraps to a huge unsigned value; the same
 rewrite LLVM's InstCombine makes when it can see that ``s`` is non-negative, which it cannot for a
-kernel argument). And ``0 <= c`` alone is ``true`` when ``c >= 0`` is proven (a delinearized thread
-coordinate, a loop variable from 0), ``c < s`` when ``0 <= c < s`` is (a remainder by ``s``).
+kernel argument). And ``0 <= c`` alone is ``true`` when ``c >= 0`` is proven (a thread id, a loop
+variable from 0), ``c < s`` when ``0 <= c < s`` is (a loop variable below its bound ``s``). These
+checks keep memory accesses in bounds, so only facts that hold for every run count
+(``IndexFacts(strict=True)``): not a remainder by a size that may be 0, nor a product that may wrap.
 
 The pair must be conjuncts of one ``arith.andi`` tree whose inner nodes and the two compares have no
 other use, so that no other value changes. Runs after ``kern-lower-views``; ``canonicalize`` then
@@ -100,7 +102,7 @@ class FoldRangeChecks(Pass):
         for fn in functions(module, {"gpu.func", "func.func"}):
             if not fn.regions or not list(fn.regions[0].blocks):
                 continue
-            facts = IndexFacts(fn, self.scalars_nonneg)
+            facts = IndexFacts(fn, self.scalars_nonneg, strict=True)  # they guard memory accesses
             true_of: list = []  # compares that are always true
             pairs: list = []  # (lower, upper, c, s)
             ops = walk_ops(fn, {"arith.andi", "arith.cmpi"})

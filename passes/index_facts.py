@@ -63,9 +63,16 @@ class IndexFacts:
     """Non-negativity, bounds and structural equality of the ``index`` values of one function.
 
     ``scalars_nonneg``: also take the kernel's ``index`` scalar params as ``>= 0`` (only for code
-    that is launched when they are: ``kern-specialize-nonneg-scalars``)."""
+    that is launched when they are: ``kern-specialize-nonneg-scalars``).
 
-    def __init__(self, fn, scalars_nonneg: bool = False):
+    ``strict``: only facts that hold for every run, for removing *safety* checks (a checked view's
+    bounds): a quotient or remainder by a divisor that may be 0 is unspecified, and a sum or product
+    of coordinates may wrap, so neither counts there; sums and products of sizes and constants (the
+    extents) do, and a loop variable is below its bound. Without ``strict`` those facts hold
+    wherever the values are specified, which is what rewriting a division needs."""
+
+    def __init__(self, fn, scalars_nonneg: bool = False, strict: bool = False):
+        self.strict = strict
         entry = fn.regions[0].blocks[0]
         self.size_args = set()
         if SIGNATURE_ATTR in fn.attributes:
@@ -98,6 +105,13 @@ class IndexFacts:
             return c is not None and c >= 0
         if op.name in _NONNEG_SOURCES:
             return True
+        if self.strict:
+            if op.name in ("arith.addi", "arith.muli"):
+                return self._extent(v)
+            if op.name in ("arith.minsi", "arith.maxsi", "arith.select"):
+                args = op.operands[1:] if op.name == "arith.select" else op.operands
+                return all(self.nonneg(x) for x in args)
+            return False
         if op.name in _CLOSED:
             if op.name == "arith.maxsi":
                 return any(self.nonneg(x) for x in op.operands)
@@ -105,6 +119,15 @@ class IndexFacts:
         if op.name == "arith.select":
             return self.nonneg(op.operands[1]) and self.nonneg(op.operands[2])
         return self.below(v) is not None  # x - (x/d)*d
+
+    def _extent(self, v: ir.Value) -> bool:
+        """``v`` is a sum/product of size symbols and non-negative constants only."""
+        if isinstance(v, ir.BlockArgument):
+            return v in self.size_args
+        op = defining_op(v)
+        if op.name == "arith.constant":
+            return (const_index(v) or 0) >= 0 and const_index(v) is not None
+        return op.name in ("arith.addi", "arith.muli") and all(self._extent(x) for x in op.operands)
 
     @staticmethod
     def for_of_iv(v: ir.BlockArgument):
@@ -124,6 +147,8 @@ class IndexFacts:
                 return loop.operands[1]
             return None
         op = defining_op(v)
+        if self.strict:
+            return None  # a remainder by a divisor that may be 0 is unspecified
         if op.name in REM and self.nonneg(op.operands[0]) and self.nonneg(op.operands[1]):
             return op.operands[1]
         if op.name == "arith.subi":  # x - (x/d)*d: the remainder as delinearization writes it

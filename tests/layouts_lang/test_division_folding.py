@@ -81,3 +81,24 @@ def test_values_match_c_semantics(mod, A, B, C, off, R):
     y = np.full((A, B, C, 6), -12345, np.int32)
     mod.lin(y, off, R)
     np.testing.assert_array_equal(y, _expected(A, B, C, off, R))
+
+
+ZERO_EXTENT = """
+kernel k(x: f32[R, C] view, y: f32[n] write) over n {
+    let c = thread_id % R;
+    y = x.checked(c, c);
+}
+"""
+
+
+def test_a_checked_read_stays_checked_when_an_extent_is_zero():
+    """``c = t % R`` is below ``R`` only when ``R > 0``: with ``R = 0`` the remainder is unspecified,
+    and kern-fold-range-checks had dropped ``c < R`` as always true -- an out-of-bounds load (a
+    ``KerncRuntimeError`` on the CPU, a stray read on a GPU) instead of the default."""
+    mod = kernc.compile(ZERO_EXTENT)
+    y = np.full(5, 7.0, np.float32)
+    mod.k(np.zeros((0, 4), np.float32), y)
+    np.testing.assert_array_equal(y, np.zeros(5, np.float32))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    mod.k(x, y)
+    np.testing.assert_array_equal(y, [x[t % 3, t % 3] for t in range(5)])

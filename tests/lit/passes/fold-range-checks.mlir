@@ -43,3 +43,33 @@ func.func @shared_compare(%c: index) -> (i1, i1) {
   %ok = arith.andi %lo, %hi : i1
   return %ok, %hi : i1, i1
 }
+
+// Safety checks only use facts that hold in every run: a remainder by a divisor that may be 0 is
+// unspecified (so `r % s < s` stays), and a product of coordinates may wrap (so `t*k >= 0` and
+// `t/d >= 0` stay); a thread id and a loop variable below its bound need no check.
+// CHECK-LABEL: func.func @strict
+// CHECK: arith.cmpi slt, %{{.*}}, %arg0 : index
+// CHECK: arith.cmpi sge, %{{.*}}, %c0 : index
+// CHECK: arith.cmpi sge, %{{.*}}, %c0 : index
+// CHECK-NOT: arith.cmpi
+// CHECK: return %{{.*}}, %{{.*}}, %{{.*}}, %true, %true
+func.func @strict(%s: index, %k: index, %d: index) -> (i1, i1, i1, i1, i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %t = "kern.thread_id"() : () -> index
+  %r = arith.remui %t, %s : index
+  %rhi = arith.cmpi slt, %r, %s : index
+  %p = arith.muli %t, %t : index
+  %plo = arith.cmpi sge, %p, %c0 : index
+  %q = arith.divui %t, %d : index
+  %qlo = arith.cmpi sge, %q, %c0 : index
+  %tlo = arith.cmpi sge, %t, %c0 : index
+  %ok = scf.for %i = %c0 to %s step %c1 iter_args(%acc = %tlo) -> (i1) {
+    %ilo = arith.cmpi sge, %i, %c0 : index
+    %ihi = arith.cmpi slt, %i, %s : index
+    %both = arith.andi %ilo, %ihi : i1
+    %a = arith.andi %acc, %both : i1
+    scf.yield %a : i1
+  }
+  return %rhi, %plo, %qlo, %tlo, %ok : i1, i1, i1, i1, i1
+}
