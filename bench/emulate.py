@@ -68,10 +68,16 @@ def kernel_names(source: str) -> list[str]:
 
 
 def _dims(value, what: str) -> tuple[int, int, int]:
-    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-    if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1
-                                      for d in dims):
-        raise EmulationError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints, got {value!r}")
+    """``value`` (an int or 1 to 3 ints, each in ``1 .. 2^31 - 1``: CUDA's largest grid extent) as
+    three dims; ``EmulationError`` for anything else (a float, 0, a value the C side would wrap)."""
+    try:
+        dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    except TypeError:
+        dims = ()
+    if not 1 <= len(dims) <= 3 or any(isinstance(d, bool) or not isinstance(d, (int, np.integer))
+                                      or not 1 <= d <= 2**31 - 1 for d in dims):
+        raise EmulationError(f"{what} must be a positive int or a tuple of 1 to 3 positive ints "
+                             f"below 2^31, got {value!r}")
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 

@@ -10,6 +10,16 @@ import argparse
 DEFAULT_JSON = "bench-results.json"
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the benchmark options to ``ap`` and return it."""
     ap.add_argument("--quick", action="store_true",
@@ -18,7 +28,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
                     help=f"where to write the results as JSON (default: {DEFAULT_JSON} in the current folder)")
     ap.add_argument("--example", action="append", default=None, metavar="NAME",
                     help="only this example of examples/ (repeatable; default: all, --quick: saxpy)")
-    ap.add_argument("--reps", type=int, default=None, metavar="N",
+    ap.add_argument("--reps", type=_positive_int, default=None, metavar="N",
                     help="repetitions per in-process timing (default 20; subprocess timings use N//4, at least 3)")
     ap.add_argument("--arch", default="sm_90", help="target of both compilers and of ptxas (default sm_90)")
     ap.add_argument("--examples-dir", default=None, metavar="DIR",

@@ -154,7 +154,7 @@ def collect(ns) -> dict:
                 results["launch"] = {"error": _err(err)}
 
         if ns.no_gpu:
-            results["gpu"] = {"available": None, "note": "skipped (--no-gpu)"}
+            results["gpu"] = {"available": None, "note": "--no-gpu was given"}
         else:
             from . import gpu
 
@@ -392,8 +392,26 @@ def _render_bandwidth(g: dict) -> list[str]:
     return lines + notes
 
 
+def check_options(ns) -> None:
+    """Reject what would only fail after the whole run (``SystemExit`` with the reason): an
+    unknown ``--arch``, a missing ``--examples-dir``, a ``--json`` file whose folder does not
+    exist or is not writable."""
+    from kernc.compiler import validate_arch
+
+    try:
+        validate_arch(ns.arch)
+    except ValueError as err:
+        raise SystemExit(f"bench: {err}") from None
+    if ns.examples_dir and not os.path.isdir(ns.examples_dir):
+        raise SystemExit(f"bench: --examples-dir {ns.examples_dir}: no such folder")
+    folder = os.path.dirname(os.path.abspath(ns.json))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise SystemExit(f"bench: --json {ns.json}: the folder {folder} does not exist or is not writable")
+
+
 def run(ns) -> int:
     """Run the benchmarks for parsed options ``ns``: print the table and write ``ns.json``."""
+    check_options(ns)
     results = collect(ns)
     sys.stdout.write(render(results))
     from kernc.cli import write_atomically

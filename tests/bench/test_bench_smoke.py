@@ -255,3 +255,22 @@ def test_gpu_section_code_paths_on_a_fake_device(monkeypatch, tmp_path):
     assert _positive(bw["kernc_gbs"]) and _positive(bw["reference_gbs"]) and _positive(bw["kernc_pct_of_peak"])
     lo = res["launch_overhead"]
     assert _positive(lo["kernc_api_us"]) and _positive(lo["kernc_raw_us"]) and _positive(lo["ratio_api_to_reference"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--reps", "0"], "expected a positive integer"),
+    (["--quick", "--json", "/nonexistent-kernc-dir/x.json"], "does not exist or is not writable"),
+    (["--quick", "--examples-dir", "/nonexistent-kernc-dir"], "no such folder"),
+    (["--quick", "--arch", "sm_xx"], "unknown GPU architecture 'sm_xx'"),
+])
+def test_bad_options_fail_before_the_run(argv, message, capsys):
+    """They failed only after the whole benchmark (a traceback writing the JSON, a raw
+    FileNotFoundError), or not at all (an unknown arch filled the table with errors; --reps 0 ran
+    20 repetitions)."""
+    from kernc.bench.runner import main
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code != 0
+    text = str(info.value.code) + capsys.readouterr().err
+    assert message in text, text

@@ -129,6 +129,10 @@ def test_launch_errors_are_clear(modules):
         saxpy.launch("saxpy", 2, 256, [np.float64(2.0), *args[1:]])
     with pytest.raises(emulate.EmulationError, match="argument 1: the parameter is a pointer"):
         saxpy.launch("saxpy", 2, 256, [args[0], np.float32(1.0), *args[2:]])
+    # a float or a grid the C side would wrap to 0 (it ran nothing, silently)
+    for grid in (4.0, 2**32, (2, 0), ()):
+        with pytest.raises(emulate.EmulationError, match="grid must be a positive int"):
+            saxpy.launch("saxpy", grid, 256, args)
     saxpy.launch("saxpy", 2, 256, args)  # and a good launch still works
     assert np.array_equal(args[2], np.full(300, 3.0, np.float32))
 
