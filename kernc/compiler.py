@@ -264,8 +264,9 @@ class Compilation:
                     kw["remarks"](f"{filename}: remark: view accesses are not staged: kern-coalesce-views "
                                   "is off (--no-coalesce)")
                 elif not n_d:
-                    kw["remarks"](f"{filename}: remark: nothing to stage: no kernel has an N-D problem "
-                                  "(over (i, j) in (M, N)), so consecutive threads never stride a view")
+                    kw["remarks"](f"{filename}: remark: nothing to stage: kern-coalesce-views stages the "
+                                  "view accesses of N-D problems (over (i, j) in (M, N)), and no kernel "
+                                  "here has one")
             if self.options.fmad:
                 kw["fmad"] = True
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each)
@@ -325,16 +326,18 @@ class Compilation:
             self._after_pass(name, _text(module))
 
     def _select(self, module: ir.Module, names) -> None:
-        found = set()
+        found, have = set(), []
         for fn in functions(module, {"func.func"}):
             name = ir.StringAttr(fn.attributes["sym_name"]).value
+            have.append(name)
             if name in names:
                 found.add(name)
             else:
                 fn.erase()
         missing = [n for n in names if n not in found]
         if missing:
-            raise CompileError(Diagnostic(f"no kernel named '{missing[0]}' in {self.filename}"))
+            raise CompileError(Diagnostic(f"no kernel named '{missing[0]}' in {self.filename} "
+                                          f"(it has: {', '.join(have) or 'none'})"))
 
     def _signatures(self, module: ir.Module) -> dict[str, KernelSignature]:
         sigs = {}

@@ -158,6 +158,9 @@ class CoalesceViews(Pass):
             else:
                 return decline_all("the problem extents are not size symbols or constants")
         i_val, j_val = delin.results[0], delin.results[1]
+        coord_names = ([ir.StringAttr(a).value for a in ir.ArrayAttr(delin.attributes["coord_names"])]
+                       if "coord_names" in delin.attributes else ["i", "j"])
+        iname, jname = coord_names[0], coord_names[1]
         body = guard.regions[0].blocks[0]
         TI = B // TJ
         S = TJ + WARP // TI
@@ -178,21 +181,22 @@ class CoalesceViews(Pass):
             one = Poly.const(1)
             j_pos = [k for k, c in enumerate(coords) if c == j_val]
             if coords[0] == i_val and coords[1] == j_val and st1 == one:
-                self._remark(op, f"not staging '{name}': the fastest thread coordinate 'j' has "
+                self._remark(op, f"not staging '{name}': the fastest thread coordinate '{jname}' has "
                                  f"stride 1 in {name}'s layout (already coalesced)")
                 continue
             if not (coords[0] == j_val and coords[1] == i_val):
                 if coords[0] == i_val and coords[1] == j_val:
-                    why = (f"the fastest thread coordinate 'j' has stride {st1} in {name}'s layout, "
-                           "but only accesses at the swapped coordinates (j, i) are staged")
+                    why = (f"the fastest thread coordinate '{jname}' has stride {st1} in {name}'s layout, "
+                           f"but only accesses at the swapped coordinates ({jname}, {iname}) are staged")
                 elif not j_pos:
-                    why = "its coordinates are not the thread coordinates (i, j) or (j, i)"
+                    why = (f"its coordinates are not the thread coordinates ({iname}, {jname}) or "
+                           f"({jname}, {iname})")
                 else:
-                    why = "its coordinates are not exactly the swapped thread coordinates (j, i)"
+                    why = f"its coordinates are not exactly the swapped thread coordinates ({jname}, {iname})"
                 self._remark(op, f"not staging '{name}': {why}")
                 continue
             if st0 == one:
-                self._remark(op, f"not staging '{name}': the fastest thread coordinate 'j' has "
+                self._remark(op, f"not staging '{name}': the fastest thread coordinate '{jname}' has "
                                  f"stride 1 in {name}'s layout (already coalesced)")
                 continue
             if st1 != one:
@@ -212,7 +216,7 @@ class CoalesceViews(Pass):
                 self._remark(op, f"not staging '{name}': the kernel also writes it")
                 continue
             self._remark(op, f"staging '{name}' through a {TI}x{S} workgroup tile: the fastest "
-                             f"thread coordinate 'j' has stride {st0} in {name}'s layout")
+                             f"thread coordinate '{jname}' has stride {st0} in {name}'s layout")
             staged.append(op)
         if staged:
             self._rewrite(fn, sig, guard, delin, extents, staged, TI, S)

@@ -194,3 +194,17 @@ def test_public_api_turns_staging_off():
         stats[coalesce] = mod.transpose(a, b).stats
         np.testing.assert_array_equal(b, a.T)
     assert stats[True].global_store_sectors * 8 == stats[False].global_store_sectors
+
+
+def test_remarks_name_the_programs_own_coordinates(capfd):
+    """The remarks called the fastest coordinate 'j' whatever the program named it."""
+    src = ("layout rowmaj(R, C) = (R, C):(C, 1);\n"
+           "kernel t(a: f32[R, C] view as rowmaj(R, C), b: f32[C, R] view as rowmaj(C, R))\n"
+           "        over (row, col) in (R, C) {\n"
+           "    b[col, row] = a[row, col];\n"
+           "}\n")
+    _module(src, remarks=True)
+    err = capfd.readouterr().err
+    assert "not staging 'a': the fastest thread coordinate 'col' has stride 1" in err, err
+    assert "staging 'b' through a 8x36 workgroup tile: the fastest thread coordinate 'col' has stride R" in err
+    assert "'j'" not in err
