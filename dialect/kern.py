@@ -13,7 +13,7 @@ A kernel in the kern IR is a ``func.func`` carrying the ``kern.signature`` attri
 names its accessor kind, the buffer's layout (CuTe notation over size symbols, ``dialect/strided.py``)
 and takes the values of those symbols as its ``sizes`` operands, in ``syms`` order.
 
-Accessor ops (the semantics are in ``shared/design/accessors.md``):
+Accessor ops (the semantics are in ``docs/design/accessors.md``):
 
 - ``kern.read``  -- ``(buffer, args..., sizes...) -> (component values...)``
 - ``kern.write`` -- ``(buffer, args..., sizes..., values...)``: ``X[e] = y_t``

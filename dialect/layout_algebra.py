@@ -1,6 +1,6 @@
 """CuTe-style layout algebra in pure Python (no MLIR): hierarchical layouts, swizzles, im2col.
 
-Public entry point: :mod:`kernc.layout` (a re-export of this module). Design: ``shared/design/layouts.md``.
+Public entry point: :mod:`kernc.layout` (a re-export of this module). Design: ``docs/design/layouts.md``.
 
 Notation (CuTe's)
 -----------------

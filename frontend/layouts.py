@@ -1,7 +1,7 @@
 """Layouts in the language: layout definitions, their evaluation, views and layout applications.
 
 This module is the part of the checker (:mod:`kernc.frontend.check`) that deals with layouts
-(``shared/design/layouts.md``, ``language.md`` section 3). It is a mixin of the checker class.
+(``docs/design/layouts.md``, ``language.md`` section 3). It is a mixin of the checker class.
 
 Layout values
 -------------

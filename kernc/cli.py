@@ -1,4 +1,4 @@
-"""The ``kernc`` command line (contract in ``shared/design/architecture.md``).
+"""The ``kernc`` command line (contract in ``docs/design/architecture.md``).
 
 Exit codes: 0 ok; 1 user error (a diagnostic is printed); 2 usage error; 3 internal compiler error
 (a one-line summary, and the full report written to a file whose path is printed).

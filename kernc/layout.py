@@ -12,7 +12,7 @@ Check a layout before compiling with it::
     (128,8):(1,128)
 
 The implementation lives in :mod:`kernc.dialect.layout_algebra` (algebra, swizzles, im2col) and
-:mod:`kernc.dialect.layout_print` (text/SVG pictures); see ``shared/design/layouts.md``.
+:mod:`kernc.dialect.layout_print` (text/SVG pictures); see ``docs/design/layouts.md``.
 """
 
 from kernc.dialect import layout_algebra as _algebra

@@ -6,7 +6,7 @@ An upstream ``mlir`` package is used when one is importable; otherwise the bindi
 ``numba-cuda-mlir`` wheel (``numba_cuda_mlir._mlir``, MLIR 23) are loaded *without* running that
 package's ``__init__`` (which would import numba and the CUDA runtime): a stub package module is placed
 in ``sys.modules`` and the bundled shared libraries are preloaded with ``RTLD_LOCAL | RTLD_DEEPBIND``
-first, as the package's own ``__init__`` does (see ``../shared/design/toolchain.md``), but with lazy
+first, as the package's own ``__init__`` does (see ``docs/design/toolchain.md``), but with lazy
 symbol binding. Two more things keep a cold ``kernc compile`` fast: numpy stays out of the ``ir``
 import (:func:`_import_ir`) and the LLVM dialect's op classes are not loaded (:mod:`kernc.lazy_dialects`).
 

@@ -1,7 +1,7 @@
 """``kern-lower-accessors``: accessor ops -> ``memref``/``gpu``/``scf`` code inside each ``gpu.func``.
 
 Runs after ``kern-to-gpu``: every accessor op sits in the body of a ``gpu.func`` under the guard
-``scf.if t < P`` (``kern.guard``). Semantics: ``shared/design/accessors.md``; IR contract:
+``scf.if t < P`` (``kern.guard``). Semantics: ``docs/design/accessors.md``; IR contract:
 ``docs/accessor-lowering.md``.
 
 *Per-thread* accessors (``sequential``, ``strided``, ``strided_default``, ``indexed`` reads and

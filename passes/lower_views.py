@@ -3,7 +3,7 @@
 Runs after ``kern-to-gpu`` and ``kern-lower-accessors`` (the ops sit in the guarded body of a
 ``gpu.func``; outside one, e.g. ``kernc opt`` on kern IR, they are lowered in place just the same)
 and before ``kern-lower-layouts``, which lowers the ``kern.layout_apply``/``kern.swizzle`` it emits.
-Semantics: ``dialect/kern.py`` and ``shared/design/layouts.md``.
+Semantics: ``dialect/kern.py`` and ``docs/design/layouts.md``.
 
 - ``kern.in_bounds`` -> one pair of *signed* compares per mode, ``c_k >= 0`` and ``c_k < s_k``,
   and-ed together (coordinates may be negative: padding). The per-mode predicates are kept apart

@@ -5,7 +5,7 @@
     kern IR ──kern_to_gpu()──► gpu IR ──gpu_to_llvm(opts)──► NVVM/LLVM IR ──llvm_to_ptx()──► gpu.binary (PTX)
 
 Stage names are the ``--emit`` values of ``kernc compile``: ``kern``, ``gpu``, ``llvm``, ``ptx``.
-Pass spellings of the upstream stages are those of MLIR 23 (``shared/design/toolchain.md``).
+Pass spellings of the upstream stages are those of MLIR 23 (``docs/design/toolchain.md``).
 """
 
 from __future__ import annotations

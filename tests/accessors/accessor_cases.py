@@ -1,7 +1,7 @@
 """The accessor test matrix: ``.kern`` text generated from templates, kernels compiled once per
 session, inputs, numpy references (float64, then cast to the storage dtype) and comparisons.
 
-Semantics under test: ``shared/design/accessors.md``; the IR contract: ``docs/accessor-lowering.md``.
+Semantics under test: ``docs/design/accessors.md``; the IR contract: ``docs/accessor-lowering.md``.
 
 A *case* is ``(accessor, B, K, dtype, layout, compute)``; one kernel (named ``k``) per case is compiled
 on first use and shared by every problem size ``P``, index pattern and device that uses it.

@@ -1,5 +1,5 @@
 """Accessor semantics beyond the matrix, on the CPU interpreter: the checking values of
-``shared/design/accessors.md``, zero-initialisation at ``P == 0``, exact defaults, strided offsets and
+``docs/design/accessors.md``, zero-initialisation at ``P == 0``, exact defaults, strided offsets and
 steps (negative, zero), index patterns, conditional contributions and early ``return``, and kernels
 combining several block-wide accessors (workgroup memory shared between them)."""
 

@@ -3,7 +3,7 @@
 Parsing of the new syntax, the exact kern IR form of every accessor (names, ``args``, operand
 segments, compute vs storage types, hidden table params), signature fields, located diagnostics,
 and semantics through the reference evaluator of ``kern_eval.py`` (which models each accessor per
-``shared/design/accessors.md``, including the ``shared_indices`` table encoding).
+``docs/design/accessors.md``, including the ``shared_indices`` table encoding).
 """
 
 from __future__ import annotations

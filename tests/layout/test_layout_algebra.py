@@ -1,6 +1,6 @@
 """Published examples of the layout algebra and its error cases.
 
-Sources: ``shared/design/layouts.md`` section 2; the CuTe documentation
+Sources: ``docs/design/layouts.md`` section 2; the CuTe documentation
 ``media/docs/cpp/cute/02_layout_algebra.md`` (NVIDIA/cutlass), sections cited per test; NVIDIA/cutlass
 issues #3177, #2113 and #1353 for compositions the C++ gets wrong or rejects.
 """
