@@ -1,47 +1,50 @@
-"""``kern-coalesce-views``: stage transposed view accesses of 2-D problems through a workgroup tile.
+"""``kern-coalesce-views``: stage transposed view accesses of N-D problems through a workgroup tile.
 
-In an N-D kernel ``over (i, j) in (R, C)`` consecutive threads of a warp get consecutive ``j`` (the
-last coordinate is the fastest, ``kern.delinearize``). A view access whose fastest thread coordinate
-``j`` is *not* the storage's unit-stride mode -- the naive transpose ``b[j, i] = a[i, j]`` with ``b``
-row-major ``(C, R):(R, 1)`` -- touches one 32-byte sector per lane (stride ``R``): 32 sectors per
-warp request instead of 4. This pass applies the shared-memory transpose of NVIDIA's "An Efficient
-Matrix Transpose in CUDA C/C++" (M. Harris, NVIDIA Developer Blog): each block stages a tile in
-workgroup memory, so that both the global read and the global write move along unit stride, and the
-tile's rows are padded (one padding column for a 32x32 tile) so that both shared-memory accesses
-are free of bank conflicts.
+In an N-D kernel ``over (..., i, ..., j) in (..., R, ..., C)`` consecutive threads of a warp get
+consecutive ``j`` (the last coordinate is the fastest, ``kern.delinearize``). A view access whose
+fastest thread coordinate ``j`` is *not* the storage's unit-stride mode -- the naive transpose
+``b[j, i] = a[i, j]`` with ``b`` row-major ``(C, R):(R, 1)``, or the NCHW -> NHWC permute
+``y[n, h, w, c] = x[n, c, h, w]`` where ``w`` has stride ``C`` in ``y`` -- touches one 32-byte sector
+per lane: 32 sectors per warp request instead of 4. This pass applies the shared-memory transpose of
+NVIDIA's "An Efficient Matrix Transpose in CUDA C/C++" (M. Harris, NVIDIA Developer Blog) to the
+plane of ``j`` and the coordinate ``i`` that has unit stride in that view (``c`` in the permute),
+batched over the other coordinates: each block stages a ``TI x TJ`` tile of that plane in workgroup
+memory, so that both the global read and the global write move along unit stride, and the tile's
+rows are padded (one padding column for a 32x32 tile) so that both shared-memory accesses are free
+of bank conflicts.
 
 Runs after ``kern-lower-accessors`` (the body sits in the guard ``scf.if ... {kern.guard}`` of a
 ``gpu.func``) and before ``kern-lower-views`` (it works on ``kern.view_load``/``view_store``/
 ``kern.delinearize`` and re-emits view ops that ``kern-lower-views`` lowers). The decision is taken
 from the layouts alone; no annotation is needed. It applies when:
 
-- the kernel has a single ``kern.delinearize(t, R, C)`` of the thread id ``t`` (a 2-D problem) and
-  ``t`` is used for nothing else, no accessor staged through workgroup memory before, and the block
-  ``B`` has at least 64 threads;
-- the access is a top-level (unconditional) ``view_store``/``view_load`` of a rank-2, unswizzled,
-  unmasked view at exactly ``(j, i)``, whose mode 0 (``j``) has a stride other than 1 and whose mode
-  1 (``i``) has stride 1; a staged store's buffer has no other access, a staged load's buffer is
-  only read.
+- the kernel has a single ``kern.delinearize(t, E0, ..., E(k-1))`` of the thread id ``t`` (an N-D
+  problem, ``k >= 2``) and ``t`` is used for nothing else, no accessor staged through workgroup
+  memory before, and the block ``B`` has at least 64 threads;
+- the access is a top-level (unconditional) ``view_store``/``view_load`` of an unswizzled, unmasked
+  view whose coordinates are the thread coordinates in some order, where ``j``'s mode has a stride
+  other than 1 and another mode (coordinate ``i``) has stride 1 -- the same ``i`` for every staged
+  access; a staged store's buffer has no other access, a staged load's buffer is only read.
 
 Then, with ``TJ = 32`` and ``TI = B / 32``:
 
 1. *Threads are remapped to tiles*: the kernel body (guard included) runs in a loop over the
-   tiles ``tile = blk, blk + grid, ...`` of the ``ceil(R/TI) x ceil(C/TJ)`` tile grid
-   (``bi = tile / ceil(C/TJ)``, ``bj = tile % ceil(C/TJ)``), so the launch keeps its
-   ``ceil(P / B)`` blocks (with partial tiles there are a few more tiles than blocks; the trip
-   count is block-uniform, so the barriers inside are safe; one more barrier ends each trip before
-   the tile is re-used). Thread ``tid`` is item ``i = bi*TI + tid/TJ``, ``j = bj*TJ + tid%TJ``;
-   the guard becomes ``i < R && j < C``. The signature records ``tiles = [[R, TI], [C, TJ]]``
-   (informational: the grid stays ``ceil(P / B)``).
+   tiles ``tile = blk, blk + grid, ...`` of the ``batch x ceil(Ei/TI) x ceil(Ej/TJ)`` tile grid
+   (``batch``: the product of the other extents, whose coordinates are fixed per tile), so the
+   launch keeps its ``ceil(P / B)`` blocks (with partial tiles there are a few more tiles than
+   blocks; the trip count is block-uniform, so the barriers inside are safe; one more barrier ends
+   each trip before the tile is re-used). Thread ``tid`` is item ``i = bi*TI + tid/TJ``,
+   ``j = bj*TJ + tid%TJ``; the guard becomes ``i < Ei && j < Ej``. The signature records
+   ``tiles = [[Ei, TI], [Ej, TJ]]`` (informational: the grid stays ``ceil(P / B)``).
 2. The tile is ``TI x S`` elements with ``S = TJ + 32/TI`` (33 for 32x32, 36 for 8x32): item
    ``(i, j)`` lives at ``smem[(tid/TJ)*S + tid%TJ]`` (a warp touches 32 consecutive words), the
    transposed side reads it back as ``smem[ii*S + jj]`` with ``ii = tid % TI``, ``jj = tid / TI``:
    the padding spreads the ``32/TI`` columns ``jj`` a warp reads over distinct banks.
 3. A staged store becomes ``smem[...] = v`` in the body, then after the guard (every thread):
-   ``gpu.barrier`` and ``b[bj*TJ + jj, bi*TI + ii] = smem[ii*S + jj]`` for in-range elements
-   (consecutive lanes write consecutive ``i``, ``b``'s unit-stride mode). A staged load is the
-   mirror image before the guard: ``smem[ii*S + jj] = a[bj*TJ + jj, bi*TI + ii]``, ``gpu.barrier``,
-   and the body reads ``smem[(tid/TJ)*S + tid%TJ]``.
+   ``gpu.barrier`` and the view written at ``j = bj*TJ + jj``, ``i = bi*TI + ii`` (the batch
+   coordinates unchanged) from ``smem[ii*S + jj]`` for in-range elements (consecutive lanes write
+   consecutive ``i``, the view's unit-stride mode). A staged load is the mirror image before the
+   guard, and the body reads ``smem[(tid/TJ)*S + tid%TJ]``.
 
 ``remarks`` (a callable taking one line) explains each view access's decision
 (``kernc compile --remarks``); the pass is left out of the pipeline by ``--no-coalesce``.
@@ -92,7 +95,7 @@ def _uses(v) -> list:
 
 
 class CoalesceViews(Pass):
-    """Stage transposed ``view_store``/``view_load`` s of 2-D problems through a padded tile."""
+    """Stage transposed ``view_store``/``view_load`` s of N-D problems through a padded tile."""
 
     name = "kern-coalesce-views"
     summary = "stage transposed view accesses through a padded workgroup tile (coalesced, conflict-free)"
@@ -133,8 +136,8 @@ class CoalesceViews(Pass):
                 self._remark(op, f"not staging '{pname(op.operands[0])}': {why}")
 
         delins = walk_ops(fn, {"kern.delinearize"})
-        if len(delins) != 1 or len(delins[0].operands) != 3:
-            return decline_all("the kernel is not a 2-D problem 'over (i, j) in (R, C)'")
+        if len(delins) != 1 or len(delins[0].operands) < 3:
+            return decline_all("the kernel is not an N-D problem 'over (i, j) in (R, C)'")
         delin = delins[0]
         tdef = _owner(delin.operands[0])
         if not isinstance(tdef, ir.Operation) or tdef.name != "kern.thread_id":
@@ -157,14 +160,16 @@ class CoalesceViews(Pass):
                 extents.append(str(ir.IntegerAttr(d.attributes["value"]).value))
             else:
                 return decline_all("the problem extents are not size symbols or constants")
-        i_val, j_val = delin.results[0], delin.results[1]
+        results = list(delin.results)
+        j_val = results[-1]
         coord_names = ([ir.StringAttr(a).value for a in ir.ArrayAttr(delin.attributes["coord_names"])]
-                       if "coord_names" in delin.attributes else ["i", "j"])
-        iname, jname = coord_names[0], coord_names[1]
+                       if "coord_names" in delin.attributes else [f"x{n}" for n in range(len(results))])
+        jname = coord_names[-1]
         body = guard.regions[0].blocks[0]
         TI = B // TJ
         S = TJ + WARP // TI
-        staged = []
+        staged = []  # (op, position of j in its coordinates, position of the tile's other coordinate)
+        ki = None  # the problem coordinate that the staged accesses move along unit stride
         for op in accesses:
             buf = op.operands[0]
             name = pname(buf)
@@ -174,33 +179,29 @@ class CoalesceViews(Pass):
             if name is None:
                 self._remark(op, "not staging the access: its buffer is not a kernel argument")
                 continue
-            if swizzle is not None or layout.rank != 2 or len(coords) != 2:
-                self._remark(op, f"not staging '{name}': only rank-2 unswizzled layouts are staged")
+            if swizzle is not None or layout.rank != len(coords):
+                self._remark(op, f"not staging '{name}': only unswizzled layouts are staged")
                 continue
-            st0, st1 = layout.stride
+            if sorted(map(hash, coords)) != sorted(map(hash, results)) or len(set(map(hash, coords))) != len(coords):
+                self._remark(op, f"not staging '{name}': its coordinates are not the thread coordinates "
+                                 f"({', '.join(coord_names)}) in some order")
+                continue
             one = Poly.const(1)
-            j_pos = [k for k, c in enumerate(coords) if c == j_val]
-            if coords[0] == i_val and coords[1] == j_val and st1 == one:
+            pj = coords.index(j_val)
+            if layout.stride[pj] == one:
                 self._remark(op, f"not staging '{name}': the fastest thread coordinate '{jname}' has "
                                  f"stride 1 in {name}'s layout (already coalesced)")
                 continue
-            if not (coords[0] == j_val and coords[1] == i_val):
-                if coords[0] == i_val and coords[1] == j_val:
-                    why = (f"the fastest thread coordinate '{jname}' has stride {st1} in {name}'s layout, "
-                           f"but only accesses at the swapped coordinates ({jname}, {iname}) are staged")
-                elif not j_pos:
-                    why = (f"its coordinates are not the thread coordinates ({iname}, {jname}) or "
-                           f"({jname}, {iname})")
-                else:
-                    why = f"its coordinates are not exactly the swapped thread coordinates ({jname}, {iname})"
-                self._remark(op, f"not staging '{name}': {why}")
+            units = [p for p, st in enumerate(layout.stride) if st == one]
+            if not units:
+                self._remark(op, f"not staging '{name}': no mode of {name}'s layout has stride 1")
                 continue
-            if st0 == one:
-                self._remark(op, f"not staging '{name}': the fastest thread coordinate '{jname}' has "
-                                 f"stride 1 in {name}'s layout (already coalesced)")
-                continue
-            if st1 != one:
-                self._remark(op, f"not staging '{name}': neither mode of {name}'s layout has stride 1")
+            pi = units[0]
+            k_op = results.index(coords[pi])
+            if ki is not None and k_op != ki:
+                self._remark(op, f"not staging '{name}': its unit-stride coordinate "
+                                 f"'{coord_names[k_op]}' is not the one of the other staged accesses "
+                                 f"('{coord_names[ki]}')")
                 continue
             if seg[3] != 0:
                 self._remark(op, f"not staging '{name}': masked accesses are not staged")
@@ -215,24 +216,33 @@ class CoalesceViews(Pass):
             if op.name == "kern.view_load" and any(u.name != "kern.view_load" for u in others):
                 self._remark(op, f"not staging '{name}': the kernel also writes it")
                 continue
+            ki = k_op
             self._remark(op, f"staging '{name}' through a {TI}x{S} workgroup tile: the fastest "
-                             f"thread coordinate '{jname}' has stride {st0} in {name}'s layout")
-            staged.append(op)
+                             f"thread coordinate '{jname}' has stride {layout.stride[pj]} in {name}'s "
+                             f"layout, '{coord_names[ki]}' has stride 1")
+            staged.append((op, pj, pi))
         if staged:
-            self._rewrite(fn, sig, guard, delin, extents, staged, TI, S)
+            self._rewrite(fn, sig, guard, delin, extents, staged, ki, TI, S)
 
     # -- rewrite --------------------------------------------------------------------------------
-    def _rewrite(self, fn, sig, guard, delin, extents, staged, TI, S) -> None:
-        R, C = list(delin.operands)[1:]
+    def _rewrite(self, fn, sig, guard, delin, extents, staged, ki, TI, S) -> None:
+        E = list(delin.operands)[1:]
+        k = len(E)
+        jk = k - 1
+        batch = [x for x in range(k) if x not in (ki, jk)]  # the coordinates fixed per tile
         kc = KernelContext(fn, sig, guard, int(sig.block))
         with ir.InsertionPoint(guard), guard.location:
             tid = gpu.ThreadIdOp(gpu.Dimension.x).result
             blk = kern.BlockIdOp(b.index_t()).result
-            nbj = b.arith.DivUIOp(b.add(C, b.idx(TJ - 1)), b.idx(TJ)).result
-            nbi = b.arith.DivUIOp(b.add(R, b.idx(TI - 1)), b.idx(TI)).result
+            nbj = b.arith.DivUIOp(b.add(E[jk], b.idx(TJ - 1)), b.idx(TJ)).result
+            nbi = b.arith.DivUIOp(b.add(E[ki], b.idx(TI - 1)), b.idx(TI)).result
+            per = b.mul(nbi, nbj)  # tiles per batch element
+            count = per
+            for x in batch:
+                count = b.mul(count, E[x])
             # the launch keeps ceil(P / B) blocks (fewer than tiles when tiles are partial): each
             # block takes the tiles blk, blk + grid, ... (a block-uniform trip count)
-            loop = b.scf.ForOp(blk, b.mul(nbi, nbj), gpu.GridDimOp(gpu.Dimension.x).result)
+            loop = b.scf.ForOp(blk, count, gpu.GridDimOp(gpu.Dimension.x).result)
             with ir.InsertionPoint(loop.body):
                 loop_end = b.scf.YieldOp([])
         guard.move_before(loop_end)
@@ -240,28 +250,44 @@ class CoalesceViews(Pass):
             b.barrier()  # the next tile re-uses the workgroup tile
         with ir.InsertionPoint(guard), guard.location:
             tile = loop.induction_variable
-            bi = b.arith.DivUIOp(tile, nbj).result
-            bj = b.sub(tile, b.mul(bi, nbj))
+            rest = b.arith.DivUIOp(tile, per).result  # the batch element, last coordinate fastest
+            in_batch = b.sub(tile, b.mul(rest, per))
+            bi = b.arith.DivUIOp(in_batch, nbj).result
+            bj = b.sub(in_batch, b.mul(bi, nbj))
+            coord = {}
+            for x in reversed(batch[1:]):
+                q = b.arith.DivUIOp(rest, E[x]).result
+                coord[x] = b.sub(rest, b.mul(q, E[x]))
+                rest = q
+            if batch:
+                coord[batch[0]] = rest
             row = b.arith.DivUIOp(tid, b.idx(TJ)).result
             col = b.arith.RemUIOp(tid, b.idx(TJ)).result
-            i = b.add(b.mul(bi, b.idx(TI)), row)
-            j = b.add(b.mul(bj, b.idx(TJ)), col)
-            valid = b.and_(b.cmp("ult", i, R), b.cmp("ult", j, C))
+            coord[ki] = b.add(b.mul(bi, b.idx(TI)), row)
+            coord[jk] = b.add(b.mul(bj, b.idx(TJ)), col)
+            valid = b.and_(b.cmp("ult", coord[ki], E[ki]), b.cmp("ult", coord[jk], E[jk]))
             own = b.add(b.mul(row, b.idx(S)), col)  # this thread's item in the tile
             ii = b.arith.RemUIOp(tid, b.idx(TI)).result
             jj = b.arith.DivUIOp(tid, b.idx(TI)).result
-            tr = b.add(b.mul(bj, b.idx(TJ)), jj)  # the transposed side: mode 0 (j), mode 1 (i)
+            tr = b.add(b.mul(bj, b.idx(TJ)), jj)  # the transposed side: coordinate jk, then ki
             tc = b.add(b.mul(bi, b.idx(TI)), ii)
-            tvalid = b.and_(b.cmp("ult", tc, R), b.cmp("ult", tr, C))
+            tvalid = b.and_(b.cmp("ult", tc, E[ki]), b.cmp("ult", tr, E[jk]))
             tslot = b.add(b.mul(ii, b.idx(S)), jj)
-        delin.results[0].replace_all_uses_with(i)
-        delin.results[1].replace_all_uses_with(j)
+        for x, r in enumerate(delin.results):
+            r.replace_all_uses_with(coord[x])
         t_op = _owner(delin.operands[0])
         delin.erase()
         t_op.erase()
         guard.operands[0] = valid
-        sig.tiles = [[extents[0], TI], [extents[1], TJ]]
+        sig.tiles = [[extents[ki], TI], [extents[jk], TJ]]
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
+        where = {hash(op): (pj, pi) for op, pj, pi in staged}
+        staged = [op for op, _, _ in staged]
+
+        def transposed(new, op) -> None:
+            pj, pi = where[hash(op)]
+            new.operands[1 + pj] = tr
+            new.operands[1 + pi] = tc
 
         loads = [op for op in staged if op.name == "kern.view_load"]
         stores = [op for op in staged if op.name == "kern.view_store"]
@@ -274,8 +300,7 @@ class CoalesceViews(Pass):
                     with b.if_(tvalid):
                         new = op.clone()
                         new.move_before(_last_op(ir.InsertionPoint.current))
-                        new.operands[1] = tr
-                        new.operands[2] = tc
+                        transposed(new, op)
                         b.store(new.results[0], smem, tslot)
                 with ir.InsertionPoint(op):
                     v = b.load(smem, own)
@@ -300,8 +325,7 @@ class CoalesceViews(Pass):
                         v = b.load(smem, tslot)
                         new = op.clone()
                         new.move_before(_last_op(ir.InsertionPoint.current))
-                        new.operands[1] = tr
-                        new.operands[2] = tc
+                        transposed(new, op)
                         new.operands[len(new.operands) - 1] = v
                 op.erase()
         kc.check_limit()
