@@ -250,8 +250,11 @@ class CoalesceViews(Pass):
             b.barrier()  # the next tile re-uses the workgroup tile
         with ir.InsertionPoint(guard), guard.location:
             tile = loop.induction_variable
-            rest = b.arith.DivUIOp(tile, per).result  # the batch element, last coordinate fastest
-            in_batch = b.sub(tile, b.mul(rest, per))
+            if batch:
+                rest = b.arith.DivUIOp(tile, per).result  # the batch element, last coordinate fastest
+                in_batch = b.sub(tile, b.mul(rest, per))
+            else:  # a 2-D problem: one batch element, no division
+                in_batch = tile
             bi = b.arith.DivUIOp(in_batch, nbj).result
             bj = b.sub(in_batch, b.mul(bi, nbj))
             coord = {}

@@ -267,3 +267,13 @@ def test_a_column_major_read_at_i_j_is_staged(n_d, capfd):
     st = n_d.colmajor(storage, b).stats
     np.testing.assert_array_equal(b, a)
     assert st.global_load_sectors < 8 * st.global_load_requests
+
+
+def test_tiles_divide_only_as_often_as_their_grid_needs(n_d):
+    """A 2-D problem has one batch element: its tile index is split by the tile columns alone (an
+    extra division by the tile count crept into the N-D generalisation: +18 SASS on transpose);
+    the 4-D permute also splits its batch (n, h)."""
+    two_d = _module(_block_source(TRANSPOSE, 256)).ir("gpu")
+    assert two_d.count("arith.divui") + two_d.count("arith.divsi") == 1
+    fn = n_d.ir("gpu").split("gpu.func @to_nchw")[0]  # to_nhwc only
+    assert fn.count("arith.divui") + fn.count("arith.divsi") == 3
