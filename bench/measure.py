@@ -174,12 +174,233 @@ def memory_traffic(examples_dir: str, name: str, problem_size: int) -> dict | No
     inputs = ref.make_inputs(problem_size, np.random.default_rng(0))
     kernel = mod.kernels.get(name) or next(iter(mod.kernels.values()))
     stats = kernel(**inputs).stats.to_dict()
-    out = {"kernel": kernel.name, "problem_size": problem_size, **stats}
+    return {"kernel": kernel.name, "problem_size": problem_size, **traffic_row(stats)}
+
+
+def traffic_row(stats: dict) -> dict:
+    """The interpreter counters ``stats`` (``RunStats.to_dict()``) with, for loads and stores,
+    ``<kind>_sectors_per_request`` and ``<kind>_ratio_to_ideal`` (``None`` without requests)."""
+    out = dict(stats)
     for kind in ("load", "store"):
         req, sec = stats[f"global_{kind}_requests"], stats[f"global_{kind}_sectors"]
         per = sec / req if req else None
         out[f"{kind}_sectors_per_request"] = per
         out[f"{kind}_ratio_to_ideal"] = per / IDEAL_SECTORS_PER_REQUEST if per is not None else None
+    return out
+
+
+#: Threads per block of ``bench/kern/accessors.kern`` (its ``@block(256)``), as ``bench.gpu.BLOCK``
+#: (the per-block shuffles of the index patterns).
+ACCESSOR_BLOCK = 256
+
+#: The rows of the per-accessor table, in order: kernel of ``bench/kern/accessors.kern`` -> (the
+#: accessor of ``x``, a comment: the ideal and what the row should show). Loads and stores are the
+#: whole kernel's (e.g. ``idx`` and ``v`` are read sequentially: 4 sectors per request each).
+ACCESSOR_ROWS = {
+    "read_sequential": ("read sequential", "x[t]: one request per warp at the ideal 4 sectors, loads and stores "
+                        "(y[t] is write sequential: the store column of every read row)"),
+    "read_strided": ("read strided(0, 2)", "x[2t]: a warp spans 64 elements = 8 sectors per x request, 2x the "
+                     "ideal (half of every sector unused); the y stores at 4"),
+    "read_indexed": ("read indexed(idx)", "x[idx[t]]: one x load per thread; each warp fetches the sectors of its "
+                     "block's ~32 nearby elements in random order, and every warp of the block again; the idx "
+                     "loads at 4"),
+    "read_shared": ("read shared(idx)", "each block loads each distinct x element it needs once (ascending, "
+                    "coalesced) plus its shared_indices table, threads read their copy from shared memory: fewer "
+                    "load sectors than read indexed on the same idx, more requests (the table)"),
+    "read_unique": ("read unique", "x[0] for every thread: one 1-sector load per block (below the ideal 4: one "
+                    "element), handed to the block through shared memory"),
+    "read_pair": ("read pair", "(x[t], x[t+1]): each element loaded once at 4 sectors per request plus one "
+                  "block-edge load per block (1 sector); the neighbour's element comes through shared memory"),
+    "write_indexed": ("write indexed(perm)", "x[perm[t]] = v[t], perm a random permutation: about one sector per "
+                      "lane, up to 32 per store request (8x the ideal); no atomics"),
+    "add_atomic": ("add atomic(idx)", "one global atomic per thread (P); no stores"),
+    "add_shared_sum": ("add shared_sum(idx)", "one global atomic per distinct index per block (P/8 here: the 8 "
+                       "threads of each index are in one block) instead of one per thread; more load sectors: the "
+                       "shared_indices table, and v read in each block's sorted order (a gather within the "
+                       "block, as idx is shuffled)"),
+    "add_sum": ("add sum", "one atomic per block (warp shuffles, one partial per warp in shared memory); no stores"),
+    "write_block_sum": ("write block_sum", "one 1-sector store per block; no atomics"),
+    "add_pair": ("add pair", "x[t] += f[t], x[t+1] += s[t]: the block's elements read and stored once, coalesced "
+                 "(4 sectors per request; neighbours combined through shared memory); atomics only at block "
+                 "edges: 2 per block minus 1"),
+}
+
+#: How the inputs of the per-accessor table are built (``accessor_traffic``; JSON ``index_patterns``).
+ACCESSOR_INPUTS = {
+    "idx of read indexed/shared": "bench.gpu.gather_data: sorted random indices into m = P/8 elements (each "
+                                  "used 8 times on average), shuffled within each block of 256 threads",
+    "idx of add atomic/shared_sum": "bench.gpu.scatter_data: t // 8 (each of m = P/8 elements gets exactly 8 "
+                                    "values, all from one block), shuffled within each block of 256 threads",
+    "perm of write indexed": "a random permutation of [0, P)",
+    "strided": "off = 0, s = 2, m = 2P",
+    "sizes": "unique: m = 1; pair: m = P + 1; block_sum: one element per block; sum: one element",
+}
+
+
+def _accessor_cases(P: int, seed: int) -> dict:
+    """Per kernel of :data:`ACCESSOR_ROWS`: ``(args, want, expected_atomics)``; ``want`` maps each
+    output argument to ``(float64 expectation, scale)``, ``scale`` ``None`` for an exact result (a
+    copy) or the sum of the absolute values of the terms of each element (a sum in any order)."""
+    import numpy as np
+
+    from . import gpu
+
+    f32, B = np.float32, ACCESSOR_BLOCK
+    rng = np.random.default_rng(seed)
+    nb = -(-P // B)
+    g = gpu.gather_data(np, P, seed)
+    sc = gpu.scatter_data(np, P, seed)
+    vals, vals2 = sc["v"], rng.permutation(sc["v"])  # ±U[0.25, 1]: no term vanishes in a sum
+    nan = lambda k: np.full(k, np.nan, f32)  # noqa: E731 - anything not written fails the check
+    seq, wide, pair = (rng.standard_normal(k, dtype=f32) for k in (P, 2 * P, P + 1))
+    perm = rng.permutation(P).astype(np.uint32)
+    t = np.arange(P)
+    block_want = np.bincount(t // B, weights=vals.astype(np.float64), minlength=nb)
+    block_scale = np.bincount(t // B, weights=np.abs(vals.astype(np.float64)), minlength=nb)
+    pair_want, pair_scale = np.ones(P + 1), np.ones(P + 1)
+    np.add.at(pair_want, t, vals.astype(np.float64))
+    np.add.at(pair_want, t + 1, vals2.astype(np.float64))
+    np.add.at(pair_scale, t, np.abs(vals.astype(np.float64)))
+    np.add.at(pair_scale, t + 1, np.abs(vals2.astype(np.float64)))
+    written = np.zeros(P, np.float64)
+    written[perm] = vals
+    scatter_want = gpu.expected_scatter(sc)
+    exact = lambda a: (np.asarray(a, np.float64), None)  # noqa: E731
+    return {
+        "read_sequential": (dict(x=seq, y=nan(P)), {"y": exact(seq)}, 0),
+        "read_strided": (dict(x=wide, off=0, s=2, y=nan(P)), {"y": exact(wide[0::2])}, 0),
+        "read_indexed": (dict(x=g["x"], idx=g["idx"], y=nan(P)), {"y": exact(gpu.expected_gather(g))}, 0),
+        "read_shared": (dict(x=g["x"], idx=g["idx"], y=nan(P)), {"y": exact(gpu.expected_gather(g))}, 0),
+        "read_unique": (dict(x=np.array([3.5], f32), y=nan(P)), {"y": exact(np.full(P, 3.5))}, 0),
+        "read_pair": (dict(x=pair, y=nan(P)), {"y": exact(pair[:-1] + pair[1:])}, 0),  # one f32 add: exact
+        "write_indexed": (dict(v=vals, x=nan(P), idx=perm), {"x": exact(written)}, 0),
+        "add_atomic": (dict(v=vals, x=sc["y0"].copy(), idx=sc["idx"]), {"x": scatter_want}, P),
+        "add_shared_sum": (dict(v=vals, x=sc["y0"].copy(), idx=sc["idx"]), {"x": scatter_want},
+                           sum(np.unique(sc["idx"][b:b + B]).size for b in range(0, P, B))),
+        "add_sum": (dict(v=vals, x=np.ones(1, f32)),
+                    {"x": (1.0 + vals.astype(np.float64).sum(keepdims=True),
+                           1.0 + np.abs(vals.astype(np.float64)).sum(keepdims=True))}, nb),
+        "write_block_sum": (dict(v=vals, x=nan(nb)), {"x": (block_want, block_scale)}, 0),
+        "add_pair": (dict(f=vals, s=vals2, x=np.ones(P + 1, f32)), {"x": (pair_want, pair_scale)}, 2 * nb - 1),
+    }
+
+
+def _check_output(name: str, got, want, scale) -> None:
+    """``AssertionError`` unless ``got`` (f32) is ``want`` exactly (``scale is None``) or within the
+    rounding of an f32 sum in any order (``bench.gpu.SCATTER_RTOL * scale`` plus half an ulp)."""
+    import numpy as np
+
+    from .gpu import SCATTER_RTOL
+
+    got = np.asarray(got)
+    assert got.dtype == np.float32 and got.shape == want.shape, (name, got.dtype, got.shape, want.shape)
+    if scale is None:
+        ok = got == want.astype(np.float32)
+    else:
+        ok = np.abs(got.astype(np.float64) - want) <= SCATTER_RTOL * scale + np.abs(want) * np.finfo(np.float32).eps
+    if not ok.all():
+        k = int(np.argmin(ok))
+        raise AssertionError(f"{name}: wrong result at {k}: got {got[k]!r}, want {want[k]!r}")
+
+
+def accessor_traffic(kern_path: str, problem_size: int, seed: int = 0, kernels=None) -> dict:
+    """The CPU interpreter's memory traffic of one call of each kernel of ``bench/kern/accessors.kern``
+    (one kernel per accessor, :data:`ACCESSOR_ROWS`; ``kernels``: only these) on ``problem_size``
+    threads. Each result is checked against numpy first (a row with a wrong result holds ``error``).
+
+    Returns ``{"source", "problem_size", "block", "dtype", "inputs", "ideal_sectors_per_request",
+    "rows": {kernel: row}}``; a row holds the accessor, the comment of :data:`ACCESSOR_ROWS`, the
+    counters with sectors per request and their ratio to the ideal (:func:`traffic_row`),
+    ``atomics_per_thread`` and ``expected_atomics`` (the accessor's contract on these inputs, e.g.
+    one per distinct index per block for ``shared_sum``)."""
+    import kernc
+
+    if problem_size < 1:
+        raise ValueError(f"accessor_traffic: problem_size must be >= 1, got {problem_size}")
+    mod = kernc.compile_file(kern_path)
+    cases = _accessor_cases(problem_size, seed)
+    rows = {}
+    for name, (label, comment) in ACCESSOR_ROWS.items():
+        if kernels is not None and name not in kernels:
+            continue
+        args, want, expected_atomics = cases[name]
+        row = {"accessor": label, "kernel": name, "comment": comment}
+        try:
+            stats = getattr(mod, name)(**args).stats.to_dict()
+            for out, (w, scale) in want.items():
+                _check_output(name, args[out], w, scale)
+            row.update(traffic_row(stats))
+            row["atomics_per_thread"] = stats["global_atomics"] / problem_size
+            row["expected_atomics"] = int(expected_atomics)
+        except Exception as err:  # noqa: BLE001 - one broken accessor must not stop the table
+            row["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
+        rows[name] = row
+    return {"source": os.path.relpath(kern_path, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+            "problem_size": problem_size, "block": ACCESSOR_BLOCK, "dtype": "f32", "inputs": dict(ACCESSOR_INPUTS),
+            "ideal_sectors_per_request": IDEAL_SECTORS_PER_REQUEST, "rows": rows}
+
+
+#: Problem shapes of :func:`view_traffic` (full run, ``--quick``).
+VIEW_SHAPES = {
+    "transpose": {"full": (64, 64), "quick": (32, 32)},
+    "permute_nchw_nhwc": {"full": (2, 32, 2, 32), "quick": (1, 32, 1, 32)},
+}
+VIEW_COMMENTS = {
+    "transpose": "b[j, i] = a[i, j], row-major R x C, one thread per (i, j), j fastest: without the pass the "
+                 "loads are coalesced (4 sectors per request) and each warp's 32 stores go to 32 rows of b "
+                 "(32 sectors per request, 8x the ideal); with kern-coalesce-views both sides are staged "
+                 "through a padded workgroup tile: 4 sectors per request on both sides, 0 bank conflicts",
+    "permute_nchw_nhwc": "y[n, h, w, c] = x[n, c, h, w] (NCHW -> NHWC), w fastest: without the pass each "
+                         "warp's stores are C elements apart (32 sectors per request); with it the problem "
+                         "is staged as a batch over (n, h) of (c, w) tiles: 4 sectors per request on both "
+                         "sides, 0 bank conflicts",
+}
+
+
+def view_traffic(examples_dir: str, kern_dir: str, quick: bool = False) -> dict:
+    """Memory traffic of the transposed-view jobs compiled with and without ``kern-coalesce-views``
+    (``kernc.compile(..., coalesce=False)``): ``examples/transpose.kern`` and the 4-D NCHW -> NHWC
+    permute of ``bench/kern/permute.kern``, each on :data:`VIEW_SHAPES` and checked against numpy.
+
+    Returns ``{job: {"source", "kernel", "shape", "problem_size", "comment", "variants":
+    {"coalesced": row, "naive": row}, "store_sectors_ratio_naive_to_coalesced",
+    "sectors_ratio_naive_to_coalesced"}}`` (rows as :func:`traffic_row`; a job that fails holds
+    ``error``)."""
+    import numpy as np
+
+    import kernc
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    size = "quick" if quick else "full"
+    jobs = {
+        "transpose": (os.path.join(examples_dir, "transpose.kern"), "transpose", "a", "b", (1, 0)),
+        "permute_nchw_nhwc": (os.path.join(kern_dir, "permute.kern"), "nchw_to_nhwc", "x", "y", (0, 2, 3, 1)),
+    }
+    out = {}
+    for job, (path, kname, src, dst, axes) in jobs.items():
+        shape = VIEW_SHAPES[job][size]
+        entry = {"source": os.path.relpath(path, root), "kernel": kname, "shape": list(shape),
+                 "problem_size": int(np.prod(shape)), "comment": VIEW_COMMENTS[job]}
+        try:
+            a = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+            want = np.ascontiguousarray(a.transpose(axes))
+            variants = {}
+            for variant, coalesce in (("coalesced", True), ("naive", False)):
+                kernel = getattr(kernc.compile_file(path, coalesce=coalesce), kname)
+                b = np.full(want.shape, np.nan, np.float32)
+                stats = kernel(**{src: a, dst: b}).stats.to_dict()
+                if not np.array_equal(b, want):
+                    raise AssertionError(f"{job} ({variant}): wrong result")
+                variants[variant] = {"coalesce": coalesce, **traffic_row(stats)}
+            entry["variants"] = variants
+            c, n = variants["coalesced"], variants["naive"]
+            entry["store_sectors_ratio_naive_to_coalesced"] = (
+                n["global_store_sectors"] / c["global_store_sectors"] if c["global_store_sectors"] else None)
+            total = lambda r: r["global_load_sectors"] + r["global_store_sectors"]  # noqa: E731
+            entry["sectors_ratio_naive_to_coalesced"] = total(n) / total(c) if total(c) else None
+        except Exception as err:  # noqa: BLE001
+            entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
+        out[job] = entry
     return out
 
 

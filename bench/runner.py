@@ -21,6 +21,9 @@ from .options import build_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA_DIR = os.path.join(HERE, "cuda")
+#: kernc kernels of the benchmark itself: one per accessor, the NCHW -> NHWC permute (memory traffic).
+KERN_DIR = os.path.join(HERE, "kern")
+ACCESSORS_KERN = os.path.join(KERN_DIR, "accessors.kern")
 SCHEMA = 2  # 2: code_quality[example] holds one entry per CODE_QUALITY_PAIRS
 
 #: The issue's targets: (id, text, limit); compile ones are ratios to nvcc -ptx except the cache hit.
@@ -105,7 +108,8 @@ def collect(ns) -> dict:
             "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
             "python_dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
         },
-        "compile": {}, "code_quality": {}, "memory": {}, "launch": {}, "gpu": {}, "targets": [],
+        "compile": {}, "code_quality": {}, "memory": {}, "memory_views": {}, "memory_accessors": {},
+        "launch": {}, "gpu": {}, "targets": [],
     }
     saved = {k: os.environ.get(k) for k in ("KERNC_CACHE_DIR", "KERNC_ALWAYS_COMPILE", "KERNC_VERIFY_EACH")}
     workdir = tempfile.mkdtemp(prefix="kernc-bench-")
@@ -146,6 +150,17 @@ def collect(ns) -> dict:
                 results["memory"][name] = measure.memory_traffic(examples_dir, name, 1024 if quick else 4096)
             except Exception as err:  # noqa: BLE001
                 results["memory"][name] = {"error": _err(err)}
+
+        # transpose and the NCHW -> NHWC permute with and without kern-coalesce-views, then one row
+        # per accessor (bench/kern/accessors.kern): CPU-interpreter counters, cheap at these sizes
+        try:
+            results["memory_views"] = measure.view_traffic(examples_dir, KERN_DIR, quick)
+        except Exception as err:  # noqa: BLE001
+            results["memory_views"] = {"error": _err(err)}
+        try:
+            results["memory_accessors"] = measure.accessor_traffic(ACCESSORS_KERN, 1024 if quick else 4096)
+        except Exception as err:  # noqa: BLE001
+            results["memory_accessors"] = {"error": _err(err)}
 
         if os.path.exists(os.path.join(examples_dir, "saxpy.kern")):
             try:
@@ -305,9 +320,12 @@ def render(results: dict) -> str:
                 per = m[f"{kind}_sectors_per_request"]
                 return "n/a" if per is None else f"{per:.2f} ({_x(m[f'{kind}_ratio_to_ideal'])})"
             rows.append([name, m["problem_size"], f"{m['global_load_requests']}", cell("load"),
-                         f"{m['global_store_requests']}", cell("store"), m["global_atomics"]])
+                         f"{m['global_store_requests']}", cell("store"), m["global_atomics"],
+                         m.get("shared_bank_conflicts", "n/a")])
     parts.append(_table(["example", "P", "load req", "load sectors/req", "store req", "store sectors/req",
-                         "atomics"], rows))
+                         "atomics", "bank conflicts"], rows))
+    parts += _render_memory_views(results.get("memory_views"))
+    parts += _render_memory_accessors(results.get("memory_accessors"))
 
     lp = results.get("launch")
     if lp:
@@ -352,6 +370,65 @@ def render(results: dict) -> str:
             val = f"{t['measured']:.3g} {t['unit']}"
             parts.append(f"  FAIL {t['text']}: {where} measured {val}")
     return "\n".join(parts) + "\n"
+
+
+def _sectors_cell(m: dict, kind: str) -> str:
+    """``sectors/request (ratio to the ideal x)`` of a :func:`bench.measure.traffic_row`, or n/a."""
+    per = m.get(f"{kind}_sectors_per_request")
+    return "n/a" if per is None else f"{per:.2f} ({_x(m.get(f'{kind}_ratio_to_ideal'))})"
+
+
+def _render_memory_views(views) -> list[str]:
+    """The table of transpose and permute with and without ``kern-coalesce-views`` (nothing when the
+    results hold none: an older results file)."""
+    if not views:
+        return []
+    lines = ["", "Memory traffic with and without the coalescing pass (kern-coalesce-views; naive = "
+                 "kernc.compile(src, coalesce=False)): sectors per warp request (ratio to the ideal 4)"]
+    if "error" in views:
+        return lines + [f"  error: {views['error']}"]
+    rows, notes = [], []
+    for job, e in views.items():
+        shape = "x".join(str(d) for d in e.get("shape", ()))
+        if "error" in e:
+            rows.append([job, shape, f"error: {e['error']}"])
+            continue
+        for i, (variant, m) in enumerate(e["variants"].items()):
+            rows.append([job if i == 0 else "", shape if i == 0 else "", variant, m["global_load_requests"],
+                         _sectors_cell(m, "load"), m["global_store_requests"], _sectors_cell(m, "store"),
+                         m["shared_requests"], m["shared_bank_conflicts"]])
+        notes.append(f"  {job} ({e['source']}): naive / coalesced store sectors "
+                     f"{_x(e.get('store_sectors_ratio_naive_to_coalesced'))}, all sectors "
+                     f"{_x(e.get('sectors_ratio_naive_to_coalesced'))}")
+    lines.append(_table(["job", "shape", "variant", "load req", "load sectors/req", "store req",
+                         "store sectors/req", "shared req", "bank conflicts"], rows))
+    return lines + notes
+
+
+def _render_memory_accessors(acc) -> list[str]:
+    """The per-accessor table of ``bench/kern/accessors.kern`` and each row's comment (nothing when
+    the results hold none)."""
+    if not acc:
+        return []
+    if "error" in acc:
+        return ["", "Memory traffic per accessor", f"  error: {acc['error']}"]
+    lines = ["", f"Memory traffic per accessor ({acc['source']}: {acc['dtype']}, P = {acc['problem_size']}, "
+                 f"block {acc['block']}; whole-kernel counters, sectors per request (ratio to the ideal "
+                 f"{acc['ideal_sectors_per_request']}); atomics (expected))"]
+    rows, notes = [], []
+    for name, r in acc["rows"].items():
+        if "error" in r:
+            rows.append([r["accessor"], f"error: {r['error']}"])
+            continue
+        rows.append([r["accessor"], r["global_load_requests"], r["global_load_sectors"], _sectors_cell(r, "load"),
+                     r["global_store_requests"], _sectors_cell(r, "store"),
+                     f"{r['global_atomics']} ({r['expected_atomics']})", r["shared_requests"],
+                     r["shared_bank_conflicts"]])
+        notes.append(f"  {r['accessor']}: {r['comment']}")
+    lines.append(_table(["accessor", "load req", "load sectors", "load sectors/req", "store req",
+                         "store sectors/req", "atomics (expected)", "shared req", "bank conflicts"], rows))
+    lines += ["  inputs:", *(f"    {k}: {v}" for k, v in acc["inputs"].items()), "  what each row should show:"]
+    return lines + ["  " + n for n in notes]
 
 
 def _render_bandwidth(g: dict) -> list[str]:

@@ -84,6 +84,23 @@ def test_quick_run_writes_expected_json(quick_results):
     assert "PASS" in stdout or "FAIL" in stdout
 
 
+def test_quick_run_has_the_memory_traffic_sections(quick_results):
+    """--quick keeps the per-accessor table (P = 1024) and the with/without-coalescing rows."""
+    res, stdout = quick_results
+    acc = res["memory_accessors"]
+    assert acc["problem_size"] == 1024 and set(acc["rows"]) >= {"read_sequential", "read_shared", "add_atomic",
+                                                               "add_shared_sum", "add_sum", "add_pair"}
+    for row in acc["rows"].values():
+        assert "error" not in row, row
+        assert row["global_load_requests"] > 0 and row["comment"]
+    assert acc["rows"]["add_shared_sum"]["global_atomics"] < acc["rows"]["add_atomic"]["global_atomics"]
+    for job in ("transpose", "permute_nchw_nhwc"):
+        v = res["memory_views"][job]["variants"]
+        assert v["coalesced"]["store_sectors_per_request"] == 4.0
+        assert v["naive"]["store_sectors_per_request"] > 16
+    assert "Memory traffic per accessor" in stdout and "with and without the coalescing pass" in stdout
+
+
 def test_kernc_bench_subcommand_has_the_same_options(capsys):
     from kernc.cli import main
 
