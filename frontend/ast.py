@@ -314,10 +314,12 @@ class BufferParam(Node):
 
 @dataclass(eq=False)
 class Over(Node):
-    """``over P`` (``names == [P]``, ``extents is None``) or ``over (i, j) in (M, N)``."""
+    """``over P`` (``names == [P]``, ``extents is None``) or ``over (i, j) in (M, N)``;
+    ``name_locs``: where each name is (for messages about one coordinate)."""
 
     names: list
     extents: Optional[list] = None
+    name_locs: Optional[list] = None
 
 
 @dataclass(eq=False)

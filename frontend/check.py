@@ -690,16 +690,17 @@ class _Checker(LayoutMixin):
             extents.append(p)
             total = total * p
         seen: set = set()
-        for name in over.names:
+        for n, name in enumerate(over.names):
+            loc = over.name_locs[n] if over.name_locs else over.loc
             if name in seen or name in by_name or name in size_syms:
-                self.error(f"the coordinate '{name}' of 'over' redeclares a name", over.loc)
+                self.error(f"the coordinate '{name}' of 'over' redeclares a name", loc)
                 ok = False
                 continue
-            if not self.name_free(name, over.loc, "a coordinate"):
+            if not self.name_free(name, loc, "a coordinate"):
                 ok = False
                 continue
             seen.add(name)
-            coord_syms.append(Symbol(name, "coord", T.INDEX, over.loc))
+            coord_syms.append(Symbol(name, "coord", T.INDEX, loc))
         if not ok:
             return None, None
         return str(total), total

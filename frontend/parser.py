@@ -500,7 +500,7 @@ class _ToAst:
 
     def over_nd(self, items):
         names = [str(i) for i in items[:-1]]
-        return A.Over(self._loc(items[0]), names, items[-1])
+        return A.Over(self._loc(items[0]), names, items[-1], [self._loc(i) for i in items[:-1]])
 
     def kernel(self, items):
         *attrs, name, params, over, body = items

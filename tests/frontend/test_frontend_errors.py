@@ -309,3 +309,11 @@ def test_a_bad_over_clause_still_declares_its_coordinates(over):
     src = f"kernel k(a: f32[M, N] view) over {over} {{\n    a[i, j] = 1.0;\n}}\n"
     lines = error_lines(src)
     assert len(lines) == 1 and "'over'" in lines[0], lines
+
+
+@pytest.mark.parametrize("over, col", [("(i, j, j) in (M, N, 2)", 41), ("(i, thread_id) in (M, N)", 38)])
+def test_a_bad_coordinate_is_pointed_at(over, col):
+    """The caret was on the first coordinate whichever one was wrong."""
+    src = f"kernel k(a: f32[M, N] view) over {over} {{\n    a[i, 0] = 1.0;\n}}\n"
+    lines = error_lines(src)
+    assert len(lines) == 1 and lines[0].startswith(f"t.kern:1:{col}: error: "), lines
