@@ -9,6 +9,7 @@ reduction of a division of an induction variable by a loop-invariant divisor (S.
 the same loop). This pass carries those values through the loop (``scf.for`` ``iter_args``)
 instead of dividing:
 
+- ``//`` counts as ``/`` where both operands are proven ``>= 0``;
 - one *node* per ``(dividend, divisor)`` with the dividend the induction variable ``i`` of an
   ``scf.for`` with step 1 and lower bound ``>= 0``, or the quotient of another node, and the divisor
   defined outside the loop; a division by a product ``a*b`` of such values is the chain ``(x/b)/a``
@@ -33,7 +34,7 @@ from . import ir_builder as b
 from .base import Pass, functions, walk_ops
 from .index_facts import IndexFacts, const_index, defining_op, erase_dead
 
-_DIVREM = {"arith.divsi", "arith.remsi"}
+_DIVREM = {"arith.divsi", "arith.remsi", "arith.floordivsi"}
 #: At most this many nodes per loop (two loop-carried values each).
 MAX_NODES = 4
 
@@ -45,7 +46,7 @@ class _Node:
         self.parent = parent  # None: the induction variable
         self.divisor = divisor
         self.children: list = []
-        self.divs: list = []  # arith.divsi ops whose result is this node's quotient
+        self.divs: list = []  # arith.divsi (or floordivsi of operands >= 0): this node's quotient
         self.rems: list = []  # arith.remsi ops whose result is this node's remainder
         self.q = self.r = None  # the loop-carried values in the new loop's body
 
@@ -105,11 +106,14 @@ class _Loop:
 
     def _add(self, op) -> None:
         x, d = op.operands
+        if op.name == "arith.floordivsi" and not (self.facts.nonneg(x) and self.facts.nonneg(d)):
+            return  # `//` is the truncating quotient only for operands >= 0
+        is_div = op.name != "arith.remsi"
         ok, parent = self._parent_of(x)
         if not ok:
             return
         node = self._child(parent, d)
-        if node is None and op.name == "arith.divsi":
+        if node is None and is_div:
             # x / (a*b) -> (x / b) / a, preferring a factor x is already divided by
             dop = defining_op(d)
             if dop is not None and dop.name == "arith.muli":
@@ -121,8 +125,8 @@ class _Loop:
                     node = self._child(inner, second) if inner is not None else None
         if node is None:
             return
-        (node.divs if op.name == "arith.divsi" else node.rems).append(op)
-        if op.name == "arith.divsi":
+        (node.divs if is_div else node.rems).append(op)
+        if is_div:
             self.by_result[op.results[0]] = node
 
 

@@ -79,7 +79,7 @@ def _divisions_in_loops(ir_text: str) -> list:
             loops.pop()
         elif "scf.for" in line:
             loops.append(indent)
-        elif loops and ("arith.divsi" in line or "arith.remsi" in line):
+        elif loops and any(f"arith.{op} " in line for op in ("divsi", "remsi", "floordivsi", "divui", "remui")):
             found.append(line.strip())
     return found
 
@@ -104,3 +104,31 @@ def test_values_match_c_semantics(mod, n, a, b, lo, M):
     y = np.full((n, 6), -12345, np.int64)
     mod.ivdiv(y, a, b, lo, M)
     np.testing.assert_array_equal(y, _expected(n, a, b, lo, M))
+
+
+FLOOR = """
+kernel floors(y: i64[n, 2] view, d: index, M: index) over (i) in (n) {
+    let s = i64(0);
+    let t = i64(0);
+    for m in 0..M {
+        s += i64(m + 1) * i64(m // n + 3 * (m %% n));   // n is a size: >= 0, so counters
+        t += i64(m + 1) * i64(m // d + 5 * (m %% d));   // d may be negative: floor semantics kept
+    }
+    y[i, 0] = s;
+    y[i, 1] = t;
+}
+"""
+
+
+@pytest.mark.parametrize("n, d, M", [(3, 4, 20), (4, -3, 17), (1, -1, 5), (2, 7, 0)])
+def test_floor_division_by_a_size_is_a_counter_too(n, d, M):
+    mod = kernc.compile(FLOOR)
+    body = _divisions_in_loops(mod.ir("gpu"))  # gpu.func args: y, d (%arg1), M, n (%arg3)
+    y = np.zeros((n, 2), np.int64)
+    mod.floors(y, d, M)
+    s = sum((m + 1) * (m // n + 3 * (m % n)) for m in range(M))
+    t = sum((m + 1) * (m // d + 5 * (m % d)) for m in range(M))  # Python's // and % floor
+    np.testing.assert_array_equal(y, np.array([[s, t]] * n, np.int64))
+    # the divisions by n became counters; the one by d (floor semantics for a negative d) stays
+    assert not any(", %arg3 : index" in line for line in body), body
+    assert any("arith.floordivsi" in line and ", %arg1 : index" in line for line in body), body
