@@ -284,17 +284,15 @@ class CoalesceViews(Pass):
         guard.operands[0] = valid
         sig.tiles = [[extents[ki], TI], [extents[jk], TJ]]
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
-        where = {hash(op): (pj, pi) for op, pj, pi in staged}
-        staged = [op for op, _, _ in staged]
-
-        def transposed(new, op) -> None:
-            pj, pi = where[hash(op)]
+        # (positions are carried with each op: an op's hash changes with its operands, and a
+        # staged store's value may be a staged load's result, replaced below)
+        def transposed(new, pj: int, pi: int) -> None:
             new.operands[1 + pj] = tr
             new.operands[1 + pi] = tc
 
-        loads = [op for op in staged if op.name == "kern.view_load"]
-        stores = [op for op in staged if op.name == "kern.view_store"]
-        for n, op in enumerate(loads):
+        loads = [t for t in staged if t[0].name == "kern.view_load"]
+        stores = [t for t in staged if t[0].name == "kern.view_store"]
+        for n, (op, pj, pi) in enumerate(loads):
             with op.location:
                 elem = op.results[0].type
                 smem = kc.workgroup(elem, TI * S, "coalesced view tile", region=f"tile.load{n}",
@@ -303,7 +301,7 @@ class CoalesceViews(Pass):
                     with b.if_(tvalid):
                         new = op.clone()
                         new.move_before(_last_op(ir.InsertionPoint.current))
-                        transposed(new, op)
+                        transposed(new, pj, pi)
                         b.store(new.results[0], smem, tslot)
                 with ir.InsertionPoint(op):
                     v = b.load(smem, own)
@@ -316,7 +314,7 @@ class CoalesceViews(Pass):
         if stores:
             with ir.InsertionPoint(after), guard.location:
                 b.barrier()
-        for n, op in enumerate(stores):
+        for n, (op, pj, pi) in enumerate(stores):
             with op.location:
                 value = op.operands[len(op.operands) - 1]
                 smem = kc.workgroup(value.type, TI * S, "coalesced view tile", region=f"tile.store{n}",
@@ -328,7 +326,7 @@ class CoalesceViews(Pass):
                         v = b.load(smem, tslot)
                         new = op.clone()
                         new.move_before(_last_op(ir.InsertionPoint.current))
-                        transposed(new, op)
+                        transposed(new, pj, pi)
                         new.operands[len(new.operands) - 1] = v
                 op.erase()
         kc.check_limit()
