@@ -210,10 +210,7 @@ def test_cuda_references_exist_for_the_compared_examples():
 def _fake_cupy():
     """Just enough of CuPy, on numpy, to run the GPU section's code paths without a GPU: every
     kernel function is a numpy saxpy (``y[:n] += a * x[:n]``), events read the host clock."""
-    import time
-    import types
-
-    import numpy as np
+    from fake_cupy import fake_cupy
 
     def saxpy(grid, block, args):
         a, x, y, n = args[:4]
@@ -227,27 +224,7 @@ def _fake_cupy():
             assert name == "saxpy"
             return saxpy
 
-    class Event:
-        def record(self):
-            self.t = time.perf_counter()
-
-        def synchronize(self):
-            pass
-
-    runtime = types.SimpleNamespace(
-        getDevice=lambda: 0,
-        getDeviceProperties=lambda dev: {"name": b"Fake GPU", "multiProcessorCount": 1},
-        deviceGetAttribute=lambda attr, dev: {36: 1_000_000, 37: 512}[attr],
-    )
-    cuda_ns = types.SimpleNamespace(
-        runtime=runtime, function=types.SimpleNamespace(Module=Module), Event=Event,
-        Device=lambda: types.SimpleNamespace(synchronize=lambda: None),
-        get_elapsed_time=lambda s, e: max((e.t - s.t) * 1e3, 1e-6),
-    )
-    return types.SimpleNamespace(
-        cuda=cuda_ns, ndarray=np.ndarray, asarray=np.asarray, allclose=np.allclose, zeros=np.zeros,
-        ones=np.ones, float32=np.float32, RawModule=lambda code: Module(),
-    )
+    return fake_cupy(Module, lambda code: Module())
 
 
 def test_gpu_section_code_paths_on_a_fake_device(monkeypatch, tmp_path):

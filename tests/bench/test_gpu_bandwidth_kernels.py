@@ -16,13 +16,12 @@ tiles (40 x 72) exercise the bounds checks of both sides.
 from __future__ import annotations
 
 import os
-import time
-import types
 
 import numpy as np
 import pytest
 
 from conftest import EXAMPLES, ROOT
+from fake_cupy import fake_cupy
 from kernc.bench import gpu
 
 N = 8 * gpu.BLOCK + 37
@@ -247,27 +246,7 @@ def _fake_cupy(emulate, kernc_modules: dict):
             assert name in self.emulated.kernels, name
             return lambda grid, block, args: self.emulated.launch(name, grid, block, args)
 
-    class Event:
-        def record(self):
-            self.t = time.perf_counter()
-
-        def synchronize(self):
-            pass
-
-    runtime = types.SimpleNamespace(
-        getDevice=lambda: 0,
-        getDeviceProperties=lambda dev: {"name": b"Fake GPU", "multiProcessorCount": 1},
-        deviceGetAttribute=lambda attr, dev: {36: 1_000_000, 37: 512}[attr],
-    )
-    cuda_ns = types.SimpleNamespace(
-        runtime=runtime, function=types.SimpleNamespace(Module=Module), Event=Event,
-        Device=lambda: types.SimpleNamespace(synchronize=lambda: None, compute_capability="90"),
-        get_elapsed_time=lambda s, e: max((e.t - s.t) * 1e3, 1e-6),
-    )
-    return types.SimpleNamespace(
-        cuda=cuda_ns, ndarray=np.ndarray, asarray=np.asarray, allclose=np.allclose, zeros=np.zeros,
-        ones=np.ones, float32=np.float32, RawModule=RawModule,
-    )
+    return fake_cupy(Module, RawModule)
 
 
 def test_run_on_a_stand_in_device(monkeypatch):
