@@ -18,3 +18,14 @@ def launch(mod, name: str, *args, **kwargs):
 
 def compile_text(text: str):
     return kernc.compile(text)
+
+
+def c_div(x: int, d: int) -> int:
+    """``x / d`` with C's truncation toward zero (the language's ``/`` on integers), ``d != 0``."""
+    q = abs(x) // abs(d)
+    return q if (x >= 0) == (d > 0) else -q
+
+
+def c_rem(x: int, d: int) -> int:
+    """``x % d`` with C's sign rule (the sign of ``x``; the language's ``%``), ``d != 0``."""
+    return x - c_div(x, d) * d

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kernc
+from helpers import c_div, c_rem
 
 SOURCE = """
 kernel lin(y: i32[A, B, C, 6] view, off: index, R: index) over (i, j, k) in (A, B, C) {
@@ -29,15 +30,6 @@ kernel lin(y: i32[A, B, C, 6] view, off: index, R: index) over (i, j, k) in (A, 
 """
 
 
-def _c_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def _c_rem(a: int, b: int) -> int:
-    return a - _c_div(a, b) * b
-
-
 def _expected(A, B, C, off, R):
     y = np.zeros((A, B, C, 6), np.int32)
     for i in range(A):
@@ -48,10 +40,10 @@ def _expected(A, B, C, off, R):
                 y[i, j, k] = (
                     m // (B * C) + 10 * ((m // C) % B) + 100 * (m % C),
                     acc,
-                    _c_div(i * C + k - off, C),
-                    _c_rem(i * C + k - off, C),
-                    _c_div(j * C + k + off, C),
-                    _c_rem(m + off, B * C),
+                    c_div(i * C + k - off, C),
+                    c_rem(i * C + k - off, C),
+                    c_div(j * C + k + off, C),
+                    c_rem(m + off, B * C),
                 )
     return y
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import kernc
+from helpers import c_div, c_rem
 
 GUARDED = """
 kernel guarded(y: i64[n] view, p: index, M: index) over (i) in (n) {
@@ -50,15 +51,6 @@ kernel chain(y: i64[n] view, a: index, b: index, M: index) over (i) in (n) {
 """
 
 
-def _c_div(x: int, d: int) -> int:
-    q = abs(x) // abs(d)
-    return q if (x >= 0) == (d > 0) else -q
-
-
-def _c_rem(x: int, d: int) -> int:
-    return x - _c_div(x, d) * d
-
-
 def _has_immediate(ptx: str, value: int) -> bool:
     return re.search(rf"(?<![\w$%.]){value}(?!\w)", ptx) is not None
 
@@ -67,7 +59,7 @@ def _has_immediate(ptx: str, value: int) -> bool:
 def test_guarded_division_values_cpu(p, M):
     y = np.full(3, -1, np.int64)
     kernc.compile(GUARDED).guarded(y, p, M)
-    want = sum(_c_div(m, p) if p != 0 else 1000 for m in range(1, M))
+    want = sum(c_div(m, p) if p != 0 else 1000 for m in range(1, M))
     np.testing.assert_array_equal(y, np.full(3, want))
 
 
@@ -75,7 +67,7 @@ def test_guarded_division_values_cpu(p, M):
 def test_check_after_empty_loop_values_cpu(p, M):
     y = np.full(2, -1, np.int64)
     kernc.compile(AFTER_EMPTY_LOOP).after(y, p, M)
-    want = 77 if p == 0 else sum(_c_div(m, p) for m in range(1, M))
+    want = 77 if p == 0 else sum(c_div(m, p) for m in range(1, M))
     np.testing.assert_array_equal(y, np.full(2, want))
 
 
@@ -88,7 +80,7 @@ def test_guarded_chain_values_cpu(a, b, M):
     for i in range(n):
         s = 0
         for m in range(i + 2, M):
-            s = s * 3 + _c_rem(_c_div(m, a), b) if a != 0 and b != 0 else s + 5000
+            s = s * 3 + c_rem(c_div(m, a), b) if a != 0 and b != 0 else s + 5000
         want.append(s)
     np.testing.assert_array_equal(y, want)
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import kernc
+from helpers import c_div, c_rem
 
 SOURCE = """
 kernel ivdiv(y: i64[n, 6] view, a: index, b: index, lo: index, M: index) over (i) in (n) {
@@ -40,28 +41,19 @@ kernel ivdiv(y: i64[n, 6] view, a: index, b: index, lo: index, M: index) over (i
 """
 
 
-def _c_div(x: int, d: int) -> int:
-    q = abs(x) // abs(d)
-    return q if (x >= 0) == (d > 0) else -q
-
-
-def _c_rem(x: int, d: int) -> int:
-    return x - _c_div(x, d) * d
-
-
 def _expected(n, a, b, lo, M):
     y = np.zeros((n, 6), np.int64)
     for i in range(n):
         d = a + i
         for m in range(3, M):
             w = m + 1
-            y[i, 0] += w * _c_div(m, d)
-            y[i, 1] += w * _c_rem(m, d)
-            y[i, 2] += w * _c_rem(_c_div(m, d), b)
-            y[i, 3] += w * _c_div(_c_div(m, d), b)
-            y[i, 4] += w * _c_div(m, b * d)
+            y[i, 0] += w * c_div(m, d)
+            y[i, 1] += w * c_rem(m, d)
+            y[i, 2] += w * c_rem(c_div(m, d), b)
+            y[i, 3] += w * c_div(c_div(m, d), b)
+            y[i, 4] += w * c_div(m, b * d)
         for m in range(n, n + lo):
-            y[i, 5] += (m + 1) * (_c_rem(m, b) + 7 * _c_div(m, b))
+            y[i, 5] += (m + 1) * (c_rem(m, b) + 7 * c_div(m, b))
     return y
 
 
