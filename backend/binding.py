@@ -197,7 +197,7 @@ class BindPlan:
     dtypes, the size checks that apply (exact dims given as expressions, cosize coverage, element
     counts). Build it with ``BindPlan(signature)``."""
 
-    __slots__ = ("user", "buffers", "layouts", "exact_dims", "checked_buffers", "per_item")
+    __slots__ = ("user", "buffers", "layouts", "exact_dims", "checked_buffers", "per_item", "index_scalars")
 
     def __init__(self, sig: KernelSignature):
         self.user = [p for p in sig.params if p.kind != "table"]
@@ -223,6 +223,8 @@ class BindPlan:
                          if p.accessor == "sequential" and p.dims]
         #: buffers with an element-count condition (``min_elements`` or ``block_sum``)
         self.checked_buffers = [p for p, _ in self.buffers if p.min_elements or p.accessor == "block_sum"]
+        #: names of the ``index`` scalar params (``BoundLaunch.nonneg_scalars`` looks at their values)
+        self.index_scalars = [p.name for p in sig.params if p.kind == "scalar" and p.dtype == "index"]
 
 
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,
@@ -417,8 +419,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             f"kernel '{sig.name}': problem size {problem} needs {grid} blocks of {sig.block}, "
             f"more than the {MAX_GRID_X} CUDA allows in grid x"
         )
-    index_scalars = [values[p.name] for p in params if p.kind == "scalar" and p.dtype == "index"]
     return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, index_bits,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
                        [p.name for p in params if getattr(p, "zero_init", False)],
-                       bool(index_scalars) and all(int(v) >= 0 for v in index_scalars))
+                       bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars))

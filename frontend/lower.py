@@ -302,7 +302,7 @@ class _KernelLowering:
                     values = kern.delinearize(t, [_emit_poly(x, self.size_args) for x in info.extents])
                     # the coordinates' source names, for messages (kern-coalesce-views' remarks)
                     values[0].owner.attributes["coord_names"] = ir.ArrayAttr.get(
-                        [ir.StringAttr.get(c.name if hasattr(c, "name") else str(c)) for c in info.coords])
+                        [ir.StringAttr.get(c.name) for c in info.coords])
             for sym, v in zip(info.coords, values):
                 env[sym] = v
         # accessor arguments (strided offsets/strides as index, index buffers)

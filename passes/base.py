@@ -96,3 +96,8 @@ def functions(module, names: set[str]) -> list:
                 for inner_block in op.regions[0].blocks:
                     found.extend(f.operation for f in inner_block.operations if f.operation.name in names)
     return found
+
+
+def defined_functions(module, names: set[str]) -> list:
+    """:func:`functions` that have a body (declarations, e.g. of libdevice, are left out)."""
+    return [fn for fn in functions(module, names) if fn.regions and len(fn.regions[0].blocks)]

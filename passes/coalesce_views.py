@@ -86,10 +86,6 @@ def _owner(v):
     return o.operation if hasattr(o, "operation") else o
 
 
-def _same(a, c) -> bool:
-    return a == c
-
-
 def _uses(v) -> list:
     return [u.owner for u in v.uses]
 
@@ -182,7 +178,7 @@ class CoalesceViews(Pass):
             if swizzle is not None or layout.rank != len(coords):
                 self._remark(op, f"not staging '{name}': only unswizzled layouts are staged")
                 continue
-            if sorted(map(hash, coords)) != sorted(map(hash, results)) or len(set(map(hash, coords))) != len(coords):
+            if len(coords) != len(results) or set(coords) != set(results):  # not a permutation
                 self._remark(op, f"not staging '{name}': its coordinates are not the thread coordinates "
                                  f"({', '.join(coord_names)}) in some order")
                 continue

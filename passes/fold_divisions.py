@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from kernc.mlir import ir
 
-from .base import Pass, functions, walk_ops
+from .base import Pass, defined_functions, walk_ops
 from .index_facts import DIV, REM, IndexFacts, defining_op, erase_dead
 
 
@@ -95,9 +95,7 @@ class FoldDivisions(Pass):
     summary = "fold divisions/remainders that undo a linearization (x = a*d + b, 0 <= b < d)"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in functions(module, {"gpu.func", "func.func"}):
-            if not fn.regions or not list(fn.regions[0].blocks):
-                continue
+        for fn in defined_functions(module, {"gpu.func", "func.func"}):
             facts = _Folder(fn)
             folded = []
             for op in walk_ops(fn, DIV | REM):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from kernc.mlir import ir
 
 from . import ir_builder as b
-from .base import Pass, functions, walk_ops
+from .base import Pass, defined_functions, walk_ops
 from .index_facts import IndexFacts, const_index, defining_op
 
 
@@ -28,8 +28,7 @@ def _pred(op) -> int:
     return ir.IntegerAttr(op.attributes["predicate"]).value
 
 
-# arith.cmpi predicate numbers (arith dialect: eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge)
-_SLT, _SGE = 2, 5
+_SLT, _SGE = int(b.arith.CmpIPredicate.slt), int(b.arith.CmpIPredicate.sge)
 
 
 def _single_use(v: ir.Value) -> bool:
@@ -99,9 +98,7 @@ class FoldRangeChecks(Pass):
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         i1 = ir.IntegerType.get_signless(1)
-        for fn in functions(module, {"gpu.func", "func.func"}):
-            if not fn.regions or not list(fn.regions[0].blocks):
-                continue
+        for fn in defined_functions(module, {"gpu.func", "func.func"}):
             facts = IndexFacts(fn, self.scalars_nonneg, strict=True)  # they guard memory accesses
             true_of: list = []  # compares that are always true
             pairs: list = []  # (lower, upper, c, s)

@@ -41,7 +41,7 @@ from __future__ import annotations
 from kernc.mlir import ir
 
 from . import ir_builder as b
-from .base import Pass, functions, walk_ops
+from .base import Pass, defined_functions, walk_ops
 from .index_facts import IndexFacts
 
 DIV_OPS = {"arith.divsi", "arith.divui", "arith.floordivsi", "arith.remsi", "arith.remui"}
@@ -214,9 +214,7 @@ class LowerDivisions(Pass):
         self.magic = magic
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in functions(module, {"gpu.func", "func.func"}):
-            if not fn.regions or not list(fn.regions[0].blocks):
-                continue
+        for fn in defined_functions(module, {"gpu.func", "func.func"}):
             divisions = to_unsigned(fn, walk_ops(fn, DIV_OPS))
             # decide first (uniformity is computed on the unmodified function), then rewrite:
             # power-of-two divisors (no hoisting), then the magic ones (operands read afresh)

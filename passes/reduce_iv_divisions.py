@@ -31,7 +31,7 @@ from __future__ import annotations
 from kernc.mlir import dialect, ir
 
 from . import ir_builder as b
-from .base import Pass, functions, walk_ops
+from .base import Pass, defined_functions, walk_ops
 from .index_facts import IndexFacts, const_index, defining_op, erase_dead
 
 _DIVREM = {"arith.divsi", "arith.remsi", "arith.floordivsi"}
@@ -130,19 +130,6 @@ class _Loop:
             self.by_result[op.results[0]] = node
 
 
-def _signs(node: _Node, cache: dict) -> ir.Value:
-    """``sign`` of ``node`` (``+1``/``-1``, the product of the divisors' signs down to it), built
-    before the loop."""
-    if node in cache:
-        return cache[node]
-    d = node.divisor
-    s = b.select(b.cmp("slt", d, b.idx(0)), b.idx(-1), b.idx(1))
-    if node.parent is not None:
-        s = b.mul(_signs(node.parent, cache), s)
-    cache[node] = s
-    return s
-
-
 def _abs(v: ir.Value) -> ir.Value:
     return b.select(b.cmp("slt", v, b.idx(0)), b.sub(b.idx(0), v), v)
 
@@ -161,9 +148,7 @@ class ReduceIVDivisions(Pass):
     summary = "loop-carried quotient/remainder counters for divisions of a loop variable"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in functions(module, {"gpu.func", "func.func"}):
-            if not fn.regions or not list(fn.regions[0].blocks):
-                continue
+        for fn in defined_functions(module, {"gpu.func", "func.func"}):
             facts = IndexFacts(fn)
             replaced: list = []
             for loop in walk_ops(fn, {"scf.for"}):
@@ -183,13 +168,16 @@ def _rewrite(found: _Loop) -> list:
     old = found.loop
     lb, ub, step = list(old.operands)[:3]
     old_inits = list(old.operands)[3:]
-    nodes = list(_walk(found.roots))
-    signs: dict = {}
+    nodes = list(_walk(found.roots))  # parents before their children
     with ir.InsertionPoint(old), old.location:
-        # before the loop: |d|, the signs, and the counters at i = lb
-        absd = {node: _abs(node.divisor) for node in nodes}
+        # before the loop: |d|, each node's sign (the product of the divisors' signs down to it),
+        # and the counters at i = lb
+        absd, signs = {}, {}
         for node in nodes:
-            _signs(node, signs)
+            neg = b.cmp("slt", node.divisor, b.idx(0))
+            absd[node] = b.select(neg, b.sub(b.idx(0), node.divisor), node.divisor)
+            sign = b.select(neg, b.idx(-1), b.idx(1))
+            signs[node] = sign if node.parent is None else b.mul(signs[node.parent], sign)
         start: dict = {}
         for node in nodes:
             dividend = lb if node.parent is None else start[node.parent][0]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from kernc.mlir import ir
 
-from .base import Pass, functions, walk_ops
+from .base import Pass, defined_functions, walk_ops
 from .fold_range_checks import FoldRangeChecks
 from .index_facts import IndexFacts
 from .lower_divisions import DIV_OPS, to_unsigned
@@ -30,7 +30,6 @@ class SpecializeNonnegScalars(Pass):
     summary = "PTX variant for index scalar arguments >= 0 (unsigned divisions, one compare per check)"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in functions(module, {"gpu.func"}):
-            if fn.regions and list(fn.regions[0].blocks):
-                to_unsigned(fn, walk_ops(fn, DIV_OPS), IndexFacts(fn, scalars_nonneg=True))
+        for fn in defined_functions(module, {"gpu.func"}):
+            to_unsigned(fn, walk_ops(fn, DIV_OPS), IndexFacts(fn, scalars_nonneg=True))
         FoldRangeChecks(scalars_nonneg=True).apply(ctx, module)
