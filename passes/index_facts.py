@@ -87,6 +87,7 @@ class IndexFacts:
 
     # -- v >= 0 ------------------------------------------------------------------------------------
     def nonneg(self, v: ir.Value) -> bool:
+        """``v >= 0`` is proven (memoised; a value on a cycle, e.g. loop-carried, is not)."""
         if v in self._nonneg:
             return self._nonneg[v]
         self._nonneg[v] = False  # cycles (loop-carried values) are not proven

@@ -102,6 +102,7 @@ class _Loop:
         return node
 
     def count(self) -> int:
+        """How many nodes the loop has (each costs two loop-carried values)."""
         return sum(1 for _ in _walk(self.roots))
 
     def _add(self, op) -> None:
