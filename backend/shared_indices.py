@@ -4,8 +4,13 @@ For each block ``b`` of ``B`` consecutive entries of ``I[0:P]`` (the last block 
 
 - ``unique[b*B + j]`` for ``j < count[b]``: the block's distinct index values, ascending;
 - ``target[t]``: the rank of ``I[t]`` among its block's distinct values;
-- ``perm[b*B + j]``: the local thread id of the ``j``-th entry of the block in sorted order (a stable
-  argsort, so equal indices keep thread order and reductions have a fixed order);
+- ``perm[b*B + j]``: the ``j``-th entry of the block in sorted order (a stable argsort, so equal
+  indices keep thread order and reductions have a fixed order), packed as ``thread | rank << 16``:
+  its local thread id in the low 16 bits and the rank of its index value (``target`` of that
+  thread) in the high 16 bits. A block has at most 1024 threads, so both fit. ``shared_sum`` reads
+  its sorted entry's source thread and run key with this one coalesced load instead of gathering
+  ``target`` at a permuted address (Caspar's ``SharedIndex`` record packs its target and argsort
+  fields as 16-bit halves the same way);
 - ``count[b]``: how many distinct values block ``b`` has.
 
 All four are ``uint32`` arrays (``unique``, ``target``, ``perm`` of length ``ceil(P/B)*B``, ``count`` of
@@ -101,7 +106,7 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
     rank = runs - first_run
     target = xp.zeros(n, dtype=xp.uint32)
     target[order] = rank.astype(xp.uint32)
-    perm = (order - blk * B).astype(xp.uint32)
+    perm = ((order - blk * B) | (rank << 16)).astype(xp.uint32)
     unique = xp.zeros(n, dtype=xp.uint32)
     valid = svals < (1 << 32)
     sel = start & valid

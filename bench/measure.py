@@ -215,9 +215,10 @@ ACCESSOR_ROWS = {
                       "lane, up to 32 per store request (8x the ideal); no atomics"),
     "add_atomic": ("add atomic(idx)", "one global atomic per thread (P); no stores"),
     "add_shared_sum": ("add shared_sum(idx)", "one global atomic per distinct index per block (P/8 here: the 8 "
-                       "threads of each index are in one block) instead of one per thread; more load sectors: the "
-                       "shared_indices table, and v read in each block's sorted order (a gather within the "
-                       "block, as idx is shuffled)"),
+                       "threads of each index are in one block) instead of one per thread; the loads of atomic "
+                       "(v, and the packed perm table where atomic loads idx) plus one unique[] load per run end, "
+                       "all coalesced; the permutation into sorted order goes through shared memory (its bank "
+                       "conflicts)"),
     "add_sum": ("add sum", "one atomic per block (warp shuffles, one partial per warp in shared memory); no stores"),
     "write_block_sum": ("write block_sum", "one 1-sector store per block; no atomics"),
     "add_pair": ("add pair", "x[t] += f[t], x[t+1] += s[t]: the block's elements read and stored once, coalesced "

@@ -25,7 +25,7 @@ Accessor ops (the semantics are in ``docs/design/accessors.md``):
 read out of bounds in the typed ``default`` attribute (an IRDL variadic group needs one type for all
 its operands, so it cannot carry the value among the ``index`` args); ``indexed`` and ``atomic`` the index buffer ``I`` (``memref<?xi32>``, ``e = I[t]``);
 ``shared`` the ``unique, target, count`` tables of ``shared_indices(I)`` and ``shared_sum`` the
-``unique, target, perm, count`` tables (all ``memref<?xi32>``).
+``unique, perm`` tables (all ``memref<?xi32>``; ``perm`` packs each sorted entry's thread and rank).
 
 One result/value per component (``pair`` and ``pair_strided_default``: ``2K`` of them, the first
 element's ``K`` components, then the second's). Their type is the *compute* type, which may differ
@@ -96,7 +96,7 @@ WRITE_ACCESSORS = {
     "sequential": 0, "strided": 2, "indexed": 1, "block_sum": 0, "sum": 0, "pair": 0,
 }
 ADD_ACCESSORS = {
-    "sequential": 0, "strided": 2, "indexed": 1, "shared_sum": 4, "atomic": 1, "block_sum": 0,
+    "sequential": 0, "strided": 2, "indexed": 1, "shared_sum": 2, "atomic": 1, "block_sum": 0,
     "sum": 0, "pair": 0,
 }
 #: Accessors whose ops carry two elements per thread (``2K`` results/values).

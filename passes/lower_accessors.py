@@ -754,8 +754,12 @@ def _shared_sum(kc, acc, vals, t, tid, blk, p):
     """``X[u] += sum of y_t over I[t] = u``: the block's values are permuted into sorted index order
     (the ``perm`` table), runs of equal index are reduced with a segmented inclusive scan (warp
     ``shuffle up`` steps, then the run's parts in earlier warps from workgroup memory, in order),
-    and the last entry of each run issues one atomic add per component, at ascending addresses."""
-    unique, target, perm, count = acc.args
+    and the last entry of each run issues one atomic add per component, at ascending addresses.
+
+    Sorted position ``j`` learns its source thread and its run key (the rank of its index value)
+    from one coalesced load, ``perm[block*B + j] = thread | rank << 16``; positions past the
+    block's threads get the key ``B``, above every rank, so no run continues into them."""
+    unique, perm = acc.args
     B = kc.block
     nw = B // WARP
     K = acc.ncomp
@@ -766,19 +770,18 @@ def _shared_sum(kc, acc, vals, t, tid, blk, p):
     lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
     warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
     # 1. permute values into sorted order: sorted position j = tid takes thread perm[j]'s value.
-    # count/perm/target are loaded after the exchange's barrier (as a CUDA version would): loaded
-    # before it, ptxas keeps them live across the staging stores, where register pressure peaks.
+    # perm is loaded after the exchange's barrier (as a CUDA version would): loaded before it,
+    # ptxas keeps it live across the staging stores, where register pressure peaks.
     sorted_ = {}
 
     def load_tables():
-        cnt = b.load(count, blk)
-
         def from_perm():
-            src = b.index_cast_ui(b.load(perm, b.add(base, tid)))
-            return [src, b.load(target, b.add(base, src))]
+            entry = b.load(perm, b.add(base, tid))
+            src = b.index_cast_ui(b.arith.AndIOp(entry, b.const(0xFFFF, i32)).result)
+            return [src, b.arith.ShRUIOp(entry, b.const(16, i32)).result]
 
         sorted_["src"], sorted_["key"] = b.if_else(valid, [b.index_t(), i32], from_perm,
-                                                   lambda: [b.idx(0), cnt])
+                                                   lambda: [b.idx(0), b.const(B, i32)])
 
     w = _exchange(kc, acc, vals[:K], tid, lambda: sorted_["src"], valid,
                   f"shared_sum({acc.layout_text})", after_barrier=load_tables)

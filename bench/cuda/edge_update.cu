@@ -2,7 +2,8 @@
 // kernc ABI: pos, src, dst, w, force, energy, the shared_indices tables of src (unique, target, perm,
 // count), the same four of dst, then the size symbols V, E. kernc's launcher builds the tables on the
 // host (backend/shared_indices.py); per block of 256 edges: its distinct indices in ascending order,
-// each edge's rank among them, a stable sorting permutation, how many distinct indices there are.
+// each edge's rank among them, a stable sorting permutation (each entry packed with its rank:
+// thread | rank << 16), how many distinct indices there are.
 // src and dst themselves are not read here, only their tables.
 //   p = pos[src[e]];  force[dst[e]] += w[e] * p;  energy[0] += w[e] * |p|^2      for every edge e < E
 // pos and force are (V, 4) arrays whose column 3 is padding: 16-byte rows, one float4 load each (pos
@@ -51,13 +52,14 @@ edge_update(const float* pos, const unsigned int* src, const unsigned int* dst, 
         contrib[i][tid] = f[i];
     __syncthreads();
 
-    // Entry tid in dst order is the edge of thread dst_perm[t]; entries past the block's edges get a
-    // key beyond every rank, so that no run continues into them.
-    unsigned int key = dst_count[blockIdx.x];
+    // Entry tid in dst order is the edge of thread dst_perm[t] & 0xffff, whose dst rank is
+    // dst_perm[t] >> 16; entries past the block's edges get a key beyond every rank, so that no run
+    // continues into them.
+    unsigned int key = 256u;
     float v[3] = {0.0f, 0.0f, 0.0f};
     if (active) {
-        unsigned int from = dst_perm[t];
-        key = dst_target[base + from];
+        unsigned int entry = dst_perm[t], from = entry & 0xffffu;
+        key = entry >> 16;
         for (int i = 0; i < 3; ++i)
             v[i] = contrib[i][from];
     }

@@ -55,9 +55,12 @@ def check_table(tab: SharedIndices, I: np.ndarray, B: int) -> None:
         target = tab.target[b * B: b * B + n].astype(np.int64)
         assert (target < cnt).all()
         assert np.array_equal(tab.unique[b * B + target].astype(np.int64), vals)             # round trip
-        perm = tab.perm[b * B: b * B + n].astype(np.int64)
+        packed = tab.perm[b * B: b * B + n].astype(np.int64)
+        perm, rank = packed & 0xFFFF, packed >> 16                                         # thread | rank << 16
         assert np.array_equal(np.sort(perm), np.arange(n))                                  # a permutation
         assert np.array_equal(perm, np.argsort(vals, kind="stable"))                          # stable argsort
+        assert np.array_equal(rank, target[perm])                                           # its thread's rank
+        assert (np.diff(rank) >= 0).all()                                                   # ascending keys
 
 
 def _table_inputs():

@@ -2,8 +2,8 @@
 
 - ``shared(I)``: exactly the loads of ``traffic_model.shared_read_loads`` (each block loads each of
   its distinct elements once, ascending, by consecutive threads; plus the tables);
-- ``shared_sum(I)``: exactly one atomic per distinct (index, component) per block; ``atomic(I)``: one
-  per thread and component; ``sum``: one per component per block; ``block_sum``: none; pair writes:
+- ``shared_sum(I)``: exactly one atomic per distinct (index, component) per block, and the loads of
+  ``atomic(I)`` plus one per run end; ``atomic(I)``: one per thread and component; ``sum``: one per component per block; ``block_sum``: none; pair writes:
   two per component per block (minus the first block's left edge);
 - ``unique``: one load per component per block; ``pair`` reads: each element once per block plus one
   block-edge element per block;
@@ -84,6 +84,12 @@ def test_shared_sum_one_atomic_per_distinct_index_and_component_per_block(B, K, 
         assert sa.global_atomics == K * P
         if pattern != "perm" and P > 1:
             assert st.global_atomics < sa.global_atomics
+        # loads: atomic(I)'s (the values, and I[t] where shared_sum loads perm[t], which packs each
+        # sorted entry's thread and key) plus one unique[] load per run end: no table is gathered
+        # at a permuted address and no per-block table is read by every thread
+        run_ends = tm.shared_sum_run_end_loads(I, B)
+        assert (st.global_load_requests, st.global_load_sectors) == (
+            sa.global_load_requests + run_ends[0], sa.global_load_sectors + run_ends[1]), P
 
 
 @pytest.mark.parametrize("B,K,layout", [(32, 1, None), (256, 3, "soa"), (1024, 2, "aos")])

@@ -100,3 +100,20 @@ def indexed_read_loads(I: np.ndarray, B: int, K: int, m: int, layout: str | None
         r += r2
         s += s2
     return r, s
+
+
+def shared_sum_run_end_loads(I: np.ndarray, B: int) -> tuple[int, int]:
+    """Global load (requests, sectors) of ``unique[b*B + key]`` in a ``shared_sum(I)`` update: one
+    u32 per run of equal index in each block, loaded by the run's last entry in sorted order (thread
+    ``b*B + j`` for sorted position ``j``), at ascending addresses. The rest of its loads, ``perm``
+    by every thread ``t < P``, have exactly the pattern of ``atomic(I)``'s ``I[t]``."""
+    P = int(I.size)
+    lanes, addrs = [], []
+    for b in range(-(-P // B)):
+        vals = np.sort(I[b * B:(b + 1) * B].astype(np.int64), kind="stable")
+        ends = np.flatnonzero(np.append(vals[1:] != vals[:-1], True))  # last sorted entry of each run
+        lanes.append(b * B + ends)
+        addrs.append((b * B + np.arange(ends.size)) * 4)                 # unique[b*B + rank]
+    if not lanes:
+        return 0, 0
+    return _warp_requests(np.concatenate(lanes), np.concatenate(addrs), B)

@@ -198,12 +198,12 @@ def test_shared_and_shared_sum_take_hidden_tables():
     assert [str(a.type) for a in args[6:14]] == ["memref<?xi32>"] * 8
     assert [str(a.type) for a in args[14:]] == ["index", "index"]
     rd, force, acc, hits = kern_ops(m)
-    # shared: (unique, target, count) of src; shared_sum: (unique, target, perm, count)
+    # shared: (unique, target, count) of src; shared_sum: (unique, perm)
     assert accessor(rd) == "shared" and segments(rd) == [1, 3, 1]
     assert [rd.operands[i] for i in (1, 2, 3)] == [args[6], args[7], args[9]]
-    assert accessor(force) == "shared_sum" and segments(force) == [1, 4, 1, 3]
-    assert list(force.operands)[1:5] == args[10:14]
-    assert accessor(acc) == "shared_sum" and list(acc.operands)[1:5] == args[6:10]
+    assert accessor(force) == "shared_sum" and segments(force) == [1, 2, 1, 3]
+    assert list(force.operands)[1:3] == [args[10], args[12]]
+    assert accessor(acc) == "shared_sum" and list(acc.operands)[1:3] == [args[6], args[8]]
     assert accessor(hits) == "atomic" and segments(hits) == [1, 1, 1, 1]
     assert hits.operands[1] == args[2]
     assert (sig.param("pos").index_param, sig.param("force").index_param,
@@ -474,7 +474,9 @@ def test_shared_indices_tables_encoding():
     assert t["unique"][:3].tolist() == [3, 5, 9] and t["unique"][4:6].tolist() == [1, 3]
     assert t["unique"][8] == 0
     assert t["target"][:9].tolist() == [1, 0, 1, 2, 1, 1, 0, 0, 0]
-    assert t["perm"][:8].tolist() == [1, 0, 2, 3, 2, 3, 0, 1]
+    # perm: thread | rank << 16 of each entry in sorted order (block 0 sorted: 3 5 5 9 from threads
+    # 1 0 2 3, ranks 0 1 1 2; block 1: 1 1 3 3 from threads 2 3 0 1, ranks 0 0 1 1)
+    assert t["perm"][:8].tolist() == [1, 0 | 1 << 16, 2 | 1 << 16, 3 | 2 << 16, 2, 3, 0 | 1 << 16, 1 | 1 << 16]
 
 
 # ---- located diagnostics -----------------------------------------------------------------------
