@@ -3,11 +3,14 @@
 For each block ``b`` of ``B`` consecutive entries of ``I[0:P]`` (the last block may be partial):
 
 - ``unique[b*B + j]`` for ``j < count[b]``: the block's distinct index values, ascending;
-- ``target[t]``: the rank of ``I[t]`` among its block's distinct values;
+- ``target[t]``: the rank of ``I[t]`` among its block's distinct values (low 16 bits), packed with
+  its block's ``count`` (high 16 bits): ``rank | count << 16``. A ``shared(I)`` read then needs one
+  coalesced load per thread before it stages the block's distinct elements, instead of a load of
+  ``count`` by every thread and a second load after the staging barrier;
 - ``perm[b*B + j]``: the ``j``-th entry of the block in sorted order (a stable argsort, so equal
   indices keep thread order and reductions have a fixed order), packed as ``thread | rank << 16``:
-  its local thread id in the low 16 bits and the rank of its index value (``target`` of that
-  thread) in the high 16 bits. A block has at most 1024 threads, so both fit. ``shared_sum`` reads
+  its local thread id in the low 16 bits and the rank of its index value (the low half of that
+  thread's ``target``) in the high 16 bits. A block has at most 1024 threads, so both fit. ``shared_sum`` reads
   its sorted entry's source thread and run key with this one coalesced load instead of gathering
   ``target`` at a permuted address (Caspar's ``SharedIndex`` record packs its target and argsort
   fields as 16-bit halves the same way);
@@ -104,8 +107,8 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
     runs = xp.cumsum(start.astype(xp.int64)) - 1
     first_run = runs[blk * B]  # run index of each block's first sorted entry
     rank = runs - first_run
-    target = xp.zeros(n, dtype=xp.uint32)
-    target[order] = rank.astype(xp.uint32)
+    target = xp.zeros(n, dtype=xp.int64)
+    target[order] = rank
     perm = ((order - blk * B) | (rank << 16)).astype(xp.uint32)
     unique = xp.zeros(n, dtype=xp.uint32)
     valid = svals < (1 << 32)
@@ -114,6 +117,7 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
     count = xp.zeros(nb, dtype=xp.uint32)
     if n:
         count[:] = xp.bincount(blk[sel], minlength=nb).astype(xp.uint32)[:nb]
+    target = (target | (count.astype(xp.int64)[blk] << 16)).astype(xp.uint32)
     return SharedIndices(indices, B, unique, target, perm, count)
 
 

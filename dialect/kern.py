@@ -24,8 +24,9 @@ Accessor ops (the semantics are in ``docs/design/accessors.md``):
 (``e = off + t*s``); ``strided_default`` and ``pair_strided_default`` ``(off, s)`` too, with the value
 read out of bounds in the typed ``default`` attribute (an IRDL variadic group needs one type for all
 its operands, so it cannot carry the value among the ``index`` args); ``indexed`` and ``atomic`` the index buffer ``I`` (``memref<?xi32>``, ``e = I[t]``);
-``shared`` the ``unique, target, count`` tables of ``shared_indices(I)`` and ``shared_sum`` the
-``unique, perm`` tables (all ``memref<?xi32>``; ``perm`` packs each sorted entry's thread and rank).
+``shared`` the ``unique, target`` tables of ``shared_indices(I)`` and ``shared_sum`` the ``unique,
+perm`` tables (all ``memref<?xi32>``; ``target`` packs each thread's rank with its block's count,
+``perm`` each sorted entry's thread with its rank).
 
 One result/value per component (``pair`` and ``pair_strided_default``: ``2K`` of them, the first
 element's ``K`` components, then the second's). Their type is the *compute* type, which may differ
@@ -89,7 +90,7 @@ ext = dialect("ext")
 DEFAULT_ATTR = "default"
 
 READ_ACCESSORS = {
-    "sequential": 0, "strided": 2, "strided_default": 2, "indexed": 1, "shared": 3, "unique": 0,
+    "sequential": 0, "strided": 2, "strided_default": 2, "indexed": 1, "shared": 2, "unique": 0,
     "pair": 0, "pair_strided_default": 2,
 }
 WRITE_ACCESSORS = {

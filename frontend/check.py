@@ -72,7 +72,7 @@ BLOCK_WIDE_OUTPUTS = ("block_sum", "sum", "pair")
 #: The ``shared_indices`` tables appended as hidden params per index param of shared/shared_sum, and
 #: the ones each accessor takes as its ``args`` (``docs/accessor-lowering.md``).
 TABLE_FIELDS = ("unique", "target", "perm", "count")
-TABLE_ARGS = {"shared": ("unique", "target", "count"), "shared_sum": ("unique", "perm")}
+TABLE_ARGS = {"shared": ("unique", "target"), "shared_sum": ("unique", "perm")}
 #: Compute types a ``compute`` clause may name.
 COMPUTE_TYPES = ("f32", "f64")
 KERNEL_ATTRIBUTES = ("block", "deterministic", "checked")

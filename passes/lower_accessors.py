@@ -493,11 +493,17 @@ def _block_read(kc: KernelContext, acc: Access) -> list:
 
 def _stage_shared(kc, acc, slot, t, tid, blk, p, in_range):
     """Each block loads each distinct element it needs once (ascending, coalesced) into workgroup
-    memory; thread ``t`` then reads its copy at rank ``target[t]`` (``shared_indices`` table)."""
-    unique, target, count = acc.args
+    memory; thread ``t`` then reads its copy at its rank. One coalesced load of the ``shared_indices``
+    table, ``target[t] = rank | count << 16``, gives both the rank and the block's number of
+    distinct elements (``count``), before the staging: a thread past the problem reads 0 (it stages
+    nothing, as ``tid >= count`` there, and reads nothing)."""
+    unique, target = acc.args
     B = kc.block
+    i32 = ir.IntegerType.get_signless(32)
     base = b.mul(blk, b.idx(B))
-    cnt = b.index_cast_ui(b.load(count, blk))
+    packed = b.if_else(in_range, [i32], lambda: [b.load(target, t)], lambda: [b.zero(i32)])[0]
+    cnt = b.index_cast_ui(b.arith.ShRUIOp(packed, b.const(16, i32)).result)
+    r = b.index_cast_ui(b.arith.AndIOp(packed, b.const(0xFFFF, i32)).result)
     esize = b.bits(acc.compute) // 8
     chunks = _chunks(acc.ncomp, B, esize)
     w = _vector_width(acc, kc) if len(chunks) == 1 else 0
@@ -515,7 +521,6 @@ def _stage_shared(kc, acc, slot, t, tid, blk, p, in_range):
                 b.store(v, smem, b.add(b.idx(j * B), tid))
         b.barrier()
         with b.if_(in_range):
-            r = b.index_cast_ui(b.load(target, t))
             for j, c in enumerate(chunk):
                 b.store(b.load(smem, b.add(b.idx(j * B), r)), slot, b.idx(c))
 

@@ -2,8 +2,9 @@
 // kernc ABI: pos, src, dst, w, force, energy, the shared_indices tables of src (unique, target, perm,
 // count), the same four of dst, then the size symbols V, E. kernc's launcher builds the tables on the
 // host (backend/shared_indices.py); per block of 256 edges: its distinct indices in ascending order,
-// each edge's rank among them, a stable sorting permutation (each entry packed with its rank:
-// thread | rank << 16), how many distinct indices there are.
+// each edge's rank among them (packed with the block's count: rank | count << 16), a stable sorting
+// permutation (each entry packed with its rank: thread | rank << 16), how many distinct indices
+// there are.
 // src and dst themselves are not read here, only their tables.
 //   p = pos[src[e]];  force[dst[e]] += w[e] * p;  energy[0] += w[e] * |p|^2      for every edge e < E
 // pos and force are (V, 4) arrays whose column 3 is padding: 16-byte rows, one float4 load each (pos
@@ -32,7 +33,9 @@ edge_update(const float* pos, const unsigned int* src, const unsigned int* dst, 
     unsigned int edges = E - base < 256u ? E - base : 256u;  // edges of this block
     bool active = tid < edges;
 
-    if (tid < src_count[blockIdx.x]) {
+    // src_target[t] = rank | count << 16: this thread's row and the block's number of distinct rows
+    unsigned int row = active ? src_target[t] : 0u;
+    if (tid < row >> 16) {
         float4 p = reinterpret_cast<const float4*>(pos)[src_unique[t]];
         rows[0][tid] = p.x;
         rows[1][tid] = p.y;
@@ -41,7 +44,7 @@ edge_update(const float* pos, const unsigned int* src, const unsigned int* dst, 
     __syncthreads();
     float f[3] = {0.0f, 0.0f, 0.0f}, e = 0.0f;
     if (active) {
-        unsigned int row = src_target[t];
+        row &= 0xffffu;
         float p0 = rows[0][row], p1 = rows[1][row], p2 = rows[2][row], we = w[t];
         f[0] = we * p0;
         f[1] = we * p1;

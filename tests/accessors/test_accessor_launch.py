@@ -52,7 +52,9 @@ def check_table(tab: SharedIndices, I: np.ndarray, B: int) -> None:
         cnt = int(tab.count[b])
         assert cnt == distinct.size
         assert np.array_equal(tab.unique[b * B: b * B + cnt].astype(np.int64), distinct)  # ascending
-        target = tab.target[b * B: b * B + n].astype(np.int64)
+        packed_target = tab.target[b * B: b * B + n].astype(np.int64)
+        target = packed_target & 0xFFFF                                                     # rank | count << 16
+        assert (packed_target >> 16 == cnt).all()
         assert (target < cnt).all()
         assert np.array_equal(tab.unique[b * B + target].astype(np.int64), vals)             # round trip
         packed = tab.perm[b * B: b * B + n].astype(np.int64)
@@ -98,7 +100,7 @@ def test_no_index_value_is_reserved(B):
     for b in range(-(-P // B)):
         assert int(tab.count[b]) == 3
         assert tab.unique[b * B: b * B + 3].tolist() == [0, U32_MAX - 1, U32_MAX]
-    assert (tab.unique[tab.target[np.arange(P)] + (np.arange(P) // B * B).astype(np.uint32)] == I).all()
+    assert (tab.unique[(tab.target[np.arange(P)] & 0xFFFF) + (np.arange(P) // B * B).astype(np.uint32)] == I).all()
 
 
 def test_int32_indices_and_their_errors():
@@ -146,7 +148,7 @@ def test_precomputed_table_is_used_as_given():
     I = np.array([2, 0, 2, 1], np.uint32)
     x = np.array([10, 11, 12], np.float32)
     tab = shared_indices(I, 32)
-    tab.target[:4] = np.array([0, 0, 0, 0], np.uint32)    # every thread reads the smallest value
+    tab.target[:4] &= np.uint32(0xFFFF0000)               # rank 0 (count kept): every thread reads the smallest value
     y = np.zeros(4, np.float32)
     mod.k(x, tab, y)
     assert y.tolist() == [10, 10, 10, 10]

@@ -45,12 +45,11 @@ def shared_read_loads(I: np.ndarray, B: int, K: int, m: int, layout: str | None,
                       storage_bytes: int, compute_bytes: int, aligned: bool = True) -> tuple[int, int]:
     """Global load (requests, sectors) of a kernel whose only global loads are one ``shared(I)`` read.
 
-    - every thread of every launched block loads ``count[block]`` (a uniform address: 1 sector/warp);
+    - every thread ``t < P`` loads ``target[t]`` (u32: its rank and its block's ``count``) once;
     - per component chunk: the threads ``tid < count[b]`` load ``unique[b*B + tid]`` (u32) and then
       the chunk's components of element ``unique[...]`` (the distinct elements, ascending, consecutive
       threads) -- one 16-byte vector load per element when an ``aos`` element is exactly 16 bytes,
-      staged in one chunk, and the buffer is 16-byte ``aligned`` -- and every thread ``t < P`` loads
-      ``target[t]`` (u32).
+      staged in one chunk, and the buffer is 16-byte ``aligned``.
     """
     P = int(I.size)
     nb = -(-P // B)
@@ -58,11 +57,11 @@ def shared_read_loads(I: np.ndarray, B: int, K: int, m: int, layout: str | None,
         return 0, 0
     tab = shared_indices(I, B)
     count = tab.count.astype(np.int64)
-    req = sec = nb * B // WARP          # count[blk]: one request and one sector per warp
+    t_all = np.arange(P)
+    req, sec = _warp_requests(t_all, t_all * 4, B)                # target[t]
     local = np.arange(B)
     stagers = np.concatenate([b * B + local[: count[b]] for b in range(nb)])  # global thread ids
     elems = tab.unique.astype(np.int64)[stagers]
-    t_all = np.arange(P)
     all_chunks = chunks(K, B, compute_bytes)
     vector = (aligned and layout != "soa" and K > 1 and K * storage_bytes == 16 and len(all_chunks) == 1)
     for ch in all_chunks:
@@ -81,9 +80,6 @@ def shared_read_loads(I: np.ndarray, B: int, K: int, m: int, layout: str | None,
             r, s = _warp_requests(stagers, element_offsets(elems, c, K, m, layout) * storage_bytes, B)
             req += r
             sec += s
-        r, s = _warp_requests(t_all, t_all * 4, B)                # target[t]
-        req += r
-        sec += s
     return req, sec
 
 

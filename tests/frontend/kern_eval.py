@@ -133,9 +133,9 @@ class _Thread:
             default = _default_attr(op)
         elif accessor in ("indexed", "atomic"):
             elems = [int(arg_arrays[0][t])]
-        elif accessor == "shared":
+        elif accessor == "shared":  # (unique, target): target packs rank | count << 16
             unique, target = arg_arrays[0], arg_arrays[1]
-            elems = [int(unique[(t // B) * B + int(target[t])])]
+            elems = [int(unique[(t // B) * B + (int(target[t]) & 0xFFFF)])]
         elif accessor == "shared_sum":  # (unique, perm): the sorted entry of thread t holds its rank
             unique, perm = arg_arrays[0], arg_arrays[1].astype(np.int64)
             base = (t // B) * B
@@ -311,8 +311,8 @@ class _Thread:
 
 def shared_indices(index, P: int, B: int) -> dict:
     """The ``shared_indices(I, B)`` tables of ``docs/accessor-lowering.md`` for ``I[0:P]``:
-    ``unique``, ``target``, ``perm`` (``ceil(P/B) * B`` entries each; ``perm`` packs each sorted entry as
-    ``thread | rank << 16``) and ``count`` (one per block), all uint32."""
+    ``unique``, ``target``, ``perm`` (``ceil(P/B) * B`` entries each; ``target`` packs ``rank | count << 16``,
+    ``perm`` each sorted entry as ``thread | rank << 16``) and ``count`` (one per block), all uint32."""
     nb = -(-P // B)
     tables = {f: np.zeros(max(nb * B, 1), np.uint32) for f in ("unique", "target", "perm")}
     tables["count"] = np.zeros(max(nb, 1), np.uint32)
@@ -321,7 +321,7 @@ def shared_indices(index, P: int, B: int) -> dict:
         chunk = idx[b * B:(b + 1) * B]
         distinct = np.unique(chunk)
         tables["unique"][b * B:b * B + len(distinct)] = distinct
-        tables["target"][b * B:b * B + len(chunk)] = np.searchsorted(distinct, chunk)
+        tables["target"][b * B:b * B + len(chunk)] = np.searchsorted(distinct, chunk) | (len(distinct) << 16)
         order = np.argsort(chunk, kind="stable")  # packed with each entry's rank: thread | rank << 16
         tables["perm"][b * B:b * B + len(chunk)] = order | (np.searchsorted(distinct, chunk[order]) << 16)
         tables["count"][b] = len(distinct)

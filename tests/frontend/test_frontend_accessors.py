@@ -198,9 +198,9 @@ def test_shared_and_shared_sum_take_hidden_tables():
     assert [str(a.type) for a in args[6:14]] == ["memref<?xi32>"] * 8
     assert [str(a.type) for a in args[14:]] == ["index", "index"]
     rd, force, acc, hits = kern_ops(m)
-    # shared: (unique, target, count) of src; shared_sum: (unique, perm)
-    assert accessor(rd) == "shared" and segments(rd) == [1, 3, 1]
-    assert [rd.operands[i] for i in (1, 2, 3)] == [args[6], args[7], args[9]]
+    # shared: (unique, target) of src; shared_sum: (unique, perm)
+    assert accessor(rd) == "shared" and segments(rd) == [1, 2, 1]
+    assert [rd.operands[i] for i in (1, 2)] == [args[6], args[7]]
     assert accessor(force) == "shared_sum" and segments(force) == [1, 2, 1, 3]
     assert list(force.operands)[1:3] == [args[10], args[12]]
     assert accessor(acc) == "shared_sum" and list(acc.operands)[1:3] == [args[6], args[8]]
@@ -473,7 +473,9 @@ def test_shared_indices_tables_encoding():
     assert t["count"].tolist() == [3, 2, 1]
     assert t["unique"][:3].tolist() == [3, 5, 9] and t["unique"][4:6].tolist() == [1, 3]
     assert t["unique"][8] == 0
-    assert t["target"][:9].tolist() == [1, 0, 1, 2, 1, 1, 0, 0, 0]
+    # target: rank | count << 16
+    assert t["target"][:9].tolist() == [1 | 3 << 16, 0 | 3 << 16, 1 | 3 << 16, 2 | 3 << 16,
+                                         1 | 2 << 16, 1 | 2 << 16, 0 | 2 << 16, 0 | 2 << 16, 0 | 1 << 16]
     # perm: thread | rank << 16 of each entry in sorted order (block 0 sorted: 3 5 5 9 from threads
     # 1 0 2 3, ranks 0 1 1 2; block 1: 1 1 3 3 from threads 2 3 0 1, ranks 0 0 1 1)
     assert t["perm"][:8].tolist() == [1, 0 | 1 << 16, 2 | 1 << 16, 3 | 2 << 16, 2, 3, 0 | 1 << 16, 1 | 1 << 16]
