@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import tempfile
 import traceback
@@ -22,17 +23,31 @@ def write_atomically(path: str, data: str | bytes) -> None:
 
     The file gets the mode an ordinary ``open(path, "w")`` would give it: an existing file keeps its
     mode, a new one gets ``0o666`` less the umask. A symlink is written through (its target is
-    replaced, the link stays), as ``open(path, "w")`` would. Raises ``OSError`` naming ``path``.
+    replaced, the link stays), as ``open(path, "w")`` would. A path that exists and is not a regular
+    file (``/dev/null``, ``/dev/stdout``, a FIFO, a terminal) is written directly, never renamed
+    over: there is no file to leave half-written, and replacing a device node would break it for
+    everyone. Raises ``OSError`` naming ``path``.
     """
     shown = path
+    try:
+        st = os.stat(path)  # follows symlinks (/dev/stdout -> /proc/self/fd/1 -> a pipe)
+    except OSError:
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"cannot write '{shown}': it is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            with open(path, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+        except OSError as err:
+            raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
+        return
     if os.path.islink(path):
         path = os.path.realpath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"cannot write '{shown}': it is a directory")
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except OSError:
+    if st is not None:
+        mode = st.st_mode & 0o7777
+    else:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask

@@ -289,6 +289,40 @@ def test_output_through_a_symlink_updates_its_target(tmp_path, capsys):
     assert ".entry saxpy" in target.read_text()
 
 
+def test_output_to_a_fifo_is_written_into_not_replaced(tmp_path, capsys):
+    """``-o`` renamed its temporary file over whatever the path was: a FIFO (or ``/dev/null``, as
+    root) became a regular file. A path that is not a regular file is now written directly."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "out.ptx"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    assert main(["compile", SAXPY, "-o", str(fifo)]) == 0, capsys.readouterr().err
+    reader.join(timeout=60)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and ".entry saxpy" in got[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.ptx"]  # no temporary file left
+
+
+def test_output_to_dev_null_keeps_the_device(capsys):
+    import stat
+
+    assert main(["compile", SAXPY, "-o", os.devnull]) == 0, capsys.readouterr().err
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_output_to_dev_stdout_through_a_pipe():
+    """``-o /dev/stdout`` with stdout a pipe failed ('No such file or directory': the temporary
+    file went next to the pipe's /proc path)."""
+    proc = subprocess.run([sys.executable, "-m", "kernc", "compile", SAXPY, "-o", "/dev/stdout"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert ".entry saxpy" in proc.stdout
+
+
 @pytest.mark.parametrize("argv, message", [
     (["compile", SAXPY, "--kernel", "nosuch"], "no kernel named 'nosuch' in " + SAXPY + " (it has: saxpy)"),
     (["layout", "(4,2):(x)"], "layout '(4,2):(x)'"),
