@@ -679,7 +679,7 @@ def view_load(buffer, coords, sizes, layout: str, syms, result_type, checked=Fal
                 [result_type], _view_attrs(layout, syms))
     if checked:
         op.operation.attributes[CHECKED_ATTR] = ir.UnitAttr.get()
-        op.operation.attributes[DEFAULT_ATTR] = _typed_attr(result_type, default or 0)
+        op.operation.attributes[DEFAULT_ATTR] = _typed_attr(result_type, 0 if default is None else default)
     return op.results[0]
 
 

@@ -774,7 +774,7 @@ class _KernelLowering:
             return _and(kern.in_bounds(vals, sizes, b.layout_text, syms), mask)
         if isinstance(e, A.Method):  # checked
             return kern.view_load(buf, vals, sizes, b.layout_text, syms, ct, checked=True,
-                                  default=b.default_value or 0, mask=mask)
+                                  default=0 if b.default_value is None else b.default_value, mask=mask)
         return kern.view_load(buf, vals, sizes, b.layout_text, syms, ct)
 
     def view_store(self, s: A.Assign, env: dict) -> None:

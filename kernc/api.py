@@ -50,6 +50,7 @@ class Kernel:
         self.signature = module._compilation.signatures[name]
         self._packers: dict = {}  # index_bits -> cuda.ArgPacker, built on the first GPU launch
         self._bind_plan = binding.BindPlan(self.signature)  # what every launch's binding reuses
+        self._arg_names = frozenset(self.signature.arg_names)
 
     def _packer(self, index_bits: int):
         packer = self._packers.get(index_bits)
@@ -76,7 +77,19 @@ class Kernel:
             raise KerncLaunchError(f"kernel '{self.name}': arrays are on different devices (numpy and CUDA)")
         return devices.pop() if devices else "cpu"
 
-    def __call__(self, *args, device: str | None = None, **kwargs) -> LaunchResult:
+    def __call__(self, *args, **kwargs) -> LaunchResult:
+        """Launch with the kernel's arguments, positionally or by name. ``device="cpu"|"cuda"``
+        picks the device (default: that of the arrays, numpy -> ``cpu``, CuPy -> ``cuda``), unless
+        the kernel has an argument or size named ``device``: then ``device=`` is that argument, and
+        :meth:`launch` picks the device."""
+        device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
+        return self.launch(args, kwargs, device)
+
+    def launch(self, args: tuple = (), kwargs: dict | None = None, device: str | None = None) -> LaunchResult:
+        """Launch with positional ``args`` and named ``kwargs`` (every name is a kernel argument or
+        size) on ``device`` (``"cpu"``, ``"cuda"``, or ``None``: that of the arrays). Raises
+        :class:`~kernc.errors.KerncLaunchError` for bad arguments or an unknown device."""
+        kwargs = dict(kwargs or {})
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
@@ -105,7 +118,8 @@ class Kernel:
 
 class Module:
     """A compiled ``.kern`` program: ``.ptx``, ``.ir(stage)``, and one :class:`Kernel` per kernel
-    as an attribute (``mod.saxpy``)."""
+    as an attribute (``mod.saxpy``) and by name (``mod["saxpy"]``, for a kernel whose name is also
+    an attribute, such as ``ptx``)."""
 
     def __init__(self, compilation: Compilation):
         self._compilation = compilation
@@ -118,6 +132,13 @@ class Module:
         if name in kernels:
             return kernels[name]
         raise AttributeError(f"no kernel named '{name}' (kernels: {', '.join(kernels) or 'none'})")
+
+    def __getitem__(self, name: str) -> Kernel:
+        """The kernel called ``name``, also when an attribute of the module has that name (a kernel
+        ``ptx`` or ``ir`` is ``mod["ptx"]``); ``KeyError`` listing the kernels if there is none."""
+        if name in self.kernels:
+            return self.kernels[name]
+        raise KeyError(f"no kernel named '{name}' (kernels: {', '.join(self.kernels) or 'none'})")
 
     def __dir__(self):
         return list(super().__dir__()) + list(self.kernels)
@@ -181,7 +202,7 @@ def read_source(path) -> str:
     with open(path, "rb") as f:
         data = f.read()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a leading byte order mark is dropped
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1

@@ -100,7 +100,7 @@ def _read_source(path: str) -> str:
     with open(path, "rb") as f:
         data = f.read()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # -sig: without a byte order mark, as the compiler sees it
     except UnicodeDecodeError:
         pass
     from kernc.api import read_source
@@ -295,10 +295,10 @@ def cmd_run(ns) -> int:
             raise KerncLaunchError("no usable CUDA device (CuPy sees no GPU or no driver); use --device cpu")
         cp = cuda.cupy()
         dev_values = {k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in values.items()}
-        result = kernel(**dev_values, **kwargs, device="cuda")
+        result = kernel.launch((), {**dev_values, **kwargs}, "cuda")
         values = {k: (cp.asnumpy(v) if isinstance(v, cp.ndarray) else v) for k, v in dev_values.items()}
     else:
-        result = kernel(**values, **kwargs, device="cpu")
+        result = kernel.launch((), {**values, **kwargs}, "cpu")
     os.makedirs(ns.output_dir, exist_ok=True)
     written = []
     for p in sig.params:

@@ -200,7 +200,8 @@ class Compilation:
     """One ``.kern`` source taken through the pipeline.
 
     Raises :class:`~kernc.errors.CompileError` from the constructor when the source is wrong
-    (syntax, names, types, accessors), with every diagnostic found.
+    (syntax, names, types, accessors), with every diagnostic found, and ``TypeError`` when ``text``
+    is not a ``str``. A leading byte order mark is dropped.
 
     The compile cache (``kernc.backend.cache``) is consulted first: on a hit the kern and gpu IR and
     the signatures come from it (the frontend and kern passes do not run; :attr:`program` is parsed
@@ -216,6 +217,11 @@ class Compilation:
         after_pass: Callable[[str, str], None] | None = None,
         use_cache: bool = True,
     ):
+        if not isinstance(text, str):
+            hint = " (decode bytes first, e.g. data.decode('utf-8'))" if isinstance(text, (bytes, bytearray)) else ""
+            raise TypeError(f"the .kern source must be a str, got {type(text).__name__}{hint}")
+        if text.startswith("\ufeff"):  # a UTF-8 byte order mark, as some editors write: not source
+            text = text[1:]
         self.source = text
         self.filename = filename
         self.options = options or CompileOptions()

@@ -348,3 +348,15 @@ def test_remarks_say_why_nothing_is_staged(tmp_path, capsys):
     assert main(["compile", transpose, "--remarks", "-o", out]) == 0
     err = capsys.readouterr().err
     assert "staging 'b' through a 8x36 workgroup tile" in err and "nothing to stage" not in err, err
+
+
+def test_run_a_kernel_with_an_argument_named_device(tmp_path, capsys):
+    """``kernc run --input device=...`` was an internal compiler error ('got multiple values for
+    keyword argument device')."""
+    src = tmp_path / "dev.kern"
+    src.write_text("kernel k(device: f32[n] read, y: f32[n] write) over n { y = device * 2.0; }\n")
+    np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
+    rc = main(["run", str(src), "--kernel", "k", "--input", f"device=@{tmp_path / 'x.npy'}",
+               "--output-dir", str(tmp_path / "out")])
+    assert rc == 0, capsys.readouterr().err
+    assert np.load(tmp_path / "out" / "y.npy").tolist() == [0.0, 2.0, 4.0, 6.0]

@@ -250,3 +250,55 @@ def test_problem_size_larger_than_a_sequential_read_is_a_launch_error():
                                                          "buffer needs at least P = 20 elements")):
         mod.k(np.ones(10, np.float32), np.zeros(10, np.float32), m=20)
     mod.k(np.ones(10, np.float32), np.zeros(10, np.float32), m=0)  # nothing to run: fine
+
+
+def test_an_argument_named_device_is_an_argument():
+    """``Kernel.__call__`` took ``device=`` as its own option, so a kernel argument or size named
+    ``device`` could not be passed by name (a numpy ValueError, or "unknown device '3'"). A kernel
+    name now wins; :meth:`Kernel.launch` picks the device for such kernels."""
+    mod = kernc.compile(
+        "kernel k(device: f32[n] read, y: f32[n] write) over n { y = device * 2.0; }\n"
+        "kernel s(device: index, y: f32[n] write) over n { y = f32(device); }\n"
+    )
+    x = np.arange(5, dtype=f32)
+    y = np.zeros(5, f32)
+    mod.k(device=x, y=y)
+    assert y.tolist() == (2 * x).tolist()
+    mod.s(device=3, y=y)
+    assert y.tolist() == [3.0] * 5
+    res = mod.s.launch((), {"device": 4, "y": y}, "cpu")
+    assert res.device == "cpu" and y.tolist() == [4.0] * 5
+    with pytest.raises(KerncLaunchError, match="unknown device 'gpu'"):
+        mod.s.launch((), {"device": 4, "y": y}, "gpu")
+
+
+def test_device_option_still_picks_the_device(saxpy):
+    x, y = np.ones(4, f32), np.zeros(4, f32)
+    assert saxpy(2.0, x, y, device="cpu").device == "cpu"
+    with pytest.raises(KerncLaunchError, match="unknown device 'tpu'"):
+        saxpy(2.0, x, y, device="tpu")
+
+
+def test_kernels_by_name_even_when_an_attribute_has_the_name():
+    """A kernel named ``ptx`` or ``ir`` compiled, but ``mod.ptx`` is the PTX text and ``mod.ir`` a
+    method: there was no way to call it."""
+    mod = kernc.compile("kernel ptx(x: f32[n] read, y: f32[n] write) over n { y = x + 1.0; }\n"
+                        "kernel ir(y: f32[n] write) over n { y = 2.0; }\n")
+    y = np.zeros(3, f32)
+    mod["ptx"](np.ones(3, f32), y)
+    assert y.tolist() == [2.0, 2.0, 2.0]
+    mod["ir"](y)
+    assert y.tolist() == [2.0, 2.0, 2.0] and isinstance(mod.ptx, str) and ".entry ptx" in mod.ptx
+    with pytest.raises(KeyError, match=r"no kernel named 'nope' \(kernels: ptx, ir\)"):
+        mod["nope"]
+
+
+def test_source_must_be_text_and_a_byte_order_mark_is_dropped():
+    with pytest.raises(TypeError, match="must be a str, got bytes .decode bytes first"):
+        kernc.compile(b"kernel k(y: f32[n] write) over n { y = 1.0; }")
+    with pytest.raises(TypeError, match="must be a str, got NoneType"):
+        kernc.compile(None)
+    mod = kernc.compile("\ufeffkernel k(y: f32[n] write) over n { y = 1.0; }")
+    y = np.zeros(2, f32)
+    mod.k(y)
+    assert y.tolist() == [1.0, 1.0]

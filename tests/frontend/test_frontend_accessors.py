@@ -13,9 +13,12 @@ import re
 from fractions import Fraction
 
 import numpy as np
+
+import kernc
 import pytest
 
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.passes.base import walk_ops
 from kernc.errors import CompileError, InternalCompilerError
 from kernc.frontend import ast as A
 from kernc.frontend import check, compile_to_kern, lower, parse
@@ -345,6 +348,24 @@ def test_default_values_are_rounded_once_from_the_literal(text, ty, want):
     got = _default_constant(f"kernel k(x: {ty}[m] read strided(-1, 1) default {text}, y: {ty}[n] write) "
                             f"over n {{ y = x; }}")
     assert got == want and np.signbit(got) == np.signbit(want)
+
+
+@pytest.mark.parametrize("text, ty, want", [("-0.0", "f32", -0.0), ("-0.0", "f64", -0.0), ("0.0", "f32", 0.0),
+                                           ("-2.5", "f32", -2.5)])
+def test_checked_view_defaults_are_exact_too(text, ty, want):
+    """A view's ``default -0.0`` became +0.0 on ``kern.view_load`` (``value or 0`` drops a negative
+    zero) while strided defaults kept the sign; the value is now kept whatever it is, and a
+    checked read out of bounds returns it with its sign."""
+    src = (f"kernel k(x: {ty}[m] view default {text}, y: {ty}[n] write) over n "
+           f"{{ y = x.checked(index(5)); }}")
+    _, m = lowered(src)
+    (ld,) = [op for op in walk_ops(m, {"kern.view_load"})]
+    got = ir.FloatAttr(ld.attributes["default"]).value
+    assert got == want and np.signbit(got) == np.signbit(want)
+    dt = np.float32 if ty == "f32" else np.float64
+    y = np.full(3, 7.0, dt)
+    kernc.compile(src).k(np.ones(1, dt), y)
+    assert y.tolist() == [want] * 3 and np.signbit(y).tolist() == [np.signbit(want)] * 3
 
 
 def test_exact_float_helper_matches_numpy_on_ordinary_literals():
