@@ -77,6 +77,7 @@ Thread builtins (all ``() -> index``): ``kern.thread_id`` (``t``), ``kern.block_
 
 
 
+import functools
 from typing import Any, Sequence
 
 from kernc.mlir import dialect, ir
@@ -229,6 +230,28 @@ def _verified(op, error: str | None) -> bool:
     return False
 
 
+def _verifier(check):
+    """An op's ``verify_invariants`` from ``check(op)``, which returns the first problem (a message)
+    or ``None``: a problem is emitted as an error at the op. An attribute the op lacks or whose value
+    is of the wrong kind (hand-written IR given to ``kernc opt``) is reported the same way; the
+    verifier never raises."""
+
+    @functools.wraps(check)
+    def verify_invariants(self) -> bool:
+        try:
+            error = check(self)
+        except KeyError:
+            declared = [k for k, t in type(self).__annotations__.items()
+                        if isinstance(t, type) and issubclass(t, ir.Attribute)]
+            missing = [k for k in declared if k not in self.attributes]
+            error = f"requires attribute '{missing[0]}'" if missing else "lacks a required attribute"
+        except (ValueError, TypeError, IndexError, AttributeError) as err:
+            error = f"has an attribute of the wrong kind: {err}"
+        return _verified(self, error)
+
+    return verify_invariants
+
+
 class ReadOp(Kern.Operation, name="read"):
     """``kern.read``: the element thread ``t`` reaches through ``accessor``, one result per component."""
 
@@ -240,8 +263,9 @@ class ReadOp(Kern.Operation, name="read"):
     syms: ir.ArrayAttr
     values: Sequence[ext.Result[Any]]
 
-    def verify_invariants(self) -> bool:
-        return _verified(self, _access_error(self, READ_ACCESSORS, with_values=False))
+    @_verifier
+    def verify_invariants(self) -> str | None:
+        return _access_error(self, READ_ACCESSORS, with_values=False)
 
 
 class WriteOp(Kern.Operation, name="write"):
@@ -255,8 +279,9 @@ class WriteOp(Kern.Operation, name="write"):
     layout: ir.StringAttr
     syms: ir.ArrayAttr
 
-    def verify_invariants(self) -> bool:
-        return _verified(self, _access_error(self, WRITE_ACCESSORS, with_values=True))
+    @_verifier
+    def verify_invariants(self) -> str | None:
+        return _access_error(self, WRITE_ACCESSORS, with_values=True)
 
 
 class AddOp(Kern.Operation, name="add"):
@@ -270,8 +295,9 @@ class AddOp(Kern.Operation, name="add"):
     layout: ir.StringAttr
     syms: ir.ArrayAttr
 
-    def verify_invariants(self) -> bool:
-        return _verified(self, _access_error(self, ADD_ACCESSORS, with_values=True))
+    @_verifier
+    def verify_invariants(self) -> str | None:
+        return _access_error(self, ADD_ACCESSORS, with_values=True)
 
 
 class LayoutApplyOp(Kern.Operation, name="layout_apply"):
@@ -283,8 +309,9 @@ class LayoutApplyOp(Kern.Operation, name="layout_apply"):
     syms: ir.ArrayAttr
     offset: ext.Result[ir.IndexType]
 
-    def verify_invariants(self) -> bool:
-        return _verified(self, _coords_error(self, _layout_error))
+    @_verifier
+    def verify_invariants(self) -> str | None:
+        return _coords_error(self, _layout_error)
 
 
 class ThreadIdOp(Kern.Operation, name="thread_id"):
@@ -498,8 +525,9 @@ class ViewLoadOp(Kern.Operation, name="view_load"):
     syms: ir.ArrayAttr
     value: ext.Result[Any]
 
-    def verify_invariants(self) -> bool:
-        return _verified(self, _view_error(self, self.results[0].type, is_store=False))
+    @_verifier
+    def verify_invariants(self) -> str | None:
+        return _view_error(self, self.results[0].type, is_store=False)
 
 
 class ViewStoreOp(Kern.Operation, name="view_store"):
@@ -513,8 +541,9 @@ class ViewStoreOp(Kern.Operation, name="view_store"):
     layout: ir.StringAttr
     syms: ir.ArrayAttr
 
-    def verify_invariants(self) -> bool:
-        return _verified(self, _view_error(self, self.operands[-1].type, is_store=True))
+    @_verifier
+    def verify_invariants(self) -> str | None:
+        return _view_error(self, self.operands[-1].type, is_store=True)
 
 
 class InBoundsOp(Kern.Operation, name="in_bounds"):
@@ -526,12 +555,13 @@ class InBoundsOp(Kern.Operation, name="in_bounds"):
     syms: ir.ArrayAttr
     ok: ext.Result[Any]
 
-    def verify_invariants(self) -> bool:
+    @_verifier
+    def verify_invariants(self) -> str | None:
         err = _coords_error(self, _view_layout_error)
         t = self.results[0].type
         if err is None and not (isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1):
             err = "the result must be an i1"
-        return _verified(self, err)
+        return err
 
 
 class DelinearizeOp(Kern.Operation, name="delinearize"):
@@ -541,13 +571,14 @@ class DelinearizeOp(Kern.Operation, name="delinearize"):
     extents: Sequence[ext.Operand[Any]]
     coords: Sequence[ext.Result[Any]]
 
-    def verify_invariants(self) -> bool:
+    @_verifier
+    def verify_invariants(self) -> str | None:
         err = None
         if len(self.results) != len(list(self.operands)) - 1 or not len(self.results):
             err = "one coordinate per extent (at least one)"
         elif not all(isinstance(v.type, ir.IndexType) for v in list(self.operands) + list(self.results)):
             err = "operands and results must be of type index"
-        return _verified(self, err)
+        return err
 
 
 class SwizzleOp(Kern.Operation, name="swizzle"):
@@ -559,14 +590,15 @@ class SwizzleOp(Kern.Operation, name="swizzle"):
     shift: ir.IntegerAttr
     result_: ext.Result[Any]
 
-    def verify_invariants(self) -> bool:
+    @_verifier
+    def verify_invariants(self) -> str | None:
         b, m, s = (ir.IntegerAttr(self.attributes[k]).value for k in ("bits", "base", "shift"))
         err = None
         if b < 0 or m < 0 or abs(s) < b:
             err = f"Sw<{b},{m},{s}> needs B, M >= 0 and |S| >= B"
         elif not (isinstance(self.operands[0].type, ir.IndexType) and isinstance(self.results[0].type, ir.IndexType)):
             err = "operand and result must be of type index"
-        return _verified(self, err)
+        return err
 
 
 def load(context) -> None:

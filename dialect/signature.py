@@ -118,11 +118,17 @@ class KernelSignature:
 
     @classmethod
     def from_json(cls, text: str) -> "KernelSignature":
-        """Parse the ``kern.signature`` attribute text; raises ``ValueError`` on malformed input."""
-        data = json.loads(text)
-        params = [Param(**p) for p in data.pop("params")]
-        extra = [Param(**p) for p in data.pop("extra", [])]
-        return cls(params=params, extra=extra, **data)
+        """Parse the ``kern.signature`` attribute text; raises ``ValueError`` on malformed input
+        (not JSON, a missing or unknown field, a field of the wrong kind)."""
+        try:
+            data = json.loads(text)
+            params = [Param(**p) for p in data.pop("params")]
+            extra = [Param(**p) for p in data.pop("extra", [])]
+            return cls(params=params, extra=extra, **data)
+        except json.JSONDecodeError:
+            raise
+        except (KeyError, TypeError, AttributeError) as err:
+            raise ValueError(f"malformed kernel signature: {type(err).__name__}: {err}") from None
 
     def param(self, name: str) -> Param:
         """The param called ``name``; ``KeyError`` if there is none."""

@@ -94,11 +94,14 @@ def _refuse_overwriting_input(ns) -> None:
 def _read_source(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        raise OSError(f"cannot read '{path}': {err.strerror or err}") from None
     # The common case (a UTF-8 file) without importing kernc.api, which loads MLIR: a `kernc compile`
     # served from the compile cache never imports the compiler. Anything else goes through
     # kernc.api.read_source for its diagnostic.
-    with open(path, "rb") as f:
-        data = f.read()
     try:
         return data.decode("utf-8-sig")  # -sig: without a byte order mark, as the compiler sees it
     except UnicodeDecodeError:
@@ -177,10 +180,40 @@ def cmd_opt(ns) -> int:
             module = ir.Module.parse(text)
         except ir.MLIRError as err:
             raise CompileError(Diagnostic(f"{ns.file}: cannot parse IR: {mlir_error_text(err)}"))
+        _check_signatures(module, ns.file)
     run_passes(module, passes, (lambda n, m: _ir_printer(n, str(m))) if ns.print_ir_after_all else None)
     with ctx:
         _emit(str(module), ns.output)
     return EXIT_OK
+
+
+def _check_signatures(module, filename: str) -> None:
+    """``CompileError`` if a function's ``kern.signature`` attribute (the launch contract the passes
+    read) is not a valid signature: IR given to ``kernc opt`` may be hand-edited."""
+    from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+    from kernc.errors import CompileError, Diagnostic
+    from kernc.mlir import ir
+    from kernc.passes.base import walk_ops
+
+    for fn in walk_ops(module, {"func.func", "gpu.func"}):
+        if SIGNATURE_ATTR not in fn.attributes:
+            continue
+        name = ir.StringAttr(fn.attributes["sym_name"]).value
+        try:
+            KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+        except ValueError as err:
+            raise CompileError(Diagnostic(f"{filename}: @{name} has a bad {SIGNATURE_ATTR} attribute: {err}"))
+
+
+def _os_error_text(err: OSError) -> str:
+    """An ``OSError`` as one line naming the file: ``cannot use 'PATH': REASON`` (Python's own
+    ``[Errno 2] No such file or directory: 'PATH'`` is for programmers); an error kernc worded
+    itself (no errno) is kept as it is."""
+    if err.errno is None or err.strerror is None:
+        return str(err)
+    if err.filename is None:
+        return err.strerror
+    return f"cannot use '{err.filename}': {err.strerror}"
 
 
 def _parse_scalar(text: str):
@@ -197,6 +230,22 @@ def _parse_scalar(text: str):
         raise ValueError(f"'{text}' is neither a number nor true/false (use NAME=@file.npy for arrays)")
 
 
+def _check_run_outputs(ns) -> None:
+    """``OSError`` before anything runs when ``--output-dir`` is not a folder (nor can become one)
+    or the folder of ``--stats-json`` does not exist: a run must not write some outputs and then
+    fail on the last one."""
+    out = ns.output_dir
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise OSError(f"--output-dir '{out}' exists and is not a folder")
+    stats_json = getattr(ns, "stats_json", None)
+    if stats_json and stats_json != "-":
+        folder = os.path.dirname(os.path.abspath(stats_json))
+        if not os.path.isdir(folder):
+            raise OSError(f"--stats-json '{stats_json}': the folder '{folder}' does not exist")
+        if os.path.isdir(stats_json):
+            raise OSError(f"--stats-json '{stats_json}' is a folder")
+
+
 def cmd_run(ns) -> int:
     """``kernc run``: bind ``--input``/``--size`` values, run one kernel, write outputs as ``DIR/NAME.npy``."""
     import numpy as np
@@ -206,6 +255,7 @@ def cmd_run(ns) -> int:
     from kernc.dialect.strided import Poly
     from kernc.errors import KerncLaunchError
 
+    _check_run_outputs(ns)
     mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad)
     names = list(mod.kernels)
     if ns.kernel is None:
@@ -230,8 +280,21 @@ def cmd_run(ns) -> int:
         if val.startswith("@"):
             try:
                 loaded = np.load(val[1:], allow_pickle=False)
-            except (OSError, ValueError, EOFError) as err:
-                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {err or 'empty file'}") from None
+            except OSError as err:
+                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {err.strerror or err}") from None
+            except (ValueError, EOFError) as err:  # numpy: not the .npy format (or an object array)
+                with open(val[1:], "rb") as f:
+                    magic = f.read(6)
+                if not magic:
+                    reason = "the file is empty"
+                elif magic != b"\x93NUMPY":  # the .npy format's magic string
+                    reason = "not a .npy file"
+                elif "allow_pickle" in str(err):
+                    reason = "an array of Python objects (only numeric arrays can be passed)"
+                else:
+                    reason = f"a damaged .npy file ({err})"
+                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {reason}; "
+                                       "save one array with np.save") from None
             if not isinstance(loaded, np.ndarray):
                 if hasattr(loaded, "close"):
                     loaded.close()
@@ -461,7 +524,10 @@ def main(argv: list[str] | None = None) -> int:
         located = any(d.location is not None for d in err.diagnostics)
         print(str(err) if located else f"kernc: {err}", file=sys.stderr)
         return EXIT_USER
-    except (KerncError, OSError, ValueError) as err:  # no source location (launch, run time, files)
+    except OSError as err:  # a file: "cannot read 'x.kern': No such file or directory", not "[Errno 2] ..."
+        print(f"kernc: error: {_os_error_text(err)}", file=sys.stderr)
+        return EXIT_USER
+    except (KerncError, ValueError) as err:  # no source location (launch, run time)
         print(f"kernc: error: {err}", file=sys.stderr)
         return EXIT_USER
     except KeyboardInterrupt:

@@ -98,12 +98,17 @@ class CoalesceViews(Pass):
 
     def __init__(self, remarks: Callable[[str], None] | None = None):
         self.remarks = remarks
+        self._said: set = set()
 
     def _remark(self, op, text: str) -> None:
-        if self.remarks is not None:
-            self.remarks(f"{_where(op)}: remark: {text}")
+        # once per source location and text: an unrolled loop repeats the same access (and remark)
+        line = f"{_where(op)}: remark: {text}"
+        if self.remarks is not None and line not in self._said:
+            self._said.add(line)
+            self.remarks(line)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        self._said = set()
         for fn in walk_ops(module, {"gpu.func"}):
             if SIGNATURE_ATTR not in fn.attributes:
                 continue

@@ -134,6 +134,24 @@ def test_remarks(capfd):
     assert "not staging 'b': a block of 32 threads is too small for a tile" in err
 
 
+def test_remarks_once_per_access_of_the_source(capfd):
+    """An unrolled loop repeats its view accesses: a 3x3 stencil printed the same remark 9 times."""
+    src = ("kernel blur(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) {\n"
+           "    let s = 0.0;\n"
+           "    for di in 0..3 {\n"
+           "        for dj in 0..3 {\n"
+           "            s += a.checked(i + index(di) - 1, j + index(dj) - 1);\n"
+           "        }\n"
+           "    }\n"
+           "    b[i, j] = s;\n"
+           "}\n")
+    _module(src, remarks=True)
+    err = capfd.readouterr().err.splitlines()
+    remarks = [line for line in err if "remark" in line]
+    assert remarks and len(remarks) == len(set(remarks)), remarks
+    assert sum("'a'" in line for line in remarks) == 1
+
+
 def test_no_remarks_without_option(capfd):
     _module(_block_source(TRANSPOSE, 256))
     assert "remark" not in capfd.readouterr().err

@@ -360,3 +360,63 @@ def test_run_a_kernel_with_an_argument_named_device(tmp_path, capsys):
                "--output-dir", str(tmp_path / "out")])
     assert rc == 0, capsys.readouterr().err
     assert np.load(tmp_path / "out" / "y.npy").tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: 'module {\n  "kern.read"() : () -> ()\n}\n', "'kern.read' op requires attribute 'accessor'"),
+    (lambda t: t.replace('accessor = "sequential"', "accessor = 5 : i32", 1),
+     "'kern.read' op has an attribute of the wrong kind"),
+    (lambda t: t.replace('kern.signature = "{', 'kern.signature = "{x', 1), "@saxpy has a bad kern.signature attribute"),
+    (lambda t: t.replace('\\22params\\22:', '\\22parms\\22:', 1), "@saxpy has a bad kern.signature attribute"),
+])
+def test_opt_on_malformed_kern_ir_is_a_user_error(tmp_path, capsys, edit, message):
+    """Hand-edited IR given to ``kernc opt`` (an op without its attributes, an attribute of the
+    wrong kind, a corrupt kern.signature) was an internal compiler error from a Python KeyError in
+    the kern verifiers or a JSON error in a pass; it is a located user error (exit 1)."""
+    assert main(["compile", SAXPY, "--emit", "kern", "-o", str(tmp_path / "k.mlir")]) == 0
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(edit((tmp_path / "k.mlir").read_text()))
+    rc = main(["opt", str(bad), "--passes", "kern-to-gpu", "-o", str(tmp_path / "out.mlir")])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert err.startswith("kernc: error: ") and message in err and "internal compiler error" not in err
+    assert not (tmp_path / "out.mlir").exists()
+
+
+def test_file_errors_name_the_file_without_errno_text(tmp_path, capsys):
+    """OSErrors printed Python's '[Errno 2] No such file or directory: ...'."""
+    assert main(["compile", str(tmp_path / "nope.kern")]) == 1
+    assert capsys.readouterr().err == f"kernc: error: cannot read '{tmp_path / 'nope.kern'}': No such file or directory\n"
+    assert main(["compile", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"kernc: error: cannot read '{tmp_path}': Is a directory\n"
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"kernel k() over n {}\n", "not a .npy file"),
+    (b"", "the file is empty"),
+    (None, "an array of Python objects"),
+    (b"\x93NUMPY\x01\x00garbage", "a damaged .npy file"),
+])
+def test_run_input_that_is_not_an_npy_array(tmp_path, capsys, content, reason):
+    path = tmp_path / "x.npy"
+    if content is None:
+        np.save(path, np.array([1, "a", None], dtype=object), allow_pickle=True)
+    else:
+        path.write_bytes(content)
+    rc = main(["run", SAXPY, "--input", "a=2", "--input", f"x=@{path}", "--output-dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 1 and f"--input x: cannot read '{path}': {reason}" in err, err
+    assert "allow_pickle" not in err and "Errno" not in err
+
+
+def test_run_checks_its_output_paths_before_running(tmp_path, capsys):
+    """A bad --stats-json folder failed after the .npy outputs were written; an --output-dir that is
+    a file printed '[Errno 17] File exists'."""
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones(4, np.float32))
+    args = ["run", SAXPY, "--input", "a=2", "--input", f"x=@{x}", "--input", f"y=@{x}"]
+    assert main([*args, "--output-dir", str(tmp_path / "o"), "--stats-json", str(tmp_path / "no" / "s.json")]) == 1
+    assert "the folder" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    (tmp_path / "f").write_text("")
+    assert main([*args, "--output-dir", str(tmp_path / "f")]) == 1
+    assert capsys.readouterr().err == f"kernc: error: --output-dir '{tmp_path / 'f'}' exists and is not a folder\n"
