@@ -396,7 +396,12 @@ def cmd_layout(ns) -> int:
     from kernc.errors import CompileError, Diagnostic
 
     try:
-        layout = parse_layout(ns.expr)
+        try:
+            layout = parse_layout(ns.expr)
+        except LayoutError:
+            layout = _algebra_layout(ns.expr)
+            if layout is None:
+                raise
         if ns.svg:
             data = layout_to_svg(layout, banks=ns.banks, elem_bytes=ns.elem_bytes)
         else:
@@ -409,6 +414,31 @@ def cmd_layout(ns) -> int:
     else:
         sys.stdout.write(data)
     return EXIT_OK
+
+
+def _algebra_layout(expr: str):
+    """The static layout a layout-algebra expression of the language evaluates to
+    (``coalesce((4,8):(8,1))``, ``blocked_product(A, B)``, ``A o B``, ...), or ``None`` when ``expr``
+    calls no algebra operation (the literal parser's error then stands). ``LayoutError`` with the
+    frontend's message when the expression is wrong or not static."""
+    import re
+
+    from kernc.dialect.layout_algebra import LayoutError
+    from kernc.errors import CompileError
+
+    if not re.search(r"[A-Za-z_]\w*\s*\(", expr) and " o " not in expr:
+        return None
+    from kernc import frontend
+
+    try:
+        program = frontend.check(frontend.parse(f"layout __layout = {expr};", "<layout>"))
+    except CompileError as err:
+        raise LayoutError("; ".join(d.message.replace(" in layout '__layout'", "").replace("'__layout'", "the layout")
+                                    for d in err.diagnostics)) from None
+    value = program.items[0].value
+    if value is None or not hasattr(value, "shape"):
+        raise LayoutError("not a static layout (every shape and stride must be a number)")
+    return value
 
 
 def cmd_bench(ns) -> int:

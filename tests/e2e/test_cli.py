@@ -420,3 +420,27 @@ def test_run_checks_its_output_paths_before_running(tmp_path, capsys):
     (tmp_path / "f").write_text("")
     assert main([*args, "--output-dir", str(tmp_path / "f")]) == 1
     assert capsys.readouterr().err == f"kernc: error: --output-dir '{tmp_path / 'f'}' exists and is not a folder\n"
+
+
+@pytest.mark.parametrize("expr, first_line", [
+    ("coalesce((2,4):(1,2))", "8:1"),
+    ("blocked_product((2,2):(1,2), (3,4):(4,1))", "((2,3),8):((1,16),2)"),
+    ("composition((4,8):(8,1), (2,2):(1,2))", "(2,2):(8,16)"),
+    ("(4,8):(8,1) o (2,2):(1,2)", "(2,2):(8,16)"),
+])
+def test_layout_accepts_algebra_expressions(capsys, expr, first_line):
+    """``kernc layout`` took only literals ('coalesce((4,8):(8,1))': "expected ':' after the
+    shape"); the language's layout algebra now evaluates there too."""
+    assert main(["layout", expr]) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.splitlines()[0] == first_line
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("coalesce((4,8):(8,x))", "unknown name 'x'"),
+    ("nosuch((4,8):(8,1))", "unknown layout or layout operation 'nosuch'"),
+    ("(4,2):(x)", "are not congruent"),
+])
+def test_layout_expression_errors(capsys, expr, message):
+    assert main(["layout", expr]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"kernc: error: layout '{expr}': ") and message in err and "__layout" not in err
