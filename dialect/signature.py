@@ -142,5 +142,67 @@ class KernelSignature:
         """Names of the kernel's arguments in ABI order: params, size symbols, then ``extra``."""
         return [p.name for p in self.params] + list(self.sizes) + [p.name for p in self.extra]
 
+    def problem(self, arg_kinds: list[str] | None = None) -> str | None:
+        """The first way this signature breaks the launch contract, or ``None``: a field of the
+        wrong kind or out of range (``block`` a power of two in 32..1024, known attributes, kinds
+        and dtypes, unique argument names, ``problem_size`` a size symbol or ``index`` scalar)
+        and, given ``arg_kinds`` (per argument of the function's type, not counting a ``gpu.func``'s
+        workgroup buffers: ``"memref"``, ``"index"`` or ``"scalar"``), an argument list that does not match :attr:`arg_names`. The frontend only writes valid
+        signatures; this checks hand-edited IR (``kernc opt``) before the passes rely on it."""
+        if not isinstance(self.name, str) or not self.name:
+            return "'name' must be a non-empty string"
+        if type(self.block) is not int or not 32 <= self.block <= 1024 or self.block & (self.block - 1):
+            return f"'block' must be a power of two between 32 and 1024, got {self.block!r}"
+        if not isinstance(self.attributes, list) or not all(a in KERNEL_ATTRIBUTES for a in self.attributes):
+            return f"'attributes' must be a list of {', '.join(map(repr, KERNEL_ATTRIBUTES))}, got {self.attributes!r}"
+        if not isinstance(self.sizes, list) or not all(isinstance(n, str) and n for n in self.sizes):
+            return f"'sizes' must be a list of size symbol names, got {self.sizes!r}"
+        for group in ("params", "extra"):
+            items = getattr(self, group)
+            if not isinstance(items, list):
+                return f"'{group}' must be a list"
+            for p in items:
+                if not (isinstance(p.name, str) and p.name):
+                    return f"a param of '{group}' has no name"
+                if p.kind not in PARAM_KINDS:
+                    return f"param '{p.name}': 'kind' must be one of {', '.join(PARAM_KINDS)}, got {p.kind!r}"
+                if p.dtype not in NUMPY_DTYPES:
+                    return f"param '{p.name}': unknown dtype {p.dtype!r}"
+                if type(p.components) is not int or p.components < 1:
+                    return f"param '{p.name}': 'components' must be a positive integer, got {p.components!r}"
+                if not isinstance(p.dims, list) or not isinstance(p.storage_shape, list):
+                    return f"param '{p.name}': 'dims' and 'storage_shape' must be lists"
+        names = self.arg_names
+        if len(set(names)) != len(names):
+            return "argument names repeat"
+        index_scalars = {p.name for p in self.params if p.kind == "scalar" and p.dtype == "index"}
+        from .strided import Poly
+
+        try:
+            unknown = set(Poly.parse(self.problem_size).symbols) - set(self.sizes) - index_scalars
+        except (ValueError, TypeError, AttributeError):
+            return f"'problem_size' must be a product of size symbols, got {self.problem_size!r}"
+        if unknown or not self.problem_size.strip():
+            return f"'problem_size' {self.problem_size!r} names no size symbol or index scalar param"
+        if self.tiles is not None and not (
+                isinstance(self.tiles, list)
+                and all(isinstance(t, list) and len(t) == 2 and type(t[1]) is int and t[1] > 0 for t in self.tiles)):
+            return f"'tiles' must be a list of [extent, tile] pairs, got {self.tiles!r}"
+        if arg_kinds is None:
+            return None
+        if len(arg_kinds) != len(names):
+            return f"the signature lists {len(names)} arguments, the function has {len(arg_kinds)}"
+        kinds = {p.name: ("memref" if p.kind != "scalar" else "index" if p.dtype == "index" else "scalar")
+                 for p in self.params + self.extra}
+        kinds.update({n: "index" for n in self.sizes})
+        for i, (name, have) in enumerate(zip(names, arg_kinds)):
+            if kinds[name] != have:
+                return f"argument #{i} ('{name}') should be {_KIND_WORDS[kinds[name]]}, the function's is {_KIND_WORDS[have]}"
+        return None
+
 
 _SIGNATURE_FIELDS = tuple(f.name for f in fields(KernelSignature))
+#: Param kinds (see :class:`Param`) and kernel attributes a signature may hold.
+PARAM_KINDS = ("scalar", "buffer", "table", "scratch")
+KERNEL_ATTRIBUTES = ("deterministic", "checked")
+_KIND_WORDS = {"memref": "a memref", "index": "an index", "scalar": "a scalar (not index, not a memref)"}

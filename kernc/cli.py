@@ -176,8 +176,8 @@ def cmd_opt(ns) -> int:
         raise CompileError(Diagnostic(f"bad pass pipeline: {err}"))
     ctx = context()
     with ctx:
-        try:
-            module = ir.Module.parse(text)
+        try:  # from the file itself when there is one, so that locations name it (not "-")
+            module = ir.Module.parse(text) if ns.file == "-" else ir.Module.parseFile(ns.file)
         except ir.MLIRError as err:
             raise CompileError(Diagnostic(f"{ns.file}: cannot parse IR: {mlir_error_text(err)}"))
         _check_signatures(module, ns.file)
@@ -200,9 +200,15 @@ def _check_signatures(module, filename: str) -> None:
             continue
         name = ir.StringAttr(fn.attributes["sym_name"]).value
         try:
-            KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+            inputs = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
+            kinds = ["memref" if isinstance(t, ir.MemRefType) else
+                     "index" if isinstance(t, ir.IndexType) else "scalar" for t in inputs]
+            problem = sig.problem(kinds)
         except ValueError as err:
-            raise CompileError(Diagnostic(f"{filename}: @{name} has a bad {SIGNATURE_ATTR} attribute: {err}"))
+            problem = str(err)
+        if problem:
+            raise CompileError(Diagnostic(f"{filename}: @{name} has a bad {SIGNATURE_ATTR} attribute: {problem}"))
 
 
 def _os_error_text(err: OSError) -> str:

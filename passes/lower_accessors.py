@@ -212,6 +212,7 @@ class LowerAccessors(Pass):
             accessors = [op for op in ops if op.name != "scf.if"]
             guards = [op for op in ops if op.name == "scf.if" and GUARD_ATTR in op.attributes]
             if fn.name == "gpu.func" and SIGNATURE_ATTR in fn.attributes and len(guards) == 1:
+                _check_inside_guard(accessors, guards[0])
                 sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
                 kc = KernelContext(fn, sig, guards[0], int(sig.block))
                 for op in accessors:
@@ -221,6 +222,18 @@ class LowerAccessors(Pass):
             else:  # not an outlined kernel (kernc opt on kern IR): per-thread lowering in place
                 for op in accessors:
                     lower_access(None, decode(op))
+
+
+def _check_inside_guard(accessors: list, guard) -> None:
+    """``CompileError`` at the first accessor op of an outlined kernel that is not inside its guard
+    ``scf.if t < P {kern.guard}``: the lowering relies on it (per-thread accesses stay in range;
+    block-wide staging goes just before the guard). Only hand-edited IR (``kernc opt``) breaks
+    this; ``kern-to-gpu`` puts the whole body in the guard."""
+    for op in accessors:
+        if not _inside(op, guard.operation):
+            raise CompileError(Diagnostic(
+                f"'{op.name}' must be inside the kernel body, the scf.if {{kern.guard}} that kern-to-gpu "
+                f"builds", source_location(op.location)))
 
 
 def _merge_into_guard(kc: KernelContext) -> None:

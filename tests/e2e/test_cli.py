@@ -368,6 +368,14 @@ def test_run_a_kernel_with_an_argument_named_device(tmp_path, capsys):
      "'kern.read' op has an attribute of the wrong kind"),
     (lambda t: t.replace('kern.signature = "{', 'kern.signature = "{x', 1), "@saxpy has a bad kern.signature attribute"),
     (lambda t: t.replace('\\22params\\22:', '\\22parms\\22:', 1), "@saxpy has a bad kern.signature attribute"),
+    (lambda t: t.replace('\\22block\\22:256', '\\22block\\22:0', 1), "'block' must be a power of two"),
+    (lambda t: t.replace('\\22block\\22:256', '\\22block\\22:\\22x\\22', 1), "'block' must be a power of two"),
+    (lambda t: t.replace('\\22block\\22:256', '\\22block\\22:100', 1), "'block' must be a power of two"),
+    (lambda t: t.replace('\\22attributes\\22:[]', '\\22attributes\\22:3', 1), "'attributes' must be a list"),
+    (lambda t: t.replace('\\22sizes\\22:[\\22n\\22]', '\\22sizes\\22:[]', 1), "'problem_size' 'n' names no size"),
+    (lambda t: t.replace('\\22sizes\\22:[\\22n\\22]', '\\22sizes\\22:1.5', 1), "'sizes' must be a list"),
+    (lambda t: t.replace('\\22problem_size\\22:\\22n\\22', '\\22problem_size\\22:\\22\\22', 1), "'problem_size'"),
+    (lambda t: t.replace('\\22name\\22:\\22x\\22', '\\22name\\22:\\22n\\22', 1), "argument names repeat"),
 ])
 def test_opt_on_malformed_kern_ir_is_a_user_error(tmp_path, capsys, edit, message):
     """Hand-edited IR given to ``kernc opt`` (an op without its attributes, an attribute of the
@@ -444,3 +452,40 @@ def test_layout_expression_errors(capsys, expr, message):
     assert main(["layout", expr]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"kernc: error: layout '{expr}': ") and message in err and "__layout" not in err
+
+
+def test_opt_on_a_signature_that_does_not_match_the_function(tmp_path, capsys):
+    """A @deterministic shared_sum whose kern.signature lost a size symbol aborted the process
+    (std::bad_alloc in the bindings: an argument looked up through the signature was not a memref);
+    the signature is now checked against the function's arguments first."""
+    src = tmp_path / "d.kern"
+    src.write_text("@deterministic\nkernel k(v: f32[n] read, x: f32[m] add shared_sum(i), i: u32[n] read) over n "
+                   "{ x += v; }\n")
+    assert main(["compile", str(src), "--emit", "kern", "-o", str(tmp_path / "d.mlir")]) == 0
+    text = (tmp_path / "d.mlir").read_text()
+    bad = tmp_path / "e.mlir"
+    bad.write_text(text.replace('\\22sizes\\22:[\\22n\\22,\\22m\\22]', '\\22sizes\\22:[\\22n\\22]', 1))
+    assert bad.read_text() != text
+    proc = subprocess.run([sys.executable, "-m", "kernc", "opt", str(bad), "--passes",
+                           "kern-verify,kern-fold-layouts,kern-to-gpu,kern-lower-accessors"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "@k has a bad kern.signature attribute: the signature lists 8 arguments, the function has 9" in proc.stderr
+
+
+def test_opt_accessor_outside_the_guard_is_a_located_error(tmp_path, capsys):
+    """A block-wide read moved in front of the guard (hand-edited gpu-stage IR) was an internal
+    compiler error in kern-lower-accessors (its output did not verify)."""
+    src = tmp_path / "u.kern"
+    src.write_text("kernel k(x: f32[m] read unique, y: f32[n] write) over n { y = x; }\n")
+    assert main(["compile", str(src), "--emit", "kern", "-o", str(tmp_path / "u.mlir")]) == 0
+    assert main(["opt", str(tmp_path / "u.mlir"), "--passes", "kern-to-gpu", "-o", str(tmp_path / "mid.mlir")]) == 0
+    lines = (tmp_path / "mid.mlir").read_text().splitlines()
+    i = next(k for k, line in enumerate(lines) if line.strip().startswith("scf.if"))
+    assert '"kern.read"' in lines[i + 1]
+    lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    (tmp_path / "moved.mlir").write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert main(["opt", str(tmp_path / "moved.mlir"), "--passes", "kern-lower-accessors"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{tmp_path / 'moved.mlir'}:{i + 1}:") and "must be inside the kernel body" in err, err
