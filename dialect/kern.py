@@ -665,11 +665,7 @@ def read(buffer, args, sizes, accessor: str, layout: str, syms, result_types, de
     op = _build("read", [buffer, list(args), list(sizes)], [list(result_types)], attrs)
     if default is not None:
         type_, value = default
-        if isinstance(type_, ir.IntegerType) or isinstance(type_, ir.IndexType):
-            attr = ir.IntegerAttr.get(type_, int(value))
-        else:
-            attr = ir.FloatAttr.get(type_, float(value))
-        op.operation.attributes[DEFAULT_ATTR] = attr
+        op.operation.attributes[DEFAULT_ATTR] = _typed_attr(type_, value)
     return op
 
 
@@ -698,7 +694,14 @@ def _view_attrs(layout: str, syms) -> dict:
 
 
 def _typed_attr(type_, value):
-    if isinstance(type_, (ir.IntegerType, ir.IndexType)):
+    """``value`` as an attribute of ``type_``: a float, or an integer stored as its bit pattern in
+    the signless type (two's complement, so unsigned values of 2^(w-1) and more, e.g. a ``u64``
+    default of 2^64 - 1, are representable; MLIR's ``IntegerAttr`` takes a signed 64-bit value)."""
+    if isinstance(type_, ir.IntegerType):
+        w = ir.IntegerType(type_).width
+        v = int(value) & ((1 << w) - 1)
+        return ir.IntegerAttr.get(type_, v - (1 << w) if w > 1 and v >= 1 << (w - 1) else v)
+    if isinstance(type_, ir.IndexType):
         return ir.IntegerAttr.get(type_, int(value))
     return ir.FloatAttr.get(type_, float(value))
 

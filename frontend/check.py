@@ -363,6 +363,7 @@ class _Checker(LayoutMixin):
             self.error(f"'{name}' is a keyword and cannot name a kernel", k.loc)
         elif name in RESERVED_KERNEL_NAMES or name.startswith(RESERVED_KERNEL_PREFIXES):
             why = ("a lone '_' is not a PTX identifier" if name == "_" else
+                   "it is the name of the gpu.module that holds the kernels" if name == "kernels" else
                    "it is reserved for the libdevice/NVVM/CUDA functions linked with the kernel")
             self.error(f"'{name}' cannot name a kernel: {why}", k.loc,
                        hint="choose another name (names starting with '__nv', '__cuda', "

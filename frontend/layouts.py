@@ -51,6 +51,9 @@ layout im2col(H, W, C, R, S, OH, OW, sh, sw, ph, pw, dh, dw) : (m, k) in (_, R *
 }
 """
 
+#: Operations whose second argument, written as a tuple, is a CuTe tiler (applied by mode).
+TILER_OPS = ("composition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide")
+
 #: The checked built-in functional layouts (name -> ``A.FnLayoutDef``), shared by every checker.
 _BUILTIN_FN: dict = {}
 
@@ -431,6 +434,9 @@ class LayoutMixin:
             raise _Deferred()
         args = []
         for i, a in enumerate(e.args):
+            if i == 1 and e.func in TILER_OPS and isinstance(a, A.TupleLit):
+                args.append(self._tiler(a, env, d, lenient))
+                continue
             if e.func == "complement" and i == 1:
                 t = self._tree(a, env, d, "complement cotarget")
                 if t is None:
@@ -446,6 +452,27 @@ class LayoutMixin:
             return getattr(KL, e.func)(*args)
         except (KL.LayoutError, TypeError, ValueError) as err:
             self._layout_error(err, e.loc, lenient)
+
+    def _tiler(self, e: A.TupleLit, env: dict, d, lenient: bool) -> tuple:
+        """A tuple as the second argument of ``composition`` or a divide: a CuTe *tiler*, applied
+        to the first layout mode by mode. Each entry is a layout, an int ``n`` (``n:1``) or a
+        nested tiler (``docs/design/layouts.md``; CuTe's ``Tiler``: a layout, a tuple of layouts,
+        or a shape, a tuple of ``n:1``), not the one compact layout ``(2,4):(1,2)`` the tuple means
+        elsewhere."""
+        entries = []
+        for x in e.elems:
+            if isinstance(x, A.TupleLit):
+                entries.append(self._tiler(x, env, d, lenient))
+                continue
+            if isinstance(x, A.IntLit):  # a shape entry n means the layout n:1
+                entries.append(x.value)
+                continue
+            v = self._eval(x, env, d, lenient)
+            if not _is_alg(v):
+                self.error("a tiler entry must be a static layout or an integer", x.loc)
+                raise _Deferred()
+            entries.append(v)
+        return tuple(entries)
 
     def _compose(self, outer, inner, loc, lenient: bool):
         """``outer o inner`` (``outer`` applied after ``inner``)."""

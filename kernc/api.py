@@ -190,8 +190,13 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
 
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
                  fmad: bool = False, coalesce: bool = True) -> Module:
-    """Compile the ``.kern`` file at ``path`` (see :func:`compile`); ``OSError`` if unreadable."""
-    return compile(read_source(path), filename=str(path), arch=arch, opt_level=opt_level, fmad=fmad,
+    """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
+    :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
+    would be read as a file descriptor)."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
+    path = os.fsdecode(os.fspath(path))
+    return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
                    coalesce=coalesce)
 
 

@@ -26,13 +26,19 @@ def write_atomically(path: str, data: str | bytes) -> None:
     replaced, the link stays), as ``open(path, "w")`` would. A path that exists and is not a regular
     file (``/dev/null``, ``/dev/stdout``, a FIFO, a terminal) is written directly, never renamed
     over: there is no file to leave half-written, and replacing a device node would break it for
-    everyone. Raises ``OSError`` naming ``path``.
+    everyone. A file ``open(path, "w")`` may not write (read-only for this user) is refused, not
+    replaced. Raises ``OSError`` naming ``path``.
     """
     shown = path
     try:
         st = os.stat(path)  # follows symlinks (/dev/stdout -> /proc/self/fd/1 -> a pipe)
-    except OSError:
+    except FileNotFoundError:
         st = None
+    except OSError as err:  # a symlink loop, a path through a file, no permission: as open() would
+        raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
+    if st is not None and stat.S_ISREG(st.st_mode) and not os.access(path, os.W_OK):
+        # replacing it by a rename would succeed where open(path, "w") is refused
+        raise PermissionError(f"cannot write '{shown}': Permission denied (the file is read-only)")
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(f"cannot write '{shown}': it is a directory")
     if st is not None and not stat.S_ISREG(st.st_mode):
@@ -241,15 +247,33 @@ def _check_run_outputs(ns) -> None:
     or the folder of ``--stats-json`` does not exist: a run must not write some outputs and then
     fail on the last one."""
     out = ns.output_dir
-    if os.path.exists(out) and not os.path.isdir(out):
+    if os.path.lexists(out) and not os.path.isdir(out):
         raise OSError(f"--output-dir '{out}' exists and is not a folder")
     stats_json = getattr(ns, "stats_json", None)
     if stats_json and stats_json != "-":
-        folder = os.path.dirname(os.path.abspath(stats_json))
+        folder = os.path.dirname(os.path.realpath(stats_json))  # a symlink's target's folder
         if not os.path.isdir(folder):
             raise OSError(f"--stats-json '{stats_json}': the folder '{folder}' does not exist")
         if os.path.isdir(stats_json):
             raise OSError(f"--stats-json '{stats_json}' is a folder")
+        inputs = [ns.file] + [item.partition("=")[2][1:] for item in ns.input if item.partition("=")[2].startswith("@")]
+        for path in inputs:
+            if os.path.exists(path) and os.path.exists(stats_json) and os.path.samefile(path, stats_json):
+                raise OSError(f"--stats-json '{stats_json}' is an input of the run ('{path}'); choose another file")
+
+
+def _check_output_files(ns, names) -> list[str]:
+    """The paths ``DIR/NAME.npy`` of the outputs ``names``; ``OSError`` before the run when one is a
+    folder, or when ``--stats-json`` names one of them (it would replace the output)."""
+    paths = [os.path.join(ns.output_dir, f"{name}.npy") for name in names]
+    stats_json = getattr(ns, "stats_json", None)
+    stats_real = os.path.realpath(stats_json) if stats_json and stats_json != "-" else None
+    for path in paths:
+        if os.path.isdir(path):
+            raise OSError(f"cannot write '{path}': it is a folder")
+        if stats_real is not None and os.path.realpath(path) == stats_real:
+            raise OSError(f"--stats-json '{stats_json}' is the output file '{path}'; choose another file")
+    return paths
 
 
 def cmd_run(ns) -> int:
@@ -288,7 +312,10 @@ def cmd_run(ns) -> int:
                 loaded = np.load(val[1:], allow_pickle=False)
             except OSError as err:
                 raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {err.strerror or err}") from None
-            except (ValueError, EOFError) as err:  # numpy: not the .npy format (or an object array)
+            except MemoryError:
+                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': its header declares an "
+                                       "array too large for this machine's memory") from None
+            except Exception as err:  # noqa: BLE001 - numpy's many ways to reject a file
                 with open(val[1:], "rb") as f:
                     magic = f.read(6)
                 if not magic:
@@ -297,8 +324,8 @@ def cmd_run(ns) -> int:
                     reason = "not a .npy file"
                 elif "allow_pickle" in str(err):
                     reason = "an array of Python objects (only numeric arrays can be passed)"
-                else:
-                    reason = f"a damaged .npy file ({err})"
+                else:  # a bad header or a short body (numpy's own wording names Python internals)
+                    reason = "a damaged .npy file (its header or its length is wrong)"
                 raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {reason}; "
                                        "save one array with np.save") from None
             if not isinstance(loaded, np.ndarray):
@@ -357,6 +384,8 @@ def cmd_run(ns) -> int:
     extra = [s for s in sizes if s not in sig.sizes]
     if extra:
         raise KerncLaunchError(f"kernel '{sig.name}' has no size symbol '{extra[0]}'")
+    outputs = [p.name for p in sig.params if p.kind == "buffer" and p.access in ("write", "add", "view")]
+    out_paths = _check_output_files(ns, outputs)
     if ns.device == "cuda":
         from kernc.backend import cuda
 
@@ -370,15 +399,13 @@ def cmd_run(ns) -> int:
         result = kernel.launch((), {**values, **kwargs}, "cpu")
     os.makedirs(ns.output_dir, exist_ok=True)
     written = []
-    for p in sig.params:
-        if p.kind == "buffer" and p.access in ("write", "add", "view"):
-            path = os.path.join(ns.output_dir, f"{p.name}.npy")
-            import io
+    import io
 
-            buf = io.BytesIO()
-            np.save(buf, values[p.name], allow_pickle=False)
-            write_atomically(path, buf.getvalue())
-            written.append(path)
+    for name, path in zip(outputs, out_paths):
+        buf = io.BytesIO()
+        np.save(buf, values[name], allow_pickle=False)
+        write_atomically(path, buf.getvalue())
+        written.append(path)
     # with --stats-json - the JSON owns stdout (it must parse); the human-readable lines go to stderr
     info = sys.stderr if ns.stats_json == "-" else sys.stdout
     print(
@@ -414,7 +441,9 @@ def cmd_layout(ns) -> int:
             data = layout_to_text(layout, banks=ns.banks, elem_bytes=ns.elem_bytes)
     except LayoutError as err:
         raise CompileError(Diagnostic(f"layout '{ns.expr}': {err}")) from None
-    if ns.svg:
+    if ns.svg == "-":
+        sys.stdout.write(data)
+    elif ns.svg:
         write_atomically(ns.svg, data)
         print(f"wrote {ns.svg}")
     else:
@@ -432,8 +461,8 @@ def _algebra_layout(expr: str):
     from kernc.dialect.layout_algebra import LayoutError
     from kernc.errors import CompileError
 
-    if not re.search(r"[A-Za-z_]\w*\s*\(", expr) and " o " not in expr:
-        return None
+    if "Sw<" in expr or (not re.search(r"[A-Za-z_]\w*\s*\(", expr) and " o " not in expr):
+        return None  # the literal notation (Sw<B,M,S> is not the language's): its error stands
     from kernc import frontend
 
     try:
@@ -513,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     lay.add_argument("expr", help="e.g. '(4,8):(8,1)', 'Sw<3,3,3> o (8,64):(64,1)', '(6,2):(8,2) o (4,3):(3,1)'")
     form = lay.add_mutually_exclusive_group()
     form.add_argument("--text", action="store_true", help="print a text grid (the default)")
-    form.add_argument("--svg", metavar="FILE", default=None, help="write an SVG grid to FILE")
+    form.add_argument("--svg", metavar="FILE", default=None, help="write an SVG grid to FILE (- for standard output)")
     lay.add_argument("--banks", action="store_true", help="also show shared-memory banks (32 x 4 bytes)")
     lay.add_argument("--elem-bytes", type=int, default=4, help="element size in bytes for --banks (default 4)")
     lay.set_defaults(fn=cmd_layout)

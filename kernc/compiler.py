@@ -222,6 +222,8 @@ class Compilation:
             raise TypeError(f"the .kern source must be a str, got {type(text).__name__}{hint}")
         if text.startswith("\ufeff"):  # a UTF-8 byte order mark, as some editors write: not source
             text = text[1:]
+        if not isinstance(filename, str):
+            raise TypeError(f"filename must be a str, got {type(filename).__name__}")
         self.source = text
         self.filename = filename
         self.options = options or CompileOptions()

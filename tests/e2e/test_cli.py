@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -489,3 +490,75 @@ def test_opt_accessor_outside_the_guard_is_a_located_error(tmp_path, capsys):
     assert main(["opt", str(tmp_path / "moved.mlir"), "--passes", "kern-lower-accessors"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"{tmp_path / 'moved.mlir'}:{i + 1}:") and "must be inside the kernel body" in err, err
+
+
+def _npy_with_header(path, header: bytes):
+    """A .npy file (format 1.0) of 8 float32 ones whose header text is ``header``."""
+    body = np.ones(8, np.float32).tobytes()
+    header = header.ljust(118) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + body)
+
+
+@pytest.mark.parametrize("header, reason", [
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (8,", "a damaged .npy file"),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (10**30,), }", "a damaged .npy file"),
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (-8,), }", "a damaged .npy file"),
+    # 400 GB: numpy cannot allocate it (or, where memory is overcommitted, reads 8 of its elements)
+    (b"{'descr': '<f4', 'fortran_order': False, 'shape': (100000000000,), }",
+     "(its header declares an array too large|a damaged .npy file)"),
+])
+def test_run_input_with_a_damaged_npy_header(tmp_path, capsys, header, reason):
+    """A header with a syntax error (tokenize.TokenError) or a huge shape (MemoryError) was an
+    internal compiler error; numpy's wording for others named Python internals."""
+    bad = tmp_path / "bad.npy"
+    _npy_with_header(bad, header)
+    rc = main(["run", SAXPY, "--input", "a=2", "--input", f"x=@{bad}", "--output-dir", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 1 and re.search(re.escape(f"--input x: cannot read '{bad}': ") + reason, err), err
+    assert "internal compiler error" not in err and "<ast." not in err and not list(tmp_path.glob("o/*"))
+
+
+def test_run_never_overwrites_its_inputs_or_outputs_with_stats(tmp_path, capsys):
+    """--stats-json naming the source, an --input or an output file replaced it with JSON (exit 0);
+    an output path that is a folder failed after the other outputs were written."""
+    src = tmp_path / "two.kern"
+    text = "kernel two(x: f32[n] read, a: f32[n] write, b: f32[n] write) over n { a = x * 2.0; b = x + 1.0; }\n"
+    src.write_text(text)
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones(4, np.float32))
+    run = ["run", str(src), "--input", f"x=@{x}", "--output-dir", str(tmp_path / "o")]
+    for target, message in ((src, "is an input of the run"), (x, "is an input of the run"),
+                            (tmp_path / "o" / "a.npy", "is the output file")):
+        (tmp_path / "o").mkdir(exist_ok=True)
+        assert main([*run, "--stats-json", str(target)]) == 1
+        assert message in capsys.readouterr().err
+    assert src.read_text() == text and np.load(x).tolist() == [1.0] * 4 and not list((tmp_path / "o").iterdir())
+    (tmp_path / "o" / "b.npy").mkdir()
+    assert main(run) == 1
+    assert "cannot write" in capsys.readouterr().err and not (tmp_path / "o" / "a.npy").exists()
+    link = tmp_path / "sl"
+    link.symlink_to(tmp_path / "nowhere" / "s.json")
+    assert main([*run[:-1], str(tmp_path / "o2"), "--stats-json", str(link)]) == 1
+    assert "does not exist" in capsys.readouterr().err and not (tmp_path / "o2").exists()
+
+
+def test_output_write_is_refused_where_open_would_be(tmp_path, capsys, monkeypatch):
+    """A rename replaced files open(path, 'w') may not write (read-only for the user) and symlink
+    loops; both are now refused like open() would."""
+    loop = tmp_path / "l4"
+    loop.symlink_to(loop)
+    assert main(["compile", SAXPY, "-o", str(loop)]) == 1
+    assert "Too many levels of symbolic links" in capsys.readouterr().err and loop.is_symlink()
+    ro = tmp_path / "ro.ptx"
+    ro.write_text("keep\n")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, *a, **k: False if str(p) == str(ro) else real_access(p, mode, *a, **k))
+    assert main(["compile", SAXPY, "-o", str(ro)]) == 1
+    assert "Permission denied" in capsys.readouterr().err and ro.read_text() == "keep\n"
+
+
+def test_layout_swizzle_errors_and_svg_to_stdout(capsys):
+    assert main(["layout", "Sw<3,3,1> o (8,64):(64,1)"]) == 1
+    assert "|S| must be at least B" in capsys.readouterr().err
+    assert main(["layout", "4:1", "--svg", "-"]) == 0
+    assert capsys.readouterr().out.startswith("<svg")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -302,3 +303,20 @@ def test_source_must_be_text_and_a_byte_order_mark_is_dropped():
     y = np.zeros(2, f32)
     mod.k(y)
     assert y.tolist() == [1.0, 1.0]
+
+
+def test_filenames_and_paths_of_the_wrong_type():
+    src = "kernel k(y: f32[n] write) over n { y = 1.0; }"
+    for bad in (None, b"a.kern"):
+        with pytest.raises(TypeError, match="filename must be a str"):
+            kernc.compile(src, filename=bad)
+    with pytest.raises(TypeError, match="path must be a str, bytes or os.PathLike, got int"):
+        kernc.compile_file(0)  # was read as file descriptor 0 (stdin), then closed
+
+
+def test_compile_file_takes_bytes_paths(tmp_path):
+    path = tmp_path / "k.kern"
+    path.write_text("kernel k(y: f32[n] write) over n { y = 1.0 }")
+    with pytest.raises(kernc.CompileError) as info:
+        kernc.compile_file(os.fsencode(path))
+    assert str(info.value).startswith(f"{path}:1:")

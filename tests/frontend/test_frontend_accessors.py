@@ -683,3 +683,22 @@ def test_mutated_accessor_examples_only_raise_compile_errors():
         except InternalCompilerError as e:  # pragma: no cover - the failure being tested for
             raise AssertionError(f"internal error on:\n{s}") from e
     assert outcomes["ok"] > 10 and outcomes["error"] > 100
+
+
+@pytest.mark.parametrize("dtype, value", [("u64", 2**64 - 1), ("u64", 2**63), ("i64", -2**63), ("u32", 2**32 - 1),
+                                          ("u8", 255), ("i8", -128)])
+def test_integer_defaults_at_the_limits_of_their_type(dtype, value):
+    """A u64 default of 2^63 or more was an internal compiler error (std::bad_cast: MLIR's
+    IntegerAttr takes a signed 64-bit value); integer defaults are stored as their bit pattern."""
+    nd = np.dtype({"u64": np.uint64, "i64": np.int64, "u32": np.uint32, "u8": np.uint8, "i8": np.int8}[dtype])
+    view = kernc.compile(f"kernel k(x: {dtype}[m] view default {value}, y: {dtype}[n] write) over n "
+                         f"{{ y = x.checked(index(7)); }}")
+    y = np.zeros(3, nd)
+    view.k(np.zeros(1, nd), y)
+    assert y.tolist() == [value] * 3
+    strided = kernc.compile(f"kernel k(x: {dtype}[n] read strided(0, 2) default {value}, y: {dtype}[n] write) "
+                            f"over n {{ y = x; }}")
+    y = np.zeros(4, nd)
+    strided.k(np.arange(4).astype(nd), y, n=4)
+    assert y.tolist() == [0, 2, value, value]
+    assert ".entry k" in view.ptx and ".entry k" in strided.ptx

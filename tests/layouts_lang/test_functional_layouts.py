@@ -254,3 +254,27 @@ def test_the_builtin_im2col_is_parsed_once_per_process(monkeypatch):
     from kernc.frontend.layouts import IM2COL_SOURCE
 
     assert IM2COL_SOURCE not in calls
+
+
+@pytest.mark.parametrize("expr, tiler", [
+    ("zipped_divide((8,8):(1,8), (2,4))", (2, 4)),
+    ("logical_divide((8,8):(1,8), (2,4))", (2, 4)),
+    ("tiled_divide((8,8):(1,8), (2,4))", (2, 4)),
+    ("flat_divide((8,8):(1,8), (2,4))", (2, 4)),
+    ("composition((8,8):(1,8), (2,4))", (2, 4)),
+    ("logical_divide((8,8):(1,8), (3:3, (2,4):(1,8)))", "mixed"),
+])
+def test_a_tuple_tiler_means_what_it_means_in_cute(expr, tiler):
+    """The second argument of composition and the divides, written as a tuple, is a CuTe tiler
+    (by mode), as in kernc.layout's Python API: the language took ``(2,4)`` as the one compact
+    layout ``(2,4):(1,2)`` there and gave another tiling than Python and CuTe."""
+    import kernc.layout as KL
+    from kernc import frontend
+
+    value = frontend.check(frontend.parse(f"layout L = {expr};", "t.kern")).items[0].value
+    A = KL.Layout.parse("(8,8):(1,8)")
+    if tiler == "mixed":
+        tiler = (KL.Layout.parse("3:3"), KL.Layout.parse("(2,4):(1,8)"))
+    want = getattr(KL, expr.split("(")[0])(A, tiler)
+    assert value.size() == want.size()
+    assert [value(i) for i in range(value.size())] == [want(i) for i in range(want.size())]
