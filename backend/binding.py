@@ -20,6 +20,7 @@ from kernc.dialect.signature import NUMPY_DTYPES, KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
 from kernc.errors import KerncLaunchError
 
+from . import exact_fma
 from .shared_indices import SharedIndices, shared_indices
 
 #: CUDA's limit on gridDim.x (CUDA C++ Programming Guide, "Features and Technical Specifications").
@@ -109,7 +110,11 @@ def _scalar(p: Param, value, index_bits: int = 64):
         if isinstance(value, int):  # rounded once (numpy would go through a double: twice)
             exact = _round_int(value, _FLOAT_PRECISION[p.dtype])
         with np.errstate(over="ignore"):
-            out = dtype.type(exact)
+            if p.dtype == "bf16" and not isinstance(exact, (np.float32, np.float16)):
+                # ml_dtypes converts a double to bfloat16 through float32: two roundings
+                out = dtype.type(exact_fma.round_f64_to(np.float64(exact), dtype)[()])
+            else:
+                out = dtype.type(exact)
         overflow = bool(np.isinf(out)) and math.isfinite(float(value))
     except OverflowError:  # a Python int beyond every float's range
         overflow = True

@@ -592,8 +592,18 @@ class _KernelLowering:
             self.unrolled_for(s, trips, env)
             return
         ty = s.sym.ty
-        lo = self.convert(self.expr(s.start, env), ty, T.INDEX)
-        hi = self.convert(self.expr(s.stop, env), ty, T.INDEX)
+        start, stop = self.expr(s.start, env), self.expr(s.stop, env)
+        # scf.for compares its bounds as signed: unsigned bounds on either side of 2^(w-1) (a u64
+        # loop across 2^63) would run no iteration. An unsigned loop runs over its trip count
+        # instead, max(b - a, 0) compared unsigned, from 0, and k = a + i.
+        unsigned = ty.is_unsigned and not ty.is_index
+        if unsigned:
+            with self.loc(s):
+                trips = arith.select(arith.cmpi(arith.CmpIPredicate.ugt, stop, start),
+                                     arith.subi(stop, start), self.const(ty, 0))
+            lo, hi = self.const(T.INDEX, 0), self.convert(trips, ty, T.INDEX)
+        else:
+            lo, hi = self.convert(start, ty, T.INDEX), self.convert(stop, ty, T.INDEX)
         keys = self.live_keys(s.body.stmts, env)
         with self.loc(s):
             one = self.const(T.INDEX, 1)
@@ -603,7 +613,8 @@ class _KernelLowering:
         self.rebind(inner, keys, list(loop.inner_iter_args))
         with ir.InsertionPoint(loop.body):
             with self.loc(s):
-                inner[s.sym] = self.convert(loop.induction_variable, T.INDEX, ty)
+                k = self.convert(loop.induction_variable, T.INDEX, ty)
+                inner[s.sym] = arith.addi(start, k) if unsigned else k
             body = s.body.stmts
             if _RETURNED in inner and any(self.may_return(x) for x in body) and body:
                 self.guarded(body, inner, s)

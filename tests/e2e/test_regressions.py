@@ -209,3 +209,35 @@ def test_long_else_if_ladder_is_a_located_error_not_an_ice(tmp_path):
     src = tmp_path / "ladder.kern"
     src.write_text(text)
     assert main(["compile", str(src), "-o", str(tmp_path / "o.ptx")]) == 1
+
+
+@pytest.mark.parametrize("ty, a, b", [
+    ("u64", 2**63 - 2, 2**63 + 1), ("u64", 2**63 - 1, 2**63 + 1), ("u64", 2**64 - 3, 2**64 - 1),
+    ("u64", 7, 3), ("u32", 2**31 - 2, 2**31 + 1), ("u32", 2**32 - 6, 5), ("u16", 2**15 - 1, 2**15 + 2),
+    ("u8", 126, 130), ("u8", 250, 5), ("i64", -3, 2), ("i32", 5, -5),
+])
+def test_loops_over_unsigned_bounds_across_the_sign_bit(ty, a, b):
+    """``for k in a..b`` with u64 bounds on either side of 2^63 ran no iteration (scf.for compares
+    its bounds as signed); an unsigned loop now runs over its trip count. k takes the values a..b-1."""
+    m = kernc.compile(f"kernel k(a: {ty}, b: {ty}, c: i32[n] write, s: u64[n] write) over n {{\n"
+                      f"    let t = 0; let h = 0u64;\n"
+                      f"    for k in a..b {{ t += 1; h = h * 31u64 + u64(k); }}\n"
+                      f"    c = t; s = h;\n}}\n")
+    c, s = np.zeros(1, np.int32), np.zeros(1, np.uint64)
+    dt = np.dtype({"u": "uint", "i": "int"}[ty[0]] + ty[1:])
+    m.k(dt.type(a), dt.type(b), c, s)
+    want_h = 0
+    for k in range(a, b):
+        want_h = (want_h * 31 + (k % 2**64)) % 2**64
+    assert c.tolist() == [max(b - a, 0)] and s.tolist() == [want_h]
+
+
+@pytest.mark.parametrize("value", [1.0 + 2**-8 + 2**-30, -(1.0 + 2**-8 + 2**-30), 3.0000001, 2**-133 * 1.5])
+def test_bf16_scalar_arguments_are_rounded_once(value):
+    """A Python float for a bf16 scalar went through float32 (ml_dtypes): a value just above a
+    bf16 midpoint rounded to the midpoint, then to even. The in-kernel cast bf16(f64) was right."""
+    m = kernc.compile("kernel k(f: bf16, d: f64, o: f32[n, 2] write) over n { o = [f32(f), f32(bf16(d))]; }")
+    for arg in (value, np.float64(value)):
+        o = np.zeros((1, 2), np.float32)
+        m.k(arg, value, o)
+        assert o[0, 0] == o[0, 1], (arg, o)
