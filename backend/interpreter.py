@@ -436,6 +436,20 @@ def _minimumf(a, b):
     return np.where(a == b, np.where(np.signbit(a), a, b), r)
 
 
+def _maxnumf(a, b):
+    """IEEE 754 maxNum (a NaN operand is ignored, like CUDA ``fmaxf``), with ``+0.0 > -0.0`` so that
+    the sign of a zero result does not depend on the operands' order (numpy's ``fmax`` returns its
+    first zero, and its scalar and array paths differ)."""
+    r = np.fmax(a, b)
+    return np.where((a == b) & (a == 0), np.where(np.signbit(a), b, a), r)
+
+
+def _minnumf(a, b):
+    """IEEE 754 minNum with ``-0.0 < +0.0`` (see :func:`_maxnumf`)."""
+    r = np.fmin(a, b)
+    return np.where((a == b) & (a == 0), np.where(np.signbit(a), a, b), r)
+
+
 _FLOAT_BINOPS = {
     "arith.addf": np.add,
     "arith.subf": np.subtract,
@@ -444,8 +458,8 @@ _FLOAT_BINOPS = {
     "arith.remf": np.fmod,
     "arith.maximumf": _maximumf,
     "arith.minimumf": _minimumf,
-    "arith.maxnumf": np.fmax,
-    "arith.minnumf": np.fmin,
+    "arith.maxnumf": _maxnumf,
+    "arith.minnumf": _minnumf,
     "math.powf": np.power,
     "math.atan2": np.arctan2,
     "math.copysign": np.copysign,

@@ -241,3 +241,22 @@ def test_bf16_scalar_arguments_are_rounded_once(value):
         o = np.zeros((1, 2), np.float32)
         m.k(arg, value, o)
         assert o[0, 0] == o[0, 1], (arg, o)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_min_max_of_signed_zeros_do_not_depend_on_operand_order(dtype):
+    """numpy's fmin/fmax return their first zero, and their scalar and array paths differ: min(0.0,
+    -0.0) was -0.0 in one order and +0.0 in the other, and differed between a uniform operand and
+    per-lane ones. The interpreter now orders -0.0 < +0.0 (NaN operands still ignored)."""
+    m = kernc.compile(f"kernel k(a: {dtype}, b: {dtype}, x: {dtype}[n] read, y: {dtype}[n] read, "
+                      f"lo: {dtype}[n, 4] write, hi: {dtype}[n, 4] write) over n {{\n"
+                      f"    lo = [min(a, b), min(b, a), min(x, y), min(y, x)];\n"
+                      f"    hi = [max(a, b), max(b, a), max(x, y), max(y, x)];\n}}\n")
+    nd = np.float32 if dtype == "f32" else np.float64
+    for a, b in ((0.0, -0.0), (-0.0, 0.0)):
+        lo, hi = np.ones((2, 4), nd), np.ones((2, 4), nd)
+        m.k(nd(a), nd(b), np.full(2, a, nd), np.full(2, b, nd), lo, hi)
+        assert (lo == 0).all() and np.signbit(lo).all() and (hi == 0).all() and not np.signbit(hi).any()
+    lo, hi = np.ones((1, 4), nd), np.ones((1, 4), nd)
+    m.k(nd(np.nan), nd(2.0), np.array([np.nan], nd), np.array([2.0], nd), lo, hi)
+    assert lo.tolist() == [[2.0] * 4] and hi.tolist() == [[2.0] * 4]
