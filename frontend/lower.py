@@ -593,15 +593,17 @@ class _KernelLowering:
             return
         ty = s.sym.ty
         start, stop = self.expr(s.start, env), self.expr(s.stop, env)
-        # scf.for compares its bounds as signed: unsigned bounds on either side of 2^(w-1) (a u64
-        # loop across 2^63) would run no iteration. An unsigned loop runs over its trip count
-        # instead, max(b - a, 0) compared unsigned, from 0, and k = a + i.
-        unsigned = ty.is_unsigned and not ty.is_index
-        if unsigned:
+        # scf.for compares its bounds as signed, in `index`: unsigned bounds on either side of
+        # 2^(w-1) (a u64 loop across 2^63) would run no iteration, and 64-bit bounds beyond 2^31
+        # would be truncated by the GPU code's 32-bit index. Such a loop runs over its trip count
+        # instead, max(b - a, 0) (compared in the bounds' own signedness), from 0, with k = a + i.
+        by_trips = not ty.is_index and ty.is_int and (ty.is_unsigned or ty.bits > 32)
+        if by_trips:
             with self.loc(s):
-                trips = arith.select(arith.cmpi(arith.CmpIPredicate.ugt, stop, start),
-                                     arith.subi(stop, start), self.const(ty, 0))
-            lo, hi = self.const(T.INDEX, 0), self.convert(trips, ty, T.INDEX)
+                gt = arith.CmpIPredicate.ugt if ty.is_unsigned else arith.CmpIPredicate.sgt
+                trips = arith.select(arith.cmpi(gt, stop, start), arith.subi(stop, start), self.const(ty, 0))
+            lo = self.const(T.INDEX, 0)
+            hi = self.convert(trips, T.SCALARS["u" + str(ty.bits)], T.INDEX)  # b - a is a count
         else:
             lo, hi = self.convert(start, ty, T.INDEX), self.convert(stop, ty, T.INDEX)
         keys = self.live_keys(s.body.stmts, env)
@@ -613,8 +615,8 @@ class _KernelLowering:
         self.rebind(inner, keys, list(loop.inner_iter_args))
         with ir.InsertionPoint(loop.body):
             with self.loc(s):
-                k = self.convert(loop.induction_variable, T.INDEX, ty)
-                inner[s.sym] = arith.addi(start, k) if unsigned else k
+                k = self.convert(loop.induction_variable, T.INDEX, T.SCALARS["u" + str(ty.bits)] if by_trips else ty)
+                inner[s.sym] = arith.addi(start, k) if by_trips else k
             body = s.body.stmts
             if _RETURNED in inner and any(self.may_return(x) for x in body) and body:
                 self.guarded(body, inner, s)

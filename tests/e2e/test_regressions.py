@@ -214,11 +214,13 @@ def test_long_else_if_ladder_is_a_located_error_not_an_ice(tmp_path):
 @pytest.mark.parametrize("ty, a, b", [
     ("u64", 2**63 - 2, 2**63 + 1), ("u64", 2**63 - 1, 2**63 + 1), ("u64", 2**64 - 3, 2**64 - 1),
     ("u64", 7, 3), ("u32", 2**31 - 2, 2**31 + 1), ("u32", 2**32 - 6, 5), ("u16", 2**15 - 1, 2**15 + 2),
-    ("u8", 126, 130), ("u8", 250, 5), ("i64", -3, 2), ("i32", 5, -5),
+    ("u8", 126, 130), ("u8", 250, 5), ("i64", -3, 2), ("i32", 5, -5), ("i64", 2**40, 2**40 + 3),
+    ("i64", -2**63, -2**63 + 2), ("i64", 2**63 - 3, 2**63 - 1), ("i64", 2**31 - 1, 2**31 + 2),
 ])
 def test_loops_over_unsigned_bounds_across_the_sign_bit(ty, a, b):
     """``for k in a..b`` with u64 bounds on either side of 2^63 ran no iteration (scf.for compares
-    its bounds as signed); an unsigned loop now runs over its trip count. k takes the values a..b-1."""
+    its bounds as signed); unsigned and 64-bit loops now run over their trip count from 0 (which
+    also keeps 64-bit bounds beyond 2^31 whole in the GPU code's 32-bit index). k takes a..b-1."""
     m = kernc.compile(f"kernel k(a: {ty}, b: {ty}, c: i32[n] write, s: u64[n] write) over n {{\n"
                       f"    let t = 0; let h = 0u64;\n"
                       f"    for k in a..b {{ t += 1; h = h * 31u64 + u64(k); }}\n"
