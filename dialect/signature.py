@@ -145,7 +145,7 @@ class KernelSignature:
     def problem(self, arg_kinds: list[str] | None = None) -> str | None:
         """The first way this signature breaks the launch contract, or ``None``: a field of the
         wrong kind or out of range (``block`` a power of two in 32..1024, known attributes, kinds
-        and dtypes, unique argument names, ``problem_size`` a size symbol or ``index`` scalar)
+        and dtypes, unique argument names, ``problem_size`` over size symbols or integer scalars)
         and, given ``arg_kinds`` (per argument of the function's type, not counting a ``gpu.func``'s
         workgroup buffers: ``"memref"``, ``"index"`` or ``"scalar"``), an argument list that does not match :attr:`arg_names`. The frontend only writes valid
         signatures; this checks hand-edited IR (``kernc opt``) before the passes rely on it."""
@@ -175,15 +175,16 @@ class KernelSignature:
         names = self.arg_names
         if len(set(names)) != len(names):
             return "argument names repeat"
-        index_scalars = {p.name for p in self.params if p.kind == "scalar" and p.dtype == "index"}
+        int_scalars = {p.name for p in self.params  # `over m` may name any integer scalar param
+                       if p.kind == "scalar" and p.dtype not in ("bool", "f16", "bf16", "f32", "f64")}
         from .strided import Poly
 
         try:
-            unknown = set(Poly.parse(self.problem_size).symbols) - set(self.sizes) - index_scalars
+            unknown = set(Poly.parse(self.problem_size).symbols) - set(self.sizes) - int_scalars
         except (ValueError, TypeError, AttributeError):
             return f"'problem_size' must be a product of size symbols, got {self.problem_size!r}"
         if unknown or not self.problem_size.strip():
-            return f"'problem_size' {self.problem_size!r} names no size symbol or index scalar param"
+            return f"'problem_size' {self.problem_size!r} names no size symbol or integer scalar param"
         if self.tiles is not None and not (
                 isinstance(self.tiles, list)
                 and all(isinstance(t, list) and len(t) == 2 and type(t[1]) is int and t[1] > 0 for t in self.tiles)):

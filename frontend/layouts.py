@@ -382,8 +382,9 @@ class LayoutMixin:
                                        + list(self.fn_layouts)), e.loc,
                        hint="layout operations: " + ", ".join(ALGEBRA))
             raise _Deferred()
-        if isinstance(e, A.LayoutCompose):
-            values = [self._eval(p, env, d, lenient) for p in e.pieces]
+        if isinstance(e, A.LayoutCompose):  # a tuple right of an `o` is a tiler, as in composition()
+            values = [self._tiler(p, env, d, lenient) if i and isinstance(p, A.TupleLit)
+                      else self._eval(p, env, d, lenient) for i, p in enumerate(e.pieces)]
             acc = values[-1]
             for piece, v in zip(reversed(e.pieces[:-1]), reversed(values[:-1])):
                 acc = self._compose(v, acc, piece.loc, lenient)
@@ -458,7 +459,9 @@ class LayoutMixin:
         to the first layout mode by mode. Each entry is a layout, an int ``n`` (``n:1``) or a
         nested tiler (``docs/design/layouts.md``; CuTe's ``Tiler``: a layout, a tuple of layouts,
         or a shape, a tuple of ``n:1``), not the one compact layout ``(2,4):(1,2)`` the tuple means
-        elsewhere."""
+        elsewhere. Also the right operand of ``o``, which is ``composition``."""
+        import kernc.layout as KL
+
         entries = []
         for x in e.elems:
             if isinstance(x, A.TupleLit):
@@ -471,6 +474,8 @@ class LayoutMixin:
             if not _is_alg(v):
                 self.error("a tiler entry must be a static layout or an integer", x.loc)
                 raise _Deferred()
+            if isinstance(v, KL.Layout) and isinstance(v.shape, tuple) and len(v.shape) == 1:
+                v = KL.Layout(v.shape[0], v.stride[0])  # `2:1` is the mode 2:1, not the tuple (2):(1)
             entries.append(v)
         return tuple(entries)
 
@@ -489,6 +494,14 @@ class LayoutMixin:
         if isinstance(inner, KL.Swizzle):
             self.error("a swizzle must be the outer (left) operand of 'o', followed by a layout", loc)
             raise _Deferred()
+        if isinstance(inner, tuple):  # a tiler (see _tiler): by mode, static layouts only
+            if not (isinstance(outer, KL.Layout) and outer.is_static):
+                self.error(f"a tiler can only follow a static layout in 'o', not '{_show(outer)}'", loc)
+                raise _Deferred()
+            try:
+                return KL.composition(outer, inner)
+            except KL.LayoutError as err:
+                self._layout_error(err, loc, lenient)
         if isinstance(outer, KL.Layout) and isinstance(inner, KL.Layout) \
                 and outer.is_static and inner.is_static:
             try:

@@ -596,7 +596,8 @@ class _KernelLowering:
         # scf.for compares its bounds as signed, in `index`: unsigned bounds on either side of
         # 2^(w-1) (a u64 loop across 2^63) would run no iteration, and 64-bit bounds beyond 2^31
         # would be truncated by the GPU code's 32-bit index. Such a loop runs over its trip count
-        # instead, max(b - a, 0) (compared in the bounds' own signedness), from 0, with k = a + i.
+        # instead: max(b - a, 0) (b > a compared in the bounds' own signedness), from 0, with
+        # k = a + i. The count itself is an index compared signed, so 2^63 trips or more run none.
         by_trips = not ty.is_index and ty.is_int and (ty.is_unsigned or ty.bits > 32)
         if by_trips:
             with self.loc(s):

@@ -26,21 +26,22 @@ def write_atomically(path: str, data: str | bytes) -> None:
     replaced, the link stays), as ``open(path, "w")`` would. A path that exists and is not a regular
     file (``/dev/null``, ``/dev/stdout``, a FIFO, a terminal) is written directly, never renamed
     over: there is no file to leave half-written, and replacing a device node would break it for
-    everyone. A file ``open(path, "w")`` may not write (read-only for this user) is refused, not
-    replaced. Raises ``OSError`` naming ``path``.
+    everyone. ``/dev/stdout`` and ``/dev/stderr`` are the process's own streams, whatever they are
+    redirected to (a shell's ``>> file`` keeps its contents). A file ``open(path, "w")`` may not
+    write (read-only for this user) is refused, not replaced. Raises ``OSError`` naming ``path``.
     """
     shown = path
-    try:
-        st = os.stat(path)  # follows symlinks (/dev/stdout -> /proc/self/fd/1 -> a pipe)
-    except FileNotFoundError:
-        st = None
-    except OSError as err:  # a symlink loop, a path through a file, no permission: as open() would
-        raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
-    if st is not None and stat.S_ISREG(st.st_mode) and not os.access(path, os.W_OK):
-        # replacing it by a rename would succeed where open(path, "w") is refused
-        raise PermissionError(f"cannot write '{shown}': Permission denied (the file is read-only)")
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(f"cannot write '{shown}': it is a directory")
+    stream = _STD_STREAMS.get(path)
+    if stream is not None:
+        out = getattr(sys, stream)
+        out.flush()
+        out.buffer.write(data.encode() if isinstance(data, str) else data)
+        out.buffer.flush()
+        return
+    problem = writable_problem(path)
+    if problem is not None:
+        raise OSError(f"cannot write '{shown}': {problem}")
+    st = os.stat(path) if os.path.exists(path) else None  # follows symlinks (to a pipe, a file)
     if st is not None and not stat.S_ISREG(st.st_mode):
         try:
             with open(path, "wb") as f:
@@ -74,6 +75,33 @@ def write_atomically(path: str, data: str | bytes) -> None:
         if isinstance(err, OSError):
             raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
         raise
+
+
+#: Paths that name the process's own standard streams (see :func:`write_atomically`).
+_STD_STREAMS = {"/dev/stdout": "stdout", "/dev/fd/1": "stdout", "/proc/self/fd/1": "stdout",
+                "/dev/stderr": "stderr", "/dev/fd/2": "stderr", "/proc/self/fd/2": "stderr"}
+
+
+def writable_problem(path: str, created_folder: str | None = None) -> str | None:
+    """Why ``open(path, "w")`` would fail (or :func:`write_atomically` would refuse), or ``None``:
+    a symlink loop or a path through a file, a folder, a regular file this user may not write, a
+    missing folder (other than ``created_folder``, which the caller makes first)."""
+    try:
+        st = os.stat(path)  # follows symlinks
+    except FileNotFoundError:
+        st = None
+    except OSError as err:
+        return err.strerror or str(err)
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        return "it is a directory"
+    if st is not None and stat.S_ISREG(st.st_mode) and not os.access(path, os.W_OK):
+        # replacing it by a rename would succeed where open(path, "w") is refused
+        return "Permission denied (the file is read-only)"
+    if st is None:
+        folder = os.path.dirname(os.path.realpath(path))
+        if not os.path.isdir(folder) and not (created_folder and folder == os.path.realpath(created_folder)):
+            return "No such file or directory"
+    return None
 
 
 def _emit(text: str, out: str | None) -> None:
@@ -182,8 +210,10 @@ def cmd_opt(ns) -> int:
         raise CompileError(Diagnostic(f"bad pass pipeline: {err}"))
     ctx = context()
     with ctx:
-        try:  # from the file itself when there is one, so that locations name it (not "-")
-            module = ir.Module.parse(text) if ns.file == "-" else ir.Module.parseFile(ns.file)
+        try:  # a regular file is parsed from the file itself, so that locations name it (not "-");
+            # anything else (stdin, a pipe) from the text already read, as it cannot be read twice
+            regular = ns.file != "-" and os.path.isfile(ns.file) and text.isascii()
+            module = ir.Module.parseFile(ns.file) if regular and not text.startswith("\ufeff") else ir.Module.parse(text)
         except ir.MLIRError as err:
             raise CompileError(Diagnostic(f"{ns.file}: cannot parse IR: {mlir_error_text(err)}"))
         _check_signatures(module, ns.file)
@@ -208,7 +238,8 @@ def _check_signatures(module, filename: str) -> None:
         try:
             sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
             inputs = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value).inputs
-            kinds = ["memref" if isinstance(t, ir.MemRefType) else
+            # after kern-bare-ptr-abi a buffer is an !llvm.ptr, still a buffer of the signature
+            kinds = ["memref" if isinstance(t, ir.MemRefType) or str(t).startswith("!llvm.ptr") else
                      "index" if isinstance(t, ir.IndexType) else "scalar" for t in inputs]
             problem = sig.problem(kinds)
         except ValueError as err:
@@ -252,7 +283,7 @@ def _check_run_outputs(ns) -> None:
     stats_json = getattr(ns, "stats_json", None)
     if stats_json and stats_json != "-":
         folder = os.path.dirname(os.path.realpath(stats_json))  # a symlink's target's folder
-        if not os.path.isdir(folder):
+        if not os.path.isdir(folder) and folder != os.path.realpath(out):  # (the run creates DIR)
             raise OSError(f"--stats-json '{stats_json}': the folder '{folder}' does not exist")
         if os.path.isdir(stats_json):
             raise OSError(f"--stats-json '{stats_json}' is a folder")
@@ -263,14 +294,16 @@ def _check_run_outputs(ns) -> None:
 
 
 def _check_output_files(ns, names) -> list[str]:
-    """The paths ``DIR/NAME.npy`` of the outputs ``names``; ``OSError`` before the run when one is a
-    folder, or when ``--stats-json`` names one of them (it would replace the output)."""
+    """The paths ``DIR/NAME.npy`` of the outputs ``names``; ``OSError`` before the run when one
+    could not be written (:func:`writable_problem`), or when ``--stats-json`` names one of them
+    (it would replace the output)."""
     paths = [os.path.join(ns.output_dir, f"{name}.npy") for name in names]
     stats_json = getattr(ns, "stats_json", None)
     stats_real = os.path.realpath(stats_json) if stats_json and stats_json != "-" else None
     for path in paths:
-        if os.path.isdir(path):
-            raise OSError(f"cannot write '{path}': it is a folder")
+        problem = writable_problem(path, created_folder=ns.output_dir)
+        if problem is not None:
+            raise OSError(f"cannot write '{path}': {problem}")
         if stats_real is not None and os.path.realpath(path) == stats_real:
             raise OSError(f"--stats-json '{stats_json}' is the output file '{path}'; choose another file")
     return paths
@@ -429,12 +462,17 @@ def cmd_layout(ns) -> int:
     from kernc.errors import CompileError, Diagnostic
 
     try:
+        # the language's algebra first (a tuple right of `o` is a tiler there, as in CuTe), then
+        # the literal notation (Sw<B,M,S>, which the language spells swizzle<B,M,S>)
         try:
-            layout = parse_layout(ns.expr)
-        except LayoutError:
             layout = _algebra_layout(ns.expr)
-            if layout is None:
-                raise
+        except LayoutError as err:
+            try:
+                layout = parse_layout(ns.expr)
+            except LayoutError:
+                raise err from None
+        if layout is None:
+            layout = parse_layout(ns.expr)
         if ns.svg:
             data = layout_to_svg(layout, banks=ns.banks, elem_bytes=ns.elem_bytes)
         else:

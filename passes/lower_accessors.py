@@ -787,7 +787,8 @@ def _shared_sum(kc, acc, vals, t, tid, blk, p):
     valid = b.cmp("ult", tid, nvalid)
     lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
     warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
-    # 1. permute values into sorted order: sorted position j = tid takes thread perm[j]'s value.
+    # 1. permute values into sorted order: sorted position j = tid takes the value of thread
+    # perm[j] & 0xFFFF (its run key is perm[j] >> 16).
     # perm is loaded after the exchange's barrier (as a CUDA version would): loaded before it,
     # ptxas keeps it live across the staging stores, where register pressure peaks.
     sorted_ = {}

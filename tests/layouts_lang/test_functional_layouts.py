@@ -278,3 +278,19 @@ def test_a_tuple_tiler_means_what_it_means_in_cute(expr, tiler):
     want = getattr(KL, expr.split("(")[0])(A, tiler)
     assert value.size() == want.size()
     assert [value(i) for i in range(value.size())] == [want(i) for i in range(want.size())]
+
+
+def test_a_tuple_right_of_o_is_a_tiler_and_single_modes_stay_modes(capsys):
+    """`A o (2, 4)` meant the compact layout while `composition(A, (2, 4))` was by mode; and a
+    single-mode entry `2:1` of a tiler nested as the tuple `(2)`."""
+    import kernc.layout as KL
+    from kernc import frontend
+    from kernc.cli import main
+
+    A = KL.Layout.parse("(8,8):(1,8)")
+    value = frontend.check(frontend.parse("layout L = (8,8):(1,8) o (2,4);", "t.kern")).items[0].value
+    assert str(value) == str(KL.composition(A, (2, 4))) == "(2,4):(1,8)"
+    mixed = frontend.check(frontend.parse("layout L = zipped_divide((8,8):(1,8), (2:1, 4));", "t.kern")).items[0].value
+    assert str(mixed) == str(KL.zipped_divide(A, (2, 4))) == "((2,4),(4,2)):((1,8),(2,32))"
+    assert main(["layout", "(8,8):(1,8) o (2,4)"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "(2,4):(1,8)"
