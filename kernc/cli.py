@@ -212,8 +212,8 @@ def cmd_opt(ns) -> int:
     with ctx:
         try:  # a regular file is parsed from the file itself, so that locations name it (not "-");
             # anything else (stdin, a pipe) from the text already read, as it cannot be read twice
-            regular = ns.file != "-" and os.path.isfile(ns.file) and text.isascii()
-            module = ir.Module.parseFile(ns.file) if regular and not text.startswith("\ufeff") else ir.Module.parse(text)
+            regular = ns.file != "-" and os.path.isfile(ns.file) and text.isascii() and not _has_bom(ns.file)
+            module = ir.Module.parseFile(ns.file) if regular else ir.Module.parse(text)
         except ir.MLIRError as err:
             raise CompileError(Diagnostic(f"{ns.file}: cannot parse IR: {mlir_error_text(err)}"))
         _check_signatures(module, ns.file)
@@ -221,6 +221,12 @@ def cmd_opt(ns) -> int:
     with ctx:
         _emit(str(module), ns.output)
     return EXIT_OK
+
+
+def _has_bom(path: str) -> bool:
+    """Whether the file starts with a UTF-8 byte order mark (which MLIR's parser does not skip)."""
+    with open(path, "rb") as f:
+        return f.read(3) == b"\xef\xbb\xbf"
 
 
 def _check_signatures(module, filename: str) -> None:

@@ -628,3 +628,12 @@ def test_output_to_dev_stdout_redirected_to_a_file_appends():
         assert proc.returncode == 0, proc.stderr
         text = open(f).read()
         assert text.startswith("HEADER\n") and ".entry saxpy" in text
+
+
+def test_opt_reads_ir_with_a_byte_order_mark(tmp_path, capsys):
+    assert main(["compile", SAXPY, "--emit", "gpu", "-o", str(tmp_path / "g.mlir")]) == 0
+    bom = tmp_path / "bom.mlir"
+    bom.write_bytes(b"\xef\xbb\xbf" + (tmp_path / "g.mlir").read_bytes())
+    capsys.readouterr()
+    assert main(["opt", str(bom), "--passes", "canonicalize"]) == 0, capsys.readouterr().err
+    assert "gpu.func @saxpy" in capsys.readouterr().out
