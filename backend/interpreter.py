@@ -426,28 +426,22 @@ _INT_BINOPS = {
 }
 
 
-def _maximumf(a, b):
-    r = np.maximum(a, b)
-    return np.where(a == b, np.where(np.signbit(a), b, a), r)
+def _zeros_ordered(base, smaller: bool):
+    """``base`` (a numpy max/min ufunc) with ``-0.0 < +0.0``: where the operands compare equal the
+    result is the one of the wanted sign (``smaller``: the negative one), so a zero result does
+    not depend on the operands' order (numpy returns its first zero, and its scalar and array paths
+    differ). NaN handling is ``base``'s: ``np.maximum`` propagates a NaN (``arith.maximumf``),
+    ``np.fmax`` ignores one (IEEE maxNum, ``arith.maxnumf``, like CUDA ``fmaxf``)."""
+
+    def op(a, b):
+        neg = np.signbit(a)
+        return np.where(a == b, np.where(neg, a, b) if smaller else np.where(neg, b, a), base(a, b))
+
+    return op
 
 
-def _minimumf(a, b):
-    r = np.minimum(a, b)
-    return np.where(a == b, np.where(np.signbit(a), a, b), r)
-
-
-def _maxnumf(a, b):
-    """IEEE 754 maxNum (a NaN operand is ignored, like CUDA ``fmaxf``), with ``+0.0 > -0.0`` so that
-    the sign of a zero result does not depend on the operands' order (numpy's ``fmax`` returns its
-    first zero, and its scalar and array paths differ)."""
-    r = np.fmax(a, b)
-    return np.where((a == b) & (a == 0), np.where(np.signbit(a), b, a), r)
-
-
-def _minnumf(a, b):
-    """IEEE 754 minNum with ``-0.0 < +0.0`` (see :func:`_maxnumf`)."""
-    r = np.fmin(a, b)
-    return np.where((a == b) & (a == 0), np.where(np.signbit(a), a, b), r)
+_maximumf, _minimumf = _zeros_ordered(np.maximum, False), _zeros_ordered(np.minimum, True)
+_maxnumf, _minnumf = _zeros_ordered(np.fmax, False), _zeros_ordered(np.fmin, True)
 
 
 _FLOAT_BINOPS = {

@@ -708,8 +708,9 @@ def _typed_attr(type_, value):
 
 def view_load(buffer, coords, sizes, layout: str, syms, result_type, checked=False, default=None,
               mask=None):
-    """Build ``kern.view_load``; returns its result. ``checked`` needs ``default`` (a Python number,
-    stored exactly as a typed attribute of ``result_type``); ``mask`` is an optional ``i1``."""
+    """Build ``kern.view_load``; returns its result. A ``checked`` load out of bounds gives
+    ``default`` (a Python number, 0 when ``None``, stored exactly as a typed attribute of
+    ``result_type``); ``mask`` is an optional ``i1``."""
     op = _build("view_load", [buffer, list(coords), list(sizes), [mask] if mask is not None else []],
                 [result_type], _view_attrs(layout, syms))
     if checked:

@@ -176,7 +176,7 @@ class KernelSignature:
         if len(set(names)) != len(names):
             return "argument names repeat"
         int_scalars = {p.name for p in self.params  # `over m` may name any integer scalar param
-                       if p.kind == "scalar" and p.dtype not in ("bool", "f16", "bf16", "f32", "f64")}
+                       if p.kind == "scalar" and NUMPY_DTYPES[p.dtype].startswith(("int", "uint"))}
         from .strided import Poly
 
         try:

@@ -599,12 +599,13 @@ class _KernelLowering:
         # instead: max(b - a, 0) (b > a compared in the bounds' own signedness), from 0, with
         # k = a + i. The count itself is an index compared signed, so 2^63 trips or more run none.
         by_trips = not ty.is_index and ty.is_int and (ty.is_unsigned or ty.bits > 32)
+        count_ty = T.SCALARS[f"u{ty.bits}"] if by_trips else ty  # b - a and i are counts
         if by_trips:
             with self.loc(s):
                 gt = arith.CmpIPredicate.ugt if ty.is_unsigned else arith.CmpIPredicate.sgt
                 trips = arith.select(arith.cmpi(gt, stop, start), arith.subi(stop, start), self.const(ty, 0))
             lo = self.const(T.INDEX, 0)
-            hi = self.convert(trips, T.SCALARS["u" + str(ty.bits)], T.INDEX)  # b - a is a count
+            hi = self.convert(trips, count_ty, T.INDEX)
         else:
             lo, hi = self.convert(start, ty, T.INDEX), self.convert(stop, ty, T.INDEX)
         keys = self.live_keys(s.body.stmts, env)
@@ -616,7 +617,7 @@ class _KernelLowering:
         self.rebind(inner, keys, list(loop.inner_iter_args))
         with ir.InsertionPoint(loop.body):
             with self.loc(s):
-                k = self.convert(loop.induction_variable, T.INDEX, T.SCALARS["u" + str(ty.bits)] if by_trips else ty)
+                k = self.convert(loop.induction_variable, T.INDEX, count_ty)
                 inner[s.sym] = arith.addi(start, k) if by_trips else k
             body = s.body.stmts
             if _RETURNED in inner and any(self.may_return(x) for x in body) and body:
@@ -788,7 +789,7 @@ class _KernelLowering:
             return _and(kern.in_bounds(vals, sizes, b.layout_text, syms), mask)
         if isinstance(e, A.Method):  # checked
             return kern.view_load(buf, vals, sizes, b.layout_text, syms, ct, checked=True,
-                                  default=0 if b.default_value is None else b.default_value, mask=mask)
+                                  default=b.default_value, mask=mask)
         return kern.view_load(buf, vals, sizes, b.layout_text, syms, ct)
 
     def view_store(self, s: A.Assign, env: dict) -> None:
