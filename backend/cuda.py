@@ -11,6 +11,7 @@ PTX was generated with.
 from __future__ import annotations
 
 import functools
+import struct
 import sys
 import threading
 from collections import OrderedDict
@@ -126,24 +127,68 @@ def load_module(ptx: str) -> CudaModule:
     return mod
 
 
+#: ``struct`` codes of the kernel parameters that are not pointers, by language dtype (standard sizes,
+#: little-endian like every CUDA device). ``bf16`` goes as its raw 16 bits.
+_SCALAR_CODES = {
+    "bool": "?", "i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
+    "i64": "q", "u64": "Q", "f16": "e", "bf16": "H", "f32": "f", "f64": "d",
+}
+
+
 class ArgPacker:
-    """The launch-argument conversion of one kernel signature at one index width, worked out once.
+    """The launch arguments of one kernel signature at one index width, laid out once.
 
-    Calling it on a :class:`BoundLaunch`'s ``args`` (ABI order) returns the tuple CuPy passes to the
-    driver: ``index`` params and size symbols become ``int32``/``int64`` (the PTX's index width),
-    everything else (buffer views, scalars that binding already made exact numpy scalars) is passed
-    as is."""
+    The CUDA driver takes a kernel's arguments as ``kernelParams``: an array of pointers, one per
+    parameter, each to the parameter's value in host memory (``cuLaunchKernel``, CUDA Driver API
+    reference, "Execution Control"). The packer allocates that array and one naturally aligned slot
+    per parameter of the kernel ABI (:attr:`KernelSignature.arg_names`) once: 8 bytes for a buffer
+    (its device address), the PTX type's size for a scalar; ``index`` params and size symbols are
+    ``int32`` or ``int64`` to match the index width the PTX was generated with. A launch then
+    writes every value with one ``struct.pack_into`` and hands the same ``kernelParams`` address to
+    the driver (:meth:`launch`); nothing is converted or allocated per call.
 
-    __slots__ = ("index_bits", "index_positions", "_itype")
+    Calling the packer on a :class:`BoundLaunch`'s ``args`` returns the same values as numpy
+    scalars (``index`` params and size symbols as ``int32``/``int64``, everything else as is), the
+    tuple a CuPy ``Function`` call takes.
+    """
+
+    __slots__ = ("index_bits", "index_positions", "pointer_positions", "param_sizes", "_itype",
+                 "_bf16_positions", "_float_slots", "_struct", "_values", "_bytes", "_slots", "params_address",
+                 "_lock")
 
     def __init__(self, signature, index_bits: int):
         self.index_bits = index_bits
         self._itype = np.int32 if index_bits == 32 else np.int64
         sizes = set(signature.sizes)
-        self.index_positions = tuple(
-            i for i, name in enumerate(signature.arg_names)
-            if name in sizes or signature.param(name).dtype == "index"
-        )
+        params = [None if name in sizes else signature.param(name) for name in signature.arg_names]
+        index = [p is None or (p.kind == "scalar" and p.dtype == "index") for p in params]
+        #: ABI positions of the ``index`` params and size symbols (int32 or int64)
+        self.index_positions = tuple(i for i, x in enumerate(index) if x)
+        #: ABI positions of the arrays (buffers, tables, scratch): passed as their device address
+        self.pointer_positions = tuple(i for i, p in enumerate(params) if p is not None and p.kind != "scalar")
+        self._bf16_positions = tuple(i for i, p in enumerate(params)
+                                     if p is not None and p.kind == "scalar" and p.dtype == "bf16")
+        codes = ["Q" if i in self.pointer_positions else ("i" if index_bits == 32 else "q") if index[i]
+                 else _SCALAR_CODES[p.dtype] for i, p in enumerate(params)]
+        #: bytes of each parameter, in ABI order
+        self.param_sizes = tuple(struct.calcsize("<" + c) for c in codes)
+        fmt, offsets, offset = "<", [], 0
+        for code, size in zip(codes, self.param_sizes):
+            pad = -offset % size  # each slot at a multiple of its size
+            fmt += "x" * pad + code
+            offset += pad
+            offsets.append(offset)
+            offset += size
+        self._struct = struct.Struct(fmt)
+        self._values = np.zeros(max(1, -(-offset // 8)), np.uint64)  # the slots, 8-byte aligned
+        self._bytes = self._values.view(np.uint8)
+        #: (position, offset, size) of the f32/f16 slots: ``struct`` converts through a double, which
+        #: keeps every number but not a NaN's payload bits (a NaN's raw bytes are copied instead)
+        self._float_slots = tuple((i, offsets[i], self.param_sizes[i]) for i, c in enumerate(codes) if c in "fe")
+        base = self._values.ctypes.data
+        self._slots = np.array([base + o for o in offsets] or [0], np.uint64)  # kernelParams
+        self.params_address = int(self._slots.ctypes.data)
+        self._lock = threading.Lock()  # the slots are shared: one launch at a time writes them
 
     def __call__(self, args) -> tuple:
         if not self.index_positions:
@@ -155,11 +200,30 @@ class ArgPacker:
                 packed[i] = itype(packed[i])
         return tuple(packed)
 
+    def launch(self, function_ptr: int, grid: int, block: int, args, stream_ptr: int) -> None:
+        """Launch the kernel ``function_ptr`` (a ``CUfunction``) as ``grid`` x ``block`` threads on
+        the stream ``stream_ptr`` with ``args`` in ABI order: CUDA arrays (CuPy) for buffers, and
+        for scalars numbers of their parameter's type (a :class:`BoundLaunch`'s ``args``).
+        ``cupy.cuda.driver.CUDADriverError`` if the driver refuses the launch."""
+        values = list(args)
+        for i in self.pointer_positions:
+            values[i] = values[i].data.ptr
+        for i in self._bf16_positions:
+            values[i] = int(np.asarray(values[i]).view(np.uint16))
+        driver = cupy().cuda.driver
+        with self._lock:
+            self._struct.pack_into(self._values, 0, *values)
+            for i, offset, size in self._float_slots:
+                v = values[i]
+                if v != v:  # NaN
+                    self._bytes[offset:offset + size] = np.frombuffer(np.asarray(v).tobytes(), np.uint8)
+            driver.launchKernel(function_ptr, grid, 1, 1, block, 1, 1, 0, stream_ptr, self.params_address, 0)
+
 
 def launch(module: CudaModule, bound: BoundLaunch, packer: ArgPacker | None = None) -> None:
-    """Launch ``bound`` (grid x block threads) from ``module``; nothing is launched when ``P == 0``
-    (``zero_init`` outputs are still zero-filled). ``packer``: the kernel's :class:`ArgPacker` for
-    ``bound.index_bits`` (built here when not given)."""
+    """Launch ``bound`` (grid x block threads) from ``module`` on CuPy's current stream; nothing is
+    launched when ``P == 0`` (``zero_init`` outputs are still zero-filled). ``packer``: the
+    kernel's :class:`ArgPacker` for ``bound.index_bits`` (built here when not given)."""
     for name in bound.zero_init:
         bound.arrays[name].fill(0)
     if bound.grid == 0:
@@ -167,4 +231,103 @@ def launch(module: CudaModule, bound: BoundLaunch, packer: ArgPacker | None = No
     if packer is None or packer.index_bits != bound.index_bits:
         packer = ArgPacker(bound.signature, bound.index_bits)
     fn = module.function(bound.signature.name)
-    fn((bound.grid,), (bound.block,), packer(bound.args))
+    packer.launch(fn.ptr, bound.grid, bound.block, bound.args, cupy().cuda.get_current_stream().ptr)
+
+
+class PreparedLaunch:
+    """A GPU launch bound once, launched again for calls whose arguments bind the same way.
+
+    :func:`kernc.backend.binding.bind` validates a call and works out the grid, the sizes, the index
+    width and which PTX variant to run; for the next call with CuPy arrays of the same shapes,
+    strides, dtypes and device (and 16-byte alignment, if the PTX assumes it), the same values of
+    the scalars that decide the launch (an integer problem size; the range and sign of ``index``
+    scalars) and the same current device, all of that is the same. :meth:`__call__` checks exactly
+    those conditions and launches with the kernel's :class:`ArgPacker`, or returns ``False`` and
+    launches nothing (the caller binds the call in full, which also reports any error). Other
+    scalars are converted per call by binding's own rules. Kernels that read ``shared_indices``
+    tables (built from the index values) or are ``@checked`` (their index values are checked per
+    call) are never prepared: :func:`prepare` returns ``None`` for them.
+    """
+
+    __slots__ = ("packer", "function_ptr", "device", "grid", "block", "problem_size", "sizes", "_cp", "_nargs",
+                 "_buffers", "_scalars", "_index_scalars", "_fixed", "_align_mask", "_zero_init", "_scratch",
+                 "_sizes_tail")
+
+    def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, aligned: bool):
+        from .binding import numpy_dtype
+
+        sig = bound.signature
+        cp = cupy()
+        self.packer, self.function_ptr, self.device, self._cp = packer, function_ptr, device, cp
+        # (no reference to the call's arrays is kept: they may be freed once the call returns)
+        self.grid, self.block, self.problem_size = bound.grid, bound.block, bound.problem_size
+        self.sizes = dict(bound.sizes)
+        self._nargs = len(sig.params)
+        self._align_mask = 15 if aligned else 0
+        self._buffers, self._scalars, self._index_scalars, self._fixed = [], [], [], []
+        lim = 2 ** (bound.index_bits - 1)
+        for k, p in enumerate(sig.params):
+            if p.kind == "buffer":
+                a = bound.arrays[p.name]
+                self._buffers.append((k, tuple(a.shape), tuple(a.strides), a.dtype))
+            elif p.name == sig.problem_size:  # the grid follows from its value
+                self._fixed.append((k, int(bound.problem_size)))
+            elif p.dtype == "index":
+                self._index_scalars.append((k, 0 if bound.nonneg_scalars else -lim, lim))
+            else:
+                self._scalars.append((k, p))
+        self._zero_init = [k for k, p in enumerate(sig.params) if p.kind == "buffer" and p.zero_init]
+        self._scratch = [(p.name, int(a.size), numpy_dtype(p.dtype))
+                         for p, a in zip(sig.extra, bound.args[len(sig.params) + len(sig.sizes):])]
+        self._sizes_tail = list(bound.args[len(sig.params):len(sig.params) + len(sig.sizes)])
+
+    def __call__(self, args: tuple) -> bool:
+        """Launch for the positional ``args`` if they bind as the prepared call did; ``False``
+        (nothing launched) otherwise. ``KerncLaunchError`` for a scalar binding rejects."""
+        from .binding import _scalar
+
+        cp = self._cp
+        if len(args) != self._nargs or cp.cuda.runtime.getDevice() != self.device:
+            return False
+        values = list(args)
+        ndarray = cp.ndarray
+        for k, shape, strides, dtype in self._buffers:
+            a = args[k]
+            if type(a) is not ndarray or a.shape != shape or a.strides != strides or a.dtype != dtype:
+                return False
+            mem = a.data
+            if mem.device_id != self.device or mem.ptr & self._align_mask:
+                return False
+        for k, low, high in self._index_scalars:
+            v = args[k]
+            if type(v) is not int and not isinstance(v, np.integer) or not low <= v < high:
+                return False
+            values[k] = int(v)
+        for k, want in self._fixed:
+            v = args[k]
+            if type(v) is not int and not isinstance(v, np.integer) or v != want:
+                return False
+            values[k] = int(v)
+        for k, p in self._scalars:
+            values[k] = _scalar(p, args[k])
+        for k in self._zero_init:
+            args[k].fill(0)
+        values += self._sizes_tail
+        for _name, n, dtype in self._scratch:
+            values.append(cp.zeros(n, dtype))
+        self.packer.launch(self.function_ptr, self.grid, self.block, values,
+                           cp.cuda.get_current_stream().ptr)
+        return True
+
+
+def prepare(module: CudaModule, bound: BoundLaunch, packer: ArgPacker, device: int,
+            aligned: bool) -> PreparedLaunch | None:
+    """A :class:`PreparedLaunch` of the call ``bound`` just launched, or ``None`` when calls like it
+    must be bound in full each time (``shared_indices`` tables, ``@checked``, ``P == 0``, buffers
+    that are not CuPy arrays)."""
+    sig = bound.signature
+    if bound.grid == 0 or "checked" in sig.attributes or any(p.kind == "table" for p in sig.params + sig.extra):
+        return None
+    if any(type(a) is not cupy().ndarray for a in bound.arrays.values()):
+        return None
+    return PreparedLaunch(packer, module.function(sig.name).ptr, bound, device, aligned)

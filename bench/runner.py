@@ -34,6 +34,9 @@ TARGETS = {
     "cli_cache_hit": ("CLI cache hit <= 1/3 x nvcc -ptx", 1 / 3),
     "registers": ("registers <= nvcc's", 1.0),
     "sass_instructions": ("SASS instructions <= 1.1 x nvcc's", 1.1),
+    "transpose_sectors": ("transpose (coalesced): load and store sectors per request <= the ideal 4", 4.0),
+    "transpose_bank_conflicts": ("transpose (coalesced): 0 bank conflicts", 0),
+    "launch_overhead": ("host launch overhead (kernc API, 4 arguments) <= 10 us", 10.0),
 }
 COMPILE_COLUMNS = ("inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_cache_hit")
 #: Code quality compares builds with the same floating-point semantics: kernc --fmad against nvcc's
@@ -229,6 +232,17 @@ def evaluate_targets(results: dict) -> list[dict]:
                     out.append({"target": m, "text": text, "example": name, "kernel": kname, "pair": pair,
                                 "measured": value, "unit": "x nvcc", "limit": limit,
                                 "status": _status(value, limit)})
+    coalesced = (results.get("memory_views") or {}).get("transpose", {}).get("variants", {}).get("coalesced", {})
+    sectors = [coalesced.get(f"{side}_sectors_per_request") for side in ("load", "store")]
+    for target, value, unit in (
+        ("transpose_sectors", max(sectors) if None not in sectors else None, "sectors per request"),
+        ("transpose_bank_conflicts", coalesced.get("shared_bank_conflicts"), "conflicts"),
+        ("launch_overhead", ((results.get("gpu") or {}).get("launch_overhead") or {}).get("kernc_api_us"), "us"),
+    ):
+        text, limit = TARGETS[target]
+        out.append({"target": target, "text": text, "example": "transpose" if "transpose" in target else "saxpy",
+                    "kernel": None, "measured": value, "unit": unit, "limit": limit,
+                    "status": _status(value, limit)})
     return out
 
 

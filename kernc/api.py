@@ -49,6 +49,7 @@ class Kernel:
         self.name = name
         self.signature = module._compilation.signatures[name]
         self._packers: dict = {}  # index_bits -> cuda.ArgPacker, built on the first GPU launch
+        self._prepared = None  # the last GPU call's cuda.PreparedLaunch (repeated calls skip binding)
         self._bind_plan = binding.BindPlan(self.signature)  # what every launch's binding reuses
         self._arg_names = frozenset(self.signature.arg_names)
 
@@ -82,6 +83,12 @@ class Kernel:
         picks the device (default: that of the arrays, numpy -> ``cpu``, CuPy -> ``cuda``), unless
         the kernel has an argument or size named ``device``: then ``device=`` is that argument, and
         :meth:`launch` picks the device."""
+        if not kwargs:
+            prepared = self._prepared
+            if prepared is not None and prepared(args):  # a repeated GPU call: bound as the last one
+                return LaunchResult("cuda", prepared.problem_size, prepared.grid, prepared.block,
+                                    dict(prepared.sizes))
+            return self.launch(args, {}, None)
         device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
         return self.launch(args, kwargs, device)
 
@@ -90,6 +97,7 @@ class Kernel:
         size) on ``device`` (``"cpu"``, ``"cuda"``, or ``None``: that of the arrays). Raises
         :class:`~kernc.errors.KerncLaunchError` for bad arguments or an unknown device."""
         kwargs = dict(kwargs or {})
+        positional_only = not kwargs
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
@@ -109,7 +117,10 @@ class Kernel:
             cuda.check_same_device(bound, current)
             aligned = cuda.all_aligned(bound, 16)
             module = self._module._cuda_module(bound.index_bits, aligned, current, bound.nonneg_scalars)
-            cuda.launch(module, bound, self._packer(bound.index_bits))
+            packer = self._packer(bound.index_bits)
+            cuda.launch(module, bound, packer)
+            if positional_only and bound.arrays:  # what __call__'s fast path can repeat
+                self._prepared = cuda.prepare(module, bound, packer, current, aligned)
             stats = None
         else:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")

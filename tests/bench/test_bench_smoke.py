@@ -78,7 +78,15 @@ def test_quick_run_writes_expected_json(quick_results):
 
     assert res["targets"] and {t["status"] for t in res["targets"]} <= STATUSES
     assert {t["target"] for t in res["targets"]} >= {"inprocess_warm", "inprocess_cache_hit", "cli_cold",
-                                                    "cli_cache_hit", "registers", "sass_instructions"}
+                                                    "cli_cache_hit", "registers", "sass_instructions",
+                                                    "transpose_sectors", "transpose_bank_conflicts",
+                                                    "launch_overhead"}
+    by_name = {t["target"]: t for t in res["targets"]}
+    assert by_name["transpose_sectors"]["measured"] == 4.0 and by_name["transpose_sectors"]["status"] == "PASS"
+    assert by_name["transpose_bank_conflicts"]["measured"] == 0
+    assert by_name["transpose_bank_conflicts"]["status"] == "PASS"
+    if not res["gpu"]["available"]:  # measured with a GPU only
+        assert by_name["launch_overhead"]["status"] == "n/a"
     assert "Compile latency" in stdout and "Code quality" in stdout and "Memory traffic" in stdout
     assert "kernc --fmad / nvcc" in stdout and "kernc / nvcc --fmad=false" in stdout
     assert "PASS" in stdout or "FAIL" in stdout
@@ -189,6 +197,9 @@ def test_render_with_gpu_results_and_errors():
     assert statuses[("sass_instructions", "saxpy", "fmad")] == "n/a"
     assert statuses[("sass_instructions", "saxpy", "no_fmad")] == "FAIL"
     assert statuses[("cli_cold", "broken", None)] == "n/a"
+    assert statuses[("launch_overhead", "saxpy", None)] == "FAIL"  # 30 us > 10 us
+    assert "FAIL host launch overhead (kernc API, 4 arguments) <= 10 us: saxpy measured 30 us" in text
+    assert statuses[("transpose_sectors", "transpose", None)] == "n/a"  # no memory_views in these results
 
 
 def test_gpu_section_skips_cleanly_without_a_device(monkeypatch):

@@ -5,12 +5,14 @@ device, and ``cuda.launch`` uses the packer it is handed."""
 from __future__ import annotations
 
 import os
+import struct
 import sys
 import types
 
 import numpy as np
 import pytest
 
+import fake_driver
 from conftest import EXAMPLES, compiled_example, example_reference
 import kernc
 from kernc.backend import binding, cpu, cuda
@@ -55,36 +57,17 @@ def test_index_positions_name_index_params_and_sizes():
     assert {names[i] for i in packer.index_positions} == {"off", "st", *sig.sizes}
 
 
-class _FakeFunction:
-    def __init__(self, name, calls):
-        self.name, self.calls = name, calls
-
-    def __call__(self, grid, block, args):
-        self.calls.append((self.name, grid, block, args))
-
-
-def _fake_cupy(loads, calls, device=0):
-    class Module:
-        def load(self, data):
-            loads.append(data)
-
-        def get_function(self, name):
-            return _FakeFunction(name, calls)
-
-    runtime = types.SimpleNamespace(getDevice=lambda: device)
-    return types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime,
-                                                            function=types.SimpleNamespace(Module=Module)))
+def _sizes_of(packer):
+    return lambda function_ptr: packer.param_sizes
 
 
 def test_modules_are_loaded_once_per_ptx_and_device(monkeypatch):
-    loads, calls = [], []
-    monkeypatch.setattr(cuda, "cupy", lambda: _fake_cupy(loads, calls))
-    monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
+    fake = fake_driver.install(monkeypatch, lambda f: ())
     a = cuda.load_module("// ptx A")
-    assert cuda.load_module("// ptx A") is a and loads == [b"// ptx A"]
+    assert cuda.load_module("// ptx A") is a and fake.loads == [b"// ptx A"]
     b = cuda.load_module("// ptx B")
-    assert b is not a and len(loads) == 2
-    monkeypatch.setattr(cuda, "cupy", lambda: _fake_cupy(loads, calls, device=1))
+    assert b is not a and len(fake.loads) == 2
+    fake.device = 1
     assert cuda.load_module("// ptx A") is not a  # another device, another load
     assert a.function("k") is a.function("k")
     monkeypatch.setattr(cuda, "MODULE_CACHE_SIZE", 2)
@@ -93,26 +76,24 @@ def test_modules_are_loaded_once_per_ptx_and_device(monkeypatch):
 
 
 def test_launch_uses_the_packer_and_skips_empty_grids(monkeypatch):
-    loads, calls = [], []
-    monkeypatch.setattr(cuda, "cupy", lambda: _fake_cupy(loads, calls))
-    monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
     mod = compiled_example("saxpy")
     sig = mod.saxpy.signature
-    x, y = np.ones(300, np.float32), np.zeros(300, np.float32)
-    bound = binding.bind(sig, (2.0, x, y), {}, cpu.is_host_array, "cpu")
+    packer = cuda.ArgPacker(sig, 32)
+    fake = fake_driver.install(monkeypatch, _sizes_of(packer))
+    x, y = fake_driver.FakeArray(np.ones(300, np.float32)), fake_driver.FakeArray(np.zeros(300, np.float32))
+    bound = binding.bind(sig, (2.0, x, y), {}, lambda v: isinstance(v, fake_driver.FakeArray), "cuda")
     module = cuda.load_module("// saxpy")
-    packer = cuda.ArgPacker(sig, bound.index_bits)
     cuda.launch(module, bound, packer)
     cuda.launch(module, bound)  # builds its own packer: same arguments
-    assert len(calls) == 2
-    (name, grid, block, args), second = calls
-    assert name == "saxpy" and grid == (bound.grid,) and block == (bound.block,)
-    assert np.shares_memory(args[1], x) and np.shares_memory(args[2], y)  # views, not copies
-    assert type(args[3]) is np.int32 and args[3] == 300
-    assert [type(v) for v in args] == [type(v) for v in second[3]]
-    empty = binding.bind(sig, (2.0, x[:0], y[:0]), {}, cpu.is_host_array, "cpu")
+    assert len(fake.launches) == 2
+    (fptr, grid, block, stream, params), second = fake.launches
+    assert fptr == module.function("saxpy").ptr and (grid, block, stream) == (bound.grid, bound.block, 77)
+    assert params == [np.float32(2.0).tobytes(), struct.pack("<Q", x.data.ptr), struct.pack("<Q", y.data.ptr),
+                      np.int32(300).tobytes()]
+    assert second[4] == params
+    empty = binding.bind(sig, (2.0, x[:0], y[:0]), {}, lambda v: isinstance(v, fake_driver.FakeArray), "cuda")
     cuda.launch(module, empty, packer)
-    assert len(calls) == 2
+    assert len(fake.launches) == 2
 
 
 @pytest.mark.parametrize("value, dtype_name", [
