@@ -20,7 +20,7 @@ import numpy as np
 
 from kernc.errors import KerncLaunchError
 
-from .binding import BoundLaunch
+from .binding import BoundLaunch, _scalar
 
 
 @functools.lru_cache(maxsize=1)
@@ -208,16 +208,31 @@ class ArgPacker:
         values = list(args)
         for i in self.pointer_positions:
             values[i] = values[i].data.ptr
+        self.launch_values(function_ptr, grid, block, values, stream_ptr)
+
+    def launch_values(self, function_ptr: int, grid: int, block: int, values: list, stream_ptr: int) -> None:
+        """:meth:`launch` with the arrays of ``values`` already replaced by their device addresses
+        (``values`` is modified)."""
         for i in self._bf16_positions:
             values[i] = int(np.asarray(values[i]).view(np.uint16))
-        driver = cupy().cuda.driver
         with self._lock:
             self._struct.pack_into(self._values, 0, *values)
             for i, offset, size in self._float_slots:
                 v = values[i]
                 if v != v:  # NaN
                     self._bytes[offset:offset + size] = np.frombuffer(np.asarray(v).tobytes(), np.uint8)
-            driver.launchKernel(function_ptr, grid, 1, 1, block, 1, 1, 0, stream_ptr, self.params_address, 0)
+            _driver().launchKernel(function_ptr, grid, 1, 1, block, 1, 1, 0, stream_ptr, self.params_address, 0)
+
+
+def _driver():
+    """``cupy.cuda.driver`` (looked up once per process)."""
+    global _DRIVER
+    if _DRIVER is None:
+        _DRIVER = cupy().cuda.driver
+    return _DRIVER
+
+
+_DRIVER = None
 
 
 def launch(module: CudaModule, bound: BoundLaunch, packer: ArgPacker | None = None) -> None:
@@ -284,8 +299,6 @@ class PreparedLaunch:
     def __call__(self, args: tuple) -> bool:
         """Launch for the positional ``args`` if they bind as the prepared call did; ``False``
         (nothing launched) otherwise. ``KerncLaunchError`` for a scalar binding rejects."""
-        from .binding import _scalar
-
         cp = self._cp
         if len(args) != self._nargs or cp.cuda.runtime.getDevice() != self.device:
             return False
@@ -293,11 +306,14 @@ class PreparedLaunch:
         ndarray = cp.ndarray
         for k, shape, strides, dtype in self._buffers:
             a = args[k]
-            if type(a) is not ndarray or a.shape != shape or a.strides != strides or a.dtype != dtype:
+            if type(a) is not ndarray or a.shape != shape or a.strides != strides or (
+                    a.dtype is not dtype and a.dtype != dtype):
                 return False
             mem = a.data
-            if mem.device_id != self.device or mem.ptr & self._align_mask:
+            ptr = mem.ptr
+            if mem.device_id != self.device or ptr & self._align_mask:
                 return False
+            values[k] = ptr
         for k, low, high in self._index_scalars:
             v = args[k]
             if type(v) is not int and not isinstance(v, np.integer) or not low <= v < high:
@@ -313,10 +329,11 @@ class PreparedLaunch:
         for k in self._zero_init:
             args[k].fill(0)
         values += self._sizes_tail
-        for _name, n, dtype in self._scratch:
-            values.append(cp.zeros(n, dtype))
-        self.packer.launch(self.function_ptr, self.grid, self.block, values,
-                           cp.cuda.get_current_stream().ptr)
+        # held until the launch is queued (CuPy's pool then reuses the memory only in stream order)
+        scratch = [cp.zeros(n, dtype) for _name, n, dtype in self._scratch]
+        values += [a.data.ptr for a in scratch]
+        self.packer.launch_values(self.function_ptr, self.grid, self.block, values,
+                                  cp.cuda.get_current_stream().ptr)
         return True
 
 

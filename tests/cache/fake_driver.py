@@ -92,6 +92,7 @@ def install(monkeypatch, param_sizes, device: int = 0) -> FakeCupy:
     fake = FakeCupy(param_sizes, device)
     monkeypatch.setattr(cuda, "cupy", lambda: fake)
     monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
+    monkeypatch.setattr(cuda, "_DRIVER", None)  # looked up again, from the fake
     monkeypatch.setattr(cuda, "available", lambda: True)
     monkeypatch.setattr(cuda, "is_cuda_array", lambda x: isinstance(x, FakeArray))
     monkeypatch.setattr(cuda, "as_cupy", lambda x: x)

@@ -226,3 +226,17 @@ def test_the_prepared_launch_keeps_no_array_alive(fake):
     del x, y
     gc.collect()
     assert [r() for r in refs] == [None, None]
+
+
+def test_scratch_buffers_are_fresh_and_distinct_on_every_call(fake):
+    """``@deterministic`` sums take two scratch arrays (partials, counter) zero-filled per call; the
+    prepared path allocates them per call and keeps both alive until the launch is queued (a freed
+    first one could come back as the second: one address for both)."""
+    k = kernc.compile("@deterministic kernel k(x: f32[n] read, t: f32[1] write sum) over n { t = x; }").k
+    x, t = _arr(np.ones(40)), _arr([0.0])
+    for _ in range(3):
+        k(x, t)
+        params = fake.launches[-1][4]
+        partials, counter = (struct.unpack("<Q", p)[0] for p in params[-2:])
+        assert partials != counter and {partials, counter}.isdisjoint({x.data.ptr, t.data.ptr})
+    assert len(fake.binds) == 1
