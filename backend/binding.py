@@ -232,6 +232,21 @@ class BindPlan:
         self.index_scalars = [p.name for p in sig.params if p.kind == "scalar" and p.dtype == "index"]
 
 
+def _tile_grid(sig: KernelSignature, problem: int, env: dict) -> int:
+    """The grid of a kernel that kern-coalesce-views maps to tiles (``sig.tiles`` = ``[[extent,
+    tile], ...]``): one block per tile, ``batch * prod ceil(extent / tile)`` with ``batch`` = ``P``
+    over the product of the tiled extents (the problem's other coordinates, one tile plane each).
+    Each thread handles several elements of its tile, so ``ceil(P / block)`` blocks would leave most
+    blocks without a tile; the kernel loops over its tiles (grid-stride), so any grid is correct."""
+    if not problem:
+        return 0
+    extents = [int(Poly.parse(str(e)).evaluate(env)) for e, _ in sig.tiles]
+    plane = math.prod(extents)
+    if not plane:
+        return 0
+    return problem // plane * math.prod(-(-e // t) for e, (_, t) in zip(extents, sig.tiles))
+
+
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,
          plan: BindPlan | None = None) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
@@ -348,7 +363,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
 
     env = dict(sizes)
     env.setdefault(sig.problem_size, problem)
-    grid = math.ceil(problem / sig.block) if problem else 0
+    grid = _tile_grid(sig, problem, env) if sig.tiles else math.ceil(problem / sig.block) if problem else 0
     if problem:
         for p, count_poly in plan.per_item:
             count = count_poly.evaluate(env)

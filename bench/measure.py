@@ -350,7 +350,8 @@ VIEW_COMMENTS = {
     "transpose": "b[j, i] = a[i, j], row-major R x C, one thread per (i, j), j fastest: without the pass the "
                  "loads are coalesced (4 sectors per request) and each warp's 32 stores go to 32 rows of b "
                  "(32 sectors per request, 8x the ideal); with kern-coalesce-views both sides are staged "
-                 "through a padded workgroup tile: 4 sectors per request on both sides, 0 bank conflicts",
+                 "through a padded 32x33 workgroup tile (4 elements per thread, one block per tile): 4 sectors "
+                 "per request on both sides, 0 bank conflicts",
     "permute_nchw_nhwc": "y[n, h, w, c] = x[n, c, h, w] (NCHW -> NHWC), w fastest: without the pass each "
                          "warp's stores are C elements apart (32 sectors per request); with it the problem "
                          "is staged as a batch over (n, h) of (c, w) tiles: 4 sectors per request on both "

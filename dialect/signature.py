@@ -94,7 +94,9 @@ class KernelSignature:
     symbols passed as trailing ``index`` arguments. ``extra`` are hidden arguments that lowering
     added after the size symbols (scratch buffers and tables of ``@deterministic`` reductions).
     ``tiles`` (kern-coalesce-views): ``[[extent, tile], ...]`` when the kernel maps blocks to tiles
-    of an N-D problem (extents as Poly texts); the grid is then ``prod ceil(extent / tile)``.
+    of an N-D problem (extents as Poly texts); the grid is then one block per tile,
+    ``P / prod(extent) * prod ceil(extent / tile)`` (the problem's other coordinates are a batch of
+    tile planes), instead of ``ceil(P / block)``.
     """
 
     name: str

@@ -8,10 +8,12 @@ fastest thread coordinate ``j`` is *not* the storage's unit-stride mode -- the n
 per lane: 32 sectors per warp request instead of 4. This pass applies the shared-memory transpose of
 NVIDIA's "An Efficient Matrix Transpose in CUDA C/C++" (M. Harris, NVIDIA Developer Blog) to the
 plane of ``j`` and the coordinate ``i`` that has unit stride in that view (``c`` in the permute),
-batched over the other coordinates: each block stages a ``TI x TJ`` tile of that plane in workgroup
+batched over the other coordinates: each block stages a ``TI x 32`` tile of that plane in workgroup
 memory, so that both the global read and the global write move along unit stride, and the tile's
 rows are padded (one padding column for a 32x32 tile) so that both shared-memory accesses are free
-of bank conflicts.
+of bank conflicts. As in the CUDA version (a 32x32 tile, blocks of 32x8 threads), each thread moves
+several elements of its tile: several independent global loads in flight before the barrier, and
+the transposed side writes 128-byte rows.
 
 Runs after ``kern-lower-accessors`` (the body sits in the guard ``scf.if ... {kern.guard}`` of a
 ``gpu.func``) and before ``kern-lower-views`` (it works on ``kern.view_load``/``view_store``/
@@ -26,25 +28,34 @@ from the layouts alone; no annotation is needed. It applies when:
   other than 1 and another mode (coordinate ``i``) has stride 1 -- the same ``i`` for every staged
   access; a staged store's buffer has no other access, a staged load's buffer is only read.
 
-Then, with ``TJ = 32`` and ``TI = B / 32``:
+Then, with ``TJ = 32``, ``Rb = B / 32`` tile rows per pass of the block, ``TI = min(32, 4*Rb)``
+tile rows and ``K = TI / Rb`` elements per thread (``B`` = 64, 128, 256, 512, 1024: tiles of 8, 16,
+32, 32, 32 rows, ``K`` = 4, 4, 4, 2, 1):
 
-1. *Threads are remapped to tiles*: the kernel body (guard included) runs in a loop over the
-   tiles ``tile = blk, blk + grid, ...`` of the ``batch x ceil(Ei/TI) x ceil(Ej/TJ)`` tile grid
-   (``batch``: the product of the other extents, whose coordinates are fixed per tile), so the
-   launch keeps its ``ceil(P / B)`` blocks (with partial tiles there are a few more tiles than
-   blocks; the trip count is block-uniform, so the barriers inside are safe; one more barrier ends
-   each trip before the tile is re-used). Thread ``tid`` is item ``i = bi*TI + tid/TJ``,
-   ``j = bj*TJ + tid%TJ``; the guard becomes ``i < Ei && j < Ej``. The signature records
-   ``tiles = [[Ei, TI], [Ej, TJ]]`` (informational: the grid stays ``ceil(P / B)``).
-2. The tile is ``TI x S`` elements with ``S = TJ + 32/TI`` (33 for 32x32, 36 for 8x32): item
-   ``(i, j)`` lives at ``smem[(tid/TJ)*S + tid%TJ]`` (a warp touches 32 consecutive words), the
-   transposed side reads it back as ``smem[ii*S + jj]`` with ``ii = tid % TI``, ``jj = tid / TI``:
-   the padding spreads the ``32/TI`` columns ``jj`` a warp reads over distinct banks.
-3. A staged store becomes ``smem[...] = v`` in the body, then after the guard (every thread):
-   ``gpu.barrier`` and the view written at ``j = bj*TJ + jj``, ``i = bi*TI + ii`` (the batch
-   coordinates unchanged) from ``smem[ii*S + jj]`` for in-range elements (consecutive lanes write
-   consecutive ``i``, the view's unit-stride mode). A staged load is the mirror image before the
-   guard, and the body reads ``smem[(tid/TJ)*S + tid%TJ]``.
+1. *Threads are remapped to tiles*: the kernel body runs in a loop over the tiles ``tile = blk,
+   blk + grid, ...`` of the ``batch x ceil(Ei/TI) x ceil(Ej/TJ)`` tile grid (``batch``: the
+   product of the other extents, whose coordinates are fixed per tile). The signature records
+   ``tiles = [[Ei, TI], [Ej, TJ]]`` and the launch has one block per tile (``backend/binding.py``:
+   ``grid = P / (Ei*Ej) * ceil(Ei/TI) * ceil(Ej/TJ)``); the loop keeps any grid correct (its trip
+   count is block-uniform, so the barriers inside are safe; one more barrier ends each trip before
+   the tile is re-used). Thread ``tid`` is the ``K`` items ``i = bi*TI + tid/TJ + k*Rb``,
+   ``j = bj*TJ + tid%TJ``, ``k < K``: the guard ``scf.if`` and its body are emitted ``K`` times
+   (clones with ``i`` and the tile slot offset), each guard ``i < Ei && j < Ej``.
+2. The tile is ``TI x S`` elements with ``S = TJ + 32/TI`` (33 for 32 rows, 34 for 16, 36 for 8):
+   item ``k`` lives at ``smem[(tid/TJ + k*Rb)*S + tid%TJ]`` (a warp touches 32 consecutive words);
+   the transposed side is tile element ``(ii, jj + k*CJ)`` with ``ii = tid % TI``, ``jj = tid / TI``,
+   ``CJ = B / TI`` columns per pass, at ``smem[ii*S + jj + k*CJ]``: a warp reads ``32/TI`` columns
+   of ``TI`` rows, and the padding puts row ``ii`` at bank offset ``ii * 32/TI`` (``S`` mod 32),
+   so the warp's ``32/TI`` consecutive columns (from a multiple of ``32/TI``: ``32w/TI + k*CJ``)
+   fill the gaps: 32 distinct banks.
+3. A staged store: each of the ``K`` guards yields the stored value (0 where the guard is false),
+   then (every thread, after the ``K`` guards, so the bodies' global loads are all issued first)
+   the ``K`` tile writes ``smem[...] = v``, one ``gpu.barrier``, and the ``K`` transposed writes of
+   the view at ``j = bj*TJ + jj + k*CJ``, ``i = bi*TI + ii`` (the batch coordinates unchanged) from
+   ``smem[ii*S + jj + k*CJ]`` for in-range elements (consecutive lanes write consecutive ``i``, the
+   view's unit-stride mode: 128-byte rows for a 32-row tile). A staged load is the mirror image
+   before the guards: ``K`` guarded transposed loads (yielding 0 out of range), the ``K`` tile
+   writes, one barrier, and the body ``k`` reads ``smem[(tid/TJ + k*Rb)*S + tid%TJ]``.
 
 ``remarks`` (a callable taking one line) explains each view access's decision
 (``kernc compile --remarks``); the pass is left out of the pipeline by ``--no-coalesce``.
@@ -143,6 +154,9 @@ class CoalesceViews(Pass):
         tdef = _owner(delin.operands[0])
         if not isinstance(tdef, ir.Operation) or tdef.name != "kern.thread_id":
             return decline_all("the problem is not delinearized from the thread id")
+        if not walk_ops(guard, {"kern.delinearize"}):  # (the guard is emitted K times: its body
+            # must hold every use of the coordinates)
+            return decline_all("the thread coordinates are computed outside the kernel body")
         body_ids = [op for op in walk_ops(guard, {"kern.thread_id", "kern.block_id", "kern.lane_id"})]
         if any(op != tdef for op in body_ids) or len(_uses(tdef.results[0])) != 1:
             return decline_all("the kernel uses the thread id for more than its coordinates")
@@ -167,8 +181,10 @@ class CoalesceViews(Pass):
                        if "coord_names" in delin.attributes else [f"x{n}" for n in range(len(results))])
         jname = coord_names[-1]
         body = guard.regions[0].blocks[0]
-        TI = B // TJ
-        S = TJ + WARP // TI
+        R = B // TJ  # tile rows per pass of the block
+        TI = min(TJ, 4 * R)  # at most 4 elements per thread
+        K = TI // R
+        S = TJ + WARP // TI  # row stride: 33 for 32 rows, 34 for 16, 36 for 8 (conflict-free)
         staged = []  # (op, position of j in its coordinates, position of the tile's other coordinate)
         ki = None  # the problem coordinate that the staged accesses move along unit stride
         for op in accesses:
@@ -218,20 +234,24 @@ class CoalesceViews(Pass):
                 self._remark(op, f"not staging '{name}': the kernel also writes it")
                 continue
             ki = k_op
-            self._remark(op, f"staging '{name}' through a {TI}x{S} workgroup tile: the fastest "
+            self._remark(op, f"staging '{name}' through a {TI}x{S} workgroup tile, {K} element"
+                             f"{'s' if K > 1 else ''} per thread: the fastest "
                              f"thread coordinate '{jname}' has stride {layout.stride[pj]} in {name}'s "
                              f"layout, '{coord_names[ki]}' has stride 1")
             staged.append((op, pj, pi))
         if staged:
-            self._rewrite(fn, sig, guard, delin, extents, staged, ki, TI, S)
+            self._rewrite(fn, sig, guard, delin, extents, staged, ki, TI, S, K)
 
     # -- rewrite --------------------------------------------------------------------------------
-    def _rewrite(self, fn, sig, guard, delin, extents, staged, ki, TI, S) -> None:
+    def _rewrite(self, fn, sig, guard, delin, extents, staged, ki, TI, S, K) -> None:
         E = list(delin.operands)[1:]
         k = len(E)
         jk = k - 1
+        B = int(sig.block)
+        R = B // TJ  # tile rows per pass of the block on the body's side
+        CJ = B // TI  # tile columns per pass on the transposed side (R * CJ * K == B * K == TI * TJ)
         batch = [x for x in range(k) if x not in (ki, jk)]  # the coordinates fixed per tile
-        kc = KernelContext(fn, sig, guard, int(sig.block))
+        kc = KernelContext(fn, sig, guard, B)
         with ir.InsertionPoint(guard), guard.location:
             tid = gpu.ThreadIdOp(gpu.Dimension.x).result
             blk = kern.BlockIdOp(b.index_t()).result
@@ -241,8 +261,8 @@ class CoalesceViews(Pass):
             count = per
             for x in batch:
                 count = b.mul(count, E[x])
-            # the launch keeps ceil(P / B) blocks (fewer than tiles when tiles are partial): each
-            # block takes the tiles blk, blk + grid, ... (a block-uniform trip count)
+            # the launch has one block per tile (binding.py: the grid of ``sig.tiles``); the loop
+            # over tiles blk, blk + grid, ... keeps any grid correct (a block-uniform trip count)
             loop = b.scf.ForOp(blk, count, gpu.GridDimOp(gpu.Dimension.x).result)
             with ir.InsertionPoint(loop.body):
                 loop_end = b.scf.YieldOp([])
@@ -265,77 +285,137 @@ class CoalesceViews(Pass):
                 rest = q
             if batch:
                 coord[batch[0]] = rest
+            i0 = b.mul(bi, b.idx(TI))
+            j0 = b.mul(bj, b.idx(TJ))
+            # the body's side: thread tid is items (i0 + row + k*R, j0 + col), k = 0..K-1, at
+            # smem[(row + k*R)*S + col] (a warp touches 32 consecutive words)
             row = b.arith.DivUIOp(tid, b.idx(TJ)).result
             col = b.arith.RemUIOp(tid, b.idx(TJ)).result
-            coord[ki] = b.add(b.mul(bi, b.idx(TI)), row)
-            coord[jk] = b.add(b.mul(bj, b.idx(TJ)), col)
-            valid = b.and_(b.cmp("ult", coord[ki], E[ki]), b.cmp("ult", coord[jk], E[jk]))
-            own = b.add(b.mul(row, b.idx(S)), col)  # this thread's item in the tile
+            coord[jk] = b.add(j0, col)
+            jvalid = b.cmp("ult", coord[jk], E[jk])
+            ci, valid, own = [], [], []
+            for n in range(K):
+                r = b.add(row, b.idx(n * R)) if n else row
+                ci.append(b.add(i0, r))
+                valid.append(b.and_(b.cmp("ult", ci[n], E[ki]), jvalid))
+                own.append(b.add(b.mul(r, b.idx(S)), col))
+            coord[ki] = ci[0]
+            # the transposed side: thread tid is tile element (ii, jj + k*CJ), consecutive lanes at
+            # consecutive ii (the staged view's unit-stride mode), at smem[ii*S + jj + k*CJ]
             ii = b.arith.RemUIOp(tid, b.idx(TI)).result
             jj = b.arith.DivUIOp(tid, b.idx(TI)).result
-            tr = b.add(b.mul(bj, b.idx(TJ)), jj)  # the transposed side: coordinate jk, then ki
-            tc = b.add(b.mul(bi, b.idx(TI)), ii)
-            tvalid = b.and_(b.cmp("ult", tc, E[ki]), b.cmp("ult", tr, E[jk]))
-            tslot = b.add(b.mul(ii, b.idx(S)), jj)
+            tc = b.add(i0, ii)
+            tcvalid = b.cmp("ult", tc, E[ki])
+            tr, tvalid, tslot = [], [], []
+            islot = b.mul(ii, b.idx(S))
+            for n in range(K):
+                c = b.add(jj, b.idx(n * CJ)) if n else jj
+                tr.append(b.add(j0, c))
+                tvalid.append(b.and_(tcvalid, b.cmp("ult", tr[n], E[jk])))
+                tslot.append(b.add(islot, c))
         for x, r in enumerate(delin.results):
             r.replace_all_uses_with(coord[x])
         t_op = _owner(delin.operands[0])
         delin.erase()
         t_op.erase()
-        guard.operands[0] = valid
+        guard.operands[0] = valid[0]
         sig.tiles = [[extents[ki], TI], [extents[jk], TJ]]
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
         # (positions are carried with each op: an op's hash changes with its operands, and a
         # staged store's value may be a staged load's result, replaced below)
-        def transposed(new, pj: int, pi: int) -> None:
-            new.operands[1 + pj] = tr
+        def transposed(new, pj: int, pi: int, n: int) -> None:
+            new.operands[1 + pj] = tr[n]
             new.operands[1 + pi] = tc
 
         loads = [t for t in staged if t[0].name == "kern.view_load"]
         stores = [t for t in staged if t[0].name == "kern.view_store"]
+        # staged loads: the K global loads of each (independent: nothing uses them before the
+        # last one is issued), then the tile writes, then one barrier
         for n, (op, pj, pi) in enumerate(loads):
             with op.location:
                 elem = op.results[0].type
                 smem = kc.workgroup(elem, TI * S, "coalesced view tile", region=f"tile.load{n}",
                                     location=op.location)
+                values = []
                 with ir.InsertionPoint(guard):
-                    with b.if_(tvalid):
-                        new = op.clone()
-                        new.move_before(_last_op(ir.InsertionPoint.current))
-                        transposed(new, pj, pi)
-                        b.store(new.results[0], smem, tslot)
+                    for m in range(K):
+                        def then(m=m):
+                            new = op.clone()
+                            transposed(new, pj, pi, m)
+                            return [new.results[0]]
+                        values += b.if_else(tvalid[m], [elem], then, lambda: [b.zero(elem)])
+                    for m in range(K):
+                        b.store(values[m], smem, tslot[m])
                 with ir.InsertionPoint(op):
-                    v = b.load(smem, own)
+                    v = b.load(smem, own[0])
                 op.results[0].replace_all_uses_with(v)
                 op.erase()
         if loads:
             with ir.InsertionPoint(guard), guard.location:
                 b.barrier()
-        after = _next_op(guard)
+        # staged stores: the guard yields their values; the tile writes follow the K guards
+        values = [op.operands[len(op.operands) - 1] for op, _, _ in stores]
+        for op, _, _ in stores:
+            op.detach_from_parent()  # (kept to clone the transposed stores from)
+        if values:
+            guard = _yielding(guard, values)
+        guards = [guard]
+        for n in range(1, K):  # the body for sub-rows k = 1..K-1: i = i0 + row + k*R
+            with ir.InsertionPoint(loop_end):
+                g = guard.clone().operation
+            g.move_after(guards[-1])
+            g.operands[0] = valid[n]
+            _remap(g, [(ci[0], ci[n]), (own[0], own[n])])
+            guards.append(g)
         if stores:
+            after = _next_op(guards[-1])
             with ir.InsertionPoint(after), guard.location:
+                smems = []
+                for n, (op, pj, pi) in enumerate(stores):
+                    smems.append(kc.workgroup(values[n].type, TI * S, "coalesced view tile",
+                                              region=f"tile.store{n}", location=op.location))
+                    for m in range(K):
+                        b.store(guards[m].results[n], smems[n], own[m])
                 b.barrier()
-        for n, (op, pj, pi) in enumerate(stores):
-            with op.location:
-                value = op.operands[len(op.operands) - 1]
-                smem = kc.workgroup(value.type, TI * S, "coalesced view tile", region=f"tile.store{n}",
-                                    location=op.location)
-                with ir.InsertionPoint(op):
-                    b.store(value, smem, own)
-                with ir.InsertionPoint(after):
-                    with b.if_(tvalid):
-                        v = b.load(smem, tslot)
-                        new = op.clone()
-                        new.move_before(_last_op(ir.InsertionPoint.current))
-                        transposed(new, pj, pi)
-                        new.operands[len(new.operands) - 1] = v
-                op.erase()
+                for m in range(K):
+                    got = [b.load(smem, tslot[m]) for smem in smems]
+                    with b.if_(tvalid[m]):
+                        for n, (op, pj, pi) in enumerate(stores):
+                            new = op.clone()
+                            transposed(new, pj, pi, m)
+                            new.operands[len(new.operands) - 1] = got[n]
         kc.check_limit()
 
 
-def _last_op(ip):
-    """The terminator of the block ``ip`` inserts before (``b.if_`` inserts before the yield)."""
-    return ip.ref_operation
+def _yielding(guard, values):
+    """``guard`` rebuilt as an ``scf.if`` that yields ``values`` (zeros where the guard is false)."""
+    types = [v.type for v in values]
+    with ir.InsertionPoint(guard), guard.location:
+        new = b.scf.IfOp(guard.operands[0], types, has_else=True)
+        with ir.InsertionPoint(new.then_block):
+            term = b.scf.YieldOp(values)
+        with ir.InsertionPoint(new.else_block):
+            b.scf.YieldOp([b.zero(t) for t in types])
+    for o in list(guard.regions[0].blocks[0].operations)[:-1]:  # all but the scf.yield
+        o.move_before(term)
+    for name in list(guard.attributes):
+        new.operation.attributes[name] = guard.attributes[name]
+    guard.erase()
+    return new.operation
+
+
+def _remap(root, mapping) -> None:
+    """Replace the uses of each ``old`` by ``new`` for ``(old, new)`` in ``mapping`` in the ops nested
+    under ``root``."""
+    for region in root.regions:
+        for block in region.blocks:
+            for o in block.operations:
+                for n, v in enumerate(o.operands):
+                    for old, new in mapping:
+                        if v == old:
+                            o.operands[n] = new
+                            break
+                _remap(o, mapping)
 
 
 def _next_op(op):

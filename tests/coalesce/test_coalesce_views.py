@@ -100,21 +100,23 @@ def test_stats_transposed_load():
 
 
 def test_grid_and_tile_loop():
-    """The launch keeps ceil(P / B) blocks; the blocks loop over the (more) partial tiles."""
+    """The launch has one block per tile (a 256-thread block moves a 32x32 tile, 4 elements per
+    thread); the kernel still loops over its tiles (grid-stride), so any grid is correct."""
     mod = _module(_block_source(TRANSPOSE, 256))
     a = np.arange(37 * 53, dtype=np.float32).reshape(37, 53)
     b = np.zeros((53, 37), np.float32)
     res = mod.transpose(a, b)
-    assert res.grid == 8  # ceil(1961 / 256); the tile grid is ceil(37/8) x ceil(53/32) = 10
+    assert res.grid == 4  # the tile grid ceil(37/32) x ceil(53/32); ceil(1961 / 256) would be 8
     np.testing.assert_array_equal(b, a.T)
     sig = mod._compilation.signatures["transpose"]
-    assert sig.tiles == [["R", 8], ["C", 32]]
+    assert sig.tiles == [["R", 32], ["C", 32]]
     assert "scf.for" in mod.ir("gpu") and "gpu.grid_dim" in mod.ir("gpu")
     naive = _module(_block_source(TRANSPOSE, 256), False)
     assert naive._compilation.signatures["transpose"].tiles is None
 
 
-@pytest.mark.parametrize("B, tile", [(64, "2x48"), (256, "8x36"), (512, "16x34"), (1024, "32x33")])
+# TI = min(32, 4 * B/32) rows of 32 columns, row stride S = 32 + 32/TI (one padding column for 32 rows)
+@pytest.mark.parametrize("B, tile", [(64, "8x36"), (128, "16x34"), (256, "32x33"), (512, "32x33"), (1024, "32x33")])
 def test_tile_padding_in_ir(B, tile):
     ti, s = map(int, tile.split("x"))
     gpu = _module(_block_source(TRANSPOSE, B)).ir("gpu")
@@ -127,7 +129,8 @@ def test_remarks(capfd):
     _module(_block_source(TRANSPOSE, 1024), remarks=True)
     err = capfd.readouterr().err.splitlines()
     assert "t.kern:6:15: remark: not staging 'a': the fastest thread coordinate 'j' has stride 1 in a's layout (already coalesced)" in err
-    assert ("t.kern:6:13: remark: staging 'b' through a 32x33 workgroup tile: the fastest thread coordinate 'j' has "
+    assert ("t.kern:6:13: remark: staging 'b' through a 32x33 workgroup tile, 1 element per thread: the fastest "
+            "thread coordinate 'j' has "
             "stride R in b's layout, 'i' has stride 1") in err
     _module(_block_source(TRANSPOSE, 32), remarks=True)
     err = capfd.readouterr().err
@@ -164,7 +167,7 @@ def test_cli_no_coalesce_and_remarks(tmp_path, capsys):
     src.write_text(_block_source(TRANSPOSE, 256))
     assert main(["compile", str(src), "--emit", "gpu", "--remarks"]) == 0
     out = capsys.readouterr()
-    assert "workgroup" in out.out and "remark: staging 'b' through a 8x36 workgroup tile" in out.err
+    assert "workgroup" in out.out and "remark: staging 'b' through a 32x33 workgroup tile, 4 elements per thread" in out.err
     assert main(["compile", str(src), "--emit", "gpu", "--no-coalesce"]) == 0
     out = capsys.readouterr()
     assert "workgroup" not in out.out and "remark" not in out.err
@@ -224,7 +227,8 @@ def test_remarks_name_the_programs_own_coordinates(capfd):
     _module(src, remarks=True)
     err = capfd.readouterr().err
     assert "not staging 'a': the fastest thread coordinate 'col' has stride 1" in err, err
-    assert "staging 'b' through a 8x36 workgroup tile: the fastest thread coordinate 'col' has stride R" in err
+    assert ("staging 'b' through a 32x33 workgroup tile, 4 elements per thread: the fastest thread "
+            "coordinate 'col' has stride R") in err
     assert "'j'" not in err
 
 
