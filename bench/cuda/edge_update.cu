@@ -33,14 +33,18 @@ edge_update(const float* pos, const unsigned int* src, const unsigned int* dst, 
     unsigned int edges = E - base < 256u ? E - base : 256u;  // edges of this block
     bool active = tid < edges;
 
-    // src_target[t] = rank | count << 16: this thread's row and the block's number of distinct rows
+    // src_target[t] = rank | count << 16: this thread's row and the block's number of distinct rows.
+    // Every thread stages src_unique[t] (row 0 past the count: never read), loaded next to
+    // src_target[t], so that the pos load waits for one table load, not two.
     unsigned int row = active ? src_target[t] : 0u;
-    if (tid < row >> 16) {
-        float4 p = reinterpret_cast<const float4*>(pos)[src_unique[t]];
-        rows[0][tid] = p.x;
-        rows[1][tid] = p.y;
-        rows[2][tid] = p.z;
-    }
+    unsigned int distinct = src_unique[t];
+    float4 p = reinterpret_cast<const float4*>(pos)[tid < row >> 16 ? distinct : 0u];
+    rows[0][tid] = p.x;
+    rows[1][tid] = p.y;
+    rows[2][tid] = p.z;
+    // dst_perm[t]: entry tid in dst order is the edge of thread dst_perm[t] & 0xffff, whose dst
+    // rank is dst_perm[t] >> 16 (loaded here, before the barriers, not after them)
+    unsigned int entry = active ? dst_perm[t] : 0u;
     __syncthreads();
     float f[3] = {0.0f, 0.0f, 0.0f}, e = 0.0f;
     if (active) {
@@ -55,17 +59,17 @@ edge_update(const float* pos, const unsigned int* src, const unsigned int* dst, 
         contrib[i][tid] = f[i];
     __syncthreads();
 
-    // Entry tid in dst order is the edge of thread dst_perm[t] & 0xffff, whose dst rank is
-    // dst_perm[t] >> 16; entries past the block's edges get a key beyond every rank, so that no run
-    // continues into them.
+    // Entries past the block's edges get a key beyond every rank, so that no run continues into
+    // them. Every entry loads its run's dst row now (row 0 past the edges), not at the run's end.
     unsigned int key = 256u;
     float v[3] = {0.0f, 0.0f, 0.0f};
     if (active) {
-        unsigned int entry = dst_perm[t], from = entry & 0xffffu;
+        unsigned int from = entry & 0xffffu;
         key = entry >> 16;
         for (int i = 0; i < 3; ++i)
             v[i] = contrib[i][from];
     }
+    unsigned int target_row = dst_unique[base + (active ? key : 0u)];
     run_key[tid] = key;
     // segmented inclusive scan: v becomes the sum of its run's entries in this warp up to this lane
     for (unsigned int d = 1; d < 32u; d *= 2u) {
@@ -90,7 +94,7 @@ edge_update(const float* pos, const unsigned int* src, const unsigned int* dst, 
         for (int prev = (int)warp - 1; prev >= 0 && run_key[prev * 32 + 31] == key; --prev)
             for (int i = 0; i < 3; ++i)
                 v[i] += warp_total[i][prev];
-        float* out = force + 4u * dst_unique[base + key];
+        float* out = force + 4u * target_row;
         for (int i = 0; i < 3; ++i)
             atomicAdd(&out[i], v[i]);
     }
