@@ -266,7 +266,7 @@ class PreparedLaunch:
 
     __slots__ = ("packer", "function_ptr", "device", "grid", "block", "problem_size", "sizes", "_cp", "_nargs",
                  "_buffers", "_scalars", "_index_scalars", "_fixed", "_align_mask", "_zero_init", "_scratch",
-                 "_sizes_tail")
+                 "_sizes_tail", "_ndarray", "_get_device", "_current_stream")
 
     def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, aligned: bool):
         from .binding import numpy_dtype
@@ -274,6 +274,9 @@ class PreparedLaunch:
         sig = bound.signature
         cp = cupy()
         self.packer, self.function_ptr, self.device, self._cp = packer, function_ptr, device, cp
+        # (looked up once: a launch is a few microseconds, an attribute chain a fraction of one)
+        self._ndarray, self._get_device = cp.ndarray, cp.cuda.runtime.getDevice
+        self._current_stream = cp.cuda.get_current_stream
         # (no reference to the call's arrays is kept: they may be freed once the call returns)
         self.grid, self.block, self.problem_size = bound.grid, bound.block, bound.problem_size
         self.sizes = dict(bound.sizes)
@@ -299,11 +302,10 @@ class PreparedLaunch:
     def __call__(self, args: tuple) -> bool:
         """Launch for the positional ``args`` if they bind as the prepared call did; ``False``
         (nothing launched) otherwise. ``KerncLaunchError`` for a scalar binding rejects."""
-        cp = self._cp
-        if len(args) != self._nargs or cp.cuda.runtime.getDevice() != self.device:
+        if len(args) != self._nargs or self._get_device() != self.device:
             return False
         values = list(args)
-        ndarray = cp.ndarray
+        ndarray = self._ndarray
         for k, shape, strides, dtype in self._buffers:
             a = args[k]
             if type(a) is not ndarray or a.shape != shape or a.strides != strides or (
@@ -330,10 +332,9 @@ class PreparedLaunch:
             args[k].fill(0)
         values += self._sizes_tail
         # held until the launch is queued (CuPy's pool then reuses the memory only in stream order)
-        scratch = [cp.zeros(n, dtype) for _name, n, dtype in self._scratch]
+        scratch = [self._cp.zeros(n, dtype) for _name, n, dtype in self._scratch]
         values += [a.data.ptr for a in scratch]
-        self.packer.launch_values(self.function_ptr, self.grid, self.block, values,
-                                  cp.cuda.get_current_stream().ptr)
+        self.packer.launch_values(self.function_ptr, self.grid, self.block, values, self._current_stream().ptr)
         return True
 
 
