@@ -395,6 +395,11 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         _check_index_values(sig, params, flat, env, problem)
 
     largest = max([problem, *sizes.values(), *(f.size for f in flat.values())], default=0)
+    if sig.tiles and grid:
+        # the tile loop (tile = block id, += grid) may take any grid, and its last step computes
+        # about tiles + grid, which must fit the index width (the loop compares signed)
+        tiles, grid = grid, min(grid, MAX_GRID_X)
+        largest = max(largest, tiles + grid)
     index_bits = 32 if largest < 2**31 - sig.block else 64
 
     out_args = []

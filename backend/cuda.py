@@ -327,7 +327,10 @@ class PreparedLaunch:
                 return False
             values[k] = int(v)
         for k, p in self._scalars:
-            values[k] = _scalar(p, args[k])
+            v = args[k]
+            if not isinstance(v, (float, int, np.generic)):  # e.g. a 0-d CUDA array: bound in full
+                return False
+            values[k] = _scalar(p, v)
         for k in self._zero_init:
             args[k].fill(0)
         values += self._sizes_tail

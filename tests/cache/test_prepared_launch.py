@@ -240,3 +240,15 @@ def test_scratch_buffers_are_fresh_and_distinct_on_every_call(fake):
         partials, counter = (struct.unpack("<Q", p)[0] for p in params[-2:])
         assert partials != counter and {partials, counter}.isdisjoint({x.data.ptr, t.data.ptr})
     assert len(fake.binds) == 1
+
+
+def test_scalars_that_are_not_numbers_go_through_binding(fake):
+    """A 0-d array for a scalar (host or CUDA) is bound in full, where a CUDA one is first viewed
+    as a CuPy array (``Kernel.launch``); only Python and numpy numbers take the prepared path."""
+    k = kernc.compile(_SAXPY).saxpy
+    x, y = _arr(np.arange(300)), _arr(np.zeros(300))
+    k(2.0, x, y)
+    k(np.array(1.5, np.float32), x, y)
+    assert len(fake.binds) == 2 and fake.launches[-1][4][0] == np.float32(1.5).tobytes()
+    k(np.float32(0.5), x, y)
+    assert len(fake.binds) == 2  # (the full binding prepared the launch again)
