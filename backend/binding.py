@@ -313,9 +313,10 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                 f"({', '.join(map(str, p.storage_shape))}), got shape {tuple(a.shape)}"
             )
         if not a.flags.c_contiguous:
+            why = "" if p.access == "read" else " so that results are written where you can see them"
             raise KerncLaunchError(
                 f"argument '{p.name}': the array is not C-contiguous; pass a contiguous copy "
-                f"(np.ascontiguousarray) so that results are written where you can see them"
+                f"(np.ascontiguousarray){why}"
             )
         for axis, (expected, actual) in enumerate(zip(p.storage_shape, a.shape)):
             _bind_dim(p, axis, expected, int(actual), sizes, origin)

@@ -1078,6 +1078,12 @@ class _Checker(LayoutMixin):
             scope[s.var] = sym
         self.check_block(s.body, extra=scope)
 
+    def _broken_buffer(self, base) -> bool:
+        """Whether ``base`` names a buffer whose declaration failed (an error was reported there:
+        uses of it report nothing more)."""
+        sym = self.lookup(base.id) if isinstance(base, A.Name) else None
+        return sym is not None and sym.kind == "buffer" and sym.buffer is None
+
     def view_assign(self, s: A.Assign) -> bool:
         """``x[i, j] op= v`` / ``x.checked(i, j) op= v`` on a view (True if ``s`` targets a view or
         view syntax; errors reported)."""
@@ -1086,6 +1092,8 @@ class _Checker(LayoutMixin):
             sym = self.view_of(target.base)
             if sym is None or target.name != "checked":
                 self.expr(s.value)
+                if sym is None and self._broken_buffer(target.base):
+                    return True  # its declaration's error was reported
                 if sym is None:
                     known = self.lookup(target.base.id) if isinstance(target.base, A.Name) else None
                     what = f"'{target.base.id}' is not a view" if known is not None else \
@@ -1100,6 +1108,8 @@ class _Checker(LayoutMixin):
             sym = self.view_of(target.base)
             if sym is None:
                 self.expr(s.value)
+                if self._broken_buffer(target.base):
+                    return True  # its declaration's error was reported
                 name = target.base.id if isinstance(target.base, A.Name) else "?"
                 self.error(f"'{name}' is not a view: x[i, j] = v writes a 'view' buffer",
                            target.loc, hint="declare N-D buffers `view`")

@@ -325,7 +325,8 @@ def cmd_run(ns) -> int:
     from kernc.errors import KerncLaunchError
 
     _check_run_outputs(ns)
-    mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad)
+    mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad,
+                        coalesce=not ns.no_coalesce)
     names = list(mod.kernels)
     if ns.kernel is None:
         if len(names) != 1:
@@ -578,6 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--output-dir", default=".", help="where NAME.npy outputs go (default: the current folder)")
     r.add_argument("--arch", default="sm_90")
     r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
+    r.add_argument("--no-coalesce", action="store_true",
+                   help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout)")
     r.set_defaults(fn=cmd_run)

@@ -637,3 +637,39 @@ def test_opt_reads_ir_with_a_byte_order_mark(tmp_path, capsys):
     capsys.readouterr()
     assert main(["opt", str(bom), "--passes", "canonicalize"]) == 0, capsys.readouterr().err
     assert "gpu.func @saxpy" in capsys.readouterr().out
+
+
+def test_run_no_coalesce_compares_the_naive_transpose(tmp_path, capsys):
+    """``kernc run --no-coalesce`` runs the transpose without the staging pass: the same result,
+    stores at 32 sectors per request instead of 4, no shared memory."""
+    a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", np.zeros((64, 64), np.float32))
+    runs = {}
+    for flag in ([], ["--no-coalesce"]):
+        out, stats = tmp_path / f"out{len(flag)}", tmp_path / f"stats{len(flag)}.json"
+        rc = main(["run", os.path.join(EXAMPLES, "transpose.kern"), "--input", f"a=@{tmp_path / 'a.npy'}",
+                   "--input", f"b=@{tmp_path / 'b.npy'}", "--output-dir", str(out), "--stats-json", str(stats),
+                   *flag])
+        assert rc == 0, capsys.readouterr().err
+        assert np.array_equal(np.load(out / "b.npy"), a.T)
+        runs[bool(flag)] = json.loads(stats.read_text())
+    staged, naive = runs[False], runs[True]
+    assert staged["global_store_sectors"] == 4 * staged["global_store_requests"] and staged["shared_requests"] > 0
+    assert naive["global_store_sectors"] == 32 * naive["global_store_requests"] and naive["shared_requests"] == 0
+
+
+def test_a_non_contiguous_input_is_not_told_about_results(tmp_path):
+    """The contiguity error of a read-only buffer asks for a contiguous copy; only outputs add that
+    results would go to the copy."""
+    import kernc
+    from kernc.errors import KerncLaunchError
+
+    mod = kernc.compile("kernel k(x: f32[n] read, y: f32[n] write) over n { y = x; }")
+    x, y = np.ones(8, np.float32), np.zeros(8, np.float32)
+    with pytest.raises(KerncLaunchError) as err:
+        mod.k(np.ones(16, np.float32)[::2], y)
+    assert "argument 'x': the array is not C-contiguous" in str(err.value)
+    assert "results" not in str(err.value)
+    with pytest.raises(KerncLaunchError, match="so that results are written where you can see them"):
+        mod.k(x, np.zeros(16, np.float32)[::2])

@@ -317,3 +317,15 @@ def test_a_bad_coordinate_is_pointed_at(over, col):
     src = f"kernel k(a: f32[M, N] view) over {over} {{\n    a[i, 0] = 1.0;\n}}\n"
     lines = error_lines(src)
     assert len(lines) == 1 and lines[0].startswith(f"t.kern:1:{col}: error: "), lines
+
+
+@pytest.mark.parametrize("stmt", ["b[j, i] = a[i, j];", "b.checked(j, i) = a[i, j];"])
+def test_a_view_whose_declaration_failed_reports_no_more_errors(stmt):
+    """The view's layout names a scalar where a size symbol goes: that is the one error; writes to
+    the view said again that it "is not a view" (it is declared one)."""
+    src = ("layout padded(R, C, LD) = (R, C):(LD, 1);\n"
+           "kernel k(a: f32[R, C] view, b: f32[C, R] view as padded(C, R, LDB), LDB: index)\n"
+           "        over (i, j) in (R, C) {\n"
+           f"    {stmt}\n"
+           "}\n")
+    assert error_lines(src) == ["t.kern:2:63: error: 'LDB' is a scalar parameter, not a size symbol"]
