@@ -293,7 +293,7 @@ class PreparedLaunch:
             elif p.dtype == "index":
                 self._index_scalars.append((k, 0 if bound.nonneg_scalars else -lim, lim))
             else:
-                self._scalars.append((k, p))
+                self._scalars.append((k, p, numpy_dtype(p.dtype).type))
         self._zero_init = [k for k, p in enumerate(sig.params) if p.kind == "buffer" and p.zero_init]
         self._scratch = [(p.name, int(a.size), numpy_dtype(p.dtype))
                          for p, a in zip(sig.extra, bound.args[len(sig.params) + len(sig.sizes):])]
@@ -326,17 +326,20 @@ class PreparedLaunch:
             if type(v) is not int and not isinstance(v, np.integer) or v != want:
                 return False
             values[k] = int(v)
-        for k, p in self._scalars:
+        for k, p, exact in self._scalars:
             v = args[k]
+            if type(v) is exact:  # already the parameter's numpy type: binding passes it as is
+                continue
             if not isinstance(v, (float, int, np.generic)):  # e.g. a 0-d CUDA array: bound in full
                 return False
             values[k] = _scalar(p, v)
         for k in self._zero_init:
             args[k].fill(0)
         values += self._sizes_tail
-        # held until the launch is queued (CuPy's pool then reuses the memory only in stream order)
-        scratch = [self._cp.zeros(n, dtype) for _name, n, dtype in self._scratch]
-        values += [a.data.ptr for a in scratch]
+        scratch = None
+        if self._scratch:  # held until the launch is queued (the pool then reuses it in stream order)
+            scratch = [self._cp.zeros(n, dtype) for _name, n, dtype in self._scratch]
+            values += [a.data.ptr for a in scratch]
         self.packer.launch_values(self.function_ptr, self.grid, self.block, values, self._current_stream().ptr)
         return True
 
