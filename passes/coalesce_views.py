@@ -159,8 +159,14 @@ class CoalesceViews(Pass):
             # must hold every use of the coordinates)
             return decline_all("the thread coordinates are computed outside the kernel body")
         body_ids = [op for op in walk_ops(guard, {"kern.thread_id", "kern.block_id", "kern.lane_id"})]
+        # the staging remaps threads to tile elements: any other use of a thread's ids would change
+        builtins = sorted({op.name.split(".", 1)[1] for op in body_ids if op != tdef} - {"thread_id"})
+        if builtins:
+            return decline_all(f"the kernel reads {' and '.join(f'{n}()' for n in builtins)}, which "
+                               f"staging would change (it remaps threads to tile elements)")
         if any(op != tdef for op in body_ids) or len(_uses(tdef.results[0])) != 1:
-            return decline_all("the kernel uses the thread id for more than its coordinates")
+            return decline_all("the kernel uses the thread id beyond the problem coordinates "
+                               "(thread_id(), or an accessor such as a sequential buffer's)")
         if "workgroup_attributions" in fn.attributes:
             return decline_all("the kernel already stages accessors through workgroup memory")
         B = int(sig.block)
@@ -225,7 +231,8 @@ class CoalesceViews(Pass):
                 self._remark(op, f"not staging '{name}': masked accesses are not staged")
                 continue
             if op.parent != guard or op.block != body:
-                self._remark(op, f"not staging '{name}': the access is conditional")
+                self._remark(op, f"not staging '{name}': the access is conditional (inside an 'if', "
+                                 f"a loop, or after a 'return')")
                 continue
             others = [u for u in _uses(buf) if u != op]
             if op.name == "kern.view_store" and others:

@@ -137,6 +137,24 @@ def test_remarks(capfd):
     assert "not staging 'b': a block of 32 threads is too small for a tile" in err
 
 
+@pytest.mark.parametrize("body, reason", [
+    ("let q = block_id;\n    b[j, i] = a[i, j];",
+     "not staging 'b': the kernel reads block_id(), which staging would change"),
+    ("b[j, i] = a[i, j] + w;",
+     "not staging 'b': the kernel uses the thread id beyond the problem coordinates (thread_id(), or an "
+     "accessor such as a sequential buffer's)"),
+    ("if i == 3 { return; }\n    b[j, i] = a[i, j];",
+     "not staging 'b': the access is conditional (inside an 'if', a loop, or after a 'return')"),
+])
+def test_remarks_name_why_a_kernel_is_not_staged(capfd, body, reason):
+    """A new user read "uses the thread id for more than its coordinates" for a block_id() read and
+    for a sequential buffer, and "the access is conditional" for a store after an early return."""
+    src = ("kernel k(a: f32[R, C] view, b: f32[C, R] view, w: f32[n] read) over (i, j) in (R, C) {\n"
+           f"    {body}\n}}\n")
+    _module(src, remarks=True)
+    assert reason in capfd.readouterr().err
+
+
 def test_remarks_once_per_access_of_the_source(capfd):
     """An unrolled loop repeats its view accesses: a 3x3 stencil printed the same remark 9 times."""
     src = ("kernel blur(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) {\n"
