@@ -2,10 +2,12 @@
 
 CuPy is imported lazily (``import kernc`` never loads the CUDA runtime). Arrays may be CuPy arrays,
 any object with ``__cuda_array_interface__`` (Numba, PyTorch CUDA tensors, ...) or a DLPack CUDA
-tensor; they are viewed, never copied, so kernels update them in place. Scalars go to the driver as
-numpy scalars of the exact PTX parameter type (CuPy would pass a Python int as int64 and a float as
-float64); ``index`` arguments and size symbols go as int32 or int64 to match the index bitwidth the
-PTX was generated with.
+tensor; they are viewed, never copied, so kernels update them in place. Launches go through CuPy's
+binding of the driver's ``cuLaunchKernel`` with a ``kernelParams`` array laid out once per kernel
+signature and index width (:class:`ArgPacker`): each scalar in the exact PTX parameter type's bytes
+(binding made it an exact numpy scalar), ``index`` arguments and size symbols as int32 or int64 to
+match the index bitwidth the PTX was generated with, buffers as device addresses. A repeated call
+that binds as the last one did skips the binding (:class:`PreparedLaunch`).
 """
 
 from __future__ import annotations
