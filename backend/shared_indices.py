@@ -82,6 +82,11 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
 
     ``block_size`` must be a power of two in 32..1024 and equal to the ``@block`` size of the kernel
     the table is used with. Raises :class:`KerncLaunchError` for a bad array or block size.
+
+    The table is a snapshot of the values: a launch given the table reads the index array it holds
+    (``.indices``, the array passed here) through tables built from the values it had then, so
+    after changing the array in place, build the table again (the CPU interpreter catches a stale
+    table as an out-of-bounds read at best; on a GPU it reads the wrong elements).
     """
     if not (isinstance(block_size, int) and 32 <= block_size <= 1024 and block_size & (block_size - 1) == 0):
         raise KerncLaunchError(f"shared_indices: block_size must be a power of two in 32..1024, got {block_size!r}")
