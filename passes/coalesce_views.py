@@ -48,7 +48,9 @@ tile rows and ``K = TI / Rb`` elements per thread (``B`` = 64, 128, 256, 512, 10
    of ``TI`` rows, and the padding puts row ``ii`` at bank offset ``ii * 32/TI`` (``S`` mod 32),
    so the warp's ``32/TI`` consecutive columns (from a multiple of ``32/TI``: ``32w/TI + k*CJ``)
    fill the gaps: 32 distinct banks. An element is a 4-byte word or larger: 1- and 2-byte values
-   are held widened to 32 bits (the padding counts in words).
+   are held widened to 32 bits (the padding counts in words), and a view that computes in a wider
+   float than it stores (``compute f64`` over f32) is held in its storage type (it converts to or
+   from it anyway: no bit changes).
 3. A staged store: each of the ``K`` guards yields the stored value (0 where the guard is false),
    then (every thread, after the ``K`` guards, so the bodies' global loads are all issued first)
    the ``K`` tile writes ``smem[...] = v``, one ``gpu.barrier``, and the ``K`` transposed writes of
@@ -342,7 +344,8 @@ class CoalesceViews(Pass):
         for n, (op, pj, pi) in enumerate(loads):
             with op.location:
                 elem = op.results[0].type
-                smem = kc.workgroup(_word_type(elem), TI * S, "coalesced view tile", region=f"tile.load{n}",
+                held = _held_type(elem, op)
+                smem = kc.workgroup(_word_type(held), TI * S, "coalesced view tile", region=f"tile.load{n}",
                                     location=op.location)
                 values = []
                 with ir.InsertionPoint(guard):
@@ -353,9 +356,11 @@ class CoalesceViews(Pass):
                             return [new.results[0]]
                         values += b.if_else(tvalid[m], [elem], then, lambda: [b.zero(elem)])
                     for m in range(K):
-                        b.store(_widen(values[m]), smem, tslot[m])
+                        b.store(_widen(b.convert_float(values[m], held) if held != elem else values[m]),
+                                smem, tslot[m])
                 with ir.InsertionPoint(op):
-                    v = _narrow(b.load(smem, own[0]), elem)
+                    v = _narrow(b.load(smem, own[0]), held)
+                    v = b.convert_float(v, elem) if held != elem else v
                 op.results[0].replace_all_uses_with(v)
                 op.erase()
         if loads:
@@ -380,19 +385,36 @@ class CoalesceViews(Pass):
             with ir.InsertionPoint(after), guard.location:
                 smems = []
                 for n, (op, pj, pi) in enumerate(stores):
-                    smems.append(kc.workgroup(_word_type(values[n].type), TI * S, "coalesced view tile",
+                    held = _held_type(values[n].type, op)
+                    smems.append(kc.workgroup(_word_type(held), TI * S, "coalesced view tile",
                                               region=f"tile.store{n}", location=op.location))
                     for m in range(K):
-                        b.store(_widen(guards[m].results[n]), smems[n], own[m])
+                        v = guards[m].results[n]
+                        b.store(_widen(b.convert_float(v, held) if held != v.type else v), smems[n], own[m])
                 b.barrier()
                 for m in range(K):
-                    got = [_narrow(b.load(smem, tslot[m]), values[n].type) for n, smem in enumerate(smems)]
+                    got = []
+                    for n, smem in enumerate(smems):
+                        held = _held_type(values[n].type, stores[n][0])
+                        v = _narrow(b.load(smem, tslot[m]), held)
+                        got.append(b.convert_float(v, values[n].type) if held != values[n].type else v)
                     with b.if_(tvalid[m]):
                         for n, (op, pj, pi) in enumerate(stores):
                             new = op.clone()
                             transposed(new, pj, pi, m)
                             new.operands[len(new.operands) - 1] = got[n]
         kc.check_limit()
+
+
+def _held_type(t, op):
+    """The type the tile holds a staged access's values of type ``t`` in: the view's storage type
+    when both are floats and the storage is narrower (``compute f64`` over ``f32`` storage): the
+    access converts to or from it anyway, once, so holding it there changes no bit, and halves the
+    tile (an f64 tile took 2 wavefronts per request: a bank conflict each)."""
+    storage = ir.MemRefType(op.operands[0].type).element_type
+    if b.is_float(t) and b.is_float(storage) and b.bits(storage) < b.bits(t):
+        return storage
+    return t
 
 
 def _word_type(t):
