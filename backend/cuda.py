@@ -268,14 +268,16 @@ class PreparedLaunch:
 
     __slots__ = ("packer", "function_ptr", "device", "grid", "block", "problem_size", "sizes", "_cp", "_nargs",
                  "_buffers", "_scalars", "_index_scalars", "_fixed", "_align_mask", "_zero_init", "_scratch",
-                 "_sizes_tail", "_ndarray", "_get_device", "_current_stream")
+                 "_sizes_tail", "_ndarray", "_get_device", "_current_stream", "_module")
 
-    def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, aligned: bool):
+    def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, aligned: bool,
+                 module: CudaModule | None = None):
         from .binding import numpy_dtype
 
         sig = bound.signature
         cp = cupy()
         self.packer, self.function_ptr, self.device, self._cp = packer, function_ptr, device, cp
+        self._module = module  # keeps the loaded module (and so function_ptr) alive
         # (looked up once: a launch is a few microseconds, an attribute chain a fraction of one)
         self._ndarray, self._get_device = cp.ndarray, cp.cuda.runtime.getDevice
         self._current_stream = cp.cuda.get_current_stream
@@ -356,4 +358,4 @@ def prepare(module: CudaModule, bound: BoundLaunch, packer: ArgPacker, device: i
         return None
     if any(type(a) is not cupy().ndarray for a in bound.arrays.values()):
         return None
-    return PreparedLaunch(packer, module.function(sig.name).ptr, bound, device, aligned)
+    return PreparedLaunch(packer, module.function(sig.name).ptr, bound, device, aligned, module)

@@ -252,3 +252,24 @@ def test_scalars_that_are_not_numbers_go_through_binding(fake):
     assert len(fake.binds) == 2 and fake.launches[-1][4][0] == np.float32(1.5).tobytes()
     k(np.float32(0.5), x, y)
     assert len(fake.binds) == 2  # (the full binding prepared the launch again)
+
+
+def test_the_prepared_launch_keeps_its_module_loaded(fake):
+    """It launches a raw function pointer: the module that owns it stays referenced even when the
+    module caches drop it (a module is unloaded when its CuPy object goes)."""
+    import gc
+    import weakref
+
+    k = kernc.compile(_SAXPY).saxpy
+    x, y = _arr(np.arange(300)), _arr(np.zeros(300))
+    k(2.0, x, y)
+    module = k._prepared._module
+    assert module.function("saxpy").ptr == k._prepared.function_ptr
+    ref = weakref.ref(module)
+    del module
+    k._module._cuda.clear()
+    cuda._modules.clear()
+    gc.collect()
+    assert ref() is not None
+    k(2.0, x, y)
+    assert len(fake.binds) == 1
