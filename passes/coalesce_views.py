@@ -356,11 +356,9 @@ class CoalesceViews(Pass):
                             return [new.results[0]]
                         values += b.if_else(tvalid[m], [elem], then, lambda: [b.zero(elem)])
                     for m in range(K):
-                        b.store(_widen(b.convert_float(values[m], held) if held != elem else values[m]),
-                                smem, tslot[m])
+                        b.store(_to_tile(values[m], held), smem, tslot[m])
                 with ir.InsertionPoint(op):
-                    v = _narrow(b.load(smem, own[0]), held)
-                    v = b.convert_float(v, elem) if held != elem else v
+                    v = _from_tile(b.load(smem, own[0]), held, elem)
                 op.results[0].replace_all_uses_with(v)
                 op.erase()
         if loads:
@@ -384,20 +382,16 @@ class CoalesceViews(Pass):
             after = _next_op(guards[-1])
             with ir.InsertionPoint(after), guard.location:
                 smems = []
+                helds = [_held_type(v.type, op) for v, (op, _, _) in zip(values, stores)]
                 for n, (op, pj, pi) in enumerate(stores):
-                    held = _held_type(values[n].type, op)
-                    smems.append(kc.workgroup(_word_type(held), TI * S, "coalesced view tile",
+                    smems.append(kc.workgroup(_word_type(helds[n]), TI * S, "coalesced view tile",
                                               region=f"tile.store{n}", location=op.location))
                     for m in range(K):
-                        v = guards[m].results[n]
-                        b.store(_widen(b.convert_float(v, held) if held != v.type else v), smems[n], own[m])
+                        b.store(_to_tile(guards[m].results[n], helds[n]), smems[n], own[m])
                 b.barrier()
                 for m in range(K):
-                    got = []
-                    for n, smem in enumerate(smems):
-                        held = _held_type(values[n].type, stores[n][0])
-                        v = _narrow(b.load(smem, tslot[m]), held)
-                        got.append(b.convert_float(v, values[n].type) if held != values[n].type else v)
+                    got = [_from_tile(b.load(smem, tslot[m]), held, v.type)
+                           for smem, held, v in zip(smems, helds, values)]
                     with b.if_(tvalid[m]):
                         for n, (op, pj, pi) in enumerate(stores):
                             new = op.clone()
@@ -427,19 +421,21 @@ def _word_type(t):
     return ir.F32Type.get() if b.is_float(t) else ir.IntegerType.get_signless(32)
 
 
-def _widen(v):
-    """``v`` as a :func:`_word_type` value (exactly: the narrowing gives ``v`` back)."""
-    word = _word_type(v.type)
-    if word == v.type:
+def _to_tile(v, held):
+    """``v`` as the tile holds it: converted to ``held`` (:func:`_held_type`), then widened to a
+    :func:`_word_type` word (exactly: :func:`_from_tile` gives the converted value back)."""
+    v = b.convert_float(v, held)  # (the identity when ``held`` is ``v``'s type)
+    word = _word_type(held)
+    if word == held:
         return v
-    return (b.arith.ExtFOp(word, v) if b.is_float(v.type) else b.arith.ExtUIOp(word, v)).result
+    return (b.arith.ExtFOp(word, v) if b.is_float(held) else b.arith.ExtUIOp(word, v)).result
 
 
-def _narrow(v, t):
-    """The :func:`_widen` ed value ``v`` as type ``t`` again."""
-    if v.type == t:
-        return v
-    return (b.arith.TruncFOp(t, v) if b.is_float(t) else b.arith.TruncIOp(t, v)).result
+def _from_tile(w, held, t):
+    """A tile word ``w`` back as a value of type ``t`` (the inverse of :func:`_to_tile`)."""
+    if w.type != held:
+        w = (b.arith.TruncFOp(held, w) if b.is_float(held) else b.arith.TruncIOp(held, w)).result
+    return b.convert_float(w, t)
 
 
 def _yielding(guard, values):
