@@ -232,9 +232,9 @@ class BindPlan:
         self.index_scalars = [p.name for p in sig.params if p.kind == "scalar" and p.dtype == "index"]
 
 
-def _tile_grid(sig: KernelSignature, problem: int, env: dict) -> int:
-    """The grid of a kernel that kern-coalesce-views maps to tiles (``sig.tiles`` = ``[[extent,
-    tile], ...]``): one block per tile, ``batch * prod ceil(extent / tile)`` with ``batch`` = ``P``
+def _tile_count(sig: KernelSignature, problem: int, env: dict) -> int:
+    """The number of tiles of a kernel that kern-coalesce-views maps to tiles (``sig.tiles`` =
+    ``[[extent, tile], ...]``), its grid (one block per tile): ``batch * prod ceil(extent / tile)`` with ``batch`` = ``P``
     over the product of the tiled extents (the problem's other coordinates, one tile plane each).
     Each thread handles several elements of its tile, so ``ceil(P / block)`` blocks would leave most
     blocks without a tile; the kernel loops over its tiles (grid-stride), so any grid is correct."""
@@ -364,7 +364,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
 
     env = dict(sizes)
     env.setdefault(sig.problem_size, problem)
-    grid = _tile_grid(sig, problem, env) if sig.tiles else math.ceil(problem / sig.block) if problem else 0
+    # a tiled kernel loops over its tiles (tile = block id, += grid): one block per tile, capped
+    tiles = _tile_count(sig, problem, env) if sig.tiles else 0
+    grid = min(tiles, MAX_GRID_X) if sig.tiles else math.ceil(problem / sig.block) if problem else 0
     if problem:
         for p, count_poly in plan.per_item:
             count = count_poly.evaluate(env)
@@ -396,10 +398,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         _check_index_values(sig, params, flat, env, problem)
 
     largest = max([problem, *sizes.values(), *(f.size for f in flat.values())], default=0)
-    if sig.tiles and grid:
-        # the tile loop (tile = block id, += grid) may take any grid, and its last step computes
-        # about tiles + grid, which must fit the index width (the loop compares signed)
-        tiles, grid = grid, min(grid, MAX_GRID_X)
+    if tiles:  # the tile loop's last step computes about tiles + grid (compared signed)
         largest = max(largest, tiles + grid)
     index_bits = 32 if largest < 2**31 - sig.block else 64
 
