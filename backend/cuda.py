@@ -22,7 +22,7 @@ import numpy as np
 
 from kernc.errors import KerncLaunchError
 
-from .binding import BoundLaunch, _scalar
+from .binding import BoundLaunch, _scalar, numpy_dtype
 
 
 @functools.lru_cache(maxsize=1)
@@ -267,13 +267,11 @@ class PreparedLaunch:
     """
 
     __slots__ = ("packer", "function_ptr", "device", "grid", "block", "problem_size", "sizes", "_cp", "_nargs",
-                 "_buffers", "_scalars", "_index_scalars", "_fixed", "_align_mask", "_zero_init", "_scratch",
+                 "_buffers", "_scalars", "_int_scalars", "_align_mask", "_zero_init", "_scratch",
                  "_sizes_tail", "_ndarray", "_get_device", "_current_stream", "_module")
 
     def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, aligned: bool,
                  module: CudaModule | None = None):
-        from .binding import numpy_dtype
-
         sig = bound.signature
         cp = cupy()
         self.packer, self.function_ptr, self.device, self._cp = packer, function_ptr, device, cp
@@ -286,20 +284,24 @@ class PreparedLaunch:
         self.sizes = dict(bound.sizes)
         self._nargs = len(sig.params)
         self._align_mask = 15 if aligned else 0
-        self._buffers, self._scalars, self._index_scalars, self._fixed = [], [], [], []
+        #: (position, low, high) of the integer scalars that decide the launch: an integer problem
+        #: size (the grid follows from it: low <= v < high admits its value alone) and ``index``
+        #: scalars (their range decides the index width, their sign the PTX variant)
+        self._int_scalars = []
+        self._buffers, self._scalars = [], []
         lim = 2 ** (bound.index_bits - 1)
         for k, p in enumerate(sig.params):
             if p.kind == "buffer":
                 a = bound.arrays[p.name]
                 self._buffers.append((k, tuple(a.shape), tuple(a.strides), a.dtype))
-            elif p.name == sig.problem_size:  # the grid follows from its value
-                self._fixed.append((k, int(bound.problem_size)))
+            elif p.name == sig.problem_size:
+                self._int_scalars.append((k, int(bound.problem_size), int(bound.problem_size) + 1))
             elif p.dtype == "index":
-                self._index_scalars.append((k, 0 if bound.nonneg_scalars else -lim, lim))
+                self._int_scalars.append((k, 0 if bound.nonneg_scalars else -lim, lim))
             else:
                 self._scalars.append((k, p, numpy_dtype(p.dtype).type))
         self._zero_init = [k for k, p in enumerate(sig.params) if p.kind == "buffer" and p.zero_init]
-        self._scratch = [(p.name, int(a.size), numpy_dtype(p.dtype))
+        self._scratch = [(int(a.size), numpy_dtype(p.dtype))
                          for p, a in zip(sig.extra, bound.args[len(sig.params) + len(sig.sizes):])]
         self._sizes_tail = list(bound.args[len(sig.params):len(sig.params) + len(sig.sizes)])
 
@@ -320,14 +322,9 @@ class PreparedLaunch:
             if mem.device_id != self.device or ptr & self._align_mask:
                 return False
             values[k] = ptr
-        for k, low, high in self._index_scalars:
+        for k, low, high in self._int_scalars:
             v = args[k]
             if type(v) is not int and not isinstance(v, np.integer) or not low <= v < high:
-                return False
-            values[k] = int(v)
-        for k, want in self._fixed:
-            v = args[k]
-            if type(v) is not int and not isinstance(v, np.integer) or v != want:
                 return False
             values[k] = int(v)
         for k, p, exact in self._scalars:
@@ -342,7 +339,7 @@ class PreparedLaunch:
         values += self._sizes_tail
         scratch = None
         if self._scratch:  # held until the launch is queued (the pool then reuses it in stream order)
-            scratch = [self._cp.zeros(n, dtype) for _name, n, dtype in self._scratch]
+            scratch = [self._cp.zeros(n, dtype) for n, dtype in self._scratch]
             values += [a.data.ptr for a in scratch]
         self.packer.launch_values(self.function_ptr, self.grid, self.block, values, self._current_stream().ptr)
         return True

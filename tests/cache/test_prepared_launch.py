@@ -135,11 +135,11 @@ def test_index_scalars_keep_their_ptx_variant(fake):
     k = kernc.compile(src).k
     s, y = _arr(np.arange(64)), _arr(np.zeros(8))
     k(s, 1, 2, y)
-    assert k._prepared._index_scalars[0][1] == 0  # prepared for the PTX that assumes >= 0
+    assert k._prepared._int_scalars[0][1] == 0  # prepared for the PTX that assumes >= 0
     k(s, 3, 1, y)
     assert len(fake.binds) == 1 and fake.launches[-1][4][1:3] == [np.int32(3).tobytes(), np.int32(1).tobytes()]
     k(s, 63, -7, y)  # a negative index scalar: the PTX that does not assume >= 0
-    assert len(fake.binds) == 2 and k._prepared._index_scalars[0][1] < 0
+    assert len(fake.binds) == 2 and k._prepared._int_scalars[0][1] < 0
     k(s, 2, 3, y)  # the general PTX takes any values: no new binding
     assert len(fake.binds) == 2 and fake.launches[-1][4][1:3] == [np.int32(2).tobytes(), np.int32(3).tobytes()]
     k(s, 2**40, 0, y)  # beyond int32: 64-bit index arithmetic
