@@ -910,13 +910,11 @@ def _deterministic_shared_sum(kc, acc, tid, blk):
             b.scf.YieldOp([])
 
 
-def _exchange(kc, acc, values, tid, source, valid, label: str, after_barrier=None) -> list:
+def _exchange(kc, acc, values, tid, source, valid, label: str) -> list:
     """Threads trade values through workgroup memory: each stores its ``values`` (one per component,
     in ``acc.compute``), then, after a barrier, reads those of thread ``source()`` (an ``index``
-    built where it is read) where ``valid`` holds, else zero. ``after_barrier()``, if given, is
-    called once just after the first barrier (outside any ``scf.if``), before the first read: the
-    place to compute what ``source()`` needs. Staged in chunks of components that fit the staging
-    budget; every thread must call it (barriers)."""
+    built where it is read) where ``valid`` holds, else zero. Staged in chunks of components that
+    fit the staging budget; every thread must call it (barriers)."""
     B = kc.block
     out = [None] * len(values)
     for chunk in _chunks(len(values), B, b.bits(acc.compute) // 8):
@@ -925,9 +923,6 @@ def _exchange(kc, acc, values, tid, source, valid, label: str, after_barrier=Non
         for j, c in enumerate(chunk):
             b.store(values[c], smem, b.add(b.idx(j * B), tid))
         b.barrier()
-        if after_barrier is not None:
-            after_barrier()
-            after_barrier = None
         for j, c in enumerate(chunk):
             out[c] = b.if_else(valid, [acc.compute], lambda j=j: [b.load(smem, b.add(b.idx(j * B), source()))],
                                lambda: [b.zero(acc.compute)])[0]
