@@ -154,8 +154,9 @@ def cmd_compile(ns) -> int:
     _refuse_overwriting_input(ns)
     text = _read_source(ns.file)
     kernels = tuple(ns.kernel) if ns.kernel else None
-    # --print-ir-after-all and --verify-each want the passes to run: no cache for them
-    use_cache = not (ns.print_ir_after_all or getattr(ns, "verify_each", False))
+    # --print-ir-after-all, --verify-each and --time-passes want the passes to run: no cache for them
+    time_passes = getattr(ns, "time_passes", False)
+    use_cache = not (ns.print_ir_after_all or getattr(ns, "verify_each", False) or time_passes)
     # kern-coalesce-views: --no-coalesce/--remarks skip the PTX fast path (other IR / want the pass)
     coalesce, remarks = not getattr(ns, "no_coalesce", False), getattr(ns, "remarks", False)
     fmad = getattr(ns, "fmad", False)
@@ -173,7 +174,14 @@ def cmd_compile(ns) -> int:
                           verify_each=ns.verify_each or os.environ.get("KERNC_VERIFY_EACH") == "1",
                           coalesce=coalesce, remarks=remarks, fmad=fmad)
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
-    _emit(comp.ir(ns.emit), ns.output)
+    result = comp.ir(ns.emit)
+    if time_passes:  # before the output, so that a report on stderr precedes nothing it describes
+        from kernc.compiler import format_timings
+
+        sys.stderr.write(f"{ns.file}: wall time per step (--time-passes; the first compile in a process "
+                         "includes loading the parser tables and the MLIR context)\n"
+                         + format_timings(comp.timings) + "\n")
+    _emit(result, ns.output)
     return EXIT_OK
 
 
@@ -548,6 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
     c.add_argument("--verify-each", action="store_true", help="run the MLIR verifier after every pass")
+    c.add_argument("--time-passes", action="store_true",
+                   help="print the wall time of the frontend and of every pass to stderr (no compile cache)")
     c.add_argument("--O", type=int, choices=[0, 1, 2, 3], default=3, help="LLVM optimisation level")
     c.add_argument("--index-bits", type=int, choices=[32, 64], default=32,
                    help="width of index arithmetic in the generated code (32 needs all sizes < 2^31)")

@@ -18,6 +18,7 @@ import os
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -118,10 +119,13 @@ def run_passes(
     passes: list[Pass],
     after_pass: Callable[[str, ir.Module], None] | None = None,
     verify_each: bool = True,
+    timings: list | None = None,
 ) -> None:
     """Run ``passes`` in order on ``module``, calling ``after_pass`` after each.
 
-    With ``verify_each`` the MLIR verifier runs after every pass (else once at the end). Raises
+    With ``verify_each`` the MLIR verifier runs after every pass (else once at the end).
+    ``timings``: a list that receives ``(pass name, seconds)`` per pass (wall time of the pass and
+    of its verification, not of ``after_pass``). Raises
     :class:`InternalCompilerError` when a pass fails or leaves IR that does not verify (the frontend
     has already rejected bad programs, so this is a kernc bug); the error carries the failing pass,
     the pipeline, the IR before the failing pass and the user-source location of the first MLIR
@@ -136,10 +140,13 @@ def run_passes(
     try:
         for i, p in enumerate(passes):
             try:
+                t0 = time.perf_counter()
                 with ctx, ir.Location.unknown():
                     p.apply(ctx, module)
                     if verify_each or i == len(passes) - 1:
                         module.operation.verify()
+                if timings is not None:
+                    timings.append((p.name, time.perf_counter() - t0))
             except KerncError:
                 raise
             except Exception as err:  # MLIRError and friends
@@ -229,6 +236,11 @@ class Compilation:
         self.options = options or CompileOptions()
         validate_options(self.options)
         self._after_pass = after_pass
+        #: ``(stage, step, seconds)`` of every step run so far, in order: the frontend's ``parse``,
+        #: ``check`` and ``lower`` (stage ``kern``), then each pass under the stage it produces
+        #: (``gpu``, ``llvm``, ``ptx``); empty for stages answered by the compile cache.
+        #: ``kernc compile --time-passes`` prints it.
+        self.timings: list[tuple[str, str, float]] = []
         self._lock = threading.RLock()
         self._ptx: dict[int, str] = {}
         self._llvm: dict[int, str] = {}
@@ -247,12 +259,18 @@ class Compilation:
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
         try:
-            self._program = frontend.check(frontend.parse(text, filename))
+            t0 = time.perf_counter()
+            tree = frontend.parse(text, filename)
+            t1 = time.perf_counter()
+            self._program = frontend.check(tree)
+            t2 = time.perf_counter()
             with _CTX_LOCK:
                 ctx = context()
                 with ctx, ir.Location.unknown():
                     # not verified here: kern-verify, the first pass of kern_to_gpu, does it
                     module = frontend.lower(self._program, ctx, verify=False)
+            self.timings += [("kern", "parse", t1 - t0), ("kern", "check", t2 - t1),
+                             ("kern", "lower", time.perf_counter() - t2)]
         except RecursionError as err:
             raise frontend.nesting_error(err, filename, text) from None
         with _CTX_LOCK, context(), ir.Location.unknown():
@@ -277,7 +295,8 @@ class Compilation:
                                   "here has one")
             if self.options.fmad:
                 kw["fmad"] = True
-            run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each)
+            run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
+                       self._timer("gpu"))
             self._modules["gpu"] = module
             self.signatures = self._signatures(module)
         if not self.signatures:
@@ -324,6 +343,9 @@ class Compilation:
         return self._program
 
     # -- stages -------------------------------------------------------------------------------
+    def _timer(self, stage: str) -> "_StageTimings":
+        return _StageTimings(self.timings, stage)
+
     def _hook(self):
         if self._after_pass is None:
             return None
@@ -396,7 +418,8 @@ class Compilation:
         libdevice = toolkit.libdevice_path()
         module = self._gpu_copy()
         target = self.options.target(index_bits, libdevice, ALIGN if aligned else 0, nonneg_scalars)
-        run_passes(module, pipeline.gpu_to_llvm(target), self._hook(), self.options.verify_each)
+        run_passes(module, pipeline.gpu_to_llvm(target), self._hook(), self.options.verify_each,
+                   self._timer("llvm"))
         return module
 
     def llvm_ir(self, index_bits: int | None = None, aligned: bool = True,
@@ -427,7 +450,8 @@ class Compilation:
                     return self._ptx[variant]
                 with _CTX_LOCK, context():
                     module = self._lower_to_llvm(*variant)
-                    run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each)
+                    run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each,
+                               self._timer("ptx"))
                     self._ptx[variant] = extract_ptx(module)
                 if key:
                     cache.put("ptx", key, {"ptx": self._ptx[variant]})
@@ -448,6 +472,35 @@ class Compilation:
         raise ValueError(f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})")
 
 
+class _StageTimings:
+    """The ``timings`` list :func:`run_passes` appends to, tagging each entry with a stage."""
+
+    def __init__(self, into: list, stage: str):
+        self._into, self._stage = into, stage
+
+    def append(self, entry: tuple[str, float]) -> None:
+        self._into.append((self._stage, *entry))
+
+
+def format_timings(timings: list[tuple[str, str, float]]) -> str:
+    """``Compilation.timings`` as a table: one row per step under a subtotal row per stage (wall ms
+    and share of the total), as ``kernc compile --time-passes`` prints it. A stage run again (PTX
+    for a second index width) gets a second subtotal row."""
+    total = sum(t for _, _, t in timings) or 1e-12
+    runs: list[tuple[str, list]] = []  # consecutive entries of one stage
+    for stage, name, t in timings:
+        if not runs or runs[-1][0] != stage:
+            runs.append((stage, []))
+        runs[-1][1].append((name, t))
+    lines = [f"{'ms':>8}  {'%':>5}  step", f"{'-' * 8}  {'-' * 5}  {'-' * 40}"]
+    for stage, steps in runs:
+        sub = sum(t for _, t in steps)
+        lines.append(f"{1e3 * sub:8.3f}  {100 * sub / total:5.1f}  stage {stage}")
+        lines += [f"{1e3 * t:8.3f}  {100 * t / total:5.1f}    {name}" for name, t in steps]
+    lines.append(f"{1e3 * total:8.3f}  100.0  total")
+    return "\n".join(lines)
+
+
 def extract_ptx(module: ir.Module) -> str:
     """The PTX text of the first ``#gpu.object`` of the module's ``gpu.binary``."""
     from kernc.mlir import dialect
@@ -460,4 +513,4 @@ def extract_ptx(module: ir.Module) -> str:
     raise InternalCompilerError("no gpu.binary produced")
 
 
-__all__ = ["Compilation", "CompileOptions", "STAGES", "context", "run_passes", "extract_ptx"]
+__all__ = ["Compilation", "CompileOptions", "STAGES", "context", "run_passes", "extract_ptx", "format_timings"]

@@ -673,3 +673,31 @@ def test_a_non_contiguous_input_is_not_told_about_results(tmp_path):
     assert "results" not in str(err.value)
     with pytest.raises(KerncLaunchError, match="so that results are written where you can see them"):
         mod.k(x, np.zeros(16, np.float32)[::2])
+
+
+def test_time_passes_reports_every_step_of_a_real_compile(tmp_path, monkeypatch, capsys):
+    """--time-passes bypasses the compile cache (a hit would time nothing) and lists the frontend,
+    every pass of the pipeline in order under its stage, and a total that is their sum."""
+    from kernc.passes import pipeline
+    from kernc.compiler import CompileOptions
+
+    monkeypatch.setenv("KERNC_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "s.ptx"
+    assert main(["compile", SAXPY, "-o", str(out)]) == 0  # fills the cache
+    capsys.readouterr()
+    assert main(["compile", SAXPY, "--time-passes", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert ".entry saxpy" in out.read_text()
+    rows = [line.split(None, 2) for line in err.splitlines()[3:]]  # after the title and the header
+    steps = [r[2].strip() for r in rows if not r[2].startswith(("stage ", "total"))]
+    target = CompileOptions().target(libdevice=None)
+    expected = (["parse", "check", "lower"]
+                + [p.name for p in pipeline.kern_to_gpu(coalesce=False)]  # saxpy is 1-D: no staging
+                + [p.name for p in pipeline.gpu_to_llvm(target)] + [p.name for p in pipeline.llvm_to_ptx()])
+    assert steps == expected
+    assert [r[2] for r in rows if r[2].startswith("stage ")] == ["stage kern", "stage gpu", "stage llvm",
+                                                                "stage ptx"]
+    ms = {r[2]: float(r[0]) for r in rows}
+    step_sum = sum(float(r[0]) for r in rows if not r[2].startswith(("stage ", "total")))
+    assert abs(ms["total"] - step_sum) < 0.01 + 1e-6 * step_sum
+    assert ms["gpu-module-to-binary{format=isa}"] > 0

@@ -52,3 +52,22 @@ def test_64_bit_index_params():
     mod = compiled_example("saxpy")
     assert ".param .u32 saxpy_param_3" in mod._compilation.ptx(32)
     assert ".param .u64 saxpy_param_3" in mod._compilation.ptx(64)
+
+
+def test_compilation_timings_cover_the_stages_it_ran():
+    """Compilation.timings: the frontend's steps and every pass of each stage actually run, tagged
+    with the stage; a second PTX variant adds its own llvm/ptx entries, a cache hit adds none."""
+    from kernc.compiler import Compilation
+
+    src = "kernel k(x: f32[n] read, y: f32[n] write) over n { y = 2.0 * x; }\n"
+    comp = Compilation(src, "k.kern", use_cache=False)
+    assert [s for s, _, _ in comp.timings[:3]] == ["kern"] * 3
+    assert {s for s, _, _ in comp.timings} == {"kern", "gpu"}
+    comp.ptx()
+    n = len(comp.timings)
+    assert [s for s, _, _ in comp.timings].count("ptx") == 1
+    comp.ptx()  # the same variant: answered from memory
+    assert len(comp.timings) == n
+    comp.ptx(index_bits=64)
+    assert [s for s, _, _ in comp.timings].count("ptx") == 2 and len(comp.timings) > n
+    assert all(t >= 0 for _, _, t in comp.timings)
