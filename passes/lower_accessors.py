@@ -254,10 +254,11 @@ def _merge_into_guard(kc: KernelContext) -> None:
     guard = kc.guard.operation
     body = guard.regions[0].blocks[0]
     between = []
-    prev = _previous_op(guard)
+    before = _ops_before(guard)
+    prev = before.pop() if before else None
     while prev is not None and prev.name in ("arith.constant", "memref.alloca", "memref.store"):
         between.append(prev)
-        prev = _previous_op(prev)
+        prev = before.pop() if before else None
     if (prev is None or prev.name != "scf.if" or len(prev.results) or len(prev.regions[1].blocks)
             or not any(prev.operands[0] == c for c in kc.in_range) or not _branches(prev)
             or not all(_stores_constant_into(op, between) for op in between if op.name == "memref.store")):
@@ -288,14 +289,15 @@ def _owner(value: ir.Value):
     return owner.operation if hasattr(owner, "operation") else owner
 
 
-def _previous_op(op):
-    """The operation just before ``op`` in its block, or ``None``."""
-    before = None
+def _ops_before(op) -> list:
+    """The operations before ``op`` in its block, in order (one pass over the block)."""
+    before = []
     for other in op.block.operations:
-        if other.operation == op:
+        other = other.operation
+        if other == op:
             return before
-        before = other.operation
-    return None
+        before.append(other)
+    raise ValueError("the operation is not in its own block")  # pragma: no cover - MLIR invariant
 
 
 def _tid_values():
