@@ -292,14 +292,17 @@ def render(results: dict) -> str:
             st = status.get((col, name, None, None), "n/a")
             cells.append(f"{_ms(row.get(f'{col}_ms'))} ({_x(row['ratios_to_nvcc'].get(col))} {st})")
             if col == "inprocess_warm":
-                llvm = row.get("inprocess_warm_llvm_ms")
-                cells.append(f"{_ms(llvm)} ({_x(_ratio(llvm, row.get('nvcc_ptx_ms')))})")
+                share, warm = row.get("inprocess_warm_llvm_share"), row.get("inprocess_warm_ms")
+                llvm = share * warm if share is not None and warm is not None else None
+                cells.append(f"{100 * share:.0f}% = {_ms(llvm)} ({_x(_ratio(llvm, row.get('nvcc_ptx_ms')))})"
+                             if llvm is not None else "n/a")
         rows.append(cells)
-    parts.append(_table(["example", "nvcc -ptx", "in-process warm", "of which LLVM", "in-process cache hit",
+    parts.append(_table(["example", "nvcc -ptx", "in-process warm", "of which LLVM backend", "in-process cache hit",
                          "CLI cold", "CLI cache hit"], rows))
     parts.append("targets: warm <= 0.05x, cache hit <= 2 ms, CLI cold <= 1x, CLI cache hit <= 0.333x nvcc -ptx")
-    parts.append("of which LLVM: gpu-module-to-binary (LLVM's O3 pipeline and NVPTX code generation, in "
-                 "process), the floor under the warm time (kernc compile --time-passes shows every step)")
+    parts.append("of which LLVM backend: the median share of each warm compile spent in gpu-module-to-binary "
+                 "(LLVM's O3 pipeline and NVPTX code generation, in process; the stage 'ptx' of kernc compile "
+                 "--time-passes), a floor under the warm time")
 
     parts += ["", "Code quality (ptxas -v and SASS of both PTX files, same ptxas; kernc / nvcc (ratio; target)), "
                   "compared at equal FMA contraction; kernc's PTX is the variant launched when every index "

@@ -119,13 +119,14 @@ def run_passes(
     passes: list[Pass],
     after_pass: Callable[[str, ir.Module], None] | None = None,
     verify_each: bool = True,
-    timings: list | None = None,
+    record: Callable[[str, float], None] | None = None,
 ) -> None:
     """Run ``passes`` in order on ``module``, calling ``after_pass`` after each.
 
     With ``verify_each`` the MLIR verifier runs after every pass (else once at the end).
-    ``timings``: a list that receives ``(pass name, seconds)`` per pass (wall time of the pass and
-    of its verification, not of ``after_pass``). Raises
+    ``record(pass name, seconds)`` is called after each pass with its wall time, which includes the
+    verification that follows it (without ``verify_each``, the last pass carries the whole stage's
+    verification) and not ``after_pass``. Raises
     :class:`InternalCompilerError` when a pass fails or leaves IR that does not verify (the frontend
     has already rejected bad programs, so this is a kernc bug); the error carries the failing pass,
     the pipeline, the IR before the failing pass and the user-source location of the first MLIR
@@ -145,8 +146,8 @@ def run_passes(
                     p.apply(ctx, module)
                     if verify_each or i == len(passes) - 1:
                         module.operation.verify()
-                if timings is not None:
-                    timings.append((p.name, time.perf_counter() - t0))
+                if record is not None:
+                    record(p.name, time.perf_counter() - t0)
             except KerncError:
                 raise
             except Exception as err:  # MLIRError and friends
@@ -236,11 +237,11 @@ class Compilation:
         self.options = options or CompileOptions()
         validate_options(self.options)
         self._after_pass = after_pass
-        #: ``(stage, step, seconds)`` of every step run so far, in order: the frontend's ``parse``,
-        #: ``check`` and ``lower`` (stage ``kern``), then each pass under the stage it produces
-        #: (``gpu``, ``llvm``, ``ptx``); empty for stages answered by the compile cache.
-        #: ``kernc compile --time-passes`` prints it.
-        self.timings: list[tuple[str, str, float]] = []
+        #: One :class:`StageTiming` per stage run so far, in order: ``kern`` (the frontend's
+        #: ``parse``, ``check``, ``lower``), ``gpu``, then ``llvm`` and ``ptx`` once per PTX variant
+        #: built; stages answered by the compile cache add none. ``kernc compile --time-passes``
+        #: prints it (:func:`format_timings`).
+        self.timings: list[StageTiming] = []
         self._lock = threading.RLock()
         self._ptx: dict[int, str] = {}
         self._llvm: dict[int, str] = {}
@@ -269,8 +270,8 @@ class Compilation:
                 with ctx, ir.Location.unknown():
                     # not verified here: kern-verify, the first pass of kern_to_gpu, does it
                     module = frontend.lower(self._program, ctx, verify=False)
-            self.timings += [("kern", "parse", t1 - t0), ("kern", "check", t2 - t1),
-                             ("kern", "lower", time.perf_counter() - t2)]
+            self.timings.append(StageTiming("kern", "", [("parse", t1 - t0), ("check", t2 - t1),
+                                                         ("lower", time.perf_counter() - t2)]))
         except RecursionError as err:
             raise frontend.nesting_error(err, filename, text) from None
         with _CTX_LOCK, context(), ir.Location.unknown():
@@ -296,7 +297,7 @@ class Compilation:
             if self.options.fmad:
                 kw["fmad"] = True
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
-                       self._timer("gpu"))
+                       self._timer("gpu", ""))
             self._modules["gpu"] = module
             self.signatures = self._signatures(module)
         if not self.signatures:
@@ -343,8 +344,11 @@ class Compilation:
         return self._program
 
     # -- stages -------------------------------------------------------------------------------
-    def _timer(self, stage: str) -> "_StageTimings":
-        return _StageTimings(self.timings, stage)
+    def _timer(self, stage: str, variant: str) -> Callable[[str, float], None]:
+        """A new :class:`StageTiming` in :attr:`timings` and the ``record`` that fills it."""
+        run = StageTiming(stage, variant, [])
+        self.timings.append(run)
+        return lambda name, seconds: run.steps.append((name, seconds))
 
     def _hook(self):
         if self._after_pass is None:
@@ -419,7 +423,7 @@ class Compilation:
         module = self._gpu_copy()
         target = self.options.target(index_bits, libdevice, ALIGN if aligned else 0, nonneg_scalars)
         run_passes(module, pipeline.gpu_to_llvm(target), self._hook(), self.options.verify_each,
-                   self._timer("llvm"))
+                   self._timer("llvm", _variant_name(index_bits, aligned, nonneg_scalars)))
         return module
 
     def llvm_ir(self, index_bits: int | None = None, aligned: bool = True,
@@ -451,7 +455,7 @@ class Compilation:
                 with _CTX_LOCK, context():
                     module = self._lower_to_llvm(*variant)
                     run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each,
-                               self._timer("ptx"))
+                               self._timer("ptx", _variant_name(*variant)))
                     self._ptx[variant] = extract_ptx(module)
                 if key:
                     cache.put("ptx", key, {"ptx": self._ptx[variant]})
@@ -472,32 +476,51 @@ class Compilation:
         raise ValueError(f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})")
 
 
-class _StageTimings:
-    """The ``timings`` list :func:`run_passes` appends to, tagging each entry with a stage."""
+@dataclass
+class StageTiming:
+    """Wall time of one run of one stage of a :class:`Compilation`.
 
-    def __init__(self, into: list, stage: str):
-        self._into, self._stage = into, stage
+    ``stage``: ``kern`` (the frontend: ``parse``, ``check``, ``lower``), ``gpu``, ``llvm`` or
+    ``ptx`` (the stage the steps produce, as ``--emit`` names it); ``variant``: the PTX variant an
+    ``llvm``/``ptx`` run builds (e.g. ``"index 64, unaligned"``), ``""`` for the others; ``steps``:
+    ``(step name, seconds)`` in the order they ran (pass names as ``--print-ir-after-all`` shows them).
+    """
 
-    def append(self, entry: tuple[str, float]) -> None:
-        self._into.append((self._stage, *entry))
+    stage: str
+    variant: str
+    steps: list
+
+    @property
+    def seconds(self) -> float:
+        """The sum of the steps' times."""
+        return sum(t for _, t in self.steps)
 
 
-def format_timings(timings: list[tuple[str, str, float]]) -> str:
-    """``Compilation.timings`` as a table: one row per step under a subtotal row per stage (wall ms
-    and share of the total), as ``kernc compile --time-passes`` prints it. A stage run again (PTX
-    for a second index width) gets a second subtotal row."""
-    total = sum(t for _, _, t in timings) or 1e-12
-    runs: list[tuple[str, list]] = []  # consecutive entries of one stage
-    for stage, name, t in timings:
-        if not runs or runs[-1][0] != stage:
-            runs.append((stage, []))
-        runs[-1][1].append((name, t))
-    lines = [f"{'ms':>8}  {'%':>5}  step", f"{'-' * 8}  {'-' * 5}  {'-' * 40}"]
-    for stage, steps in runs:
-        sub = sum(t for _, t in steps)
-        lines.append(f"{1e3 * sub:8.3f}  {100 * sub / total:5.1f}  stage {stage}")
-        lines += [f"{1e3 * t:8.3f}  {100 * t / total:5.1f}    {name}" for name, t in steps]
-    lines.append(f"{1e3 * total:8.3f}  100.0  total")
+def _variant_name(index_bits: int, aligned: bool, nonneg_scalars: bool) -> str:
+    return (f"index {index_bits}" + ("" if aligned else ", unaligned")
+            + (", index scalars >= 0" if nonneg_scalars else ""))
+
+
+def format_timings(timings: list[StageTiming], wall: float | None = None) -> str:
+    """``timings`` (:attr:`Compilation.timings`, optionally after other :class:`StageTiming`) as a
+    table: a subtotal row per stage run, its steps under it, in ms and % of the total, as
+    ``kernc compile --time-passes`` prints it. ``wall``: the seconds the whole compile took; the part
+    no step accounts for (printing IR, copying modules, the compile cache) is then an ``other`` row
+    and the total is ``wall``, else the total is the sum of the steps."""
+    if not any(run.steps for run in timings):
+        return "no step ran: the compile cache answered every stage"
+    steps_total = sum(run.seconds for run in timings)
+    total = max(wall, steps_total) if wall is not None else steps_total
+    rows = []  # (seconds, label)
+    for run in timings:
+        rows.append((run.seconds, f"stage {run.stage}" + (f" ({run.variant})" if run.variant else "")))
+        rows += [(t, f"  {name}") for name, t in run.steps]
+    if wall is not None:
+        rows.append((total - steps_total, "other (printing IR, copying modules, the compile cache)"))
+    rows.append((total, "total" if wall is not None else "total (sum of the steps)"))
+    width = max(len(label) for _, label in rows)
+    lines = [f"{'ms':>9}  {'%':>5}  step", f"{'-' * 9}  {'-' * 5}  {'-' * width}"]
+    lines += [f"{1e3 * t:9.3f}  {100 * t / total:5.1f}  {label}" for t, label in rows]
     return "\n".join(lines)
 
 
@@ -513,4 +536,5 @@ def extract_ptx(module: ir.Module) -> str:
     raise InternalCompilerError("no gpu.binary produced")
 
 
-__all__ = ["Compilation", "CompileOptions", "STAGES", "context", "run_passes", "extract_ptx", "format_timings"]
+__all__ = ["Compilation", "CompileOptions", "STAGES", "StageTiming", "context", "run_passes", "extract_ptx",
+           "format_timings"]

@@ -41,9 +41,9 @@ def test_quick_run_writes_expected_json(quick_results):
     assert "error" not in row, row
     for key in ("inprocess_warm_ms", "inprocess_cache_hit_ms", "cli_cold_ms", "cli_cache_hit_ms"):
         assert _positive(row[key]), (key, row)
-    # the LLVM part of the warm compile (medians of different runs, so only roughly a part of it)
-    assert 0 < row["inprocess_warm_llvm_ms"] < 2 * row["inprocess_warm_ms"]
-    assert "of which LLVM" in stdout
+    # the share of the warm compile spent in LLVM's backend (a part of each compile)
+    assert 0 < row["inprocess_warm_llvm_share"] < 1
+    assert "of which LLVM backend" in stdout
     assert set(row["ratios_to_nvcc"]) == {"inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_cache_hit"}
     if res["meta"]["nvcc"]:
         assert _positive(row["nvcc_ptx_ms"])

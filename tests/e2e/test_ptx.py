@@ -55,19 +55,50 @@ def test_64_bit_index_params():
 
 
 def test_compilation_timings_cover_the_stages_it_ran():
-    """Compilation.timings: the frontend's steps and every pass of each stage actually run, tagged
-    with the stage; a second PTX variant adds its own llvm/ptx entries, a cache hit adds none."""
-    from kernc.compiler import Compilation
+    """Compilation.timings: one entry per stage run, in order, with the frontend's steps and every
+    pass that ran; each PTX variant adds its own llvm/ptx runs (llvm_ir() and ptx() lower to LLVM
+    once each), a result held in memory adds none."""
+    from kernc.compiler import Compilation, CompileOptions, format_timings
+    from kernc.passes import pipeline
 
     src = "kernel k(x: f32[n] read, y: f32[n] write) over n { y = 2.0 * x; }\n"
     comp = Compilation(src, "k.kern", use_cache=False)
-    assert [s for s, _, _ in comp.timings[:3]] == ["kern"] * 3
-    assert {s for s, _, _ in comp.timings} == {"kern", "gpu"}
+    assert [(r.stage, r.variant) for r in comp.timings] == [("kern", ""), ("gpu", "")]
+    assert [name for name, _ in comp.timings[0].steps] == ["parse", "check", "lower"]
+    assert [name for name, _ in comp.timings[1].steps] == [p.name for p in pipeline.kern_to_gpu(coalesce=False)]
+    comp.llvm_ir()
     comp.ptx()
-    n = len(comp.timings)
-    assert [s for s, _, _ in comp.timings].count("ptx") == 1
     comp.ptx()  # the same variant: answered from memory
-    assert len(comp.timings) == n
-    comp.ptx(index_bits=64)
-    assert [s for s, _, _ in comp.timings].count("ptx") == 2 and len(comp.timings) > n
-    assert all(t >= 0 for _, _, t in comp.timings)
+    comp.ptx(index_bits=64, aligned=False)
+    assert [(r.stage, r.variant) for r in comp.timings[2:]] == [
+        ("llvm", "index 32"), ("llvm", "index 32"), ("ptx", "index 32"),
+        ("llvm", "index 64, unaligned"), ("ptx", "index 64, unaligned")]
+    target = CompileOptions().target(libdevice=None)
+    assert [name for name, _ in comp.timings[2].steps] == [p.name for p in pipeline.gpu_to_llvm(target)]
+    assert all(t >= 0 for r in comp.timings for _, t in r.steps)
+
+    # the table: a subtotal row per run (a stage run twice is listed twice), its steps under it
+    lines = format_timings(comp.timings).splitlines()
+    subtotals = [line.split(None, 2)[2] for line in lines[2:] if "stage " in line]
+    assert subtotals == ["stage kern", "stage gpu", "stage llvm (index 32)", "stage llvm (index 32)",
+                         "stage ptx (index 32)", "stage llvm (index 64, unaligned)", "stage ptx (index 64, unaligned)"]
+    rows = [line.split(None, 2) for line in lines[2:]]
+    assert rows[-1][2] == "total (sum of the steps)"
+    assert abs(float(rows[-1][0]) - 1e3 * sum(r.seconds for r in comp.timings)) < 0.01
+
+
+def test_format_timings_with_the_wall_time_and_without_steps():
+    """With the compile's wall time, the time no step accounts for is an 'other' row and the total is
+    the wall time; timings without steps (the compile cache answered) say so instead of a table."""
+    from kernc.compiler import StageTiming, format_timings
+
+    runs = [StageTiming("kern", "", [("parse", 0.001), ("check", 0.002)]),
+            StageTiming("ptx", "index 32", [("gpu-module-to-binary{format=isa}", 0.004)])]
+    rows = [line.split(None, 2) for line in format_timings(runs, wall=0.010).splitlines()[2:]]
+    assert [(float(ms), label) for ms, _, label in rows] == [
+        (3.0, "stage kern"), (1.0, "parse"), (2.0, "check"),
+        (4.0, "stage ptx (index 32)"), (4.0, "gpu-module-to-binary{format=isa}"),
+        (3.0, "other (printing IR, copying modules, the compile cache)"), (10.0, "total")]
+    assert [float(pct) for _, pct, _ in rows] == [30.0, 10.0, 20.0, 40.0, 40.0, 30.0, 100.0]
+    assert format_timings([]) == format_timings([StageTiming("gpu", "", [])]) == \
+        "no step ran: the compile cache answered every stage"

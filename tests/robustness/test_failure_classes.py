@@ -517,9 +517,9 @@ def test_cli_verify_each_runs_the_verifier(tmp_path, monkeypatch, capsys):
     seen = []
     real = compiler.run_passes
 
-    def spy(module, passes, after_pass=None, verify_each=True):
+    def spy(module, passes, after_pass=None, verify_each=True, *rest):
         seen.append(verify_each)
-        return real(module, passes, after_pass, verify_each)
+        return real(module, passes, after_pass, verify_each, *rest)
 
     monkeypatch.setattr(compiler, "run_passes", spy)
     src = tmp_path / "s.kern"
