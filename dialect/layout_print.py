@@ -10,7 +10,6 @@ the same bank; equal words are broadcast and do not conflict).
 from __future__ import annotations
 
 from collections import Counter
-from html import escape  # (xml.sax.saxutils pulls in urllib.request: ~10 ms of imports)
 
 from .layout_algebra import ComposedLayout, Layout, LayoutError
 
@@ -85,6 +84,10 @@ def layout_to_text(layout, banks: bool = False, elem_bytes: int = 4) -> str:
 def layout_to_svg(layout, banks: bool = False, elem_bytes: int = 4, cell: int = 36) -> str:
     """An SVG picture of the grid: one cell per coordinate holding its offset (and ``b<bank>`` when
     ``banks``), cells coloured by bank (32 hues) when ``banks`` is set. Returns the SVG text."""
+    # html (not xml.sax.saxutils, which pulls in urllib.request: ~10 ms) and only here: every
+    # compile of a program with a layout imports this module, ~1 ms of html.entities for nothing
+    from html import escape
+
     if elem_bytes < 1:
         raise LayoutError(f"elem_bytes must be positive, got {elem_bytes}")
     rows, cols, values = _grid(layout)

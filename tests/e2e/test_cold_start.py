@@ -27,7 +27,8 @@ def test_cli_compile_imports_neither_numpy_nor_the_llvm_op_classes(tmp_path):
     probe = (
         "import sys; from kernc.cli import main; rc = main(sys.argv[1:]); assert rc == 0, rc; "
         "bad = [m for m in ('numpy', 'numba_cuda_mlir._mlir.dialects._llvm_ops_gen', "
-        "'mlir.dialects._llvm_ops_gen', 'xml.sax.saxutils', 'urllib.request') if m in sys.modules]; "
+        "'mlir.dialects._llvm_ops_gen', 'xml.sax.saxutils', 'urllib.request', "
+        "'kernc.layout') if m in sys.modules]; "  # kernc.layout: only for layout algebra
         "assert not bad, f'a cold compile imported {bad}'; "
         "assert 'kernc.compiler' in sys.modules  # it did compile"
     )
@@ -36,6 +37,16 @@ def test_cli_compile_imports_neither_numpy_nor_the_llvm_op_classes(tmp_path):
         subprocess.run([sys.executable, "-c", probe, "compile", src, "-o", str(out)], check=True,
                        env=_env(tmp_path / "cache", KERNC_ALWAYS_COMPILE="1"), timeout=300)
         assert ".visible .entry" in out.read_text()
+
+
+def test_cli_compile_of_a_layout_program_skips_the_svg_printer_imports(tmp_path):
+    """A program with named layouts imports kernc.layout (the frontend folds with it); its SVG
+    printer's html escaping is imported only by `kernc layout --svg`."""
+    probe = ("import sys; from kernc.cli import main; assert main(sys.argv[1:]) == 0; "
+             "assert 'kernc.layout' in sys.modules and 'html' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", probe, "compile", os.path.join(EXAMPLES, "transpose.kern"), "-o",
+                    str(tmp_path / "t.ptx")], check=True, env=_env(tmp_path / "cache", KERNC_ALWAYS_COMPILE="1"),
+                   timeout=300)
 
 
 def test_always_compile_keeps_only_the_parser_tables(tmp_path):
