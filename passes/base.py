@@ -44,10 +44,7 @@ class UpstreamPass(Pass):
 #: (context, pipeline) -> its PassManager. A pass manager keeps its passes initialised (for
 #: ``canonicalize``: the frozen set of every loaded dialect's patterns, most of its run time on a
 #: small kernel) for as long as the context's dialects do not change, so kernc reuses one per
-#: pipeline string instead of building it again for every compilation. Its own verifier is off:
-#: ``kernc.compiler.run_passes`` verifies the module after every pass, upstream or kernc's, with
-#: ``verify_each`` (the test suite, ``kernc opt``, ``--verify-each``) and else once per stage, and a
-#: second verification after each upstream pass cost ~10% of a warm compile.
+#: pipeline string instead of building it again for every compilation.
 _PASS_MANAGERS: dict[tuple[int, str], tuple[ir.Context, passmanager.PassManager]] = {}
 
 
@@ -58,7 +55,6 @@ def pass_manager(ctx: ir.Context, pipeline: str) -> passmanager.PassManager:
     hit = _PASS_MANAGERS.get(key)
     if hit is None or hit[0] is not ctx:
         pm = passmanager.PassManager.parse(f"builtin.module({pipeline})", context=ctx)
-        pm.enable_verifier(False)
         hit = _PASS_MANAGERS[key] = (ctx, pm)  # the context is kept alive with it
     return hit[1]
 
