@@ -508,7 +508,7 @@ def format_timings(timings: list[StageTiming], wall: float | None = None) -> str
     no step accounts for (printing IR, copying modules, the compile cache) is then an ``other`` row
     and the total is ``wall``, else the total is the sum of the steps."""
     if not any(run.steps for run in timings):
-        return "no step ran: the compile cache answered every stage"
+        return "no step ran (a compilation answered by the compile cache runs none)"
     steps_total = sum(run.seconds for run in timings)
     total = max(wall, steps_total) if wall is not None else steps_total
     rows = []  # (seconds, label)

@@ -44,7 +44,10 @@ class UpstreamPass(Pass):
 #: (context, pipeline) -> its PassManager. A pass manager keeps its passes initialised (for
 #: ``canonicalize``: the frozen set of every loaded dialect's patterns, most of its run time on a
 #: small kernel) for as long as the context's dialects do not change, so kernc reuses one per
-#: pipeline string instead of building it again for every compilation.
+#: pipeline string instead of building it again for every compilation. Its own verifier stays on
+#: (after every pass, nested ones included) although ``run_passes`` verifies too: without
+#: ``verify_each`` that is the only check between a kernc pass and the upstream passes after it, and
+#: ``convert-gpu-to-nvvm`` lowers some invalid ops into valid but wrong LLVM IR.
 _PASS_MANAGERS: dict[tuple[int, str], tuple[ir.Context, passmanager.PassManager]] = {}
 
 

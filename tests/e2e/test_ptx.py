@@ -101,4 +101,4 @@ def test_format_timings_with_the_wall_time_and_without_steps():
         (3.0, "other (printing IR, copying modules, the compile cache)"), (10.0, "total")]
     assert [float(pct) for _, pct, _ in rows] == [30.0, 10.0, 20.0, 40.0, 40.0, 30.0, 100.0]
     assert format_timings([]) == format_timings([StageTiming("gpu", "", [])]) == \
-        "no step ran: the compile cache answered every stage"
+        "no step ran (a compilation answered by the compile cache runs none)"

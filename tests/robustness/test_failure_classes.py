@@ -544,3 +544,33 @@ def test_block_wide_accessors_under_return_and_branches_compute_right():
     count = sum((w[I] < j).astype(np.int64) for j in range(3)) * (v <= 0)
     np.testing.assert_allclose(y[0], (v.astype(np.float64) * count).sum(), rtol=1e-5)
     assert b.tolist() == [count[:256].sum(), count[256:].sum(), 9]
+
+
+def test_a_pass_that_leaves_invalid_ir_is_caught_without_verify_each(monkeypatch):
+    """Found by a review: with the upstream pass managers' own verifier off, IR that a kernc pass
+    broke (a 3-index load of a 1-D memref) went on through convert-gpu-to-nvvm, which lowered it to
+    a load at a garbage offset, and the end-of-stage check passed: wrong PTX instead of an internal
+    compiler error. Without verify_each (the default of a compile) the error must still come, at
+    the first upstream pass after the bug."""
+    from kernc.compiler import Compilation, CompileOptions
+    from kernc.errors import InternalCompilerError
+    from kernc.mlir import ir
+    from kernc.passes import lower_fma
+    from kernc.passes.base import walk_ops
+
+    real = lower_fma.LowerFMA.apply
+
+    def broken(self, ctx, module):
+        real(self, ctx, module)
+        load = walk_ops(module, {"memref.load"})[0]
+        with ir.InsertionPoint(load):
+            bad = ir.Operation.create("memref.load", results=[load.results[0].type],
+                                      operands=[load.operands[0]] + [load.operands[1]] * 3)
+        load.results[0].replace_all_uses_with(bad.results[0])
+        load.erase()
+
+    monkeypatch.setattr(lower_fma.LowerFMA, "apply", broken)
+    comp = Compilation(SAXPY, "saxpy.kern", CompileOptions(verify_each=False), use_cache=False)
+    with pytest.raises(InternalCompilerError, match="invalid number of indices") as err:
+        comp.ptx()
+    assert err.value.pass_name.startswith("gpu.module(convert-scf-to-cf")
