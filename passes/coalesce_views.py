@@ -75,7 +75,7 @@ from kernc.dialect.strided import Poly
 from kernc.mlir import dialect, ir
 
 from . import ir_builder as b
-from .base import Pass, walk_ops
+from .base import Pass, functions, walk_ops
 from .lower_accessors import KernelContext
 from .outline_to_gpu import GUARD_ATTR
 
@@ -83,6 +83,8 @@ gpu = dialect("gpu")
 
 WARP = 32
 TJ = 32
+_VIEW_ACCESSES = {"kern.view_load", "kern.view_store"}
+_FOUND_BY_THE_FIRST_WALK = {"scf.if", "kern.delinearize", *_VIEW_ACCESSES}
 _LOC = re.compile(r'loc\("([^"]+)":(\d+):(\d+)')
 
 
@@ -123,17 +125,20 @@ class CoalesceViews(Pass):
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         self._said = set()
-        for fn in walk_ops(module, {"gpu.func"}):
+        for fn in functions(module, {"gpu.func"}):
             if SIGNATURE_ATTR not in fn.attributes:
                 continue
-            guards = [op for op in walk_ops(fn, {"scf.if"}) if GUARD_ATTR in op.attributes]
+            ops = walk_ops(fn, _FOUND_BY_THE_FIRST_WALK)  # one walk over the kernel for all three
+            guards = [op for op in ops if op.name == "scf.if" and GUARD_ATTR in op.attributes]
             if len(guards) != 1:
                 continue
-            self._kernel(fn, guards[0])
+            self._kernel(fn, guards[0], [op for op in ops if op.name in _VIEW_ACCESSES],
+                         [op for op in ops if op.name == "kern.delinearize"])
 
     # -- analysis -------------------------------------------------------------------------------
-    def _kernel(self, fn, guard) -> None:
-        accesses = [op for op in walk_ops(fn, {"kern.view_load", "kern.view_store"})]
+    def _kernel(self, fn, guard, accesses: list, delins: list) -> None:
+        """``accesses``: the kernel's ``view_load``/``view_store`` ops; ``delins``: its
+        ``kern.delinearize`` ops (both in walk order)."""
         if not accesses:
             return
         sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
@@ -150,7 +155,6 @@ class CoalesceViews(Pass):
             for op in accesses:
                 self._remark(op, f"not staging '{pname(op.operands[0])}': {why}")
 
-        delins = walk_ops(fn, {"kern.delinearize"})
         if len(delins) != 1 or len(delins[0].operands) < 3:
             return decline_all("the kernel is not an N-D problem 'over (i, j) in (R, C)'")
         delin = delins[0]

@@ -51,6 +51,9 @@ class LibdeviceToIntrinsics(Pass):
     summary = "__nv_sqrtf/fminf/fmaxf/fabsf/floorf/ceilf calls -> llvm.intr.* (no libdevice link)"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        declared = {ir.StringAttr(fn.attributes["sym_name"]).value for fn in functions(module, {"llvm.func"})}
+        if not declared & LIBDEVICE_INTRINSICS.keys():
+            return  # a call needs its callee's declaration: none to replace (no walk over every op)
         called = set()
         for op in walk_ops(module, {"llvm.call"}):
             name = callee(op)

@@ -13,7 +13,7 @@ from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.mlir import dialect, ir
 
-from .base import Pass, walk_ops
+from .base import Pass, functions, walk_ops
 from .ir_builder import idx
 
 arith = dialect("arith")
@@ -48,7 +48,7 @@ class LowerBuiltins(Pass):
     summary = "lower kern thread builtins to gpu ids"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in walk_ops(module, {"gpu.func"}):
+        for fn in functions(module, {"gpu.func"}):
             if SIGNATURE_ATTR in fn.attributes:
                 self._lower(fn)
 

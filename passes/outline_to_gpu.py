@@ -21,7 +21,7 @@ from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.mlir import dialect, ir
 
-from .base import Pass, walk_ops
+from .base import Pass, functions, walk_ops
 
 arith = dialect("arith")
 gpu = dialect("gpu")
@@ -92,7 +92,7 @@ class OutlineToGpu(Pass):
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         funcs = [
-            op for op in walk_ops(module, {"func.func"}) if SIGNATURE_ATTR in op.attributes
+            op for op in functions(module, {"func.func"}) if SIGNATURE_ATTR in op.attributes
         ]
         if not funcs:
             return
