@@ -394,7 +394,11 @@ def put(kind: str, key: str, payload: dict) -> None:
                 view = view[os.write(fd, view):]
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:  # an empty folder where the entry belongs: not ours, so replaced
+            os.rmdir(path)  # (a folder with files in it stays: OSError, the entry is not written)
+            os.replace(tmp, path)
     except BaseException as err:  # never leave the temporary file behind
         try:
             os.unlink(tmp)

@@ -166,9 +166,9 @@ class KernelSignature:
             for p in items:
                 if not (isinstance(p.name, str) and p.name):
                     return f"a param of '{group}' has no name"
-                if p.kind not in PARAM_KINDS:
+                if not isinstance(p.kind, str) or p.kind not in PARAM_KINDS:
                     return f"param '{p.name}': 'kind' must be one of {', '.join(PARAM_KINDS)}, got {p.kind!r}"
-                if p.dtype not in NUMPY_DTYPES:
+                if not isinstance(p.dtype, str) or p.dtype not in NUMPY_DTYPES:  # ([] is unhashable)
                     return f"param '{p.name}': unknown dtype {p.dtype!r}"
                 if type(p.components) is not int or p.components < 1:
                     return f"param '{p.name}': 'components' must be a positive integer, got {p.components!r}"

@@ -94,6 +94,17 @@ def _unroll_trips(s: A.For, copies: int) -> Optional[range]:
     return trips
 
 
+
+def mlir_filename(name: str) -> str:
+    """``name`` as MLIR can hold it in a location: a file name that is not UTF-8 reaches Python
+    with its bad bytes as surrogate escapes (``os.fsdecode``), which MLIR's strings refuse; they
+    become ``\\xNN`` text."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
 def lower(program: A.Program, context, verify: bool = True) -> "ir.Module":
     """Lower the checked ``program`` to a kern-IR ``ir.Module`` created in ``context``.
 
@@ -109,7 +120,7 @@ def lower(program: A.Program, context, verify: bool = True) -> "ir.Module":
 
         check(program)
     _load_kern(context)
-    with context, ir.Location.file(program.filename, 1, 1):
+    with context, ir.Location.file(mlir_filename(program.filename), 1, 1):
         module = ir.Module.create()
         for k in program.kernels:
             try:
@@ -226,7 +237,7 @@ class _KernelLowering:
 
     def loc(self, node) -> "ir.Location":
         loc = node.loc if isinstance(node, (A.Node, Symbol)) else node
-        return ir.Location.file(loc.filename, loc.line, loc.column)
+        return ir.Location.file(mlir_filename(loc.filename), loc.line, loc.column)
 
     def component(self, index: A.Expr) -> Optional[int]:
         """The value of a component index known while lowering: a literal, or the variable of an

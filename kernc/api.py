@@ -78,7 +78,7 @@ class Kernel:
             raise KerncLaunchError(f"kernel '{self.name}': arrays are on different devices (numpy and CUDA)")
         return devices.pop() if devices else "cpu"
 
-    def __call__(self, *args, **kwargs) -> LaunchResult:
+    def __call__(self, /, *args, **kwargs) -> LaunchResult:  # (a kernel argument may be named `self`)
         """Launch with the kernel's arguments, positionally or by name. ``device="cpu"|"cuda"``
         picks the device (default: that of the arrays, numpy -> ``cpu``, CuPy -> ``cuda``), unless
         the kernel has an argument or size named ``device``: then ``device=`` is that argument, and
@@ -213,15 +213,22 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
 
 def read_source(path) -> str:
     """Read a ``.kern`` file as UTF-8; ``OSError`` if unreadable, ``CompileError`` if not UTF-8."""
-    from kernc.errors import CompileError, Diagnostic, SourceLocation
-
     with open(path, "rb") as f:
         data = f.read()
+    return decode_source(data, str(path))
+
+
+def decode_source(data: bytes, path: str) -> str:
+    """``data`` (the bytes of ``.kern`` file ``path``, or of standard input) as text: UTF-8, a
+    leading byte order mark dropped; ``CompileError`` at the first byte that is not UTF-8."""
+    from kernc.errors import CompileError, Diagnostic, SourceLocation
+
     try:
         return data.decode("utf-8-sig")  # a leading byte order mark is dropped
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
         raise CompileError(Diagnostic(
-            f"the file is not UTF-8 text (byte 0x{data[err.start]:02x})", SourceLocation(str(path), line, col)
+            f"the {'input' if path == '-' else 'file'} is not UTF-8 text (byte 0x{data[err.start]:02x})",
+            SourceLocation(path, line, col)
         )) from None

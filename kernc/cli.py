@@ -127,8 +127,14 @@ def _refuse_overwriting_input(ns) -> None:
 
 
 def _read_source(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    if path == "-":  # the same bytes give the same text or error as a file would
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            from kernc.api import decode_source
+
+            return decode_source(data, "-")
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -222,7 +228,7 @@ def cmd_check(ns) -> int:
     if not program.kernels:  # what `kernc compile` would say
         raise CompileError(Diagnostic(f"{ns.file} defines no kernel to compile",
                                       SourceLocation(ns.file, 1, 1), source=text))
-    print(f"{ns.file}: ok")
+    print(f"{ns.file}: ok".encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
     return EXIT_OK
 
 
@@ -231,6 +237,9 @@ def cmd_opt(ns) -> int:
     from kernc.compiler import context, mlir_error_text, run_passes
     from kernc.errors import CompileError, Diagnostic
     from kernc.mlir import ir
+    from kernc.errors import InternalCompilerError
+    from kernc.frontend.lower import mlir_filename
+    from kernc.passes.base import UpstreamPass
     from kernc.passes.registry import parse_pipeline
 
     _refuse_overwriting_input(ns)
@@ -243,7 +252,8 @@ def cmd_opt(ns) -> int:
     with ctx:
         try:  # a regular file is parsed from the file itself, so that locations name it (not "-");
             # anything else (stdin, a pipe) from the text already read, as it cannot be read twice
-            regular = ns.file != "-" and os.path.isfile(ns.file) and text.isascii() and not _has_bom(ns.file)
+            regular = (ns.file != "-" and os.path.isfile(ns.file) and text.isascii() and not _has_bom(ns.file)
+                       and mlir_filename(ns.file) == ns.file)  # (MLIR cannot hold a non-UTF-8 name)
             module = ir.Module.parseFile(ns.file) if regular else ir.Module.parse(text)
         except ir.MLIRError as err:
             raise CompileError(Diagnostic(f"{ns.file}: cannot parse IR: {mlir_error_text(err)}"))
@@ -253,8 +263,17 @@ def cmd_opt(ns) -> int:
         from kernc.compiler import StageTiming
 
         run = StageTiming("passes", "", [])
-    run_passes(module, passes, (lambda n, m: _ir_printer(n, str(m))) if ns.print_ir_after_all else None,
-               record=(lambda name, seconds: run.steps.append((name, seconds))) if run else None)
+    try:
+        run_passes(module, passes, (lambda n, m: _ir_printer(n, str(m))) if ns.print_ir_after_all else None,
+                   record=(lambda name, seconds: run.steps.append((name, seconds))) if run else None)
+    except InternalCompilerError as err:
+        # an upstream pass the user named that fails on the user's IR is what mlir-opt reports as an
+        # error (a gpu-module-to-binary without a target attached, say), not a kernc bug
+        if any(p.name == err.pass_name and isinstance(p, UpstreamPass) for p in passes):
+            lines = str(err).splitlines()  # without MLIR's dump of the whole op ("see current operation")
+            cut = next((i for i, line in enumerate(lines) if "see current operation" in line), len(lines))
+            raise CompileError(Diagnostic(f"{ns.file}: " + "\n".join(lines[:cut]))) from None
+        raise
     with ctx:
         _emit(str(module), ns.output)
     if run is not None:
@@ -427,7 +446,7 @@ def cmd_run(ns) -> int:
     sizes: dict = {}
     for item in ns.size:
         sym, eq, val = item.partition("=")
-        if not eq or not val.strip().isdigit():
+        if not eq or not (val.strip().isascii() and val.strip().isdigit()):  # ('²'.isdigit() is True)
             raise KerncLaunchError(f"--size '{item}' is not SYM=INT")
         sizes[sym] = int(val)
     for p in sig.params:
@@ -653,7 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _report_ice(err: BaseException, argv) -> int:
     """Write the full crash report to a file, print a one-line summary and its path; exit code 3."""
     fd, path = tempfile.mkstemp(prefix="kernc-crash-", suffix=".txt")
-    with os.fdopen(fd, "w") as f:
+    with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:  # argv may hold undecodable bytes
         f.write(f"kernc internal compiler error\ncommand: kernc {' '.join(argv)}\n")
         if getattr(err, "pass_name", None):
             f.write(f"failing pass: {err.pass_name}\npipeline: {', '.join(err.pipeline)}\n")
@@ -665,6 +684,14 @@ def _report_ice(err: BaseException, argv) -> int:
     print(f"{where}internal compiler error: {summary}", file=sys.stderr)
     print(f"kernc: this is a bug in kernc; the full report was written to {path}", file=sys.stderr)
     return EXIT_ICE
+
+
+def _error(text: str) -> None:
+    """Print a message to stderr. A file name that is not UTF-8 (surrogate escapes from
+    ``os.fsdecode``) shows its bad bytes as ``\\xNN``, whatever stderr's encoding and error handler."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if sys.stderr is not None:
+        print(text, file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -679,13 +706,13 @@ def main(argv: list[str] | None = None) -> int:
         return _report_ice(err, argv)
     except CompileError as err:  # located diagnostics: `file:line:col: error: ...`
         located = any(d.location is not None for d in err.diagnostics)
-        print(str(err) if located else f"kernc: {err}", file=sys.stderr)
+        _error(str(err) if located else f"kernc: {err}")
         return EXIT_USER
     except OSError as err:  # a file: "cannot read 'x.kern': No such file or directory", not "[Errno 2] ..."
-        print(f"kernc: error: {_os_error_text(err)}", file=sys.stderr)
+        _error(f"kernc: error: {_os_error_text(err)}")
         return EXIT_USER
     except (KerncError, ValueError) as err:  # no source location (launch, run time)
-        print(f"kernc: error: {err}", file=sys.stderr)
+        _error(f"kernc: error: {err}")
         return EXIT_USER
     except KeyboardInterrupt:
         return 130

@@ -100,14 +100,30 @@ def _np_bool_types() -> tuple:
     return (np.bool_,) if np is not None else ()
 
 
+def _is_int(value) -> bool:
+    """A Python or numpy integer, not a bool."""
+    np = sys.modules.get("numpy")
+    return (isinstance(value, int) or (np is not None and isinstance(value, np.integer))) \
+        and not isinstance(value, (bool, _np_bool_types()))
+
+
 def validate_options(opts: "CompileOptions") -> None:
-    """``ValueError`` for an unknown arch, an ``opt_level`` outside 0..3, ``index_bits`` not 32/64 or
-    a flag (``fmad``, ``coalesce``, ``verify_each``, ``remarks``) that is not a bool."""
+    """``ValueError`` for an unknown arch, an ``opt_level`` outside 0..3, ``index_bits`` not 32/64
+    (integers only) or a flag (``fmad``, ``coalesce``, ``verify_each``, ``remarks``) that is not a
+    bool; ``TypeError`` when ``opts`` is not a :class:`CompileOptions` or ``kernels`` is not a
+    tuple of names (a plain string would be read as single letters)."""
+    if not isinstance(opts, CompileOptions):
+        raise TypeError(f"options must be a kernc.compiler.CompileOptions, got {type(opts).__name__}")
     validate_arch(opts.arch)
-    if opts.opt_level not in (0, 1, 2, 3):
+    # integers only: 3.0 == 3 and True == 1, but the pass pipeline spells the value out ("O=3.0")
+    if not _is_int(opts.opt_level) or opts.opt_level not in (0, 1, 2, 3):
         raise ValueError(f"opt_level must be 0, 1, 2 or 3, got {opts.opt_level!r}")
-    if opts.index_bits not in (32, 64):
+    if not _is_int(opts.index_bits) or opts.index_bits not in (32, 64):
         raise ValueError(f"index_bits must be 32 or 64, got {opts.index_bits!r}")
+    if opts.kernels is not None and (isinstance(opts.kernels, (str, bytes))
+                                     or not all(isinstance(k, str) for k in opts.kernels)):
+        raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
+                        f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
@@ -520,7 +536,7 @@ def format_timings(timings: list[StageTiming], wall: float | None = None) -> str
     rows.append((total, "total" if wall is not None else "total (sum of the steps)"))
     width = max(len(label) for _, label in rows)
     lines = [f"{'ms':>9}  {'%':>5}  step", f"{'-' * 9}  {'-' * 5}  {'-' * width}"]
-    lines += [f"{1e3 * t:9.3f}  {100 * t / total:5.1f}  {label}" for t, label in rows]
+    lines += [f"{1e3 * t:9.3f}  {100 * t / total if total else 0.0:5.1f}  {label}" for t, label in rows]
     return "\n".join(lines)
 
 

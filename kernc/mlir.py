@@ -17,6 +17,7 @@ Nothing else in kernc names the distribution: every other module does
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -36,6 +37,12 @@ def _load_numba_cuda_mlir():
         stub.__path__ = [pkg_dir]
         stub.__file__ = os.path.join(pkg_dir, "__init__.py")
         stub.__package__ = "numba_cuda_mlir"
+        # a spec without a loader (nothing may run the real __init__), so that find_spec still
+        # answers for the package once the stub is in sys.modules (the compile cache's key names the
+        # MLIR build through it)
+        stub.__spec__ = importlib.machinery.ModuleSpec("numba_cuda_mlir", None, origin=stub.__file__,
+                                                       is_package=True)
+        stub.__spec__.submodule_search_locations = [pkg_dir]
         sys.modules["numba_cuda_mlir"] = stub
         handles = []
         if sys.platform.startswith("linux"):

@@ -3,6 +3,7 @@ permissions, the kill switch, and that a hit gives the same PTX and the same res
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -251,6 +252,9 @@ def _damage(path, how):
         path.write_bytes(b"KERNCC00" + data[8:])
     elif how == "appended":
         path.write_bytes(data + b"x")
+    elif how == "empty-folder":  # found by a trial: never rewritten, a miss on every compile
+        path.unlink()
+        path.mkdir()
     elif how == "valid-json-wrong-fields":
         key = path.name.split("-", 1)[1][:-3]
         kind = path.name.split("-", 1)[0]
@@ -266,7 +270,8 @@ def _damage(path, how):
 
 @pytest.mark.parametrize("kind", ["gpu", "ptx"])
 @pytest.mark.parametrize("how", ["empty", "truncated", "header-only", "garbage", "flipped-payload-byte",
-                                 "old-format", "appended", "valid-json-wrong-fields", "valid-json-wrong-types"])
+                                 "old-format", "appended", "valid-json-wrong-fields", "valid-json-wrong-types",
+                                 "empty-folder"])
 def test_damaged_entries_are_ignored_and_rewritten(private_cache, kind, how, count_ptx):
     good = compile_()
     ptx = good.ptx()
@@ -376,7 +381,8 @@ def test_entry_that_is_a_folder_or_symlink(private_cache):
     path.mkdir()
     cache.clear_memory()
     assert compile_().ptx()
-    path.rmdir()
+    assert path.is_file()  # the empty folder was replaced by the entry
+    path.unlink()
     target = private_cache / "elsewhere"
     target.write_bytes(b"x")
     path.symlink_to(target)
@@ -503,3 +509,22 @@ def test_a_fifo_in_the_cache_never_blocks(private_cache, tmp_path):
                           env=dict(env, KERNC_ALWAYS_COMPILE="1"), capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert ".entry saxpy" in (tmp_path / "o.ptx").read_text()
+
+
+def test_the_key_names_the_mlir_build_whether_or_not_mlir_is_loaded(tmp_path):
+    """Found by a trial: kernc.mlir's stand-in package module had no __spec__, so once MLIR was
+    loaded find_spec failed and the key's MLIR build became ['none'] (entries that survive an MLIR
+    upgrade; the CLI's PTX fast path, keyed before MLIR loads, and the API never shared entries)."""
+    import subprocess
+    import sys
+
+    probe = ("import json\n"
+             "from kernc.backend import cache\n"
+             "before = cache.mlir_build_id()\n"
+             "import kernc.compiler\n"
+             "cache._ids.clear()  # computed again, now with MLIR loaded\n"
+             "print(json.dumps([before, cache.mlir_build_id()]))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, KERNC_CACHE_DIR=str(tmp_path))).stdout
+    before, after = json.loads(out)
+    assert before != ["none"] and after == before

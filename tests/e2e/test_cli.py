@@ -370,6 +370,9 @@ def test_run_a_kernel_with_an_argument_named_device(tmp_path, capsys):
     (lambda t: t.replace('\\22sizes\\22:[\\22n\\22]', '\\22sizes\\22:1.5', 1), "'sizes' must be a list"),
     (lambda t: t.replace('\\22problem_size\\22:\\22n\\22', '\\22problem_size\\22:\\22\\22', 1), "'problem_size'"),
     (lambda t: t.replace('\\22name\\22:\\22x\\22', '\\22name\\22:\\22n\\22', 1), "argument names repeat"),
+    # found by a trial: an unhashable dtype or kind was a TypeError (exit 3)
+    (lambda t: t.replace('\\22dtype\\22:\\22f32\\22', '\\22dtype\\22:[]', 1), "unknown dtype []"),
+    (lambda t: t.replace('\\22kind\\22:\\22scalar\\22', '\\22kind\\22:{}', 1), "'kind' must be one of"),
 ])
 def test_opt_on_malformed_kern_ir_is_a_user_error(tmp_path, capsys, edit, message):
     """Hand-edited IR given to ``kernc opt`` (an op without its attributes, an attribute of the
@@ -713,3 +716,59 @@ def test_opt_time_passes_lists_the_passes_it_ran(tmp_path, capsys):
     labels = [line.split(None, 2)[2] for line in capsys.readouterr().err.splitlines()[3:]]
     assert labels == ["stage passes", "kern-bare-ptr-abi", "canonicalize", "total (sum of the steps)"]
     assert "llvm.ptr" in (tmp_path / "o.mlir").read_text()
+
+
+def test_file_names_that_are_not_utf8(tmp_path, capsys):
+    """Found by a trial: a .kern file whose name is not UTF-8 (its bad bytes reach Python as
+    surrogate escapes) crashed with a traceback: MLIR's locations refuse such strings, and the crash
+    report then failed to write the command line."""
+    import os
+
+    src = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"\xff\xfe.kern"))
+    with open(src, "w") as f:
+        f.write(open(SAXPY).read())
+    out = tmp_path / "o.ptx"
+    assert main(["compile", src, "-o", str(out)]) == 0, capsys.readouterr().err
+    assert ".entry saxpy" in out.read_text()
+    gpu = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"g\xff.mlir"))
+    assert main(["compile", src, "--emit", "gpu", "-o", gpu]) == 0
+    assert main(["opt", gpu, "--passes", "kern-bare-ptr-abi", "-o", str(tmp_path / "o.mlir")]) == 0
+    bad = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"bad\xff.kern"))
+    with open(bad, "w") as f:
+        f.write("kernel k(x: f32[n] read) over n { let y = x + z; }\n")
+    capsys.readouterr()
+    assert main(["check", bad]) == 1 and main(["compile", bad]) == 1
+    err = capsys.readouterr().err
+    assert "bad\\xff.kern:1:47: error: unknown name 'z'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["check", "-"], ["compile", "-"], ["opt", "-", "--passes", "canonicalize"]])
+@pytest.mark.parametrize("data, where", [(b"\xff\xfe", "-:1:1"),
+                                         (b"kernel k(x: f32[n] write) over n { x = 1.0; } // \xff\n", "-:1:50")])
+def test_standard_input_that_is_not_utf8(monkeypatch, capsys, command, data, where):
+    """Found by a trial: standard input was read as text, so bytes that are not UTF-8 became an
+    'unexpected character' (or, in a comment, nothing at all), and `kernc opt -` an internal
+    compiler error; a file with the same bytes gets 'not UTF-8 text' at the first bad byte."""
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="surrogateescape"))
+    assert main(command) == 1
+    assert f"{where}: error: the input is not UTF-8 text (byte 0xff)" in capsys.readouterr().err
+
+
+def test_run_size_must_be_ascii_digits(tmp_path, capsys):
+    """Found by a trial: '²'.isdigit() is True, so `--size n=²` passed the check and int() failed
+    with Python's own wording."""
+    assert main(["run", SAXPY, "--input", "a=1", "--size", "n=\u00b2", "--output-dir", str(tmp_path)]) == 1
+    assert "kernc: error: --size 'n=\u00b2' is not SYM=INT" in capsys.readouterr().err
+
+
+def test_opt_with_an_upstream_pass_that_fails_on_the_input_is_a_user_error(tmp_path, capsys):
+    """Found by a trial: `kernc opt F --passes gpu-module-to-binary` on IR without a target was an
+    internal compiler error with a crash report (exit 3); like mlir-opt, it is the user's pipeline."""
+    assert main(["compile", SAXPY, "--emit", "gpu", "-o", str(tmp_path / "g.mlir")]) == 0
+    capsys.readouterr()
+    assert main(["opt", str(tmp_path / "g.mlir"), "--passes", "gpu-module-to-binary"]) == 1
+    err = capsys.readouterr().err
+    assert "pass 'gpu-module-to-binary' failed" in err and "the module has no target attributes" in err
+    assert "internal compiler error" not in err and "see current operation" not in err

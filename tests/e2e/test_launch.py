@@ -320,3 +320,11 @@ def test_compile_file_takes_bytes_paths(tmp_path):
     with pytest.raises(kernc.CompileError) as info:
         kernc.compile_file(os.fsencode(path))
     assert str(info.value).startswith(f"{path}:1:")
+
+
+def test_a_kernel_argument_named_self_can_be_passed_by_keyword():
+    """Found by a trial: Kernel.__call__(self, *args, **kwargs) took `self=` as its own argument."""
+    m = kernc.compile("kernel k(self: f32, y: f32[n] write) over n { y = self; }")
+    y = np.zeros(3, np.float32)
+    m.k(self=2.5, y=y)
+    assert y.tolist() == [2.5, 2.5, 2.5]

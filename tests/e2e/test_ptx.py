@@ -102,3 +102,11 @@ def test_format_timings_with_the_wall_time_and_without_steps():
     assert [float(pct) for _, pct, _ in rows] == [30.0, 10.0, 20.0, 40.0, 40.0, 30.0, 100.0]
     assert format_timings([]) == format_timings([StageTiming("gpu", "", [])]) == \
         "no step ran (a compilation answered by the compile cache runs none)"
+
+
+def test_format_timings_of_steps_that_took_no_measurable_time():
+    """Found by a trial: steps of 0 s divided by a zero total."""
+    from kernc.compiler import StageTiming, format_timings
+
+    rows = [line.split(None, 2) for line in format_timings([StageTiming("x", "", [("a", 0.0)])]).splitlines()[2:]]
+    assert [(float(ms), float(pct)) for ms, pct, _ in rows] == [(0.0, 0.0)] * 3

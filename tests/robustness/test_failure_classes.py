@@ -574,3 +574,27 @@ def test_a_pass_that_leaves_invalid_ir_is_caught_without_verify_each(monkeypatch
     with pytest.raises(InternalCompilerError, match="invalid number of indices") as err:
         comp.ptx()
     assert err.value.pass_name.startswith("gpu.module(convert-scf-to-cf")
+
+
+@pytest.mark.parametrize("options, error, message", [
+    (dict(opt_level=3.0), ValueError, "opt_level must be 0, 1, 2 or 3, got 3.0"),
+    (dict(opt_level=True), ValueError, "opt_level must be 0, 1, 2 or 3, got True"),
+    (dict(index_bits=32.0), ValueError, "index_bits must be 32 or 64, got 32.0"),
+    (dict(kernels="saxpy"), TypeError, "kernels must be a tuple of kernel names"),
+    (dict(kernels=(b"saxpy",)), TypeError, "kernels must be a tuple of kernel names"),
+])
+def test_compile_options_of_the_wrong_type_are_refused_up_front(options, error, message):
+    """Found by a trial: 3.0 == 3 and True == 1 passed the option checks, then the pipeline spelled
+    'O=3.0' and LLVM refused it (an internal compiler error at the first .ptx); a kernel name given
+    as a plain string was taken letter by letter."""
+    from kernc.compiler import Compilation, CompileOptions
+
+    with pytest.raises(error, match=re.escape(message)):
+        Compilation(SAXPY, "saxpy.kern", CompileOptions(**options))
+
+
+def test_compilation_refuses_options_that_are_not_compile_options():
+    from kernc.compiler import Compilation
+
+    with pytest.raises(TypeError, match="options must be a kernc.compiler.CompileOptions, got dict"):
+        Compilation(SAXPY, "saxpy.kern", {"arch": "sm_90"})
