@@ -506,6 +506,8 @@ def check_options(ns) -> None:
     folder = os.path.dirname(os.path.abspath(ns.json))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise SystemExit(f"bench: --json {ns.json}: the folder {folder} does not exist or is not writable")
+    if os.path.isdir(ns.json):  # found by a trial: refused only after the whole run, its results lost
+        raise SystemExit(f"bench: --json {ns.json} is a folder; name a file in it")
 
 
 def run(ns) -> int:

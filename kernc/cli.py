@@ -279,7 +279,8 @@ def cmd_opt(ns) -> int:
     if run is not None:
         from kernc.compiler import format_timings
 
-        sys.stderr.write(f"{ns.file}: wall time of each pass (--time-passes)\n" + format_timings([run]) + "\n")
+        table = format_timings([run]) if run.steps else "no pass ran (the pipeline is empty)"
+        sys.stderr.write(f"{ns.file}: wall time of each pass (--time-passes)\n{table}\n")
     return EXIT_OK
 
 
@@ -344,6 +345,8 @@ def _check_run_outputs(ns) -> None:
     or the folder of ``--stats-json`` does not exist: a run must not write some outputs and then
     fail on the last one."""
     out = ns.output_dir
+    if not out:  # found by a trial: '' was refused only after the kernel had run
+        raise OSError("--output-dir is empty; name a folder ('.' for the current one)")
     if os.path.lexists(out) and not os.path.isdir(out):
         raise OSError(f"--output-dir '{out}' exists and is not a folder")
     stats_json = getattr(ns, "stats_json", None)

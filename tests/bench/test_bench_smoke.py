@@ -268,6 +268,7 @@ def test_gpu_section_code_paths_on_a_fake_device(monkeypatch, tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--reps", "0"], "expected a positive integer"),
     (["--quick", "--json", "/nonexistent-kernc-dir/x.json"], "does not exist or is not writable"),
+    (["--quick", "--json", "/tmp"], "is a folder; name a file in it"),
     (["--quick", "--examples-dir", "/nonexistent-kernc-dir"], "no such folder"),
     (["--quick", "--arch", "sm_xx"], "unknown GPU architecture 'sm_xx'"),
 ])

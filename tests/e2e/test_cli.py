@@ -772,3 +772,20 @@ def test_opt_with_an_upstream_pass_that_fails_on_the_input_is_a_user_error(tmp_p
     err = capsys.readouterr().err
     assert "pass 'gpu-module-to-binary' failed" in err and "the module has no target attributes" in err
     assert "internal compiler error" not in err and "see current operation" not in err
+
+
+def test_run_refuses_an_empty_output_dir_before_running(capsys, monkeypatch):
+    import kernc.api
+
+    ran = []
+    real = kernc.api.Kernel.launch
+    monkeypatch.setattr(kernc.api.Kernel, "launch", lambda *a, **k: ran.append(1) or real(*a, **k))
+    assert main(["run", SAXPY, "--input", "a=1", "--size", "n=4", "--output-dir", ""]) == 1
+    assert "--output-dir is empty" in capsys.readouterr().err and not ran
+
+
+def test_opt_time_passes_with_an_empty_pipeline(tmp_path, capsys):
+    assert main(["compile", SAXPY, "--emit", "gpu", "-o", str(tmp_path / "g.mlir")]) == 0
+    capsys.readouterr()
+    assert main(["opt", str(tmp_path / "g.mlir"), "--passes", "", "--time-passes", "-o", str(tmp_path / "o.mlir")]) == 0
+    assert "no pass ran (the pipeline is empty)" in capsys.readouterr().err
