@@ -107,6 +107,8 @@ def writable_problem(path: str, created_folder: str | None = None) -> str | None
 
 def _emit(text: str, out: str | None) -> None:
     if out in (None, "-"):
+        if sys.stdout is None:  # started with stdout closed (`>&-`)
+            raise OSError("standard output is closed; write the output with -o FILE")
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
         write_atomically(out, text)
@@ -190,7 +192,7 @@ def cmd_compile(ns) -> int:
     if time_passes:
         from kernc.compiler import format_timings
 
-        sys.stderr.write(
+        _stderr().write(
             f"{ns.file}: wall time of each step (--time-passes). In a new process, a step's first run also "
             "includes set-up that 'startup' does not list (LLVM's NVPTX backend, modules imported on "
             "first use).\n" + format_timings(startup + comp.timings, wall + sum(r.seconds for r in startup))
@@ -280,7 +282,7 @@ def cmd_opt(ns) -> int:
         from kernc.compiler import format_timings
 
         table = format_timings([run]) if run.steps else "no pass ran (the pipeline is empty)"
-        sys.stderr.write(f"{ns.file}: wall time of each pass (--time-passes)\n{table}\n")
+        _stderr().write(f"{ns.file}: wall time of each pass (--time-passes)\n{table}\n")
     return EXIT_OK
 
 
@@ -687,6 +689,11 @@ def _report_ice(err: BaseException, argv) -> int:
     print(f"{where}internal compiler error: {summary}", file=sys.stderr)
     print(f"kernc: this is a bug in kernc; the full report was written to {path}", file=sys.stderr)
     return EXIT_ICE
+
+
+def _stderr():
+    """``sys.stderr``, or a sink when the process was started with stderr closed (``2>&-``)."""
+    return sys.stderr if sys.stderr is not None else open(os.devnull, "w")
 
 
 def _error(text: str) -> None:

@@ -789,3 +789,19 @@ def test_opt_time_passes_with_an_empty_pipeline(tmp_path, capsys):
     capsys.readouterr()
     assert main(["opt", str(tmp_path / "g.mlir"), "--passes", "", "--time-passes", "-o", str(tmp_path / "o.mlir")]) == 0
     assert "no pass ran (the pipeline is empty)" in capsys.readouterr().err
+
+
+def test_closed_standard_streams(tmp_path):
+    """Found by a trial: started with stdout closed (`>&-`) the compile was an internal compiler
+    error ('NoneType' has no attribute 'write'), and --time-passes with stderr closed too."""
+    import subprocess
+
+    kernc_cmd = f"{sys.executable} -m kernc"
+    closed_out = subprocess.run(["sh", "-c", f"{kernc_cmd} compile {SAXPY} >&-"], capture_output=False,
+                                stderr=subprocess.PIPE, text=True, timeout=300)
+    assert closed_out.returncode == 1
+    assert "kernc: error: standard output is closed; write the output with -o FILE" in closed_out.stderr
+    out = tmp_path / "s.ptx"
+    closed_err = subprocess.run(["sh", "-c", f"{kernc_cmd} compile {SAXPY} --time-passes -o {out} 2>&-"],
+                                timeout=300)
+    assert closed_err.returncode == 0 and ".entry saxpy" in out.read_text()
