@@ -522,10 +522,12 @@ class _KernelLowering:
             elem = T.scalar_of(sym.ty)
             op = s.op[:-1] if s.op != "=" else None
 
-            # An output's pending value starts at zero: `o += x` is `x`, and `o -= x` is `-x` (not
-            # `0 - x`, which loses a -0.0 and hides the product of `o -= a*b` from kern-contract-fma);
-            # the accessor then adds it to the element. A variable's `s += x` stays `s + x`.
-            pending = sym.kind == "buffer"
+            # An `add` output's pending value starts at zero: `o += x` is `x`, and `o -= x` is `-x`
+            # (not `0 - x`, which loses a -0.0 and hides the product of `o -= a*b` from
+            # kern-contract-fma); the accessor then adds it to the element, and e + (-x) == e - x.
+            # A `write` output stores its value as it is, so there `o -= x` stays `0 - x` (+0.0 for
+            # x = +0.0, where -x is -0.0), as does a variable's `s -= x`.
+            pending = sym.kind == "buffer" and b is not None and b.access == "add"
 
             def combine(old, new):
                 if op is None:

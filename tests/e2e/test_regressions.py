@@ -262,3 +262,18 @@ def test_min_max_of_signed_zeros_do_not_depend_on_operand_order(dtype):
     lo, hi = np.ones((1, 4), nd), np.ones((1, 4), nd)
     m.k(nd(np.nan), nd(2.0), np.array([np.nan], nd), np.array([2.0], nd), lo, hi)
     assert lo.tolist() == [[2.0] * 4] and hi.tolist() == [[2.0] * 4]
+
+
+@pytest.mark.parametrize("body, expected_sign", [
+    ("o -= 0.0;", False),            # a write output's value starts at 0: 0 - (+0) = +0
+    ("o = 0.0; o -= 0.0;", False),   # 0.0 - 0.0 = +0.0
+    ("o = -0.0; o -= 0.0;", True),   # -0.0 - 0.0 = -0.0
+])
+def test_minus_assign_on_a_write_output_keeps_the_sign_of_zero(body, expected_sign):
+    """Found by a fuzzing trial: `o -= x` on a `write` output was lowered as `-x` (right for an
+    `add` output, whose pending value is added to the element: e + (-x) == e - x), so a write
+    output stored -0.0 where 0.0 - 0.0 is +0.0."""
+    m = kernc.compile(f"kernel k(o: f32[n] write) over n {{ {body} }}")
+    o = np.full(3, 5.0, np.float32)
+    m.k(o)
+    assert o.tolist() == [0.0] * 3 and np.signbit(o).tolist() == [expected_sign] * 3
