@@ -301,6 +301,28 @@ def _int_const(v: int, ty: _Ty):
     return ty.dtype.type(v)
 
 
+def _dense_float_elements(attr, ty: _Ty, n: int) -> list:
+    """The ``n`` elements of a non-splat float ``DenseElementsAttr``. The bindings read f16/f32/f64 as a
+    buffer but not bf16, whose elements are read from the attribute's text: a decimal, or ``0x...``
+    for the bit pattern (MLIR prints a value that does not round-trip as decimal that way)."""
+    try:
+        return list(np.array(attr).reshape(-1)[:n])
+    except Exception:  # the bindings' buffer has no format for this element type
+        pass
+    body = re.fullmatch(r"dense<\[(.*)\]>\s*:.*", str(attr), re.S)
+    if body is None:
+        raise InterpreterUnsupportedError(f"the CPU interpreter cannot read the constant {attr}")
+    out = []
+    for tok in body.group(1).split(","):
+        tok = tok.strip()
+        if tok.lower().startswith("0x"):
+            bits = np.dtype(f"u{np.dtype(ty.dtype).itemsize}")
+            out.append(np.array([int(tok, 16)], bits).view(ty.dtype)[0])
+        else:
+            out.append(float(tok))
+    return out
+
+
 def _nonzero_divisor(b):
     bz = b == 0
     return b | bz.astype(b.dtype), bz
@@ -1036,7 +1058,9 @@ class _Translator:
     def c_constant(self, o):
         attr = o.attributes["value"]
         rt = str(o.results[0].type)
-        if rt.startswith(("vector<", "tensor<")):
+        if rt.startswith("vector<"):
+            return self._vector_constant(o, attr)
+        if rt.startswith("tensor<"):
             self.unsupported(o, f"arith.constant of type {rt}")
         ty = self.ty(o.results[0].type, o)
         if isinstance(attr, ir.BoolAttr):
@@ -1427,6 +1451,46 @@ class _Translator:
             fr.env[r] = fr.env[v][k]
         return f
 
+    def _vector_constant(self, o, attr):
+        """``arith.constant dense<...> : vector<NxT>`` (canonicalize folds a ``vector.from_elements`` of
+        constants into one), as the interpreter's vector value: a tuple of ``N`` scalars of type ``T``."""
+        n, ety = self._vector_ty(o.results[0].type, o)
+        if not isinstance(attr, ir.DenseElementsAttr):
+            self.unsupported(o, f"arith.constant {attr}")
+        if attr.is_splat:
+            elems = [attr.get_splat_value().value] * n
+        elif ety.kind == "i":
+            a = ir.DenseIntElementsAttr(attr)
+            elems = [a[i] for i in range(n)]
+        else:
+            elems = _dense_float_elements(attr, ety, n)
+        if ety.kind == "f":
+            v = tuple(ety.dtype.type(e) for e in elems)
+        else:
+            v = tuple(_int_const(int(e), ety) for e in elems)
+        r = self.define(o.results[0])
+
+        def f(fr, mask):
+            fr.env[r] = v
+        return f
+
+    def c_vector_broadcast(self, o):
+        """``vector.broadcast`` (and the older ``vector.splat``) of a scalar to ``vector<NxT>``: canonicalize
+        turns a ``vector.from_elements`` of one value repeated into it. A vector source of the same
+        type is the identity."""
+        a = self.use(o.operands[0])
+        n, _ = self._vector_ty(o.results[0].type, o)
+        src = str(o.operands[0].type)
+        if src.startswith("vector<"):
+            if src != str(o.results[0].type):
+                self.unsupported(o, f"{o.name} from {src} to {o.results[0].type}")
+            n = None
+        r = self.define(o.results[0])
+
+        def f(fr, mask):
+            fr.env[r] = fr.env[a] if n is None else (fr.env[a],) * n
+        return f
+
     def c_vector_from_elements(self, o):
         ins = [self.use(v) for v in o.operands]
         r = self.define(o.results[0])
@@ -1815,6 +1879,8 @@ _HANDLERS = {
     "vector.store": _Translator.c_vector_store,
     "vector.extract": _Translator.c_vector_extract,
     "vector.from_elements": _Translator.c_vector_from_elements,
+    "vector.broadcast": _Translator.c_vector_broadcast,
+    "vector.splat": _Translator.c_vector_broadcast,
     "memref.extract_aligned_pointer_as_index": _Translator.c_aligned_pointer,
     "memref.atomic_rmw": _Translator.c_atomic,
     "memref.alloca": _Translator.c_alloca,

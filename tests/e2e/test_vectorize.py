@@ -104,3 +104,47 @@ def test_padded_layout_reads_stay_inside_its_storage(n):
     np.testing.assert_array_equal(y, want[idx])
     caspar = kernc.compile(PADDED.replace("as (n, 3):(4, 1)", "as caspar").replace("as (m, 3):(4, 1)", "as caspar"))
     assert "vector.load" in caspar.ir("gpu")
+
+
+FOLDED = """
+kernel folded(xi: i32[n, 4] read as aos, ki: i32[n] read, a: i32[n, 4] write as aos,
+              b: i32[n, 4] write as aos, c: i32[n, 4] write as aos, d: f32[n, 4] write as aos,
+              h: f16[n, 8] write as aos, g: bf16[n, 8] write as aos) over n {
+    a = (xi ^ xi) & ki;
+    b = (xi - xi) + (ki + 100i32);
+    c = [1i32, 2i32, 3i32, -4i32];
+    d = [0.5, -2.0, 3.25, 1.0e30];
+    h = f16([0.5, -2.0, 65504.0, 1.0e-7, 6.0e-8, -0.0, 3.0, 0.1]);
+    g = bf16([0.5, -2.0, 3.0e38, 1.1, 1.0e30 * 1.0e30, -0.0, 3.0, 0.1]);
+}
+"""
+
+
+def test_vector_stores_of_values_canonicalize_folded_run_on_the_cpu():
+    """A stored vector that canonicalize folds (a constant, splat or not, of every element type; one
+    scalar repeated, which becomes ``vector.broadcast``) runs on the CPU interpreter with numpy's
+    values. These were `InterpreterUnsupportedError`s, found by a fuzzing trial."""
+    import ml_dtypes
+
+    mod = kernc.compile(FOLDED)
+    gpu = mod._compilation.gpu_ir()
+    # the forms this test is about are in the IR the interpreter runs
+    assert "vector.broadcast" in gpu
+    assert "arith.constant dense<0> : vector<4xi32>" in gpu
+    assert gpu.count("arith.constant dense<[") >= 4
+    n = 37
+    ki = (np.arange(n, dtype=np.int32) * 7919) - 100
+    xi = np.random.default_rng(0).integers(-9, 9, (n, 4)).astype(np.int32)
+    out = dict(a=np.ones((n, 4), np.int32), b=np.ones((n, 4), np.int32), c=np.ones((n, 4), np.int32),
+               d=np.ones((n, 4), np.float32), h=np.ones((n, 8), np.float16),
+               g=np.ones((n, 8), ml_dtypes.bfloat16))
+    mod.folded(xi=xi, ki=ki, **out)
+    assert np.array_equal(out["a"], np.zeros((n, 4), np.int32))
+    assert np.array_equal(out["b"], np.repeat((ki + 100)[:, None], 4, axis=1))
+    assert np.array_equal(out["c"], np.tile(np.array([1, 2, 3, -4], np.int32), (n, 1)))
+    assert np.array_equal(out["d"], np.tile(np.array([0.5, -2.0, 3.25, 1.0e30], np.float32), (n, 1)))
+    want_h = np.array([0.5, -2.0, 65504.0, 1.0e-7, 6.0e-8, -0.0, 3.0, 0.1]).astype(np.float16)
+    want_g = np.array([0.5, -2.0, 3.0e38, 1.1, np.inf, -0.0, 3.0, 0.1]).astype(ml_dtypes.bfloat16)
+    for k, want in (("h", want_h), ("g", want_g)):
+        got = out[k].view(np.uint16)
+        assert np.array_equal(got, np.tile(want.view(np.uint16), (n, 1))), k
