@@ -510,8 +510,30 @@ def check_options(ns) -> None:
         raise SystemExit(f"bench: --json {ns.json} is a folder; name a file in it")
 
 
+def failures(results: dict) -> list[str]:
+    """Every measurement of ``results`` that failed, as ``"path.to.row: error"`` lines in the order
+    of the results. A failed measurement holds an ``"error"`` entry (see :func:`collect`); a target
+    that is not met is not a failure."""
+    out: list[str] = []
+
+    def visit(node, path):
+        if isinstance(node, dict):
+            err = node.get("error")
+            if err:
+                out.append(f"{'.'.join(path) or 'results'}: {err}")
+            for k, v in node.items():
+                if k != "error":
+                    visit(v, path + [str(k)])
+
+    visit(results, [])
+    return out
+
+
 def run(ns) -> int:
-    """Run the benchmarks for parsed options ``ns``: print the table and write ``ns.json``."""
+    """Run the benchmarks for parsed options ``ns``: print the table and write ``ns.json``.
+
+    Returns 0, or 1 when a measurement failed (an example that does not compile, a wrong result):
+    the table and the JSON still hold everything measured, and stderr lists the failures."""
     check_options(ns)
     results = collect(ns)
     sys.stdout.write(render(results))
@@ -519,6 +541,10 @@ def run(ns) -> int:
 
     write_atomically(ns.json, json.dumps(results, indent=2, sort_keys=True) + "\n")
     print(f"wrote {ns.json}")
+    failed = failures(results)
+    if failed:
+        sys.stderr.write(f"bench: {len(failed)} measurement(s) failed:\n" + "".join(f"  {f}\n" for f in failed))
+        return 1
     return 0
 
 

@@ -283,3 +283,28 @@ def test_bad_options_fail_before_the_run(argv, message, capsys):
     assert info.value.code != 0
     text = str(info.value.code) + capsys.readouterr().err
     assert message in text, text
+
+
+def test_a_failed_measurement_makes_the_run_exit_1(monkeypatch, tmp_path, capsys):
+    """From a robustness trial: an example that did not compile was an ``error`` row in the table and
+    the JSON, and the run still exited 0. Everything measured is still printed and written."""
+    from kernc.bench import runner
+
+    broken = {"meta": {}, "compile": {"saxpy": {"inprocess_warm_ms": 3.0},
+                                      "broken": {"error": "CompileError: broken.kern:1:1: error: x"}},
+              "code_quality": {"broken": {"fmad": {"error": "CompileError: y"}}},
+              "memory_views": {"transpose": {"variants": {}}}, "gpu": {"available": None}, "targets": []}
+    monkeypatch.setattr(runner, "collect", lambda ns: broken)
+    monkeypatch.setattr(runner, "render", lambda results: "the table\n")
+    out = tmp_path / "r.json"
+    assert runner.main(["--quick", "--json", str(out)]) == 1
+    cap = capsys.readouterr()
+    assert "the table" in cap.out and json.loads(out.read_text())["compile"]["saxpy"]["inprocess_warm_ms"] == 3.0
+    assert "2 measurement(s) failed" in cap.err
+    assert "compile.broken: CompileError: broken.kern:1:1: error: x" in cap.err
+    assert "code_quality.broken.fmad: CompileError: y" in cap.err
+
+    ok = {k: v for k, v in broken.items() if k not in ("compile", "code_quality")}
+    monkeypatch.setattr(runner, "collect", lambda ns: ok)
+    assert runner.main(["--quick", "--json", str(out)]) == 0
+    assert "failed" not in capsys.readouterr().err
