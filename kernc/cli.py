@@ -31,25 +31,79 @@ def write_atomically(path: str, data: str | bytes) -> None:
     redirected to (a shell's ``>> file`` keeps its contents). A file ``open(path, "w")`` may not
     write (read-only for this user) is refused, not replaced. Raises ``OSError`` naming ``path``.
     """
+    write_all_atomically([(path, data)])
+
+
+def write_all_atomically(items: list[tuple[str, str | bytes]]) -> None:
+    """Write several files as :func:`write_atomically` does, all or none: every file is first
+    written in full to its temporary file, and only when all of them are complete are they renamed
+    into place. A run out of disk space on the last output leaves every ``path`` as it was (the
+    temporary files are removed). Raises ``OSError`` naming the path that failed."""
+    staged: list[_Staged] = []
+    try:
+        for path, data in items:
+            staged.append(_stage(path, data.encode() if isinstance(data, str) else data))
+    except BaseException:
+        for st in staged:
+            st.discard()
+        raise
+    for i, st in enumerate(staged):
+        try:
+            st.commit()
+        except BaseException:
+            for rest in staged[i + 1:]:
+                rest.discard()
+            raise
+
+
+class _Staged:
+    """One output of :func:`write_all_atomically` between writing and committing: a complete
+    temporary file to rename over ``path``, or (``tmp`` ``None``) bytes written straight to a
+    stream or special file at commit."""
+
+    def __init__(self, shown: str, path: str, tmp: str | None, data: bytes | None = None,
+                 stream: str | None = None):
+        self.shown, self.path, self.tmp, self.data, self.stream = shown, path, tmp, data, stream
+
+    def commit(self) -> None:
+        if self.stream is not None:
+            out = getattr(sys, self.stream)
+            out.flush()
+            out.buffer.write(self.data)
+            out.buffer.flush()
+        elif self.tmp is None:
+            try:
+                with open(self.path, "wb") as f:
+                    f.write(self.data)
+            except OSError as err:
+                raise OSError(f"cannot write '{self.shown}': {err.strerror or err}") from None
+        else:
+            try:
+                os.replace(self.tmp, self.path)
+            except OSError as err:
+                self.discard()
+                raise OSError(f"cannot write '{self.shown}': {err.strerror or err}") from None
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+
+
+def _stage(path: str, data: bytes) -> _Staged:
+    """Check ``path`` and write ``data`` to a temporary file next to it (see :func:`write_atomically`)."""
     shown = path
     stream = _STD_STREAMS.get(path)
     if stream is not None:
-        out = getattr(sys, stream)
-        out.flush()
-        out.buffer.write(data.encode() if isinstance(data, str) else data)
-        out.buffer.flush()
-        return
+        return _Staged(shown, path, None, data, stream)
     problem = writable_problem(path)
     if problem is not None:
         raise OSError(f"cannot write '{shown}': {problem}")
     st = os.stat(path) if os.path.exists(path) else None  # follows symlinks (to a pipe, a file)
     if st is not None and not stat.S_ISREG(st.st_mode):
-        try:
-            with open(path, "wb") as f:
-                f.write(data.encode() if isinstance(data, str) else data)
-        except OSError as err:
-            raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
-        return
+        return _Staged(shown, path, None, data)
     if os.path.islink(path):
         path = os.path.realpath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -65,9 +119,8 @@ def write_atomically(path: str, data: str | bytes) -> None:
         raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
+            f.write(data)
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
     except BaseException as err:
         try:
             os.unlink(tmp)
@@ -76,6 +129,7 @@ def write_atomically(path: str, data: str | bytes) -> None:
         if isinstance(err, OSError):
             raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
         raise
+    return _Staged(shown, path, tmp)
 
 
 #: Paths that name the process's own standard streams (see :func:`write_atomically`).
@@ -503,27 +557,31 @@ def cmd_run(ns) -> int:
     else:
         result = kernel.launch((), {**values, **kwargs}, "cpu")
     os.makedirs(ns.output_dir, exist_ok=True)
-    written = []
     import io
 
+    files = []
     for name, path in zip(outputs, out_paths):
         buf = io.BytesIO()
         np.save(buf, values[name], allow_pickle=False)
-        write_atomically(path, buf.getvalue())
-        written.append(path)
+        files.append((path, buf.getvalue()))
+    written = [path for path, _ in files]
+    stats = result.stats.to_dict() if result.stats is not None and (ns.stats or ns.stats_json) else None
+    stats_text = json.dumps(stats, indent=2, sort_keys=True) + "\n" if stats is not None and ns.stats_json else None
+    if stats_text is not None and ns.stats_json != "-":
+        files.append((ns.stats_json, stats_text))
+    # all files or none: a full disk on the last one leaves the earlier ones as they were
+    write_all_atomically(files)
     # with --stats-json - the JSON owns stdout (it must parse); the human-readable lines go to stderr
     info = sys.stderr if ns.stats_json == "-" else sys.stdout
     print(
         f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}; "
         f"wrote {', '.join(written) or 'nothing'}", file=info
     )
-    if result.stats is not None and (ns.stats or ns.stats_json):
-        stats = result.stats.to_dict()
-        if ns.stats:
-            for k, v in stats.items():
-                print(f"  {k}: {v}", file=info)
-        if ns.stats_json:
-            _emit(json.dumps(stats, indent=2, sort_keys=True) + "\n", ns.stats_json)
+    if stats is not None and ns.stats:
+        for k, v in stats.items():
+            print(f"  {k}: {v}", file=info)
+    if stats_text is not None and ns.stats_json == "-":
+        _emit(stats_text, "-")
     return EXIT_OK
 
 

@@ -805,3 +805,55 @@ def test_closed_standard_streams(tmp_path):
     closed_err = subprocess.run(["sh", "-c", f"{kernc_cmd} compile {SAXPY} --time-passes -o {out} 2>&-"],
                                 timeout=300)
     assert closed_err.returncode == 0 and ".entry saxpy" in out.read_text()
+
+
+@pytest.mark.parametrize("failing", [1, 2, 3])
+def test_run_writes_all_outputs_or_none(tmp_path, capsys, monkeypatch, failing):
+    """From a robustness trial: with the disk full on the second output, the first was already
+    replaced, leaving a mix of new and old results. Now every output (and the --stats-json file) is
+    written to a temporary file first and renamed only when all are complete. ``failing``: which
+    file's write finds the disk full (a.npy, b.npy, the stats JSON)."""
+    import errno
+
+    src = tmp_path / "two.kern"
+    src.write_text("kernel two(x: f32[n] read, a: f32[n] write, b: f32[n] write) over n {\n"
+                   "    a = x;\n    b = x * 2.0;\n}\n")
+    x = tmp_path / "x.npy"
+    np.save(x, np.arange(4, dtype=np.float32))
+    out = tmp_path / "out"
+    out.mkdir()
+    old = np.full(4, -1.0, np.float32)
+    np.save(out / "a.npy", old)
+    real_fdopen, calls = os.fdopen, []
+
+    class Full:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fdopen(fd, *args, **kw):
+        f = real_fdopen(fd, *args, **kw)
+        calls.append(fd)
+        return Full(f) if len(calls) == failing else f
+
+    args = ["run", str(src), "--input", f"x=@{x}", "--output-dir", str(out), "--stats-json", str(out / "s.json")]
+    monkeypatch.setattr(os, "fdopen", fdopen)
+    rc = main(args)
+    monkeypatch.setattr(os, "fdopen", real_fdopen)
+    assert rc == 1 and len(calls) == failing
+    assert "No space left on device" in capsys.readouterr().err
+    assert np.array_equal(np.load(out / "a.npy"), old)  # untouched, not the new a = x
+    assert sorted(p.name for p in out.iterdir()) == ["a.npy"]  # no b.npy, no JSON, no temporary file
+
+    assert main(args) == 0
+    assert json.loads((out / "s.json").read_text())["global_store_requests"] > 0
+    assert np.array_equal(np.load(out / "a.npy"), np.arange(4, dtype=np.float32))
+    assert np.array_equal(np.load(out / "b.npy"), 2 * np.arange(4, dtype=np.float32))
