@@ -69,6 +69,10 @@ INDEX_ACCESSORS = ("indexed", "shared", "shared_sum", "atomic")
 #: Block-wide output accessors: their ``write`` op is emitted unconditionally (no "assigned" flag;
 #: a thread that assigns nothing contributes 0).
 BLOCK_WIDE_OUTPUTS = ("block_sum", "sum", "pair")
+#: ``add`` accessors whose op each thread runs on its own (no barrier, shuffle or block-wide
+#: exchange), so a thread that assigns nothing can skip it; the collective ones (``sum``,
+#: ``block_sum``, ``pair``, ``shared_sum``) need every thread and add its pending 0.
+PER_THREAD_ADDS = ("sequential", "strided", "indexed", "atomic")
 #: The ``shared_indices`` tables appended as hidden params per index param of shared/shared_sum, and
 #: the ones each accessor takes as its ``args`` (``docs/accessor-lowering.md``).
 TABLE_FIELDS = ("unique", "target", "perm", "count")
@@ -237,8 +241,8 @@ class KernelInfo:
     them (:class:`TableInfo`, four per index param of ``shared``/``shared_sum``); ``sizes`` the size
     symbols in ABI order;
     ``problem_size`` the name giving ``P`` (a size symbol or an integer scalar param);
-    ``flagged_outputs`` the ``write`` outputs that are not assigned on every path (their final
-    write is guarded by an "assigned" flag); ``nested_return`` whether a ``return`` occurs inside an
+    ``flagged_outputs`` the outputs that are not assigned on every path and whose final op is
+    guarded by an "assigned" flag (:func:`_guarded_output`); ``nested_return`` whether a ``return`` occurs inside an
     ``if``/``for`` (the lowering then tracks a "returned" flag).
     """
 
@@ -645,7 +649,7 @@ class _Checker(LayoutMixin):
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = _has_nested_return(k.body.stmts)
         for out in info.outputs:
-            if out.buffer.access == "write" and out.buffer.accessor not in BLOCK_WIDE_OUTPUTS:
+            if _guarded_output(out.buffer):
                 assigned, leaks = _definitely_assigns(k.body.stmts, out, False)
                 if leaks or not assigned:
                     info.flagged_outputs.add(out)
@@ -1919,6 +1923,17 @@ def _has_nested_return(stmts: list, depth: int = 0) -> bool:
         if isinstance(s, A.For) and _has_nested_return(s.body.stmts, depth + 1):
             return True
     return False
+
+
+def _guarded_output(b) -> bool:
+    """Whether output buffer ``b``'s final op may sit behind an "assigned" flag (when the output is
+    not assigned on every path): every ``write`` but the block-wide ones, and the per-thread
+    ``add`` accessors. An unassigned thread then leaves the element as it was, like a store that
+    never happened in C; adding its pending 0 instead turned a -0.0 element into +0.0 and cost a
+    read-modify-write (or an atomic) per such thread (found by a fuzzing trial)."""
+    if b.access == "write":
+        return b.accessor not in BLOCK_WIDE_OUTPUTS
+    return b.access == "add" and b.accessor in PER_THREAD_ADDS
 
 
 def _definitely_assigns(stmts: list, out: Symbol, assigned: bool) -> tuple[bool, bool]:

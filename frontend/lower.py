@@ -18,10 +18,12 @@ the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_
   have ``2K`` results (first's ``K`` components, then second's).
 - Outputs are written once, at the end of the body, at top level: each ``write``/``add`` buffer's
   pending value lives in SSA variables initialised to zero (``2K`` of them for a ``pair`` output);
-  assignments update it. A ``write`` output not assigned on every path carries an i1 "assigned"
-  flag and its ``kern.write`` sits in ``scf.if %assigned`` -- except the block-wide ``write sum``,
-  ``write block_sum`` and ``write pair``, whose op is always emitted unconditionally (a thread that
-  assigns nothing contributes 0). Other outputs never assigned get no op at all.
+  assignments update it. A ``write`` output, or an ``add`` output with a per-thread accessor
+  (sequential, strided, indexed, atomic), not assigned on every path carries an i1 "assigned" flag
+  and its ``kern.write``/``kern.add`` sits in ``scf.if %assigned`` -- except the block-wide
+  ``write sum``, ``write block_sum``, ``write pair`` and the collective ``add`` accessors (``sum``,
+  ``block_sum``, ``pair``, ``shared_sum``), whose op is always emitted unconditionally (a thread
+  that assigns nothing contributes 0). Other outputs never assigned get no op at all.
 - ``let`` variables are mutable: values updated inside ``if``/``for`` flow out as ``scf.if`` /
   ``scf.for`` results (SSA construction over structured control flow). A ``for`` with literal
   bounds and at most ``UNROLL_MAX_TRIPS`` iterations (and a small body, ``UNROLL_MAX_NODES``) is

@@ -277,3 +277,56 @@ def test_minus_assign_on_a_write_output_keeps_the_sign_of_zero(body, expected_si
     o = np.full(3, 5.0, np.float32)
     m.k(o)
     assert o.tolist() == [0.0] * 3 and np.signbit(o).tolist() == [expected_sign] * 3
+
+
+ADD_UNASSIGNED = """
+kernel seq(a: f32[n] add, c: i32[n] read) over n { if c > 0 { return; } a += 1.0; }
+kernel strd(a: f32[m] add strided(1, 2), c: i32[n] read) over n { if c == 0 { a += 1.0; } }
+kernel idx(a: f32[m] add indexed(I), I: u32[n] read, c: i32[n] read) over n { if c > 0 { return; } a += 1.0; }
+kernel atom(a: f32[m] add atomic(I), I: u32[n] read, c: i32[n] read) over n { if c == 0 { a += 1.0; } }
+kernel vec(a: f32[n, 4] add, c: i32[n] read) over n { if c == 0 { a += [1.0, 2.0, 3.0, 4.0]; } }
+"""
+
+
+@pytest.fixture(scope="module")
+def add_unassigned():
+    return kernc.compile(ADD_UNASSIGNED)
+
+
+@pytest.mark.parametrize("kernel", ["seq", "strd", "idx", "atom", "vec"])
+def test_an_add_output_a_thread_does_not_assign_is_left_alone(add_unassigned, kernel):
+    """A thread that returned (or took a branch) before assigning an ``add`` output still added its
+    pending 0 to the element: a -0.0 became +0.0 (and each such thread cost a read-modify-write or
+    an atomic). It now skips the add, as a ``write`` output skips its store (found by a fuzzing
+    trial). Threads 0 and 2 add; 1 and 3 do not."""
+    c = np.array([0, 1, 0, 1], np.int32)
+    I = np.array([0, 1, 2, 3], np.uint32)
+    a = np.full(9 if kernel == "strd" else (4, 4) if kernel == "vec" else 4, -0.0, np.float32)
+    args = {"seq": (a, c), "vec": (a, c), "strd": (a, c), "idx": (a, I, c), "atom": (a, I, c)}[kernel]
+    getattr(add_unassigned, kernel)(*args)
+    touched = {"strd": [1, 5]}.get(kernel, [0, 2])  # strided(1, 2): thread t adds to a[1 + 2t]
+    want = np.full(a.shape, -0.0, np.float32)
+    want[touched] = [1.0, 2.0, 3.0, 4.0] if kernel == "vec" else 1.0
+    assert np.array_equal(a, want) and np.array_equal(np.signbit(a), np.signbit(want)), a
+    # the add sits behind the thread's "assigned" flag in the kern IR
+    kern_ir = add_unassigned._compilation.kern_ir()
+    body = kern_ir[kern_ir.index(f"func.func @{kernel}("):]
+    body = body[:body.index("\n  }\n")]
+    assert "scf.if" in body[body.rindex("kern.add") - 400:body.rindex("kern.add")]
+
+
+def test_collective_add_outputs_still_count_every_thread():
+    """``add sum`` and ``add shared_sum`` are collective (every thread takes part); a thread that
+    assigns nothing adds 0 there, and the results are unchanged."""
+    mod = kernc.compile("""
+kernel s(o: f32[1] add sum, x: f32[n] read) over n { if x > 0.0 { o += x; } }
+kernel h(o: f32[m] add shared_sum(I), I: u32[n] read, x: f32[n] read) over n { if x > 0.0 { o += x; } }
+""")
+    x = np.array([1.0, -2.0, 3.0, -4.0, 5.0] * 20, np.float32)
+    o = np.zeros(1, np.float32)
+    mod.s(o, x)
+    assert o[0] == 180.0
+    I = (np.arange(100) % 3).astype(np.uint32)
+    h = np.zeros(3, np.float32)
+    mod.h(h, I, x)
+    assert np.array_equal(h, np.array([sum(v for v, i in zip(x, I) if i == k and v > 0) for k in range(3)], np.float32))
