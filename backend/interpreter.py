@@ -95,8 +95,10 @@ class RunStats:
     - ``shared_bank_conflicts``: per shared request, (the maximum over the 32 banks of the number of
       distinct 4-byte words the warp accesses in that bank) - 1, summed; bank =
       ``(byte_address // 4) % 32`` within the attribution (each attribution is assumed 128-byte
-      aligned); several lanes reading one word is a broadcast, not a conflict; an 8-byte element
-      occupies two words;
+      aligned); several lanes reading one word is a broadcast, not a conflict; an 8-byte (16-byte)
+      element occupies two (four) words, and its request is served in 2 (4) phases of 16 (8)
+      consecutive lanes, 128 bytes each, counted separately (a conflict-free f64 warp access counts
+      0, as Nsight Compute's excess wavefronts do);
     - ``threads`` = grid * block, ``blocks`` = grid.
     """
 
@@ -909,9 +911,14 @@ def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):
         words = (rel * isz) // BANK_BYTES
         w = warps
     else:
+        # an 8- or 16-byte access is served in 2 or 4 phases of 16 or 8 lanes (128 bytes each):
+        # a bank conflict is a second word in one bank within a phase, not across phases
         k = isz // BANK_BYTES
-        words = (rel[:, None] * k + np.arange(k)).reshape(-1)
-        w = np.repeat(warps, k)
+        lanes = fr.lane_in_warp if act is None else fr.lane_in_warp[act]
+        phase = (warps * k + lanes // (WARP_SIZE // k)) if k <= WARP_SIZE else warps
+        order = np.argsort(phase, kind="stable")
+        words = (rel[order][:, None] * k + np.arange(k)).reshape(-1)
+        w = np.repeat(phase[order], k)
     st.shared_bank_conflicts += _bank_conflicts(w, words)
 
 
