@@ -352,8 +352,10 @@ def lower_access(kc: KernelContext | None, acc: Access) -> None:
     op.erase()
 
 
-#: Bytes of one vector access (``ld.global.v4.f32`` and friends).
+#: Bytes of the widest vector access (``ld.global.v4.f32`` and friends); 8-byte vectors
+#: (``ld.global.v2.f32``, ``.v4.f16``) serve elements whose size is a multiple of 8 but not of 16.
 VECTOR_BYTES = 16
+_VECTOR_SIZES = (16, 8)
 
 
 def _whole_padded_elements(kc: KernelContext | None, acc: Access) -> bool:
@@ -372,52 +374,70 @@ def _whole_padded_elements(kc: KernelContext | None, acc: Access) -> bool:
     return str(p.storage_shape[1]) == str(acc.layout.stride[0])
 
 
-def _vector_width(acc: Access, kc: KernelContext | None) -> int:
-    """Elements of one 16-byte vector access of this accessor's element, or 0 when the components of
-    an element are not contiguous 16-byte-aligned storage: the component stride must be 1 and the
-    element stride a multiple of the vector width (so every element starts at a multiple of 16
-    bytes from the buffer's base); reads may use a trailing padding lane when the storage holds it
-    (:func:`_whole_padded_elements`, as for ``caspar``), writes must cover the element exactly."""
+def _vector_plan(acc: Access, kc: KernelContext | None) -> tuple[int, int] | None:
+    """How to access this accessor's element with vector loads/stores: ``(w, n)``, ``n`` vectors of
+    ``w`` elements each (``w * esize`` is 16 or 8 bytes), or ``None`` when the components of an
+    element are not contiguous, suitably aligned storage.
+
+    The component stride must be 1 and the element stride a multiple of ``w`` (so every element
+    starts at a multiple of the vector size from the buffer's base). The ``ncomp`` components are
+    covered exactly by ``n * w`` elements (an ``f32[n, 8]`` element is two 16-byte vectors, an
+    ``f32[n, 2]`` one 8-byte vector); reads may also use trailing padding lanes when the storage
+    holds them (:func:`_whole_padded_elements`, as for ``caspar``'s ``(n,3):(4,1)``), writes never.
+    16-byte vectors are preferred, then 8-byte ones, each first without padding."""
     if acc.layout.rank != 2 or acc.ncomp < 2:
-        return 0
+        return None
     d0, d1 = acc.layout.stride
     esize = b.bits(acc.storage) // 8
-    if not (d1.is_const and d1.value == 1 and d0.is_const) or VECTOR_BYTES % esize:
-        return 0
-    w = VECTOR_BYTES // esize
-    if d0.value % w or acc.ncomp > w:
-        return 0
-    if acc.ncomp < w and (acc.kind != "read" or not _whole_padded_elements(kc, acc)):
-        return 0
-    return w
+    if not (d1.is_const and d1.value == 1 and d0.is_const):
+        return None
+    sizes = [v for v in _VECTOR_SIZES if v % esize == 0 and v // esize >= 2 and d0.value % (v // esize) == 0]
+    for v in sizes:
+        w = v // esize
+        if acc.ncomp % w == 0:
+            return w, acc.ncomp // w
+    if acc.kind == "read" and _whole_padded_elements(kc, acc):
+        for v in sizes:
+            w = v // esize
+            span = -(-acc.ncomp // w) * w
+            if span <= d0.value:
+                return w, span // w
+    return None
 
 
-def _vectorised(acc: Access, e: ir.Value, w: int, scalar) -> list:
-    """The access as one ``vector<w x T>`` load/store when the buffer's base address is 16-byte
-    aligned (tested at run time: uniform across the launch), else ``scalar()`` -- never a
-    misaligned vector access."""
+def _vectorised(acc: Access, e: ir.Value, plan: tuple[int, int], scalar) -> list:
+    """The access as ``plan = (w, n)``: ``n`` ``vector<w x T>`` loads/stores, when the buffer's base
+    address is aligned to the vector size (tested at run time: uniform across the launch), else
+    ``scalar()`` -- never a misaligned vector access."""
     from kernc.mlir import dialect
 
     vector = dialect("vector")
+    w, n = plan
+    nbytes = w * b.bits(acc.storage) // 8
     vt = ir.VectorType.get([w], acc.storage)
     base = acc.offset(e, 0)
+    bases = [base] + [b.add(base, b.idx(k * w)) for k in range(1, n)]
     ptr = b.memref.ExtractAlignedPointerAsIndexOp(acc.buffer).result
-    aligned = b.cmp("eq", b.arith.RemUIOp(ptr, b.idx(VECTOR_BYTES)).result, b.idx(0))
+    aligned = b.cmp("eq", b.arith.RemUIOp(ptr, b.idx(nbytes)).result, b.idx(0))
 
     def to_c(v):
         return b.convert_float(v, acc.compute) if b.is_float(acc.compute) else v
 
+    def load_all():
+        vs = [vector.LoadOp(vt, acc.buffer, [at], alignment=nbytes).result for at in bases]
+        return [to_c(vector.ExtractOp(vs[c // w], [], [c % w]).result) for c in range(n * w)]
+
     def vec():
         if acc.kind == "read":
-            v = vector.LoadOp(vt, acc.buffer, [base], alignment=VECTOR_BYTES).result
-            return [to_c(vector.ExtractOp(v, [], [c]).result) for c in range(acc.ncomp)]
+            return load_all()[:acc.ncomp]
         if acc.kind == "write":
             new = [acc.to_storage(v) for v in acc.values]
         else:
-            old = vector.LoadOp(vt, acc.buffer, [base], alignment=VECTOR_BYTES).result
-            new = [acc.to_storage(b.add(to_c(vector.ExtractOp(old, [], [c]).result), acc.values[c]))
-                   for c in range(w)]
-        vector.StoreOp(vector.FromElementsOp(vt, new).result, acc.buffer, [base], alignment=VECTOR_BYTES)
+            old = load_all()
+            new = [acc.to_storage(b.add(old[c], acc.values[c])) for c in range(n * w)]
+        for k, at in enumerate(bases):
+            vector.StoreOp(vector.FromElementsOp(vt, new[k * w:(k + 1) * w]).result, acc.buffer, [at],
+                           alignment=nbytes)
         return []
 
     types = [acc.compute] * acc.ncomp if acc.kind == "read" else []
@@ -427,9 +447,9 @@ def _vectorised(acc: Access, e: ir.Value, w: int, scalar) -> list:
 def _per_thread(acc: Access, kc: KernelContext | None = None) -> list:
     t = kern.builtin("thread_id")
     e = element_index(acc, t)
-    w = _vector_width(acc, kc) if acc.accessor in ("sequential", "strided", "indexed") else 0
-    if w:
-        return _vectorised(acc, e, w, lambda: _scalar_access(acc, e))
+    plan = _vector_plan(acc, kc) if acc.accessor in ("sequential", "strided", "indexed") else None
+    if plan is not None:
+        return _vectorised(acc, e, plan, lambda: _scalar_access(acc, e))
     return _scalar_access(acc, e)
 
 
@@ -530,13 +550,13 @@ def _stage_shared(kc, acc, slot, t, tid, blk, p, in_range):
     e = b.select(b.cmp("ult", tid, cnt), entry, b.idx(0))
     esize = b.bits(acc.compute) // 8
     chunks = _chunks(acc.ncomp, B, esize)
-    w = _vector_width(acc, kc) if len(chunks) == 1 else 0
+    plan = _vector_plan(acc, kc) if len(chunks) == 1 else None
     for chunk in chunks:
         smem = kc.workgroup(acc.compute, B * len(chunk), f"shared({acc.layout_text})",
                             location=acc.location)
         kc.begin_staging()
-        if w:  # the whole element in one 16-byte load when aligned
-            comps = _vectorised(acc, e, w, lambda: [acc.load(e, c) for c in chunk])
+        if plan is not None:  # the whole element in vector loads when aligned
+            comps = _vectorised(acc, e, plan, lambda: [acc.load(e, c) for c in chunk])
         else:
             comps = [acc.load(e, c) for c in chunk]
         for j, v in enumerate(comps):

@@ -148,3 +148,53 @@ def test_vector_stores_of_values_canonicalize_folded_run_on_the_cpu():
     for k, want in (("h", want_h), ("g", want_g)):
         got = out[k].view(np.uint16)
         assert np.array_equal(got, np.tile(want.view(np.uint16), (n, 1))), k
+
+
+#: (dtype, components, vectors per element in the aligned PTX, the PTX load instruction)
+WIDE = [
+    ("f32", 8, 2, "ld.global.v4.b32"),   # 32 bytes: two 16-byte vectors
+    ("f32", 12, 3, "ld.global.v4.b32"),
+    ("f32", 2, 1, "ld.global.v2.b32"),   # 8 bytes: one 8-byte vector
+    ("f32", 6, 3, "ld.global.v2.b32"),
+    ("f16", 4, 1, "ld.global.v2.b32"),   # 8 bytes of f16 (LLVM packs pairs into b32)
+    ("f64", 4, 2, "ld.global.v2.b64"),
+    ("i32", 8, 2, "ld.global.v4.b32"),
+]
+
+
+@pytest.mark.parametrize("dtype,k,nvec,ld", WIDE)
+def test_elements_of_several_or_half_vectors_are_vectorised(dtype, k, nvec, ld):
+    """An element of 8 bytes, or of a multiple of 16 bytes, is read, written and added with 8- and
+    16-byte vector accesses (``f32[n, 8]`` as two ``ld.global.v4``); only elements of exactly 16
+    bytes were vectorised, the others issued one scalar access per component (found by a new-user
+    trial). The results are the same aligned or not; aligned, each warp issues ``nvec`` requests per
+    access instead of ``k``."""
+    src = (f"kernel w(x: {dtype}[n, {k}] read, y: {dtype}[n, {k}] write, z: {dtype}[n, {k}] add) over n {{\n"
+           f"    y = x;\n    z += x;\n}}")
+    mod = kernc.compile(src)
+    ptx = mod._compilation.ptx(32, aligned=True)
+    assert ptx.count(ld) == 2 * nvec, ptx  # x, and z's read-modify-write
+    assert ptx.count(ld.replace("ld.", "st.")) == 2 * nvec
+    np_t = np.dtype({"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32}[dtype])
+    P = 70
+    x = (np.arange(P * k) % 61 - 30).astype(np_t).reshape(P, k)
+    requests = {}
+    for aligned in (True, False):
+        xa = x.copy() if aligned else _misaligned_of(np_t, (P, k))
+        xa[...] = x
+        y = np.zeros((P, k), np_t) if aligned else _misaligned_of(np_t, (P, k))
+        y[...] = 0
+        z = np.ones((P, k), np_t)
+        st = mod.w(xa, y, z).stats
+        assert np.array_equal(y, x) and np.array_equal(z, x + np_t.type(1))
+        requests[aligned] = st.global_load_requests
+    warps = -(-P // 32)
+    # misaligned, x is read per component (z stays aligned: its vector read-modify-write)
+    assert requests[True] == 2 * nvec * warps and requests[False] == (k + nvec) * warps
+
+
+def _misaligned_of(dt, shape):
+    raw = np.zeros(int(np.prod(shape)) * dt.itemsize + 4, np.uint8)
+    a = raw[4:].view(dt).reshape(shape)
+    assert a.ctypes.data % 8
+    return a
