@@ -259,8 +259,12 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     plan = plan or BindPlan(sig)
     user = plan.user
     if len(args) > len(user):
+        n = len(user)
+        hint = (f"; size symbols are passed by keyword ({', '.join(f'{s}=...' for s in sig.sizes)})"
+                if sig.sizes else "")
         raise KerncLaunchError(
-            f"kernel '{sig.name}' takes {len(user)} arguments ({', '.join(p.name for p in user)}), got {len(args)}"
+            f"kernel '{sig.name}' takes {n} positional argument{'s' if n != 1 else ''} "
+            f"({', '.join(p.name for p in user)}), got {len(args)}{hint}"
         )
     values = {p.name: v for p, v in zip(user, args)}
     kw = dict(kwargs)

@@ -184,7 +184,7 @@ LAUNCH_CASES = [
     ("wrong_ndim", lambda m: m.sax(1.0, np.ones((2, 2), f32), _x()), "argument 'x': expected a 1-D array of shape (n), got shape (2, 2)"),
     ("not_an_array", lambda m: m.sax(1.0, [1.0] * 4, _x()), "argument 'x': expected a numpy array, got list"),
     ("missing_argument", lambda m: m.sax(1.0, _x()), "kernel 'sax': missing argument 'y'"),
-    ("extra_positional", lambda m: m.sax(1.0, _x(), _x(), _x()), "kernel 'sax' takes 3 arguments (a, x, y), got 4"),
+    ("extra_positional", lambda m: m.sax(1.0, _x(), _x(), _x()), "kernel 'sax' takes 3 positional arguments (a, x, y), got 4; size symbols are passed by keyword (n=...)"),
     ("unknown_keyword", lambda m: m.sax(1.0, _x(), _x(), z=1), "kernel 'sax' has no parameter 'z'"),
     ("duplicate_argument", lambda m: m.sax(1.0, _x(), _x(), a=2.0), "kernel 'sax': got multiple values for argument 'a'"),
     ("float_out_of_range", lambda m: m.sax(1e300, _x(), _x()), "argument 'a': 1e+300 is out of range for f32"),
@@ -412,3 +412,18 @@ def test_bad_run_arguments(tmp_path, capsys, cid, args, message):
     err = capsys.readouterr().err
     assert message in err, err
     assert "Traceback" not in err
+
+
+def test_a_size_symbol_passed_positionally_names_the_keyword():
+    """A size no array binds (``o: f32[1] write sum ... over n``) passed positionally said only
+    "takes 1 arguments (o), got 2", not how to pass ``n`` (found by a new-user trial)."""
+    import kernc
+
+    mod = kernc.compile("kernel wsum(o: f32[1] write sum) over n { o = 1.0; }")
+    o = np.zeros(1, np.float32)
+    with pytest.raises(KerncLaunchError) as info:
+        mod.wsum(o, 2049)
+    assert str(info.value) == ("kernel 'wsum' takes 1 positional argument (o), got 2; "
+                               "size symbols are passed by keyword (n=...)")
+    mod.wsum(o, n=2049)
+    assert o[0] == 2049.0
