@@ -167,7 +167,9 @@ class LayoutMixin:
                 self.check_layout_def(item)
         for d in list(self.layouts.values()):
             if not d.params:
+                n0 = len(self.diags)
                 d.value = self.eval_layout(d.expr, {}, d)
+                d.failed = len(self.diags) > n0  # reported here once, not again at every use
             else:  # validate with symbolic parameters; algebra is folded at each use
                 self.eval_layout(d.expr, {p: Poly.sym(p) for p in d.params}, d, lenient=True)
 
@@ -540,12 +542,20 @@ class LayoutMixin:
     def instantiate(self, d: A.LayoutDef, args: list, loc) -> Optional[list]:
         """The layers of definition ``d`` with size arguments ``args`` (Polys over the kernel's
         size symbols); errors are located in the definition, with a note at the use."""
+        if not d.params and getattr(d, "failed", False):
+            return None  # its error was reported at the definition
         if not d.params and getattr(d, "value", None) is not None:
             return self.layers_of(d.value, d.loc)
         n0 = len(self.diags)
         v = self.eval_layout(d.expr, dict(zip(d.params, args)), d)
         layers = self.layers_of(v, d.loc)
-        for diag in self.diags[n0:]:
+        # an error in the definition is reported once, with a note at its first use; the same
+        # error again (another use with the same arguments) is not repeated
+        earlier = {(x.message, x.location) for x in self.diags[:n0]}
+        new = [x for x in self.diags[n0:] if (x.message, x.location) not in earlier]
+        del self.diags[n0:]
+        self.diags.extend(new)
+        for diag in new:
             if diag.location is not None and diag.location != loc:
                 from kernc.errors import Diagnostic
 

@@ -141,3 +141,22 @@ func.func @f(%x: memref<?xf32>, %i: index, %j: index, %k: index) -> f32 {
         op.operation.attributes["layout"] = ir.StringAttr.get("(4,6,8):(2,3,5) o (6):(3)")
         with pytest.raises(CompileError, match=r"\(4,6,8\):\(2,3,5\) o \(6\):\(3\) is not admissible"):
             FoldLayouts().apply(ctx, module)
+
+
+@pytest.mark.parametrize("define, use", [
+    ("layout L = composition((4,6):(1,8), 3:2);", "L"),
+    ("layout L(A) = composition((4,6):(1,8), A:2);", "L(3)"),
+])
+def test_an_error_in_a_layout_definition_is_reported_once(define, use):
+    """An inadmissible layout was reported at its definition and again at every use (three
+    identical errors for two uses; found by a new-user trial). Now once: a parameterless definition
+    at the definition, a parameterised one at its first use with those arguments (with a note)."""
+    src = (f"{define}\n"
+           f"kernel a(x: f32[3] view as {use}, y: f32[n] write) over n {{ y = x[0]; }}\n"
+           f"kernel b(x: f32[3] view as {use}, y: f32[n] write) over n {{ y = x[0]; }}\n")
+    with pytest.raises(CompileError) as info:
+        kernc.compile(src)
+    (d,) = info.value.diagnostics
+    assert "is not admissible" in d.message and d.location.line == 1
+    if "(A)" in define:
+        assert [n.location.line for n in d.notes] == [2]  # "layout 'L' is used here"
