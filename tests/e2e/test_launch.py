@@ -51,7 +51,7 @@ def test_ok(saxpy):
     (lambda: (2.0, [1.0, 2.0], np.ones(2, f32)), "argument 'x': expected a numpy array, got list"),
     (lambda: ("2", np.ones(2, f32), np.ones(2, f32)), "argument 'a': expected a number"),
     (lambda: (2.0, np.ones(2, f32)), "missing argument 'y'"),
-    (lambda: (2.0, np.ones(2, f32), np.ones(2, f32), 4), "takes 3 arguments"),
+    (lambda: (2.0, np.ones(2, f32), np.ones(2, f32), 4), "takes 3 positional arguments"),
 ])
 def test_bad_arguments(saxpy, make, message):
     with pytest.raises(KerncLaunchError) as info:
