@@ -150,7 +150,8 @@ def _count_distinct_pairs(warps: np.ndarray, keys: np.ndarray) -> int:
 
 
 def _bank_conflicts(warps: np.ndarray, words: np.ndarray) -> int:
-    """Sum over warps of (max over banks of distinct words in the bank) - 1; ``warps`` sorted."""
+    """Sum over warps (or phases: any integer group id) of (max over banks of distinct words in the
+    bank) - 1."""
     if warps.size == 0:
         return 0
     keys = np.unique((warps << _KEY_SHIFT) | words)
@@ -303,10 +304,11 @@ def _int_const(v: int, ty: _Ty):
     return ty.dtype.type(v)
 
 
-def _dense_float_elements(attr, ty: _Ty, n: int) -> list:
-    """The ``n`` elements of a non-splat float ``DenseElementsAttr``. The bindings read f16/f32/f64 as a
-    buffer but not bf16, whose elements are read from the attribute's text: a decimal, or ``0x...``
-    for the bit pattern (MLIR prints a value that does not round-trip as decimal that way)."""
+def _dense_elements(attr, ty: _Ty, n: int) -> list:
+    """The ``n`` elements of a non-splat ``DenseElementsAttr`` of element type ``ty``. The bindings
+    read integers and f16/f32/f64 as a buffer but not bf16, whose elements are read from the
+    attribute's text: a decimal, or ``0x...`` for the bit pattern (MLIR prints a value that does not
+    round-trip as decimal that way)."""
     try:
         return list(np.array(attr).reshape(-1)[:n])
     except Exception:  # the bindings' buffer has no format for this element type
@@ -915,10 +917,9 @@ def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):
         # a bank conflict is a second word in one bank within a phase, not across phases
         k = isz // BANK_BYTES
         lanes = fr.lane_in_warp if act is None else fr.lane_in_warp[act]
-        phase = (warps * k + lanes // (WARP_SIZE // k)) if k <= WARP_SIZE else warps
-        order = np.argsort(phase, kind="stable")
-        words = (rel[order][:, None] * k + np.arange(k)).reshape(-1)
-        w = np.repeat(phase[order], k)
+        phase = warps * k + lanes // (WARP_SIZE // k)
+        words = (rel[:, None] * k + np.arange(k)).reshape(-1)
+        w = np.repeat(phase, k)
     st.shared_bank_conflicts += _bank_conflicts(w, words)
 
 
@@ -1471,13 +1472,7 @@ class _Translator:
         n, ety = self._vector_ty(o.results[0].type, o)
         if not isinstance(attr, ir.DenseElementsAttr):
             self.unsupported(o, f"arith.constant {attr}")
-        if attr.is_splat:
-            elems = [attr.get_splat_value().value] * n
-        elif ety.kind == "i":
-            a = ir.DenseIntElementsAttr(attr)
-            elems = [a[i] for i in range(n)]
-        else:
-            elems = _dense_float_elements(attr, ety, n)
+        elems = [attr.get_splat_value().value] * n if attr.is_splat else _dense_elements(attr, ety, n)
         if ety.kind == "f":
             v = tuple(ety.dtype.type(e) for e in elems)
         else:

@@ -167,9 +167,7 @@ class LayoutMixin:
                 self.check_layout_def(item)
         for d in list(self.layouts.values()):
             if not d.params:
-                n0 = len(self.diags)
-                d.value = self.eval_layout(d.expr, {}, d)
-                d.failed = len(self.diags) > n0  # reported here once, not again at every use
+                d.value = self.eval_layout(d.expr, {}, d)  # None after an error, reported here
             else:  # validate with symbolic parameters; algebra is folded at each use
                 self.eval_layout(d.expr, {p: Poly.sym(p) for p in d.params}, d, lenient=True)
 
@@ -542,9 +540,7 @@ class LayoutMixin:
     def instantiate(self, d: A.LayoutDef, args: list, loc) -> Optional[list]:
         """The layers of definition ``d`` with size arguments ``args`` (Polys over the kernel's
         size symbols); errors are located in the definition, with a note at the use."""
-        if not d.params and getattr(d, "failed", False):
-            return None  # its error was reported at the definition
-        if not d.params and getattr(d, "value", None) is not None:
+        if not d.params:  # evaluated once at its definition, where an error was reported
             return self.layers_of(d.value, d.loc)
         n0 = len(self.diags)
         v = self.eval_layout(d.expr, dict(zip(d.params, args)), d)

@@ -352,9 +352,8 @@ def lower_access(kc: KernelContext | None, acc: Access) -> None:
     op.erase()
 
 
-#: Bytes of the widest vector access (``ld.global.v4.f32`` and friends); 8-byte vectors
-#: (``ld.global.v2.f32``, ``.v4.f16``) serve elements whose size is a multiple of 8 but not of 16.
-VECTOR_BYTES = 16
+#: Bytes of one vector access, widest first: 16 (``ld.global.v4.f32`` and friends), then 8
+#: (``ld.global.v2.f32``) for elements whose size is a multiple of 8 but not of 16.
 _VECTOR_SIZES = (16, 8)
 
 
