@@ -58,6 +58,43 @@ class BoundLaunch:
     #: the kernel has ``index`` scalar params and every argument given for them is ``>= 0``: the
     #: launch may use the PTX specialised for that (``Compilation.ptx(nonneg_scalars=True)``)
     nonneg_scalars: bool = False
+    #: a kernel whose blocks kern-coalesce-views maps to tiles (``signature.tiles``): the fraction
+    #: of its tiles' element slots that hold an element of the problem (:func:`tile_fill`);
+    #: ``None`` for other kernels and empty problems
+    tile_fill: float | None = None
+
+    @property
+    def staging_pays(self) -> bool:
+        """Whether this launch should run the staged (tiled) kernel it was bound for: not a tiled
+        kernel, or its tiles at least :data:`MIN_TILE_FILL` full (else the caller launches the
+        kernel compiled without kern-coalesce-views)."""
+        return self.tile_fill is None or self.tile_fill >= MIN_TILE_FILL
+
+
+#: The least fraction of a staged kernel's tile slots that must hold elements for the staging to
+#: pay; below it a launch runs the kernel compiled without kern-coalesce-views. A transpose with one
+#: extent ``e`` under 32 fills ``e/32`` of each 32 x 32 tile: every block still stages a whole tile,
+#: while the unstaged kernel's strided side is then nearly coalesced (each warp writes runs of
+#: ``32/e`` consecutive elements, or, when the small extent is the unit-stride one, elements ``e``
+#: apart). Measured on an H200 (f32 transpose of 2^24 elements, GB/s staged / unstaged): for R x C
+#: with C = 1, 2, 4, 8, 16: 241/2481, 479/2515, 924/2480, 1735/2453, 2895/1550; for C x R with
+#: C = 1, 2, 4, 8: 236/2494, 465/1657, 895/952, 1667/516. The unstaged kernel wins up to a fill of
+#: 1/8 and the staged one from 1/4 on (but for 2^21 x 8, 1.4x slower than unstaged), so the bound
+#: sits between them.
+MIN_TILE_FILL = 0.2
+
+
+def tile_fill(sig: KernelSignature, env: dict) -> float | None:
+    """The fraction of the element slots of a tiled kernel's tiles (``sig.tiles`` = ``[[extent,
+    tile], ...]``, kern-coalesce-views) that hold an element: ``prod(extent) / prod(ceil(extent /
+    tile) * tile)`` over the tiled extents evaluated in ``env`` (sizes); ``None`` when the kernel is
+    not tiled or an extent is 0."""
+    if not sig.tiles:
+        return None
+    extents = [int(Poly.parse(str(e)).evaluate(env)) for e, _ in sig.tiles]
+    if not all(extents):
+        return None
+    return math.prod(extents) / math.prod(-(-e // t) * t for e, (_, t) in zip(extents, sig.tiles))
 
 
 #: Significant bits of each float type (IEEE 754 binary16/32/64; bfloat16 keeps 8).
@@ -451,4 +488,5 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, index_bits,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
                        [p.name for p in params if getattr(p, "zero_init", False)],
-                       bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars))
+                       bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
+                       tile_fill(sig, env) if problem else None)

@@ -13,7 +13,9 @@ one that no shape binds is passed by keyword (``mod.k(..., n=100)``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import threading
 from dataclasses import dataclass, field
 
 from kernc.backend import binding, cpu, cuda
@@ -101,6 +103,8 @@ class Kernel:
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
+            if not bound.staging_pays:
+                return self._unstaged().launch(args, kwargs, device)
             stats = cpu.launch(self._module._interpreter(), bound)
         elif device == "cuda":
             if not cuda.available():
@@ -113,6 +117,12 @@ class Kernel:
             cp = cuda.cupy()
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
                                  zeros=cp.zeros, plan=self._bind_plan)
+            if not bound.staging_pays:
+                unstaged = self._unstaged()
+                result = unstaged.launch(args, kwargs, device)
+                if positional_only:  # calls that bind as this one did make the same choice
+                    self._prepared = unstaged._prepared
+                return result
             current = cp.cuda.runtime.getDevice()
             cuda.check_same_device(bound, current)
             aligned = cuda.all_aligned(bound, 16)
@@ -126,6 +136,12 @@ class Kernel:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
         return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), stats)
 
+    def _unstaged(self) -> "Kernel":
+        """This kernel compiled without kern-coalesce-views, which a launch runs instead when the
+        staged kernel's tiles would be mostly empty (``BoundLaunch.staging_pays``: a transpose with
+        an extent under about 6)."""
+        return self._module._unstaged_module().kernels[self.name]
+
 
 class Module:
     """A compiled ``.kern`` program: ``.ptx``, ``.ir(stage)``, and one :class:`Kernel` per kernel
@@ -136,6 +152,8 @@ class Module:
         self._compilation = compilation
         self._interp = None
         self._cuda: dict = {}
+        self._unstaged_mod = None  # the Module compiled without kern-coalesce-views, on first need
+        self._lock = threading.Lock()
         self.kernels = {name: Kernel(self, name) for name in compilation.signatures}
 
     def __getattr__(self, name: str) -> Kernel:
@@ -169,6 +187,16 @@ class Module:
 
             self._interp = Interpreter(self._compilation.gpu_ir(debug_info=True))
         return self._interp
+
+    def _unstaged_module(self) -> "Module":
+        """The same program compiled with the same options but ``coalesce=False`` (built on first
+        use, from the compile cache when it has it)."""
+        with self._lock:
+            if self._unstaged_mod is None:
+                c = self._compilation
+                options = dataclasses.replace(c.options, coalesce=False, remarks=False)
+                self._unstaged_mod = Module(Compilation(c.source, c.filename, options))
+            return self._unstaged_mod
 
     def _cuda_module(self, index_bits: int, aligned: bool, device: int, nonneg_scalars: bool = False):
         key = (index_bits, aligned, device, nonneg_scalars)

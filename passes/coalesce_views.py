@@ -60,6 +60,10 @@ tile rows and ``K = TI / Rb`` elements per thread (``B`` = 64, 128, 256, 512, 10
    before the guards: ``K`` guarded transposed loads (yielding 0 out of range), the ``K`` tile
    writes, one barrier, and the body ``k`` reads ``smem[(tid/TJ + k*Rb)*S + tid%TJ]``.
 
+At launch, a tiled kernel whose tiles the extents would leave mostly empty (``binding.tile_fill``
+under ``binding.MIN_TILE_FILL``: a transpose with an extent under 7) runs the kernel compiled without
+this pass instead (``kernc.api.Kernel.launch``).
+
 ``remarks`` (a callable taking one line) explains each view access's decision
 (``kernc compile --remarks``); the pass is left out of the pipeline by ``--no-coalesce``.
 """

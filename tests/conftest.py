@@ -33,6 +33,16 @@ def _private_compile_cache(tmp_path_factory):
         os.environ["KERNC_CACHE_DIR"] = saved
 
 
+@pytest.fixture
+def always_staged(monkeypatch):
+    """Launch the staged (tiled) kernel of kern-coalesce-views at every shape, for tests of the
+    staged kernel itself: a launch whose tiles would be mostly empty otherwise runs the kernel
+    compiled without the pass (``binding.MIN_TILE_FILL``)."""
+    from kernc.backend import binding
+
+    monkeypatch.setattr(binding, "MIN_TILE_FILL", 0.0)
+
+
 def compiled_example(name: str):
     """The kernc Module of ``examples/NAME.kern``, compiled once per test session."""
     import kernc

@@ -273,3 +273,26 @@ def test_the_prepared_launch_keeps_its_module_loaded(fake):
     assert ref() is not None
     k(2.0, x, y)
     assert len(fake.binds) == 1
+
+
+_TRANSPOSE = """layout rowmaj(R, C) = (R, C):(C, 1);
+kernel t(a: f32[R, C] view as rowmaj(R, C), b: f32[C, R] view as rowmaj(C, R)) over (i, j) in (R, C) {
+    b[j, i] = a[i, j];
+}"""
+
+
+def test_mostly_empty_tiles_launch_the_unstaged_kernel_and_stay_prepared(fake):
+    """A transpose with an extent of 2 fills 1/16 of each staged 32 x 32 tile: the launch runs the
+    kernel compiled without kern-coalesce-views (its own PTX: no workgroup tile; one thread per
+    element), and a repeated call skips binding as any prepared call does. A square one next runs
+    the staged kernel again."""
+    k = kernc.compile(_TRANSPOSE).t
+    a, b = _arr(np.zeros((2, 1000))), _arr(np.zeros((1000, 2)))
+    first = k(a, b)
+    assert first.grid == -(-2000 // 256) == fake.launches[-1][1]
+    assert len(fake.loads) == 1 and b".shared" not in fake.loads[0]
+    assert fake.binds == ["t", "t"]  # the staged kernel's binding decides, the unstaged one's launches
+    k(_arr(np.ones((2, 1000))), _arr(np.zeros((1000, 2))))
+    assert fake.binds == ["t", "t"] and fake.launches[-1][:3] == fake.launches[0][:3]
+    square = k(_arr(np.zeros((64, 64))), _arr(np.zeros((64, 64))))
+    assert square.grid == 4 and len(fake.loads) == 2 and b".shared" in fake.loads[1]

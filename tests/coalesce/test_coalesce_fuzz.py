@@ -15,6 +15,9 @@ import pytest
 from kernc.api import Module
 from kernc.compiler import Compilation, CompileOptions
 
+#: these tests are about the staged kernel itself, at every shape (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("always_staged")
+
 COPY_2D = """
 layout rm(R, C) = (R, C):(C, 1);
 @block({B})

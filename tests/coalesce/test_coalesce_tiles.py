@@ -24,6 +24,9 @@ from kernc.backend import binding, cpu
 from kernc.compiler import Compilation, CompileOptions
 from conftest import EXAMPLES, ROOT
 
+#: these tests are about the staged kernel itself, at every shape (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("always_staged")
+
 BLOCKS = [64, 128, 256, 512, 1024]
 #: partial tiles in both directions, one-row and one-column problems, a tiny one, and full tiles
 SHAPES = [(33, 70), (1, 1000), (1000, 1), (5, 3), (64, 64)]

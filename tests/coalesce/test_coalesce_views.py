@@ -16,6 +16,9 @@ from kernc.api import Module
 from kernc.compiler import Compilation, CompileOptions
 from conftest import EXAMPLES
 
+#: these tests are about the staged kernel itself, at every shape (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("always_staged")
+
 TRANSPOSE = """
 layout rowmaj(R, C) = (R, C):(C, 1);
 @block({B})

@@ -7,6 +7,9 @@ import pytest
 
 import kernc
 
+#: these tests are about the staged kernel itself, at every shape (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("always_staged")
+
 DTYPES = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16, "f16": np.float16,
           "f32": np.float32}
 _MODS: dict = {}

@@ -198,3 +198,55 @@ def _misaligned_of(dt, shape):
     a = raw[4:].view(dt).reshape(shape)
     assert a.ctypes.data % 8
     return a
+
+
+def _wide_kernel(dtype, k):
+    return kernc.compile(f"kernel w(x: {dtype}[n, {k}] read, y: {dtype}[n, {k}] write, z: {dtype}[n, {k}] add) over n {{\n"
+                         f"    y = x;\n    z += x;\n}}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,k,nvec,ld", WIDE)
+def test_several_or_half_vectors_on_gpu(dtype, k, nvec, ld):
+    """The 8-byte and multi-vector element accesses on a GPU: the same results as numpy with
+    aligned buffers (the vector path) and with buffers one element off a vector boundary (the
+    run-time alignment test takes the scalar path), for every thread of several blocks."""
+    import cupy as cp
+
+    mod = _wide_kernel(dtype, k)
+    np_t = np.dtype({"f32": np.float32, "f16": np.float16, "f64": np.float64, "i32": np.int32}[dtype])
+    for P in (1, 257, 4099):
+        x = (np.arange(P * k) % 61 - 30).astype(np_t).reshape(P, k)
+        for off in (0, 1):
+            def dev(a):
+                raw = cp.zeros(a.size + 1, np_t)
+                d = raw[off:off + a.size].reshape(a.shape)
+                d[...] = cp.asarray(a)
+                return d
+            xd, yd, zd = dev(x), dev(np.zeros_like(x)), dev(np.ones_like(x))
+            assert (xd.data.ptr % 16 == 0) == (off == 0)  # one element off: no vector size divides it
+            mod.w(xd, yd, zd)
+            assert np.array_equal(yd.get(), x), (P, off)
+            assert np.array_equal(zd.get(), x + np_t.type(1)), (P, off)
+
+
+@pytest.mark.gpu
+def test_folded_vector_constants_on_gpu():
+    """The canonicalize-folded vector constants and broadcasts of :data:`FOLDED` store the same bits
+    on a GPU as on the CPU interpreter."""
+    import cupy as cp
+    import ml_dtypes
+
+    mod = kernc.compile(FOLDED)
+    n = 300
+    rng = np.random.default_rng(5)
+    xi = rng.integers(-100, 100, (n, 4)).astype(np.int32)
+    ki = rng.integers(-100, 100, n).astype(np.int32)
+    shapes = dict(a=((n, 4), np.int32), b=((n, 4), np.int32), c=((n, 4), np.int32), d=((n, 4), np.float32),
+                  h=((n, 8), np.float16), g=((n, 8), ml_dtypes.bfloat16))
+    cpu = {k: np.ones(s, t) for k, (s, t) in shapes.items()}
+    mod.folded(xi=xi, ki=ki, **cpu)
+    gpu = {k: cp.asarray(np.ones(s, t)) for k, (s, t) in shapes.items()}  # CuPy 14 takes ml_dtypes' bfloat16
+    mod.folded(xi=cp.asarray(xi), ki=cp.asarray(ki), **gpu)
+    for k in shapes:
+        assert np.array_equal(gpu[k].get().view(np.uint8), cpu[k].view(np.uint8)), k
