@@ -25,6 +25,8 @@ from .shared_indices import SharedIndices, shared_indices
 
 #: CUDA's limit on gridDim.x (CUDA C++ Programming Guide, "Features and Technical Specifications").
 MAX_GRID_X = 2**31 - 1
+#: Threads per warp, and bytes per sector (the unit in which L2 and DRAM serve global accesses).
+WARP, SECTOR = 32, 32
 
 
 @functools.lru_cache(maxsize=None)  # a handful of names; dtypes are immutable
@@ -58,30 +60,9 @@ class BoundLaunch:
     #: the kernel has ``index`` scalar params and every argument given for them is ``>= 0``: the
     #: launch may use the PTX specialised for that (``Compilation.ptx(nonneg_scalars=True)``)
     nonneg_scalars: bool = False
-    #: a kernel whose blocks kern-coalesce-views maps to tiles (``signature.tiles``): the fraction
-    #: of its tiles' element slots that hold an element of the problem (:func:`tile_fill`);
-    #: ``None`` for other kernels and empty problems
-    tile_fill: float | None = None
-
-    @property
-    def staging_pays(self) -> bool:
-        """Whether this launch should run the staged (tiled) kernel it was bound for: not a tiled
-        kernel, or its tiles at least :data:`MIN_TILE_FILL` full (else the caller launches the
-        kernel compiled without kern-coalesce-views)."""
-        return self.tile_fill is None or self.tile_fill >= MIN_TILE_FILL
-
-
-#: The least fraction of a staged kernel's tile slots that must hold elements for the staging to
-#: pay; below it a launch runs the kernel compiled without kern-coalesce-views. A transpose with one
-#: extent ``e`` under 32 fills ``e/32`` of each 32 x 32 tile: every block still stages a whole tile,
-#: while the unstaged kernel's strided side is then nearly coalesced (each warp writes runs of
-#: ``32/e`` consecutive elements, or, when the small extent is the unit-stride one, elements ``e``
-#: apart). Measured on an H200 (f32 transpose of 2^24 elements, GB/s staged / unstaged): for R x C
-#: with C = 1, 2, 4, 8, 16: 241/2481, 479/2515, 924/2480, 1735/2453, 2895/1550; for C x R with
-#: C = 1, 2, 4, 8: 236/2494, 465/1657, 895/952, 1667/516. The unstaged kernel wins up to a fill of
-#: 1/8 and the staged one from 1/4 on (but for 2^21 x 8, 1.4x slower than unstaged), so the bound
-#: sits between them.
-MIN_TILE_FILL = 0.2
+    #: whether to run the staged kernel this launch was bound for (:func:`staging_pays`); when
+    #: False the caller launches the kernel compiled without kern-coalesce-views
+    staging_pays: bool = True
 
 
 def tile_fill(sig: KernelSignature, env: dict) -> float | None:
@@ -95,6 +76,59 @@ def tile_fill(sig: KernelSignature, env: dict) -> float | None:
     if not all(extents):
         return None
     return math.prod(extents) / math.prod(-(-e // t) * t for e, (_, t) in zip(extents, sig.tiles))
+
+
+def unstaged_sector_use(sig: KernelSignature, env: dict) -> float | None:
+    """The fraction of the 32-byte sectors that the staged accesses (``sig.staged``) would use if
+    the kernel ran without kern-coalesce-views: over the first warp's threads (coordinates
+    delinearized from the thread id, the last fastest), the sectors a perfectly coalesced access of
+    as many elements needs, over the distinct sectors the accesses touch. 1 for a transpose with
+    one extent of 1 (a copy); ``1/8`` for f32 elements 8 or more apart. ``None`` without ``staged``."""
+    if not sig.staged:
+        return None
+    extents = tuple(int(Poly.parse(e).evaluate(env)) for e in sig.staged["extents"])
+    views = tuple((numpy_dtype(sig.param(name).dtype).itemsize,
+                   tuple(int(Poly.parse(x).evaluate(env)) for x in strides))
+                  for name, strides in sig.staged["views"])
+    return _sector_use(extents, views)
+
+
+@functools.lru_cache(maxsize=256)  # repeated launches repeat their shapes
+def _sector_use(extents: tuple, views: tuple) -> float | None:
+    """:func:`unstaged_sector_use` of the problem ``extents`` and the views ``((element bytes,
+    (stride of each coordinate, in elements)), ...)``."""
+    coords = []
+    for t in range(min(WARP, math.prod(extents))):
+        c = []
+        for e in reversed(extents):
+            t, r = divmod(t, e)
+            c.append(r)
+        coords.append(c[::-1])
+    ideal = touched = 0
+    for w, st in views:
+        starts = [w * sum(a * b for a, b in zip(c, st)) for c in coords]
+        touched += len({s // SECTOR for s in starts} | {(s + w - 1) // SECTOR for s in starts})
+        ideal += -(-len(coords) * w // SECTOR)
+    return ideal / touched if touched else None
+
+
+def staging_pays(sig: KernelSignature, env: dict) -> bool:
+    """Whether a launch of a kernel staged by kern-coalesce-views should run it, rather than the
+    kernel compiled without the pass: unless the staged tiles would be emptier (:func:`tile_fill`)
+    than the unstaged accesses leave their sectors (:func:`unstaged_sector_use`). Each block stages
+    a whole tile however few of its slots hold elements, while the unstaged kernel moves the
+    elements at its sector use; so a transpose with one extent ``e`` under 32 (fill ``e/32``) runs
+    unstaged when its warps still write long runs (``R x e``: runs of ``32/e`` elements, up to
+    ``e = 8`` for f32) or elements close together (``e x C``: ``e`` apart, up to ``e = 4``).
+    Measured on an H200 (f32 transposes of 2^24 elements, GB/s staged / unstaged): R x C with
+    C = 1, 2, 4, 6, 7, 8, 16: 240/2471, 477/2460, 920/2452, 1332/2292, 1500/2253, 1717/2395,
+    2866/1528; C x R with the same C: 236/2482, 463/1661, 891/956, 1280/619, 1462/554, 1651/514,
+    2705/369. The rule picks the faster kernel in each of these."""
+    fill = tile_fill(sig, env)
+    if fill is None:
+        return True
+    use = unstaged_sector_use(sig, env)
+    return use is None or fill >= use
 
 
 #: Significant bits of each float type (IEEE 754 binary16/32/64; bfloat16 keeps 8).
@@ -489,4 +523,4 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
                        [p.name for p in params if getattr(p, "zero_init", False)],
                        bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
-                       tile_fill(sig, env) if problem else None)
+                       staging_pays(sig, env) if problem and sig.tiles else True)

@@ -107,6 +107,11 @@ class KernelSignature:
     attributes: list[str] = field(default_factory=list)
     extra: list[Param] = field(default_factory=list)
     tiles: list | None = None  # kern-coalesce-views: [[extent, tile], ...]
+    #: kern-coalesce-views: the staged accesses as the kernel without the pass would make them, for
+    #: the launch's choice between the two (``binding.staging_pays``): ``{"extents": [extent of each
+    #: problem coordinate, slowest first], "views": [[param, [stride of each coordinate in the
+    #: view, in elements]], ...]}`` (Poly texts)
+    staged: dict | None = None
 
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
@@ -114,8 +119,9 @@ class KernelSignature:
         data = {f: getattr(self, f) for f in _SIGNATURE_FIELDS}
         data["params"] = [vars(p) for p in self.params]
         data["extra"] = [vars(p) for p in self.extra]
-        if data.get("tiles") is None:  # kern-coalesce-views: only present when set
-            data.pop("tiles", None)
+        for key in ("tiles", "staged"):  # kern-coalesce-views: only present when set
+            if data.get(key) is None:
+                data.pop(key, None)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -191,6 +197,9 @@ class KernelSignature:
                 isinstance(self.tiles, list)
                 and all(isinstance(t, list) and len(t) == 2 and type(t[1]) is int and t[1] > 0 for t in self.tiles)):
             return f"'tiles' must be a list of [extent, tile] pairs, got {self.tiles!r}"
+        if self.staged is not None and not _valid_staged(self.staged, {p.name for p in self.params}):
+            return (f"'staged' must be {{\"extents\": [extent, ...], \"views\": [[param, [stride per "
+                    f"extent]], ...]}}, got {self.staged!r}")
         if arg_kinds is None:
             return None
         if len(arg_kinds) != len(names):
@@ -205,6 +214,18 @@ class KernelSignature:
 
 
 _SIGNATURE_FIELDS = tuple(f.name for f in fields(KernelSignature))
+
+
+def _valid_staged(staged, params: set) -> bool:
+    """Whether ``staged`` has the shape of :attr:`KernelSignature.staged`."""
+    if not isinstance(staged, dict) or set(staged) != {"extents", "views"}:
+        return False
+    extents, views = staged["extents"], staged["views"]
+    if not (isinstance(extents, list) and extents and all(isinstance(e, str) for e in extents)):
+        return False
+    return isinstance(views, list) and all(
+        isinstance(v, list) and len(v) == 2 and v[0] in params and isinstance(v[1], list)
+        and len(v[1]) == len(extents) and all(isinstance(x, str) for x in v[1]) for v in views)
 #: Param kinds (see :class:`Param`) and kernel attributes a signature may hold.
 PARAM_KINDS = ("scalar", "buffer", "table", "scratch")
 KERNEL_ATTRIBUTES = ("deterministic", "checked")

@@ -60,9 +60,11 @@ tile rows and ``K = TI / Rb`` elements per thread (``B`` = 64, 128, 256, 512, 10
    before the guards: ``K`` guarded transposed loads (yielding 0 out of range), the ``K`` tile
    writes, one barrier, and the body ``k`` reads ``smem[(tid/TJ + k*Rb)*S + tid%TJ]``.
 
-At launch, a tiled kernel whose tiles the extents would leave mostly empty (``binding.tile_fill``
-under ``binding.MIN_TILE_FILL``: a transpose with an extent under 7) runs the kernel compiled without
-this pass instead (``kernc.api.Kernel.launch``).
+The signature also records the staged accesses as the unstaged kernel would make them
+(``staged``: the problem extents and each view's strides). At launch, a tiled kernel whose tiles the
+extents would leave emptier than those accesses leave their sectors (``binding.staging_pays``: a
+transpose with an extent of a few elements) runs the kernel compiled without this pass instead
+(``kernc.api.Kernel.launch``).
 
 ``remarks`` (a callable taking one line) explains each view access's decision
 (``kernc compile --remarks``); the pass is left out of the pipeline by ``--no-coalesce``.
@@ -203,6 +205,7 @@ class CoalesceViews(Pass):
         K = TI // R
         S = TJ + WARP // TI  # row stride: 33 for 32 rows, 34 for 16, 36 for 8 (conflict-free)
         staged = []  # (op, position of j in its coordinates, position of the tile's other coordinate)
+        views = []  # [param, [stride of each thread coordinate]] of each staged access
         ki = None  # the problem coordinate that the staged accesses move along unit stride
         for op in accesses:
             buf = op.operands[0]
@@ -257,7 +260,13 @@ class CoalesceViews(Pass):
                              f"thread coordinate '{jname}' has stride {layout.stride[pj]} in {name}'s "
                              f"layout, '{coord_names[ki]}' has stride 1")
             staged.append((op, pj, pi))
+            # the access as the unstaged kernel makes it: each thread coordinate's stride
+            strides = ["0"] * len(results)
+            for p, c in enumerate(coords):
+                strides[results.index(c)] = str(layout.stride[p])
+            views.append([name, strides])
         if staged:
+            sig.staged = {"extents": extents, "views": views}
             self._rewrite(fn, sig, guard, delin, extents, staged, ki, TI, S, K)
 
     # -- rewrite --------------------------------------------------------------------------------

@@ -37,8 +37,7 @@ def test_example_matches_numpy(name, P):
     assert result.problem_size == P
     sig = mod._compilation.signatures[name]
     tiles = sig.tiles
-    fill = binding.tile_fill(sig, result.sizes)
-    if tiles and fill is not None and fill >= binding.MIN_TILE_FILL:
+    if tiles and P and binding.staging_pays(sig, result.sizes):
         # kern-coalesce-views: one block per tile of the tiled extents (transpose: R x C)
         ext = [result.sizes[e] for e, _ in tiles]
         plane = math.prod(ext)
