@@ -27,6 +27,14 @@ from .shared_indices import SharedIndices, shared_indices
 MAX_GRID_X = 2**31 - 1
 #: Threads per warp, and bytes per sector (the unit in which L2 and DRAM serve global accesses).
 WARP, SECTOR = 32, 32
+#: The threads over which :func:`unstaged_sector_use` counts sectors: two warps, as L2 merges the
+#: parts of a sector that neighbouring warps write (an unstaged ``R x 8`` f32 transpose, whose warps
+#: each write half sectors, ran at the speed of a copy on an H200).
+SECTOR_WINDOW = 2 * WARP
+#: What an empty slot of a staged tile costs against an unused part of a sector (the staged kernel
+#: wastes threads and shared memory there, not DRAM traffic): on an H200, staged transposes ran at
+#: about 7000 GB/s x tile fill, unstaged ones at about 3300 GB/s x sector use (:func:`staging_pays`).
+EMPTY_SLOT_COST = 0.5
 
 
 @functools.lru_cache(maxsize=None)  # a handful of names; dtypes are immutable
@@ -80,10 +88,11 @@ def tile_fill(sig: KernelSignature, env: dict) -> float | None:
 
 def unstaged_sector_use(sig: KernelSignature, env: dict) -> float | None:
     """The fraction of the 32-byte sectors that the staged accesses (``sig.staged``) would use if
-    the kernel ran without kern-coalesce-views: over the first warp's threads (coordinates
-    delinearized from the thread id, the last fastest), the sectors a perfectly coalesced access of
-    as many elements needs, over the distinct sectors the accesses touch. 1 for a transpose with
-    one extent of 1 (a copy); ``1/8`` for f32 elements 8 or more apart. ``None`` without ``staged``."""
+    the kernel ran without kern-coalesce-views: over the first :data:`SECTOR_WINDOW` threads
+    (coordinates delinearized from the thread id, the last fastest), the sectors a perfectly
+    coalesced access of as many elements needs, over the distinct sectors the accesses touch. 1 for
+    a transpose with one extent of 1 (a copy); ``1/8`` for f32 elements 8 or more apart. ``None``
+    without ``staged``."""
     if not sig.staged:
         return None
     extents = tuple(int(Poly.parse(e).evaluate(env)) for e in sig.staged["extents"])
@@ -98,7 +107,7 @@ def _sector_use(extents: tuple, views: tuple) -> float | None:
     """:func:`unstaged_sector_use` of the problem ``extents`` and the views ``((element bytes,
     (stride of each coordinate, in elements)), ...)``."""
     coords = []
-    for t in range(min(WARP, math.prod(extents))):
+    for t in range(min(SECTOR_WINDOW, math.prod(extents))):
         c = []
         for e in reversed(extents):
             t, r = divmod(t, e)
@@ -114,21 +123,24 @@ def _sector_use(extents: tuple, views: tuple) -> float | None:
 
 def staging_pays(sig: KernelSignature, env: dict) -> bool:
     """Whether a launch of a kernel staged by kern-coalesce-views should run it, rather than the
-    kernel compiled without the pass: unless the staged tiles would be emptier (:func:`tile_fill`)
-    than the unstaged accesses leave their sectors (:func:`unstaged_sector_use`). Each block stages
-    a whole tile however few of its slots hold elements, while the unstaged kernel moves the
-    elements at its sector use; so a transpose with one extent ``e`` under 32 (fill ``e/32``) runs
-    unstaged when its warps still write long runs (``R x e``: runs of ``32/e`` elements, up to
-    ``e = 8`` for f32) or elements close together (``e x C``: ``e`` apart, up to ``e = 4``).
-    Measured on an H200 (f32 transposes of 2^24 elements, GB/s staged / unstaged): R x C with
-    C = 1, 2, 4, 6, 7, 8, 16: 240/2471, 477/2460, 920/2452, 1332/2292, 1500/2253, 1717/2395,
-    2866/1528; C x R with the same C: 236/2482, 463/1661, 891/956, 1280/619, 1462/554, 1651/514,
-    2705/369. The rule picks the faster kernel in each of these."""
+    kernel compiled without the pass: unless its tiles would be emptier (:func:`tile_fill`) than
+    the unstaged accesses leave their sectors (:func:`unstaged_sector_use`), an empty tile slot
+    counted at :data:`EMPTY_SLOT_COST` of an unused sector part. Each block stages a whole tile
+    however few of its slots hold elements, while the unstaged kernel moves the elements at its
+    sector use; so a transpose with one extent ``e`` under 32 (fill ``e/32``) runs unstaged when
+    its warps still write long runs (``R x e``: runs of ``32/e`` elements, up to ``e = 8`` for
+    f32) or elements close together (``e x C``: ``e`` apart, up to ``e = 3``).
+
+    Calibrated on an H200 (f32 transposes of 2^24 elements, GB/s staged / unstaged): R x C with
+    C = 1, 2, 3, 4, 5, 6, 7, 8, 12, 16: 243/2543, 479/2513, 707/2468, 929/2505, 1139/2377,
+    1334/2304, 1540/2296, 1736/2446, 2398/1742, 2901/1549; C x R with the same C: 238/2539,
+    465/1666, 684/1146, 900/956, 1099/745, 1282/618, 1483/554, 1671/516, 2261/439, 2753/370. The
+    rule picks the faster kernel at each of them but 4 x R (staged, 6% slower)."""
     fill = tile_fill(sig, env)
     if fill is None:
         return True
     use = unstaged_sector_use(sig, env)
-    return use is None or fill >= use
+    return use is None or fill >= EMPTY_SLOT_COST * use
 
 
 #: Significant bits of each float type (IEEE 754 binary16/32/64; bfloat16 keeps 8).

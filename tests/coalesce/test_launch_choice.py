@@ -45,8 +45,10 @@ def test_tile_fill_and_unstaged_sector_use():
     assert binding.tile_fill(sig, {"R": 7, "C": 0}) is None
     use = binding.unstaged_sector_use
     assert use(sig, {"R": 4096, "C": 1}) == use(sig, {"R": 1, "C": 4096}) == 1.0  # a copy
-    assert use(sig, {"R": 4096, "C": 4}) == 1.0  # four runs of 8 elements: 4 full sectors
-    assert use(sig, {"R": 4096, "C": 8}) == 0.5  # eight runs of 4 elements: half sectors
+    # over two warps (binding.SECTOR_WINDOW): runs of 16, 8 and 4 elements of b's rows
+    assert use(sig, {"R": 4096, "C": 4}) == 1.0
+    assert use(sig, {"R": 4096, "C": 8}) == 1.0  # each warp writes half sectors, the next the rest
+    assert use(sig, {"R": 4096, "C": 16}) == 0.5
     assert use(sig, {"R": 2, "C": 4096}) == 0.5  # elements 2 apart
     assert use(sig, {"R": 6, "C": 4096}) == 4 / 24
     assert use(sig, {"R": 64, "C": 64}) == 4 / 32
@@ -64,24 +66,27 @@ def test_sector_use_counts_element_bytes():
     assert binding.unstaged_sector_use(sig, {"R": 4096, "C": 4}) == 1.0  # runs of 8 doubles
 
 
-#: f32 transposes R x C measured on an H200 at 2^24 elements (GB/s staged / unstaged, see
-#: ``binding.staging_pays``) and whether the staged kernel was the faster one; the choice depends on
-#: the extents' ratio to the tile only, so smaller R (or C) stand in for 2^24 / C.
-MEASURED = [((2048, 1), False), ((1, 2048), False), ((2048, 2), False), ((2, 2048), False),
-            ((2048, 4), False), ((4, 2048), False), ((2048, 6), False), ((6, 2048), True),
-            ((2048, 7), False), ((7, 2048), True), ((2048, 8), False), ((8, 2048), True),
-            ((1024, 16), True), ((16, 1024), True), ((512, 32), True), ((32, 512), True)]
+#: f32 transposes measured on an H200 at 2^24 elements: ((R, C), GB/s staged, GB/s unstaged) (see
+#: ``binding.staging_pays``); the choice depends on the small extent alone, so a smaller large one
+#: (2048) stands in for 2^24 / C here.
+MEASURED = [((2048, 1), 243, 2543), ((2048, 2), 479, 2513), ((2048, 3), 707, 2468), ((2048, 4), 929, 2505),
+            ((2048, 5), 1139, 2377), ((2048, 6), 1334, 2304), ((2048, 7), 1540, 2296), ((2048, 8), 1736, 2446),
+            ((2048, 12), 2398, 1742), ((2048, 16), 2901, 1549), ((2048, 32), 3521, 540),
+            ((1, 2048), 238, 2539), ((2, 2048), 465, 1666), ((3, 2048), 684, 1146), ((4, 2048), 900, 956),
+            ((5, 2048), 1099, 745), ((6, 2048), 1282, 618), ((7, 2048), 1483, 554), ((8, 2048), 1671, 516),
+            ((12, 2048), 2261, 439), ((16, 2048), 2753, 370), ((32, 2048), 3593, 150)]
 
 
-@pytest.mark.parametrize("shape, staged", MEASURED)
-def test_transpose_runs_the_kernel_measured_faster(mods, shape, staged):
+@pytest.mark.parametrize("shape, staged_gbs, unstaged_gbs", MEASURED)
+def test_transpose_runs_a_kernel_measured_within_10_percent_of_the_faster(mods, shape, staged_gbs, unstaged_gbs):
     R, C = shape
     staged_mod, plain_mod = mods
     a = np.random.default_rng(R * C).standard_normal((R, C)).astype(np.float32)
     b = np.full((C, R), np.nan, np.float32)
     res = staged_mod.transpose(a, b)
     np.testing.assert_array_equal(b, a.T)
-    assert (res.stats.shared_requests > 0) == staged
+    staged = res.stats.shared_requests > 0
+    assert (staged_gbs if staged else unstaged_gbs) >= 0.9 * max(staged_gbs, unstaged_gbs)
     if staged:
         assert res.grid == -(-R // 32) * -(-C // 32)  # one block per tile
     else:  # exactly what the kernel compiled without the pass does
@@ -99,7 +104,7 @@ def test_other_shapes_follow_the_rule(mods, R, C):
     np.testing.assert_array_equal(b, a.T)
     sig = mods[0]._compilation.signatures["transpose"]
     env = {"R": R, "C": C}
-    want = binding.tile_fill(sig, env) >= binding.unstaged_sector_use(sig, env)
+    want = binding.tile_fill(sig, env) >= binding.EMPTY_SLOT_COST * binding.unstaged_sector_use(sig, env)
     assert (res.stats.shared_requests > 0) == want
 
 
