@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from kernc.passes.targets import arch_option
+
 DEFAULT_JSON = "bench-results.json"
 
 
@@ -30,7 +32,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
                     help="only this example of examples/ (repeatable; default: all, --quick: saxpy)")
     ap.add_argument("--reps", type=_positive_int, default=None, metavar="N",
                     help="repetitions per in-process timing (default 20; subprocess timings use N//4, at least 3)")
-    ap.add_argument("--arch", default="sm_90", help="target of both compilers and of ptxas (default sm_90)")
+    ap.add_argument("--arch", default="sm_90", type=arch_option,
+                    help="target of both compilers and of ptxas (default sm_90)")
     ap.add_argument("--examples-dir", default=None, metavar="DIR",
                     help="folder of the .kern examples (default: the repository's examples/)")
     ap.add_argument("--no-gpu", action="store_true", help="skip the GPU measurements even if a GPU is present")

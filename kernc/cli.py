@@ -15,6 +15,8 @@ import tempfile
 import time
 import traceback
 
+from kernc.passes.targets import arch_option
+
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_ICE = 0, 1, 2, 3
 
 
@@ -667,7 +669,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("file")
     c.add_argument("-o", "--output", default=None, help="output file ('-' or none: stdout)")
     c.add_argument("--emit", choices=["ast", "kern", "gpu", "llvm", "ptx"], default="ptx")
-    c.add_argument("--arch", default="sm_90")
+    c.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU (default sm_90)")
     c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
     c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
     c.add_argument("--verify-each", action="store_true", help="run the MLIR verifier after every pass")
@@ -704,7 +706,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", action="append", default=[], metavar="NAME=@file.npy|NAME=VALUE")
     r.add_argument("--size", action="append", default=[], metavar="SYM=INT")
     r.add_argument("--output-dir", default=".", help="where NAME.npy outputs go (default: the current folder)")
-    r.add_argument("--arch", default="sm_90")
+    r.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU of --device cuda (default sm_90)")
     r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     r.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")

@@ -28,7 +28,7 @@ from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.errors import CompileError, Diagnostic, InternalCompilerError, KerncError, SourceLocation
 from kernc.mlir import ir
-from kernc.passes import pipeline
+from kernc.passes import pipeline, targets
 from kernc.passes.base import Pass, functions, walk_ops
 
 STAGES = ("ast", "kern", "gpu", "llvm", "ptx")
@@ -89,8 +89,8 @@ class CompileOptions:
 
 
 def validate_arch(arch: str) -> str:
-    """Return ``arch`` if kernc can target it (``passes.pipeline.PTX_VERSION``); ``ValueError`` else."""
-    pipeline.ptx_features(arch)
+    """Return ``arch`` if kernc can target it (``passes.targets.PTX_VERSION``); ``ValueError`` else."""
+    targets.ptx_features(arch)
     return arch
 
 

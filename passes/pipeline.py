@@ -34,28 +34,7 @@ from .serialize import SerializeToPTX
 from .specialize_scalars import SpecializeNonnegScalars
 from .relax_atomics import RelaxAtomics
 from .verify import VerifyKern
-
-
-#: SM architectures kernc targets and the PTX ISA version each needs (PTX ISA, "Release Notes" /
-#: "Target ISA Notes": sm_90a needs PTX 8.0, sm_100 8.6, sm_120 8.7, sm_103/sm_121 8.8). PTX 8.0 is
-#: the floor (the NVPTX backend's sm_90 support). Anything else is rejected up front: LLVM aborts the
-#: process on a target/PTX mismatch instead of returning an error.
-PTX_VERSION = {
-    **{f"sm_{n}": 80 for n in (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90)},
-    "sm_90a": 80,
-    "sm_100": 86, "sm_100a": 86, "sm_101": 86, "sm_101a": 86,
-    "sm_103": 88, "sm_103a": 88,
-    "sm_120": 87, "sm_120a": 87, "sm_121": 88, "sm_121a": 88,
-}
-
-
-def ptx_features(arch: str) -> str:
-    """The ``+ptxNN`` feature string for ``arch``; ``ValueError`` for an unknown architecture."""
-    if arch not in PTX_VERSION:
-        raise ValueError(
-            f"unknown GPU architecture '{arch}' (supported: {', '.join(PTX_VERSION)})"
-        )
-    return f"+ptx{PTX_VERSION[arch]}"
+from .targets import ptx_features
 
 
 @dataclass(frozen=True)
@@ -67,7 +46,7 @@ class TargetOptions:
     ``opt_level``: LLVM ``O`` level 0..3; ``libdevice``: path of ``libdevice.10.bc``, linked when the
     module still calls libdevice functions after ``kern-libdevice-to-intrinsics`` (``None``: not
     available, an error for such modules);
-    the PTX ISA version follows from ``arch`` (:data:`PTX_VERSION`); ``align``: the byte alignment
+    the PTX ISA version follows from ``arch`` (``targets.PTX_VERSION``); ``align``: the byte alignment
     every buffer argument is assumed to have (16: ``cudaMalloc``/CuPy allocations are 256-byte
     aligned; the launcher checks it and uses ``align=0`` PTX for misaligned arrays);
     ``nonneg_scalars``: the variant for launches whose ``index`` scalar arguments are all ``>= 0``

@@ -266,7 +266,9 @@ USAGE_CASES = [
     ("check_missing_source", ["check", "/nonexistent/k.kern"], 1, "cannot read '/nonexistent/k.kern': No such file or directory"),
     ("opt_missing_input", ["opt", "/nonexistent/k.mlir", "--passes", "canonicalize"], 1, "No such file or directory"),
     ("unknown_kernel", ["compile", SAXPY, "--kernel", "nope"], 1, "no kernel named 'nope'"),
-    ("unknown_arch", ["compile", SAXPY, "--arch", "sm_5"], 1, "unknown GPU architecture 'sm_5'"),
+    # a bad --arch is a bad option value like any other: exit 2 (it was 1, found by a new-user trial)
+    ("unknown_arch", ["compile", SAXPY, "--arch", "sm_5"], 2, "argument --arch: unknown GPU architecture 'sm_5'"),
+    ("run_unknown_arch", ["run", SAXPY, "--arch", "sm_5"], 2, "argument --arch: unknown GPU architecture 'sm_5'"),
     ("output_in_missing_dir", ["compile", SAXPY, "-o", "/nonexistent/dir/x.ptx"], 1, "cannot write '/nonexistent/dir/x.ptx'"),
     ("unknown_pass", ["opt", "@KERN", "--passes", "bogus-pass"], 1, "bogus-pass"),
     ("bad_layout_expression", ["layout", "(4,8):(8"], 1, "layout '(4,8):(8'"),

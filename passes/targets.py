@@ -1,0 +1,38 @@
+"""The GPU architectures kernc compiles for (``--arch``), as data: no MLIR import, so that the CLI
+checks ``--arch`` while it parses its options, before anything heavy is loaded."""
+
+from __future__ import annotations
+
+#: SM architectures kernc targets and the PTX ISA version each needs (PTX ISA, "Release Notes" /
+#: "Target ISA Notes": sm_90a needs PTX 8.0, sm_100 8.6, sm_120 8.7, sm_103/sm_121 8.8). PTX 8.0 is
+#: the floor (the NVPTX backend's sm_90 support). Anything else is rejected up front: LLVM aborts the
+#: process on a target/PTX mismatch instead of returning an error.
+PTX_VERSION = {
+    **{f"sm_{n}": 80 for n in (50, 52, 53, 60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90)},
+    "sm_90a": 80,
+    "sm_100": 86, "sm_100a": 86, "sm_101": 86, "sm_101a": 86,
+    "sm_103": 88, "sm_103a": 88,
+    "sm_120": 87, "sm_120a": 87, "sm_121": 88, "sm_121a": 88,
+}
+
+
+def ptx_features(arch: str) -> str:
+    """The ``+ptxNN`` feature string for ``arch``; ``ValueError`` for an unknown architecture."""
+    if arch not in PTX_VERSION:
+        raise ValueError(
+            f"unknown GPU architecture '{arch}' (supported: {', '.join(PTX_VERSION)})"
+        )
+    return f"+ptx{PTX_VERSION[arch]}"
+
+
+def arch_option(text: str) -> str:
+    """An argparse ``type=`` for ``--arch`` options: ``text`` if kernc targets it, else an
+    ``argparse.ArgumentTypeError`` naming the supported ones (a usage error, exit status 2, as for
+    every other bad option value)."""
+    import argparse
+
+    try:
+        ptx_features(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
