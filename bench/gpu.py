@@ -15,6 +15,8 @@
   - transpose of a row-major matrix: ``examples/transpose.kern`` compiled with kernc's view staging
     (the default) and without it (``coalesce=False``) against a naive and the classic tiled
     (32 x 33 ``__shared__`` tile) CUDA transpose;
+  - skinny transposes (``R x 8`` and ``8 x C``): ``examples/transpose.kern`` called through kernc's
+    API, which picks the staged or the unstaged kernel per launch, next to each launched raw;
 
 - host launch overhead per call on a small problem: kernc's ``mod.saxpy(a, x, y)`` (argument
   binding, packing, launch), kernc's kernel launched raw, and the CUDA C++ kernel launched raw.
@@ -49,10 +51,16 @@ KERN_DIR = os.path.join(HERE, "kern")
 BLOCK = 256
 #: The bandwidth comparisons, in the order they are run and printed (``run`` returns each as
 #: ``"<name>_bandwidth"``).
-COMPARISONS = ("gather", "scatter", "transpose")
-#: Problem sizes: elements of the gather/scatter, (rows, columns) of the transpose.
-FULL_SIZES = {"gather": 1 << 24, "scatter": 1 << 24, "transpose": (4096, 4096)}
-QUICK_SIZES = {"gather": 1 << 20, "scatter": 1 << 20, "transpose": (1024, 1024)}
+COMPARISONS = ("gather", "scatter", "transpose", "transpose_tall", "transpose_wide")
+#: The comparisons with a CUDA C++ reference, ``bench/cuda/bandwidth/<name>.cu``.
+REFERENCES = ("gather", "scatter", "transpose")
+#: Problem sizes: elements of the gather/scatter, (rows, columns) of the transposes. The tall and
+#: wide (skinny) ones show the launch-time choice between the staged and the unstaged kernel
+#: (``binding.staging_pays``): R x 8 runs unstaged, 8 x C staged.
+FULL_SIZES = {"gather": 1 << 24, "scatter": 1 << 24, "transpose": (4096, 4096),
+              "transpose_tall": (1 << 21, 8), "transpose_wide": (8, 1 << 21)}
+QUICK_SIZES = {"gather": 1 << 20, "scatter": 1 << 20, "transpose": (1024, 1024),
+               "transpose_tall": (1 << 16, 8), "transpose_wide": (8, 1 << 16)}
 #: Relative tolerance of the scatter-add check (f32 sums in an unspecified order; see check_scatter).
 SCATTER_RTOL = 4e-6
 
@@ -502,6 +510,35 @@ def _transpose(b: _Bench, shape) -> dict:
     }
 
 
+def _transpose_choice(b: _Bench, shape) -> dict:
+    """A skinny transpose launched through kernc's API, which picks the staged or the unstaged
+    kernel per launch (``binding.staging_pays``), next to each of the two launched raw."""
+    import numpy as np
+
+    from kernc.backend import binding
+
+    cp = b.cp
+    path = os.path.join(b.examples_dir, "transpose.kern")
+    staged, plain = b.kernc(path), b.kernc(path, coalesce=False)
+    d = transpose_data(cp, shape)
+    a, out = d["a"], d["b"]
+    rows_, cols = (int(s) for s in a.shape)
+    picks = binding.staging_pays(staged.transpose.signature, {"R": rows_, "C": cols})
+    variants = {
+        "kernc_choice": (f"kernc (picks {'staged' if picks else 'unstaged'})", lambda: staged.transpose(a, out)),
+        "kernc_staged": ("kernc staged", _kernc_raw(cp, staged.transpose, (a, out))),
+        "kernc_unstaged": ("kernc --no-coalesce", _kernc_raw(cp, plain.transpose, (a, out))),
+    }
+    rows = b.measure(variants, lambda: out.fill(np.nan), lambda key: check_transpose(out, d, f"transpose {key}"),
+                     transpose_bytes(d))
+    return {
+        "rows": rows_, "cols": cols, "bytes_per_launch": transpose_bytes(d),
+        "bytes_counted": "read a and write b once (4 + 4 bytes per element)",
+        "chosen": "staged" if picks else "unstaged", "variants": rows,
+        "ratios": _ratios(rows, [("kernc_choice", "kernc_staged"), ("kernc_choice", "kernc_unstaged")]),
+    }
+
+
 def _table_ms(b: _Bench, idx):
     """Device time in ms of building ``shared_indices(idx, BLOCK)`` on the GPU (what a launch with a
     new index array pays before ``shared``/``shared_sum`` kernels; not part of their times), or
@@ -514,7 +551,8 @@ def _table_ms(b: _Bench, idx):
         return None
 
 
-_COMPARE = {"gather": _gather, "scatter": _scatter, "transpose": _transpose}
+_COMPARE = {"gather": _gather, "scatter": _scatter, "transpose": _transpose,
+            "transpose_tall": _transpose_choice, "transpose_wide": _transpose_choice}
 
 
 # -- all GPU measurements ----------------------------------------------------------------------------

@@ -167,7 +167,7 @@ def _emulate():
 def refs():
     """The bandwidth references compiled for the CPU emulator, once for this module."""
     emulate = _emulate()
-    return {name: emulate.load(os.path.join(BANDWIDTH_CU, f"{name}.cu")) for name in gpu.COMPARISONS}
+    return {name: emulate.load(os.path.join(BANDWIDTH_CU, f"{name}.cu")) for name in gpu.REFERENCES}
 
 
 def test_reference_gather_on_the_emulator(refs):
@@ -199,7 +199,7 @@ def test_references_compile_with_nvcc(tmp_path):
 
     if tools.find("nvcc") is None:
         pytest.skip("nvcc not found")
-    for name in gpu.COMPARISONS:
+    for name in gpu.REFERENCES:
         ptx = measure.nvcc_ptx(os.path.join(BANDWIDTH_CU, f"{name}.cu"), "sm_90", str(tmp_path), name)
         text = open(ptx).read()
         assert ".visible .entry" in text
@@ -270,7 +270,7 @@ def test_run_on_a_stand_in_device(monkeypatch):
     monkeypatch.setattr(cuda, "available", lambda: True)
     monkeypatch.setattr(cuda, "cupy", lambda: fake)
     monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
-    sizes = {"gather": N, "scatter": N, "transpose": SHAPE}
+    sizes = {"gather": N, "scatter": N, "transpose": SHAPE, "transpose_tall": (300, 8), "transpose_wide": (8, 300)}
     res = gpu.run(EXAMPLES, CU_DIR, None, True, 1, bandwidth_n=1024, sizes=sizes)
 
     assert "error" not in res, res.get("error")
@@ -283,11 +283,16 @@ def test_run_on_a_stand_in_device(monkeypatch):
         "transpose": ({"kernc_coalesced", "kernc_naive", "reference_tiled", "reference_naive"},
                       {"kernc_coalesced/reference_tiled", "kernc_naive/reference_naive",
                        "kernc_coalesced/kernc_naive", "reference_tiled/reference_naive"}),
+        "transpose_tall": ({"kernc_choice", "kernc_staged", "kernc_unstaged"},
+                           {"kernc_choice/kernc_staged", "kernc_choice/kernc_unstaged"}),
+        "transpose_wide": ({"kernc_choice", "kernc_staged", "kernc_unstaged"},
+                           {"kernc_choice/kernc_staged", "kernc_choice/kernc_unstaged"}),
     }
     for name, (variants, ratios) in expect.items():
         c = res[f"{name}_bandwidth"]
         assert "error" not in c, (name, c.get("error"))
-        assert c["reference_built_with"] == "NVRTC (cupy.RawModule)"  # the fake driver refuses nvcc's PTX
+        if name in gpu.REFERENCES:  # (the skinny transposes are kernc's alone)
+            assert c["reference_built_with"] == "NVRTC (cupy.RawModule)"  # the fake driver refuses nvcc's PTX
         assert set(c["variants"]) == variants and set(c["ratios"]) == ratios
         for key, v in c["variants"].items():
             assert v["ms"] > 0 and v["gbs"] == pytest.approx(c["bytes_per_launch"] / (v["ms"] * 1e6))
@@ -301,6 +306,9 @@ def test_run_on_a_stand_in_device(monkeypatch):
     assert s["bytes_per_launch"] == 8 * N + 8 * -(-N // 8) and s["distinct"] == s["m"] == -(-N // 8)
     assert (t["rows"], t["cols"]) == SHAPE and t["bytes_per_launch"] == 8 * SHAPE[0] * SHAPE[1]
     assert g["shared_indices_ms"] > 0 and s["shared_indices_ms"] > 0
+    # R x 8 runs the unstaged kernel, 8 x C the staged one (binding.staging_pays)
+    assert res["transpose_tall_bandwidth"]["chosen"] == "unstaged" and res["transpose_wide_bandwidth"]["chosen"] == "staged"
+    assert res["transpose_tall_bandwidth"]["variants"]["kernc_choice"]["label"] == "kernc (picks unstaged)"
 
     # the table prints every variant and ratio
     from kernc.bench.runner import _render_bandwidth
