@@ -1,7 +1,5 @@
 """``python -m kernc`` runs the CLI."""
 
-import sys
+from kernc.cli import console_main
 
-from kernc.cli import main
-
-sys.exit(main())
+console_main()

@@ -85,3 +85,33 @@ def test_bindings_register_numpy_builders_only_when_numpy_came_first(tmp_path):
     for order in ("first", "never"):
         subprocess.run([sys.executable, "-c", probe, order], check=True, env=_env(tmp_path / "cache"),
                        timeout=300)
+
+
+def test_the_console_entry_point_exits_quickly_with_everything_written(tmp_path):
+    """``kernc`` and ``python -m kernc`` end with ``os._exit`` after flushing the standard streams
+    (the interpreter's teardown of the MLIR bindings cost ~25 ms of a cold compile): what goes to
+    a pipe is complete, files are written, and exit codes are kept (0, 1 for a bad program, 2 for
+    a usage error)."""
+    env = _env(tmp_path / "cache", KERNC_ALWAYS_COMPILE="1")
+    out = tmp_path / "saxpy.ptx"
+
+    def kernc(*args):
+        return subprocess.run([sys.executable, "-m", "kernc", *args], capture_output=True, text=True,
+                              env=env, timeout=300)
+
+    assert kernc("compile", SAXPY_FILE, "-o", str(out)).returncode == 0
+    piped = kernc("compile", SAXPY_FILE)
+    assert piped.returncode == 0 and piped.stdout == out.read_text() and piped.stdout.rstrip().endswith("}")
+    ir = kernc("compile", PARTICLES_FILE, "--emit", "gpu", "--time-passes")
+    assert ir.returncode == 0 and ir.stdout.count("gpu.func @particles") == 1 and "total" in ir.stderr
+    bad = tmp_path / "bad.kern"
+    bad.write_text("kernel k(x: f32[n] read) over n { y = x; }\n")
+    res = kernc("compile", str(bad))
+    assert res.returncode == 1 and "error" in res.stderr and res.stdout == ""
+    assert kernc("compile", SAXPY_FILE, "--arch", "sm_1").returncode == 2
+    # the quick exit: no interpreter teardown (an atexit handler never runs), except for kernc bench
+    probe = ("import atexit, sys; atexit.register(lambda: print('teardown')); "
+             "from kernc.cli import console_main; sys.argv = ['kernc', *sys.argv[1:]]; console_main()")
+    quick = subprocess.run([sys.executable, "-c", probe, "compile", SAXPY_FILE, "-o", str(out)],
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert quick.returncode == 0 and "teardown" not in quick.stdout
