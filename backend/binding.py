@@ -129,7 +129,9 @@ def staging_pays(sig: KernelSignature, env: dict) -> bool:
     however few of its slots hold elements, while the unstaged kernel moves the elements at its
     sector use; so a transpose with one extent ``e`` under 32 (fill ``e/32``) runs unstaged when
     its warps still write long runs (``R x e``: runs of ``32/e`` elements, up to ``e = 8`` for
-    f32) or elements close together (``e x C``: ``e`` apart, up to ``e = 3``).
+    f32, 11 when ``R`` is a multiple of 8) or elements close together (``e x C``: ``e`` apart, up
+    to ``e = 3``, 4 unless ``C`` is a multiple of 32). A problem whose unstaged grid would exceed
+    CUDA's grid x stays staged (the staged kernel loops over its tiles).
 
     Calibrated on an H200 (f32 transposes of 2^24 elements, GB/s staged / unstaged): R x C with
     C = 1, 2, 3, 4, 5, 6, 7, 8, 12, 16: 243/2543, 479/2513, 707/2468, 929/2505, 1139/2377,
@@ -535,4 +537,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
                        [p.name for p in params if getattr(p, "zero_init", False)],
                        bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
-                       staging_pays(sig, env) if problem and sig.tiles else True)
+                       # (the unstaged kernel needs one block per `block` threads, more than a grid
+                       # holds for the largest problems; the staged kernel loops over its tiles)
+                       staging_pays(sig, env) if problem and sig.tiles and -(-problem // sig.block) <= MAX_GRID_X
+                       else True)

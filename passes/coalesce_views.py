@@ -264,7 +264,8 @@ class CoalesceViews(Pass):
             strides = ["0"] * len(results)
             for p, c in enumerate(coords):
                 strides[results.index(c)] = str(layout.stride[p])
-            views.append([name, strides])
+            if [name, strides] not in views:  # (a view read twice is one access pattern)
+                views.append([name, strides])
         if staged:
             sig.staged = {"extents": extents, "views": views}
             self._rewrite(fn, sig, guard, delin, extents, staged, ki, TI, S, K)

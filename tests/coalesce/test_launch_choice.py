@@ -158,3 +158,38 @@ def test_the_signature_check_knows_staged():
                 {"extents": ["R", "C"]}, ["R", "C"], {"extents": ["R", "C"], "views": [["b", [1, "R"]]]}):
         sig.staged = bad
         assert "'staged' must be" in sig.problem()
+
+
+def test_problems_past_the_unstaged_grid_stay_staged():
+    """The unstaged kernel needs ceil(P / block) blocks, the staged one loops over its tiles: a
+    skinny problem with more blocks than CUDA's grid x holds stays staged instead of being refused
+    (found by a trial: 3 * 2^36 x 1 at @block(64) was a KerncLaunchError). Bound only (not run)."""
+    from numpy.lib.stride_tricks import as_strided
+
+    src = """layout rowmaj(R, C) = (R, C):(C, 1);
+@block(64)
+kernel t(a: i8[C, R] view as rowmaj(C, R), b: i8[R, C] view as rowmaj(R, C)) over (i, j) in (R, C) {
+    b[i, j] = a[j, i];
+}"""
+    sig = kernc.compile(src)._compilation.signatures["t"]
+    base = np.zeros(16, np.int8)
+
+    def choice(a, b) -> tuple:  # (no bound launch is kept: printing its views would read them)
+        bound = binding.bind(sig, (a, b), {}, lambda x: isinstance(x, np.ndarray), "cpu")
+        return bound.staging_pays, bound.grid
+
+    R = 3 * 2**36  # views of 16 bytes: binding reads no element of them
+    small = choice(np.zeros((1, 1 << 20), np.int8), np.zeros((1 << 20, 1), np.int8))
+    huge = choice(as_strided(base, (1, R), (R, 1)), as_strided(base, (R, 1), (1, 1)))
+    assert small[0] is False
+    assert huge == (True, binding.MAX_GRID_X)
+
+
+def test_a_view_read_twice_is_one_access_pattern():
+    src = SRC + """
+kernel twice(a: f32[C, R] view as rowmaj(C, R), b: f32[R, C] view as rowmaj(R, C)) over (i, j) in (R, C) {
+    b[i, j] = a[j, i] * a[j, i];
+}
+"""
+    sig = kernc.compile(src)._compilation.signatures["twice"]
+    assert sig.staged["views"] == [["a", ["1", "R"]]]
