@@ -27,14 +27,16 @@ from .shared_indices import SharedIndices, shared_indices
 MAX_GRID_X = 2**31 - 1
 #: Threads per warp, and bytes per sector (the unit in which L2 and DRAM serve global accesses).
 WARP, SECTOR = 32, 32
-#: The threads over which :func:`unstaged_sector_use` counts sectors: two warps, as L2 merges the
-#: parts of a sector that neighbouring warps write (an unstaged ``R x 8`` f32 transpose, whose warps
-#: each write half sectors, ran at the speed of a copy on an H200).
-SECTOR_WINDOW = 2 * WARP
+#: The threads over which :func:`unstaged_sector_use` counts sectors: four warps, as L2 merges the
+#: parts of a sector that warps running together write (an unstaged ``R x 8`` f32 transpose, whose
+#: warps each write half sectors, ran at the speed of a copy on an H200).
+SECTOR_WINDOW = 4 * WARP
 #: What an empty slot of a staged tile costs against an unused part of a sector (the staged kernel
-#: wastes threads and shared memory there, not DRAM traffic): on an H200, staged transposes ran at
-#: about 7000 GB/s x tile fill, unstaged ones at about 3300 GB/s x sector use (:func:`staging_pays`).
-EMPTY_SLOT_COST = 0.5
+#: wastes threads and shared memory there, not DRAM traffic). Calibrated with :data:`SECTOR_WINDOW`
+#: on 46 skinny f32 transposes measured on an H200 (:func:`staging_pays`): from 0.4 to 0.45 the
+#: choice is the faster kernel, or within 6% of it, at every one; 0.5 with a two-warp window was
+#: 15% slower at ``R x 11`` with ``R`` a multiple of 32.
+EMPTY_SLOT_COST = 0.425
 
 
 @functools.lru_cache(maxsize=None)  # a handful of names; dtypes are immutable
@@ -127,17 +129,17 @@ def staging_pays(sig: KernelSignature, env: dict) -> bool:
     the unstaged accesses leave their sectors (:func:`unstaged_sector_use`), an empty tile slot
     counted at :data:`EMPTY_SLOT_COST` of an unused sector part. Each block stages a whole tile
     however few of its slots hold elements, while the unstaged kernel moves the elements at its
-    sector use; so a transpose with one extent ``e`` under 32 (fill ``e/32``) runs unstaged when
-    its warps still write long runs (``R x e``: runs of ``32/e`` elements, up to ``e = 8`` for
-    f32, 11 when ``R`` is a multiple of 8) or elements close together (``e x C``: ``e`` apart, up
-    to ``e = 3``, 4 unless ``C`` is a multiple of 32). A problem whose unstaged grid would exceed
-    CUDA's grid x stays staged (the staged kernel loops over its tiles).
+    sector use; so an f32 transpose with one extent ``e`` under 32 (fill ``e/32``) runs unstaged
+    when its warps still write long runs (``R x e``: runs of ``32/e`` elements, up to ``e = 9``, 10
+    when ``R`` is a multiple of 8) or elements close together (``e x C``: ``e`` apart, up to
+    ``e = 3``). A problem whose unstaged grid would exceed CUDA's grid x stays staged (the staged
+    kernel loops over its tiles).
 
-    Calibrated on an H200 (f32 transposes of 2^24 elements, GB/s staged / unstaged): R x C with
-    C = 1, 2, 3, 4, 5, 6, 7, 8, 12, 16: 243/2543, 479/2513, 707/2468, 929/2505, 1139/2377,
-    1334/2304, 1540/2296, 1736/2446, 2398/1742, 2901/1549; C x R with the same C: 238/2539,
-    465/1666, 684/1146, 900/956, 1099/745, 1282/618, 1483/554, 1671/516, 2261/439, 2753/370. The
-    rule picks the faster kernel at each of them but 4 x R (staged, 6% slower)."""
+    Calibrated on 46 f32 transposes of about 2^24 elements on an H200 (``R x C`` and ``C x R`` with
+    ``C`` = 1 to 32, the long extent a multiple of 32 or not; e.g. GB/s staged / unstaged for
+    ``R x C``, C = 1, 4, 8, 11, 16: 243/2537, 925/2502, 1728/2433, 2245/1899, 2901/1549; for
+    ``C x R``: 236/2522, 896/950, 1666/517, 2138/473, 2752/370): the choice is the faster kernel, or
+    within 6% of it (4 x R), at every one (``tests/coalesce/test_launch_choice.py``)."""
     fill = tile_fill(sig, env)
     if fill is None:
         return True
