@@ -27,16 +27,14 @@ from .shared_indices import SharedIndices, shared_indices
 MAX_GRID_X = 2**31 - 1
 #: Threads per warp, and bytes per sector (the unit in which L2 and DRAM serve global accesses).
 WARP, SECTOR = 32, 32
-#: The threads over which :func:`unstaged_sector_use` counts sectors: four warps, as L2 merges the
-#: parts of a sector that warps running together write (an unstaged ``R x 8`` f32 transpose, whose
-#: warps each write half sectors, ran at the speed of a copy on an H200).
-SECTOR_WINDOW = 4 * WARP
-#: What an empty slot of a staged tile costs against an unused part of a sector (the staged kernel
-#: wastes threads and shared memory there, not DRAM traffic). Calibrated with :data:`SECTOR_WINDOW`
-#: on 46 skinny f32 transposes measured on an H200 (:func:`staging_pays`): from 0.4 to 0.45 the
-#: choice is the faster kernel, or within 6% of it, at every one; 0.5 with a two-warp window was
-#: 15% slower at ``R x 11`` with ``R`` a multiple of 32.
-EMPTY_SLOT_COST = 0.425
+#: What an empty slot of a staged tile costs, in bytes of DRAM traffic (:func:`staging_pays`). At
+#: low fill the staged kernel is bound by its tile slots, not by DRAM: on an H200, f16, f32 and f64
+#: transposes with an extent of 1 (1/32 of each tile used) all moved about 29 G elements/s (115, 243,
+#: 471 GB/s), while the unstaged kernel moves bytes at its sector use. Calibrated on 136 skinny
+#: transposes measured there (f16, f32, f64; ``R x C`` and ``C x R`` with ``C`` from 1 to 32, the
+#: long extent a multiple of 32 or odd): from 2.8 to 3.0 the choice is the faster kernel, or within
+#: 8% of it, at every one.
+EMPTY_SLOT_BYTES = 2.9
 
 
 @functools.lru_cache(maxsize=None)  # a handful of names; dtypes are immutable
@@ -90,11 +88,11 @@ def tile_fill(sig: KernelSignature, env: dict) -> float | None:
 
 def unstaged_sector_use(sig: KernelSignature, env: dict) -> float | None:
     """The fraction of the 32-byte sectors that the staged accesses (``sig.staged``) would use if
-    the kernel ran without kern-coalesce-views: over the first :data:`SECTOR_WINDOW` threads
-    (coordinates delinearized from the thread id, the last fastest), the sectors a perfectly
-    coalesced access of as many elements needs, over the distinct sectors the accesses touch. 1 for
-    a transpose with one extent of 1 (a copy); ``1/8`` for f32 elements 8 or more apart. ``None``
-    without ``staged``."""
+    the kernel ran without kern-coalesce-views: over the first warp's threads (coordinates
+    delinearized from the thread id, the last fastest), the sectors a perfectly coalesced access of
+    as many elements needs, over the distinct sectors the accesses touch. 1 for a transpose with
+    one extent of 1 (a copy); ``1/8`` for f32 elements 8 or more apart. ``None`` without
+    ``staged``."""
     if not sig.staged:
         return None
     extents = tuple(int(Poly.parse(e).evaluate(env)) for e in sig.staged["extents"])
@@ -109,7 +107,7 @@ def _sector_use(extents: tuple, views: tuple) -> float | None:
     """:func:`unstaged_sector_use` of the problem ``extents`` and the views ``((element bytes,
     (stride of each coordinate, in elements)), ...)``."""
     coords = []
-    for t in range(min(SECTOR_WINDOW, math.prod(extents))):
+    for t in range(min(WARP, math.prod(extents))):
         c = []
         for e in reversed(extents):
             t, r = divmod(t, e)
@@ -125,26 +123,28 @@ def _sector_use(extents: tuple, views: tuple) -> float | None:
 
 def staging_pays(sig: KernelSignature, env: dict) -> bool:
     """Whether a launch of a kernel staged by kern-coalesce-views should run it, rather than the
-    kernel compiled without the pass: unless its tiles would be emptier (:func:`tile_fill`) than
-    the unstaged accesses leave their sectors (:func:`unstaged_sector_use`), an empty tile slot
-    counted at :data:`EMPTY_SLOT_COST` of an unused sector part. Each block stages a whole tile
-    however few of its slots hold elements, while the unstaged kernel moves the elements at its
-    sector use; so an f32 transpose with one extent ``e`` under 32 (fill ``e/32``) runs unstaged
-    when its warps still write long runs (``R x e``: runs of ``32/e`` elements, up to ``e = 9``, 10
-    when ``R`` is a multiple of 8) or elements close together (``e x C``: ``e`` apart, up to
-    ``e = 3``). A problem whose unstaged grid would exceed CUDA's grid x stays staged (the staged
-    kernel loops over its tiles).
+    kernel compiled without the pass. Per element, the staged kernel costs about
+    :data:`EMPTY_SLOT_BYTES` over its tile fill (:func:`tile_fill`; every block stages a whole
+    tile however few of its slots hold elements), the unstaged one its element bytes over its
+    sector use (:func:`unstaged_sector_use`); the cheaper one runs. For an f32 transpose with one
+    extent ``e`` under 32 (fill ``e/32``) the unstaged kernel runs while its warps still write long
+    runs (``R x e``: runs of ``32/e`` elements, up to ``e = 8``, 9 when ``R`` is a multiple of 8)
+    or elements close together (``e x C``: ``e`` apart, up to ``e = 4``); f64 elements favour the
+    staged kernel, f16 the unstaged one. A problem whose unstaged grid would exceed CUDA's grid x
+    stays staged (the staged kernel loops over its tiles).
 
-    Calibrated on 46 f32 transposes of about 2^24 elements on an H200 (``R x C`` and ``C x R`` with
-    ``C`` = 1 to 32, the long extent a multiple of 32 or not; e.g. GB/s staged / unstaged for
-    ``R x C``, C = 1, 4, 8, 11, 16: 243/2537, 925/2502, 1728/2433, 2245/1899, 2901/1549; for
-    ``C x R``: 236/2522, 896/950, 1666/517, 2138/473, 2752/370): the choice is the faster kernel, or
-    within 6% of it (4 x R), at every one (``tests/coalesce/test_launch_choice.py``)."""
+    Measured on an H200 (GB/s staged / unstaged, f32, about 2^24 elements): ``R x C`` with C = 1,
+    4, 8, 11, 16: 243/2537, 925/2502, 1728/2433, 2245/1899, 2901/1549; ``C x R``: 236/2522, 896/950,
+    1666/517, 2138/473, 2752/370. The measurements and the check that the choice is within 8% of
+    the faster kernel at each are in ``tests/coalesce/test_launch_choice.py``."""
     fill = tile_fill(sig, env)
     if fill is None:
         return True
     use = unstaged_sector_use(sig, env)
-    return use is None or fill >= EMPTY_SLOT_COST * use
+    if use is None:
+        return True
+    sizes = [numpy_dtype(sig.param(name).dtype).itemsize for name, _ in sig.staged["views"]]
+    return fill >= EMPTY_SLOT_BYTES * len(sizes) / sum(sizes) * use
 
 
 #: Significant bits of each float type (IEEE 754 binary16/32/64; bfloat16 keeps 8).
