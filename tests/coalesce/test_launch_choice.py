@@ -127,6 +127,52 @@ def test_the_choice_is_within_8_percent_of_the_faster_kernel_at_every_measured_s
         assert got >= 0.92 * max(staged_gbs, unstaged_gbs), (R, C, staged)
 
 
+#: Measured after the calibration, on kernels and dtypes it did not see (i8 and u16 transposes, f32
+#: NCHW -> NHWC permutes ``(N, C, H, W)``): {(kind, shape): (GB/s staged, GB/s unstaged)}.
+VALIDATION_GBS = {
+    ("i8", (33554432, 2)): (123, 822), ("i8", (33554433, 2)): (123, 822), ("i8", (2, 33554432)): (121, 792),
+    ("i8", (2, 33554433)): (121, 787), ("i8", (16777216, 4)): (244, 815), ("i8", (16777217, 4)): (244, 816),
+    ("i8", (4, 16777216)): (238, 709), ("i8", (4, 16777217)): (238, 695), ("i8", (11184800, 6)): (362, 809),
+    ("i8", (11184811, 6)): (363, 811), ("i8", (6, 11184800)): (353, 570), ("i8", (6, 11184811)): (351, 559),
+    ("i8", (8388608, 8)): (481, 781), ("i8", (8388609, 8)): (481, 779), ("i8", (8, 8388608)): (465, 494),
+    ("i8", (8, 8388609)): (466, 463), ("i8", (5592384, 12)): (710, 424), ("i8", (5592405, 12)): (709, 706),
+    ("i8", (12, 5592384)): (683, 353), ("i8", (12, 5592405)): (684, 328), ("i8", (4194304, 16)): (931, 226),
+    ("i8", (4194305, 16)): (929, 214), ("i8", (16, 4194304)): (891, 270), ("i8", (16, 4194305)): (893, 251),
+    ("u16", (16777216, 2)): (242, 1476), ("u16", (16777217, 2)): (242, 1477),
+    ("u16", (2, 16777216)): (235, 1303), ("u16", (2, 16777217)): (235, 1268),
+    ("u16", (8388608, 4)): (477, 1469), ("u16", (8388609, 4)): (477, 1457),
+    ("u16", (4, 8388608)): (459, 930), ("u16", (4, 8388609)): (459, 854), ("u16", (5592384, 6)): (701, 1399),
+    ("u16", (5592405, 6)): (701, 1432), ("u16", (6, 5592384)): (675, 668), ("u16", (6, 5592405)): (672, 612),
+    ("u16", (4194304, 8)): (919, 1393), ("u16", (4194305, 8)): (919, 1376),
+    ("u16", (8, 4194304)): (882, 515), ("u16", (8, 4194305)): (884, 473),
+    ("u16", (2796192, 12)): (1330, 863), ("u16", (2796203, 12)): (1331, 797),
+    ("u16", (12, 2796192)): (1266, 355), ("u16", (12, 2796203)): (1269, 328),
+    ("u16", (2097152, 16)): (1709, 529), ("u16", (2097153, 16)): (1700, 504),
+    ("u16", (16, 2097152)): (1606, 271), ("u16", (16, 2097153)): (1607, 256),
+    ("perm", (4, 2, 32768, 64)): (314, 1874), ("perm", (4, 2, 299593, 7)): (73, 1791),
+    ("perm", (4, 2, 65536, 32)): (314, 1876), ("perm", (4, 3, 21845, 64)): (466, 1629),
+    ("perm", (4, 3, 199728, 7)): (108, 1593), ("perm", (4, 3, 43690, 32)): (466, 1629),
+    ("perm", (4, 4, 16384, 64)): (617, 1341), ("perm", (4, 4, 149796, 7)): (144, 1322),
+    ("perm", (4, 4, 32768, 32)): (616, 1338), ("perm", (4, 8, 8192, 64)): (1198, 815),
+    ("perm", (4, 8, 74898, 7)): (284, 806), ("perm", (4, 8, 16384, 32)): (1197, 815),
+    ("perm", (4, 16, 4096, 64)): (2243, 665), ("perm", (4, 16, 37449, 7)): (553, 647),
+    ("perm", (4, 16, 8192, 32)): (2242, 665)
+}
+
+
+def test_the_choice_on_kernels_it_was_not_calibrated_on():
+    """Out of sample: within 10% of the faster kernel at 62 of the 63 shapes, and 15% at the last
+    (a permute of 16 channels by 7 columns, staged)."""
+    sigs = {t: kernc.compile(SRC.replace("f32", t))._compilation.signatures["transpose"] for t in ("i8", "u16")}
+    sigs["perm"] = kernc.compile(SRC)._compilation.signatures["to_nhwc"]
+    ratios = []
+    for (kind, shape), (staged_gbs, unstaged_gbs) in VALIDATION_GBS.items():
+        env = dict(zip("NCHW", shape)) if kind == "perm" else {"R": shape[0], "C": shape[1]}
+        got = staged_gbs if binding.staging_pays(sigs[kind], env) else unstaged_gbs
+        ratios.append(got / max(staged_gbs, unstaged_gbs))
+    assert len(ratios) == 63 and sorted(ratios)[1] >= 0.9 and min(ratios) >= 0.85
+
+
 #: measured shapes run here at a smaller long extent with the same remainder mod 32 (the choice
 #: depends on the sector alignment of the long extent, not its size)
 STAND_INS = [(16777216, 1), (1, 16777216), (5592405, 3), (3, 5592405), (4194304, 4), (4, 4194304),
