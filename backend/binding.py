@@ -537,11 +537,11 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             f"kernel '{sig.name}': problem size {problem} needs {grid} blocks of {sig.block}, "
             f"more than the {MAX_GRID_X} CUDA allows in grid x"
         )
+    # a tiled kernel may run unstaged instead, unless that one's grid (a block per `block` threads)
+    # would exceed CUDA's (the staged kernel loops over its tiles: any grid is correct)
+    unstaged_fits = bool(problem) and -(-problem // sig.block) <= MAX_GRID_X
     return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, index_bits,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
                        [p.name for p in params if getattr(p, "zero_init", False)],
                        bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
-                       # (the unstaged kernel needs one block per `block` threads, more than a grid
-                       # holds for the largest problems; the staged kernel loops over its tiles)
-                       staging_pays(sig, env) if problem and sig.tiles and -(-problem // sig.block) <= MAX_GRID_X
-                       else True)
+                       not (sig.tiles and unstaged_fits) or staging_pays(sig, env))

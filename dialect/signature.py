@@ -226,6 +226,8 @@ def _valid_staged(staged, params: set) -> bool:
     return isinstance(views, list) and all(
         isinstance(v, list) and len(v) == 2 and v[0] in params and isinstance(v[1], list)
         and len(v[1]) == len(extents) and all(isinstance(x, str) for x in v[1]) for v in views)
+
+
 #: Param kinds (see :class:`Param`) and kernel attributes a signature may hold.
 PARAM_KINDS = ("scalar", "buffer", "table", "scratch")
 KERNEL_ATTRIBUTES = ("deterministic", "checked")

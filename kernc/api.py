@@ -139,7 +139,7 @@ class Kernel:
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the
         staged kernel's tiles would be mostly empty and the unstaged accesses nearly coalesced
-        (``binding.staging_pays``: e.g. a transpose with an extent under 4 to 8)."""
+        (``binding.staging_pays``: e.g. a transpose with an extent of a few elements)."""
         return self._module._unstaged_module().kernels[self.name]
 
 
