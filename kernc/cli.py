@@ -797,11 +797,13 @@ def console_main() -> None:
     libraries): about 25 ms of a 200 ms cold ``kernc compile`` that has nothing left to do, every
     output file being complete (written atomically) by then. So once the standard streams are
     flushed the process ends with ``os._exit``. ``kernc bench`` (whose CPU emulator removes its
-    work folder at exit), a usage error and a stream that cannot be flushed (a closed pipe) take
+    work folder at exit), a process under a tracer or profiler (coverage, cProfile: they write
+    their results at exit), a usage error and a stream that cannot be flushed (a closed pipe) take
     the normal exit."""
     argv = sys.argv[1:]
     code = main(argv)
-    if argv[:1] == ["bench"]:
+    if argv[:1] == ["bench"] or sys.gettrace() is not None or sys.getprofile() is not None \
+            or "coverage" in sys.modules:
         sys.exit(code)
     try:
         for stream in (sys.stdout, sys.stderr):

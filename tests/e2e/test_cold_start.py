@@ -115,3 +115,15 @@ def test_the_console_entry_point_exits_quickly_with_everything_written(tmp_path)
     quick = subprocess.run([sys.executable, "-c", probe, "compile", SAXPY_FILE, "-o", str(out)],
                            capture_output=True, text=True, env=env, timeout=300)
     assert quick.returncode == 0 and "teardown" not in quick.stdout
+
+
+def test_a_traced_or_profiled_cli_exits_normally(tmp_path):
+    """Tracers and profilers (coverage, cProfile) write their results at exit: under one, the
+    console entry point takes the normal exit, so an atexit handler still runs."""
+    env = _env(tmp_path / "cache", KERNC_ALWAYS_COMPILE="1")
+    probe = ("import atexit, sys; atexit.register(lambda: print('teardown')); sys.settrace(lambda *a: None); "
+             "from kernc.cli import console_main; sys.argv = ['kernc', *sys.argv[1:]]; console_main()")
+    res = subprocess.run([sys.executable, "-c", probe, "compile", SAXPY_FILE, "-o", str(tmp_path / "s.ptx")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0 and "teardown" in res.stdout
+    assert ".entry saxpy" in (tmp_path / "s.ptx").read_text()
