@@ -28,7 +28,10 @@ class LaunchResult:
     """What a kernel call returns: the ``device`` it ran on (``"cpu"`` or ``"cuda"``), the bound
     ``sizes``, the ``problem_size``, ``grid``/``block`` and, on the CPU, the interpreter's memory
     ``stats`` (``RunStats``: global load/store requests and 32-byte sectors, atomics, shared-memory
-    requests and bank conflicts)."""
+    requests and bank conflicts). ``staged``, for a kernel whose view accesses kern-coalesce-views
+    staged through workgroup tiles: ``True`` when that kernel ran, ``False`` when the launch ran the
+    kernel compiled without the pass instead (its tiles would have been mostly empty:
+    ``binding.staging_pays``); ``None`` for other kernels."""
 
     device: str
     problem_size: int
@@ -36,6 +39,7 @@ class LaunchResult:
     block: int
     sizes: dict = field(default_factory=dict)
     stats: object = None
+    staged: bool | None = None
 
 
 class Kernel:
@@ -52,8 +56,10 @@ class Kernel:
         self.signature = module._compilation.signatures[name]
         self._packers: dict = {}  # index_bits -> cuda.ArgPacker, built on the first GPU launch
         self._prepared = None  # the last GPU call's cuda.PreparedLaunch (repeated calls skip binding)
+        self._prepared_staged = None  # LaunchResult.staged of the launch _prepared repeats
         self._bind_plan = binding.BindPlan(self.signature)  # what every launch's binding reuses
         self._arg_names = frozenset(self.signature.arg_names)
+        self._staged = True if self.signature.tiles else None  # LaunchResult.staged of its own runs
 
     def _packer(self, index_bits: int):
         packer = self._packers.get(index_bits)
@@ -89,7 +95,7 @@ class Kernel:
             prepared = self._prepared
             if prepared is not None and prepared(args):  # a repeated GPU call: bound as the last one
                 return LaunchResult("cuda", prepared.problem_size, prepared.grid, prepared.block,
-                                    dict(prepared.sizes))
+                                    dict(prepared.sizes), None, self._prepared_staged)
             return self.launch(args, {}, None)
         device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
         return self.launch(args, kwargs, device)
@@ -104,7 +110,7 @@ class Kernel:
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
             if not bound.staging_pays:
-                return self._unstaged().launch(args, kwargs, device)
+                return dataclasses.replace(self._unstaged().launch(args, kwargs, device), staged=False)
             stats = cpu.launch(self._module._interpreter(), bound)
         elif device == "cuda":
             if not cuda.available():
@@ -121,8 +127,8 @@ class Kernel:
                 unstaged = self._unstaged()
                 result = unstaged.launch(args, kwargs, device)
                 if positional_only:  # calls that bind as this one did make the same choice
-                    self._prepared = unstaged._prepared
-                return result
+                    self._prepared, self._prepared_staged = unstaged._prepared, False
+                return dataclasses.replace(result, staged=False)
             current = cp.cuda.runtime.getDevice()
             cuda.check_same_device(bound, current)
             aligned = cuda.all_aligned(bound, 16)
@@ -131,10 +137,12 @@ class Kernel:
             cuda.launch(module, bound, packer)
             if positional_only and bound.arrays:  # what __call__'s fast path can repeat
                 self._prepared = cuda.prepare(module, bound, packer, current, aligned)
+                self._prepared_staged = self._staged
             stats = None
         else:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
-        return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), stats)
+        return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), stats,
+                            self._staged)
 
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the

@@ -575,8 +575,10 @@ def cmd_run(ns) -> int:
     write_all_atomically(files)
     # with --stats-json - the JSON owns stdout (it must parse); the human-readable lines go to stderr
     info = sys.stderr if ns.stats_json == "-" else sys.stdout
+    unstaged = ("; without view staging (the tiles would have been mostly empty for these extents)"
+                if result.staged is False else "")
     print(
-        f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}; "
+        f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}{unstaged}; "
         f"wrote {', '.join(written) or 'nothing'}", file=info
     )
     if stats is not None and ns.stats:

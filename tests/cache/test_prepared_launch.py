@@ -289,10 +289,11 @@ def test_mostly_empty_tiles_launch_the_unstaged_kernel_and_stay_prepared(fake):
     k = kernc.compile(_TRANSPOSE).t
     a, b = _arr(np.zeros((2, 1000))), _arr(np.zeros((1000, 2)))
     first = k(a, b)
-    assert first.grid == -(-2000 // 256) == fake.launches[-1][1]
+    assert first.grid == -(-2000 // 256) == fake.launches[-1][1] and first.staged is False
     assert len(fake.loads) == 1 and b".shared" not in fake.loads[0]
     assert fake.binds == ["t", "t"]  # the staged kernel's binding decides, the unstaged one's launches
-    k(_arr(np.ones((2, 1000))), _arr(np.zeros((1000, 2))))
-    assert fake.binds == ["t", "t"] and fake.launches[-1][:3] == fake.launches[0][:3]
+    again = k(_arr(np.ones((2, 1000))), _arr(np.zeros((1000, 2))))
+    assert fake.binds == ["t", "t"] and fake.launches[-1][:3] == fake.launches[0][:3] and again.staged is False
     square = k(_arr(np.zeros((64, 64))), _arr(np.zeros((64, 64))))
-    assert square.grid == 4 and len(fake.loads) == 2 and b".shared" in fake.loads[1]
+    assert square.grid == 4 and len(fake.loads) == 2 and b".shared" in fake.loads[1] and square.staged is True
+    assert k(_arr(np.ones((64, 64))), _arr(np.zeros((64, 64)))).staged is True  # the prepared fast path

@@ -254,7 +254,7 @@ def test_choice_on_gpu(mods, R, C):
     res = mods[0].transpose(cp.asarray(a), b)
     assert np.array_equal(b.get(), a.T)
     staged = binding.staging_pays(mods[0]._compilation.signatures["transpose"], {"R": R, "C": C})
-    assert res.grid == (-(-R // 32) * -(-C // 32) if staged else -(-R * C // 256))
+    assert res.grid == (-(-R // 32) * -(-C // 32) if staged else -(-R * C // 256)) and res.staged is staged
 
 
 def test_the_signature_check_knows_staged():
@@ -299,3 +299,22 @@ kernel twice(a: f32[C, R] view as rowmaj(C, R), b: f32[R, C] view as rowmaj(R, C
 """
     sig = kernc.compile(src)._compilation.signatures["twice"]
     assert sig.staged["views"] == [["a", ["1", "R"]]]
+
+
+def test_the_launch_result_says_which_kernel_ran(mods, tmp_path, capsys):
+    staged_mod, plain_mod = mods
+    skinny = staged_mod.transpose(np.zeros((4096, 2), np.float32), np.zeros((2, 4096), np.float32))
+    square = staged_mod.transpose(np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32))
+    plain = plain_mod.transpose(np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32))
+    assert (skinny.staged, square.staged, plain.staged) == (False, True, None)
+    # kernc run says so
+    from kernc.cli import main
+
+    src = tmp_path / "t.kern"
+    src.write_text(SRC)
+    np.save(tmp_path / "a.npy", np.arange(8192, dtype=np.float32).reshape(4096, 2))
+    np.save(tmp_path / "b.npy", np.zeros((2, 4096), np.float32))
+    assert main(["run", str(src), "--kernel", "transpose", "--input", f"a=@{tmp_path / 'a.npy'}",
+                 "--input", f"b=@{tmp_path / 'b.npy'}", "--output-dir", str(tmp_path / "out")]) == 0
+    assert "without view staging" in capsys.readouterr().out
+    assert np.array_equal(np.load(tmp_path / "out" / "b.npy"), np.arange(8192, dtype=np.float32).reshape(4096, 2).T)
