@@ -27,7 +27,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 1 repetition of everything, one example (saxpy), small GPU sizes")
     ap.add_argument("--json", default=DEFAULT_JSON, metavar="FILE",
-                    help=f"where to write the results as JSON (default: {DEFAULT_JSON} in the current folder)")
+                    help=f"where to write the results as JSON ('-': standard output, the table then goes to "
+                         f"standard error; default: {DEFAULT_JSON} in the current folder)")
     ap.add_argument("--example", action="append", default=None, metavar="NAME",
                     help="only this example of examples/ (repeatable; default: all, --quick: saxpy)")
     ap.add_argument("--reps", type=_positive_int, default=None, metavar="N",

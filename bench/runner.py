@@ -503,6 +503,10 @@ def check_options(ns) -> None:
         raise SystemExit(f"bench: {err}") from None
     if ns.examples_dir and not os.path.isdir(ns.examples_dir):
         raise SystemExit(f"bench: --examples-dir {ns.examples_dir}: no such folder")
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the table (or JSON) goes there
+        raise SystemExit("bench: standard output is closed; the table is printed there")
+    if ns.json == "-":  # the JSON on standard output (the table then goes to standard error)
+        return
     folder = os.path.dirname(os.path.abspath(ns.json))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise SystemExit(f"bench: --json {ns.json}: the folder {folder} does not exist or is not writable")
@@ -530,17 +534,24 @@ def failures(results: dict) -> list[str]:
 
 
 def run(ns) -> int:
-    """Run the benchmarks for parsed options ``ns``: print the table and write ``ns.json``.
+    """Run the benchmarks for parsed options ``ns``: print the table and write ``ns.json`` (first,
+    so that a closed pipe on the table loses nothing); ``--json -`` prints the JSON on standard
+    output and the table on standard error.
 
     Returns 0, or 1 when a measurement failed (an example that does not compile, a wrong result):
     the table and the JSON still hold everything measured, and stderr lists the failures."""
     check_options(ns)
     results = collect(ns)
-    sys.stdout.write(render(results))
-    from kernc.cli import write_atomically
+    text = json.dumps(results, indent=2, sort_keys=True) + "\n"
+    if ns.json == "-":
+        sys.stderr.write(render(results))
+        sys.stdout.write(text)
+    else:
+        from kernc.cli import write_atomically
 
-    write_atomically(ns.json, json.dumps(results, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {ns.json}")
+        write_atomically(ns.json, text)
+        sys.stdout.write(render(results))
+        print(f"wrote {ns.json}")
     failed = failures(results)
     if failed:
         sys.stderr.write(f"bench: {len(failed)} measurement(s) failed:\n" + "".join(f"  {f}\n" for f in failed))
@@ -549,5 +560,11 @@ def run(ns) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point of ``python -m bench``."""
-    return run(build_parser().parse_args(argv))
+    """Entry point of ``python -m bench``. A reader that closes the pipe early (``| head``) ends
+    the run quietly with status 1 (the JSON is written before the table)."""
+    ns = build_parser().parse_args(argv)
+    try:
+        return run(ns)
+    except BrokenPipeError:  # (Python's documented recipe: no second error while exiting)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -31,7 +31,7 @@ class LaunchResult:
     requests and bank conflicts). ``staged``, for a kernel whose view accesses kern-coalesce-views
     staged through workgroup tiles: ``True`` when that kernel ran, ``False`` when the launch ran the
     kernel compiled without the pass instead (its tiles would have been mostly empty:
-    ``binding.staging_pays``); ``None`` for other kernels."""
+    ``binding.staging_pays``); ``None`` for other kernels and empty problems."""
 
     device: str
     problem_size: int
@@ -142,7 +142,7 @@ class Kernel:
         else:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
         return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), stats,
-                            self._staged)
+                            self._staged if bound.grid else None)  # (no block ran for an empty problem)
 
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the

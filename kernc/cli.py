@@ -161,13 +161,37 @@ def writable_problem(path: str, created_folder: str | None = None) -> str | None
     return None
 
 
+def _stdout(instead: str):
+    """``sys.stdout``, or ``OSError`` when the process was started with it closed (``>&-``);
+    ``instead`` says what to use instead (``"write the output with -o FILE"``)."""
+    if sys.stdout is None:
+        raise OSError(f"standard output is closed; {instead}")
+    return sys.stdout
+
+
 def _emit(text: str, out: str | None) -> None:
     if out in (None, "-"):
-        if sys.stdout is None:  # started with stdout closed (`>&-`)
-            raise OSError("standard output is closed; write the output with -o FILE")
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _stdout("write the output with -o FILE").write(text if text.endswith("\n") else text + "\n")
     else:
         write_atomically(out, text)
+
+
+def _size_option(text: str) -> tuple[str, int]:
+    """argparse ``type=`` of ``kernc run --size SYM=INT``: ``(SYM, INT)`` with ``INT >= 0``."""
+    sym, eq, val = text.partition("=")
+    val = val.strip()
+    if not eq or not sym.strip():
+        raise argparse.ArgumentTypeError(f"'{text}' is not SYM=INT")
+    if not (val.lstrip("-").isascii() and val.lstrip("-").isdigit()) or val.startswith("-"):
+        raise argparse.ArgumentTypeError(f"'{text}': the size must be a non-negative integer")
+    return sym.strip(), int(val)
+
+
+def _input_option(text: str) -> str:
+    """argparse ``type=`` of ``kernc run --input``: ``NAME=VALUE`` or ``NAME=@file.npy``."""
+    if "=" not in text or not text.partition("=")[0].strip():
+        raise argparse.ArgumentTypeError(f"'{text}' is not NAME=VALUE or NAME=@file.npy")
+    return text
 
 
 def _refuse_overwriting_input(ns) -> None:
@@ -408,6 +432,8 @@ def _check_run_outputs(ns) -> None:
     if os.path.lexists(out) and not os.path.isdir(out):
         raise OSError(f"--output-dir '{out}' exists and is not a folder")
     stats_json = getattr(ns, "stats_json", None)
+    if ns.stats or stats_json == "-":  # counters asked for on standard output
+        _stdout("write the counters with --stats-json FILE")
     if stats_json and stats_json != "-":
         folder = os.path.dirname(os.path.realpath(stats_json))  # a symlink's target's folder
         if not os.path.isdir(folder) and folder != os.path.realpath(out):  # (the run creates DIR)
@@ -459,9 +485,7 @@ def cmd_run(ns) -> int:
     sig = kernel.signature
     values: dict = {}
     for item in ns.input:
-        name, eq, val = item.partition("=")
-        if not eq:
-            raise KerncLaunchError(f"--input '{item}' is not NAME=VALUE or NAME=@file.npy")
+        name, _, val = item.partition("=")  # (the syntax was checked while parsing the options)
         try:
             p = sig.param(name)
         except KeyError:
@@ -504,12 +528,7 @@ def cmd_run(ns) -> int:
                 raise KerncLaunchError(f"--input {name}: {err}") from err
         if p.kind == "buffer" and not isinstance(values[name], np.ndarray):
             raise KerncLaunchError(f"--input {name}: '{name}' is a buffer; pass it as {name}=@file.npy")
-    sizes: dict = {}
-    for item in ns.size:
-        sym, eq, val = item.partition("=")
-        if not eq or not (val.strip().isascii() and val.strip().isdigit()):  # ('²'.isdigit() is True)
-            raise KerncLaunchError(f"--size '{item}' is not SYM=INT")
-        sizes[sym] = int(val)
+    sizes: dict = dict(ns.size)  # [(SYM, INT)], checked while parsing the options
     for p in sig.params:
         a = values.get(p.name)
         if p.kind == "buffer" and isinstance(a, np.ndarray) and a.ndim != len(p.storage_shape):
@@ -575,10 +594,11 @@ def cmd_run(ns) -> int:
     write_all_atomically(files)
     # with --stats-json - the JSON owns stdout (it must parse); the human-readable lines go to stderr
     info = sys.stderr if ns.stats_json == "-" else sys.stdout
-    unstaged = ("; without view staging (the tiles would have been mostly empty for these extents)"
-                if result.staged is False else "")
+    staging = {True: "; view accesses staged through workgroup tiles",
+               False: "; without view staging (the tiles would have been mostly empty for these extents)",
+               None: ""}[result.staged]
     print(
-        f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}{unstaged}; "
+        f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}{staging}; "
         f"wrote {', '.join(written) or 'nothing'}", file=info
     )
     if stats is not None and ns.stats:
@@ -613,13 +633,11 @@ def cmd_layout(ns) -> int:
             data = layout_to_text(layout, banks=ns.banks, elem_bytes=ns.elem_bytes)
     except LayoutError as err:
         raise CompileError(Diagnostic(f"layout '{ns.expr}': {err}")) from None
-    if ns.svg == "-":
-        sys.stdout.write(data)
-    elif ns.svg:
+    if ns.svg and ns.svg != "-":
         write_atomically(ns.svg, data)
         print(f"wrote {ns.svg}")
     else:
-        sys.stdout.write(data)
+        _stdout("the layout is printed there (or write an SVG with --svg FILE)").write(data)
     return EXIT_OK
 
 
@@ -705,8 +723,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file")
     r.add_argument("--kernel", default=None)
     r.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    r.add_argument("--input", action="append", default=[], metavar="NAME=@file.npy|NAME=VALUE")
-    r.add_argument("--size", action="append", default=[], metavar="SYM=INT")
+    r.add_argument("--input", action="append", default=[], type=_input_option, metavar="NAME=@file.npy|NAME=VALUE")
+    r.add_argument("--size", action="append", default=[], type=_size_option, metavar="SYM=INT")
     r.add_argument("--output-dir", default=".", help="where NAME.npy outputs go (default: the current folder)")
     r.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU of --device cuda (default sm_90)")
     r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)

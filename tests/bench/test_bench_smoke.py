@@ -308,3 +308,32 @@ def test_a_failed_measurement_makes_the_run_exit_1(monkeypatch, tmp_path, capsys
     monkeypatch.setattr(runner, "collect", lambda ns: ok)
     assert runner.main(["--quick", "--json", str(out)]) == 0
     assert "failed" not in capsys.readouterr().err
+
+
+def test_json_dash_is_standard_output_and_the_table_goes_to_stderr(monkeypatch, tmp_path, capsys):
+    """From a new-user trial: ``--json -`` wrote a file named '-' (everywhere else '-' is standard
+    output)."""
+    from kernc.bench import runner
+
+    results = {"meta": {"x": 1}, "gpu": {"available": None}, "targets": []}
+    monkeypatch.setattr(runner, "collect", lambda ns: results)
+    monkeypatch.setattr(runner, "render", lambda res: "the table\n")
+    monkeypatch.chdir(tmp_path)
+    assert runner.main(["--quick", "--json", "-"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out) == results and "the table" in cap.err and not (tmp_path / "-").exists()
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_run_quietly(tmp_path):
+    """From a new-user trial: ``python -m bench | head -1`` printed a BrokenPipeError traceback.
+    The JSON is written before the table, so it is complete all the same."""
+    import subprocess
+
+    out = tmp_path / "r.json"
+    script = ("import sys; from kernc.bench import runner; "
+              "runner.collect = lambda ns: {'meta': {}, 'gpu': {'available': None}, 'targets': []}; "
+              "runner.render = lambda res: 'x' * 2_000_000 + '\\n'; sys.exit(runner.main(sys.argv[1:]))")
+    res = subprocess.run(f"{sys.executable} -c \"{script}\" --quick --json {out} | head -c 10",
+                         shell=True, capture_output=True, text=True, timeout=300)
+    assert res.stdout == "x" * 10 and "Traceback" not in res.stderr and "Error" not in res.stderr
+    assert json.loads(out.read_text())["targets"] == []

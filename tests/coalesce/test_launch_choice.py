@@ -306,7 +306,8 @@ def test_the_launch_result_says_which_kernel_ran(mods, tmp_path, capsys):
     skinny = staged_mod.transpose(np.zeros((4096, 2), np.float32), np.zeros((2, 4096), np.float32))
     square = staged_mod.transpose(np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32))
     plain = plain_mod.transpose(np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32))
-    assert (skinny.staged, square.staged, plain.staged) == (False, True, None)
+    empty = staged_mod.transpose(np.zeros((0, 64), np.float32), np.zeros((64, 0), np.float32))
+    assert (skinny.staged, square.staged, plain.staged, empty.staged) == (False, True, None, None)
     # kernc run says so
     from kernc.cli import main
 
@@ -317,4 +318,9 @@ def test_the_launch_result_says_which_kernel_ran(mods, tmp_path, capsys):
     assert main(["run", str(src), "--kernel", "transpose", "--input", f"a=@{tmp_path / 'a.npy'}",
                  "--input", f"b=@{tmp_path / 'b.npy'}", "--output-dir", str(tmp_path / "out")]) == 0
     assert "without view staging" in capsys.readouterr().out
+    np.save(tmp_path / "a2.npy", np.zeros((64, 64), np.float32))
+    np.save(tmp_path / "b2.npy", np.zeros((64, 64), np.float32))
+    assert main(["run", str(src), "--kernel", "transpose", "--input", f"a=@{tmp_path / 'a2.npy'}",
+                 "--input", f"b=@{tmp_path / 'b2.npy'}", "--output-dir", str(tmp_path / "out2")]) == 0
+    assert "view accesses staged through workgroup tiles" in capsys.readouterr().out
     assert np.array_equal(np.load(tmp_path / "out" / "b.npy"), np.arange(8192, dtype=np.float32).reshape(4096, 2).T)

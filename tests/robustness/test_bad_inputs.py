@@ -269,6 +269,12 @@ USAGE_CASES = [
     # a bad --arch is a bad option value like any other: exit 2 (it was 1, found by a new-user trial)
     ("unknown_arch", ["compile", SAXPY, "--arch", "sm_5"], 2, "argument --arch: unknown GPU architecture 'sm_5'"),
     ("run_unknown_arch", ["run", SAXPY, "--arch", "sm_5"], 2, "argument --arch: unknown GPU architecture 'sm_5'"),
+    # the syntax of --size and --input is checked with the options: exit 2 (it was 1, and -1 was
+    # "not SYM=INT"; found by a new-user trial)
+    ("run_size_not_int", ["run", SAXPY, "--size", "n=abc"], 2, "argument --size: 'n=abc': the size must be a non-negative integer"),
+    ("run_size_negative", ["run", SAXPY, "--size", "n=-1"], 2, "argument --size: 'n=-1': the size must be a non-negative integer"),
+    ("run_size_no_eq", ["run", SAXPY, "--size", "n"], 2, "argument --size: 'n' is not SYM=INT"),
+    ("run_input_no_eq", ["run", SAXPY, "--input", "x"], 2, "argument --input: 'x' is not NAME=VALUE or NAME=@file.npy"),
     ("output_in_missing_dir", ["compile", SAXPY, "-o", "/nonexistent/dir/x.ptx"], 1, "cannot write '/nonexistent/dir/x.ptx'"),
     ("unknown_pass", ["opt", "@KERN", "--passes", "bogus-pass"], 1, "bogus-pass"),
     ("bad_layout_expression", ["layout", "(4,8):(8"], 1, "layout '(4,8):(8'"),
@@ -394,8 +400,6 @@ def test_corrupt_run_input(tmp_path, capsys, cid, make, code, message):
 RUN_ARG_CASES = [
     ("buffer_given_a_value", ["--input", "a=2", "--input", "x=3.0"], "--input x: 'x' is a buffer; pass it as x=@file.npy"),
     ("scalar_given_an_array", ["--input", "a=@{good}", "--input", "x=@{good}"], "argument 'a': expected a scalar f32, got an array"),
-    ("input_without_equals", ["--input", "noequals"], "--input 'noequals' is not NAME=VALUE or NAME=@file.npy"),
-    ("size_not_an_integer", ["--input", "a=1", "--input", "x=@{good}", "--size", "n=abc"], "--size 'n=abc' is not SYM=INT"),
     ("unknown_size_symbol", ["--input", "a=1", "--input", "x=@{good}", "--size", "m=3"], "kernel 'saxpy' has no size symbol 'm'"),
     ("size_contradicts_shape", ["--input", "a=1", "--input", "x=@{good}", "--size", "n=11"], "--size n=11 disagrees with --input x, whose shape (10,) gives n = 10"),
     ("bool_for_float", ["--input", "a=true", "--input", "x=@{good}"], "argument 'a': expected a number (f32), got bool"),
