@@ -79,11 +79,8 @@ def collect(ns) -> dict:
     reps = 1 if quick else (ns.reps or 20)
     sub_reps = 1 if quick else max(3, reps // 4)
     examples_dir = _examples_dir(ns)
-    available = sorted(f[:-5] for f in os.listdir(examples_dir) if f.endswith(".kern"))
+    available = _available(examples_dir)
     names = ns.example or (["saxpy"] if quick else available)
-    unknown = [n for n in names if n not in available]
-    if unknown:
-        raise SystemExit(f"bench: no example '{unknown[0]}' in {examples_dir} (have: {', '.join(available)})")
 
     import kernc
     from kernc.backend import cache
@@ -491,27 +488,46 @@ def _render_bandwidth(g: dict) -> list[str]:
     return lines + notes
 
 
+def _available(examples_dir: str) -> list[str]:
+    """The examples (``NAME.kern``) of ``examples_dir``, sorted."""
+    return sorted(f[:-5] for f in os.listdir(examples_dir) if f.endswith(".kern"))
+
+
+def _usage(message: str):
+    """A bad option value: ``message`` on stderr and exit status 2, as argparse does."""
+    sys.stderr.write(f"bench: error: {message}\n")
+    return SystemExit(2)
+
+
 def check_options(ns) -> None:
-    """Reject what would only fail after the whole run (``SystemExit`` with the reason): an
-    unknown ``--arch``, a missing ``--examples-dir``, a ``--json`` file whose folder does not
-    exist or is not writable."""
+    """Reject what would only fail after the whole run: an unknown ``--arch``, ``--examples-dir``
+    or ``--example`` and a ``--json`` file whose folder does not exist or is not writable (usage
+    errors: exit 2), and a closed standard output (exit 1)."""
     from kernc.compiler import validate_arch
 
     try:
         validate_arch(ns.arch)
     except ValueError as err:
-        raise SystemExit(f"bench: {err}") from None
+        raise _usage(str(err)) from None
     if ns.examples_dir and not os.path.isdir(ns.examples_dir):
-        raise SystemExit(f"bench: --examples-dir {ns.examples_dir}: no such folder")
+        raise _usage(f"--examples-dir {ns.examples_dir}: no such folder")
+    examples_dir = _examples_dir(ns)
+    if not os.path.isdir(examples_dir):  # (an installed kernc run outside the repository)
+        raise _usage(f"no examples folder at {examples_dir}; name one with --examples-dir DIR")
+    available = _available(examples_dir)
+    unknown = [n for n in ns.example or (["saxpy"] if ns.quick else available) if n not in available]
+    if unknown or not available:
+        have = f"it has {', '.join(available)}" if available else "it has no .kern file"
+        raise _usage(f"no example '{unknown[0] if unknown else '*.kern'}' in {examples_dir} ({have})")
     if sys.stdout is None:  # started with stdout closed (`>&-`): the table (or JSON) goes there
         raise SystemExit("bench: standard output is closed; the table is printed there")
     if ns.json == "-":  # the JSON on standard output (the table then goes to standard error)
         return
     folder = os.path.dirname(os.path.abspath(ns.json))
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise SystemExit(f"bench: --json {ns.json}: the folder {folder} does not exist or is not writable")
+        raise _usage(f"--json {ns.json}: the folder {folder} does not exist or is not writable")
     if os.path.isdir(ns.json):  # found by a trial: refused only after the whole run, its results lost
-        raise SystemExit(f"bench: --json {ns.json} is a folder; name a file in it")
+        raise _usage(f"--json {ns.json} is a folder; name a file in it")
 
 
 def failures(results: dict) -> list[str]:

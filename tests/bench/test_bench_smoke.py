@@ -337,3 +337,21 @@ def test_a_reader_that_closes_the_pipe_early_ends_the_run_quietly(tmp_path):
                          shell=True, capture_output=True, text=True, timeout=300)
     assert res.stdout == "x" * 10 and "Traceback" not in res.stderr and "Error" not in res.stderr
     assert json.loads(out.read_text())["targets"] == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--quick", "--example", "nope"], "no example 'nope' in"),
+    (["--quick", "--examples-dir", "{empty}"], "it has no .kern file"),
+    (["--quick", "--examples-dir", "/nonexistent-kernc-dir"], "--examples-dir /nonexistent-kernc-dir: no such folder"),
+    (["--quick", "--arch", "sm_1"], "unknown GPU architecture 'sm_1'"),
+])
+def test_bad_option_values_are_usage_errors(argv, message, tmp_path, capsys):
+    """Exit 2 like every other bad option value (an unknown example or examples folder was exit 1;
+    found by a new-user trial), before anything is measured."""
+    from kernc.bench.runner import main
+
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit) as info:
+        main([a.format(empty=tmp_path / "empty") for a in argv] + ["--json", str(tmp_path / "r.json")])
+    assert info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
