@@ -80,10 +80,15 @@ def tile_fill(sig: KernelSignature, env: dict) -> float | None:
     not tiled or an extent is 0."""
     if not sig.tiles:
         return None
-    extents = [int(Poly.parse(str(e)).evaluate(env)) for e, _ in sig.tiles]
+    extents = _tile_extents(sig, env)
     if not all(extents):
         return None
     return math.prod(extents) / math.prod(-(-e // t) * t for e, (_, t) in zip(extents, sig.tiles))
+
+
+def _tile_extents(sig: KernelSignature, env: dict) -> list[int]:
+    """The tiled extents of ``sig.tiles`` evaluated in ``env`` (sizes)."""
+    return [int(Poly.parse(str(e)).evaluate(env)) for e, _ in sig.tiles]
 
 
 def unstaged_sector_use(sig: KernelSignature, env: dict) -> float | None:
@@ -329,7 +334,7 @@ def _tile_count(sig: KernelSignature, problem: int, env: dict) -> int:
     blocks without a tile; the kernel loops over its tiles (grid-stride), so any grid is correct."""
     if not problem:
         return 0
-    extents = [int(Poly.parse(str(e)).evaluate(env)) for e, _ in sig.tiles]
+    extents = _tile_extents(sig, env)
     plane = math.prod(extents)
     if not plane:
         return 0

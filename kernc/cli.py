@@ -182,7 +182,7 @@ def _size_option(text: str) -> tuple[str, int]:
     val = val.strip()
     if not eq or not sym.strip():
         raise argparse.ArgumentTypeError(f"'{text}' is not SYM=INT")
-    if not (val.lstrip("-").isascii() and val.lstrip("-").isdigit()) or val.startswith("-"):
+    if not (val.isascii() and val.isdigit()):  # ('²'.isdigit() is True; '-1' is not digits)
         raise argparse.ArgumentTypeError(f"'{text}': the size must be a non-negative integer")
     return sym.strip(), int(val)
 
