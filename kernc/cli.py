@@ -587,7 +587,10 @@ def cmd_run(ns) -> int:
         files.append((path, buf.getvalue()))
     written = [path for path, _ in files]
     stats = result.stats.to_dict() if result.stats is not None and (ns.stats or ns.stats_json) else None
-    stats_text = json.dumps(stats, indent=2, sort_keys=True) + "\n" if stats is not None and ns.stats_json else None
+    # the JSON also says which kernel ran (LaunchResult.staged), as the summary line does: the
+    # counters of a staged kernel's unstaged run are another kernel's
+    stats_text = (json.dumps({**stats, "staged": result.staged}, indent=2, sort_keys=True) + "\n"
+                  if stats is not None and ns.stats_json else None)
     if stats_text is not None and ns.stats_json != "-":
         files.append((ns.stats_json, stats_text))
     # all files or none: a full disk on the last one leaves the earlier ones as they were
@@ -731,7 +734,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
-    r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout)")
+    r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
+                   "kernel staged view accesses), false (a staged kernel ran without staging for "
+                   "these extents) or null (nothing to stage)")
     r.set_defaults(fn=cmd_run)
 
     lay = sub.add_parser("layout", help="print a CuTe-style layout as a grid of offsets (or an SVG)")

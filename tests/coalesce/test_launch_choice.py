@@ -8,6 +8,8 @@ interpreter runs the same choice, so its results and traffic counters show which
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -323,4 +325,12 @@ def test_the_launch_result_says_which_kernel_ran(mods, tmp_path, capsys):
     assert main(["run", str(src), "--kernel", "transpose", "--input", f"a=@{tmp_path / 'a2.npy'}",
                  "--input", f"b=@{tmp_path / 'b2.npy'}", "--output-dir", str(tmp_path / "out2")]) == 0
     assert "view accesses staged through workgroup tiles" in capsys.readouterr().out
+    # --stats-json says it too: the counters are those of the kernel that ran
+    for a, b, want in (("a.npy", "b.npy", False), ("a2.npy", "b2.npy", True)):
+        assert main(["run", str(src), "--kernel", "transpose", "--input", f"a=@{tmp_path / a}",
+                     "--input", f"b=@{tmp_path / b}", "--output-dir", str(tmp_path / "out3"),
+                     "--stats-json", "-"]) == 0
+        stats = json.loads(capsys.readouterr().out)
+        assert stats["staged"] is want
+        assert stats["shared_requests"] > 0 if want else stats["shared_requests"] == 0
     assert np.array_equal(np.load(tmp_path / "out" / "b.npy"), np.arange(8192, dtype=np.float32).reshape(4096, 2).T)

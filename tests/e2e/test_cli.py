@@ -97,6 +97,7 @@ def test_run_writes_outputs_and_stats(tmp_path, capsys):
                 "global_store_sectors", "global_atomics", "shared_requests", "shared_bank_conflicts"):
         assert key in data
     assert data["global_load_requests"] == 2 * 4  # two loads, 4 warps (100 threads -> 4 warps)
+    assert data["staged"] is None  # saxpy stages nothing
     assert "ran saxpy on cpu: P=100" in capsys.readouterr().out
 
 
