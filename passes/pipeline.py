@@ -30,6 +30,7 @@ from .lower_builtins import LowerBuiltins
 from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
 from .reduce_iv_divisions import ReduceIVDivisions
+from .select_to_branch import SelectToBranch
 from .serialize import SerializeToPTX
 from .specialize_scalars import SpecializeNonnegScalars
 from .relax_atomics import RelaxAtomics
@@ -91,6 +92,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
         *([SpecializeNonnegScalars()] if opts.nonneg_scalars else []),
         BarePointerABI(opts.index_bits, opts.align),
         LowerFMA(),
+        SelectToBranch(),
         UpstreamPass(
             "gpu.module(convert-scf-to-cf,"
             f"convert-gpu-to-nvvm{{index-bitwidth={opts.index_bits}}},"

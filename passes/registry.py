@@ -25,6 +25,7 @@ from .lower_builtins import LowerBuiltins
 from .lower_fma import LowerFMA
 from .outline_to_gpu import OutlineToGpu
 from .reduce_iv_divisions import ReduceIVDivisions
+from .select_to_branch import SelectToBranch
 from .relax_atomics import RelaxAtomics
 from .specialize_scalars import SpecializeNonnegScalars
 from .verify import VerifyKern
@@ -48,6 +49,7 @@ KERN_PASSES = {
     ContractFMA.name: lambda: ContractFMA(),
     DedupAttributes.name: lambda: DedupAttributes(),
     LowerFMA.name: lambda: LowerFMA(),
+    SelectToBranch.name: lambda: SelectToBranch(),
     BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
 }
 
