@@ -11,7 +11,10 @@ Language rules enforced here (the reference for the lowering):
   ``x -= e``, ``x *= e``, ``x /= e`` update them. Names cannot be redeclared while visible (no
   shadowing); loop variables and parameters are read-only.
 - Unsuffixed literals take their type from the other operand (an integer literal may become a float;
-  a float literal never becomes an integer); alone they default to ``i32`` / ``f32``.
+  a float literal never becomes an integer); alone they default to ``i32`` / ``f32``. An
+  integer-literal expression with an integer operation (``/ % // %% << >> & | ^ ~``) keeps integer
+  semantics where a float is expected: it is computed as ``i32`` and converted (as in C:
+  ``f32(7 / 2)`` is ``3.0``, ``y = 1 << 2`` stores ``4.0``); the node is marked ``computed_as``.
 - There is no implicit conversion: mixing int and float, signed and unsigned, or different widths is
   an error with a hint to cast (``f32(x)``, ``u32(x)``, ``index(x)``).
 - A scalar operand broadcasts against a vector; two vectors must have the same length.
@@ -91,7 +94,7 @@ MAX_COMPONENTS = 64
 #: PTX identifier (``_`` alone is not one) and must not collide with the libdevice functions linked
 #: into the same module (``__nv_*``), NVVM/CUDA internals or the CUDA device runtime.
 RESERVED_KERNEL_PREFIXES = ("__nv", "__cuda", "__internal", "llvm", "nvvm")
-RESERVED_KERNEL_NAMES = ("_", "vprintf", "printf", "malloc", "free", "__assertfail", "memcpy",
+RESERVED_KERNEL_NAMES = ("_", "WARP_SZ", "vprintf", "printf", "malloc", "free", "__assertfail", "memcpy",
                          "memset", "kernels")
 BUILTIN_LAYOUTS = ("soa", "aos", "caspar")
 PENDING_LAYOUTS: tuple = ()
@@ -367,6 +370,7 @@ class _Checker(LayoutMixin):
             self.error(f"'{name}' is a keyword and cannot name a kernel", k.loc)
         elif name in RESERVED_KERNEL_NAMES or name.startswith(RESERVED_KERNEL_PREFIXES):
             why = ("a lone '_' is not a PTX identifier" if name == "_" else
+                   "it is a predefined identifier of PTX (the warp size constant)" if name == "WARP_SZ" else
                    "it is the name of the gpu.module that holds the kernels" if name == "kernels" else
                    "it is reserved for the libdevice/NVVM/CUDA functions linked with the kernel")
             self.error(f"'{name}' cannot name a kernel: {why}", k.loc,
@@ -1343,6 +1347,12 @@ class _Checker(LayoutMixin):
                 self.error(f"a float literal cannot be '{s}'", e.loc)
                 ok = False
         elif isinstance(e, (A.Unary, A.Binary, A.Call, A.VectorLit, A.Index, A.Slice)):
+            if s.is_float and T.scalar_of(e.ty) is T.INT_LIT and _integer_only(e):
+                # 7 / 2 or 1 << 2 where a float is needed: integer semantics, then a conversion
+                ok = self.retype(e, T.I32)
+                e.computed_as = e.ty
+                e.ty = T.with_scalar(e.ty, s)
+                return ok
             if isinstance(e, A.Binary) and e.op in _SHIFT and s.is_int and not s.literal:
                 ok = self.shift_amount_ok(e, s)
             for c in _children(e):
@@ -1857,6 +1867,18 @@ def _literal_fits(lit: T.ScalarType, t: T.ScalarType) -> bool:
     if lit is T.FLOAT_LIT:
         return t.is_float
     return False
+
+
+#: Operators whose meaning on integers is not their meaning on floats (or that floats lack).
+_INTEGER_ONLY = ("/", "%", "//", "%%", *_BITWISE, *_SHIFT)
+
+
+def _integer_only(e: A.Expr) -> bool:
+    """Whether the integer-literal subtree ``e`` uses an operation that would change meaning (or
+    be invalid) if its literals became floats."""
+    if isinstance(e, A.Binary) and e.op in _INTEGER_ONLY or isinstance(e, A.Unary) and e.op == "~":
+        return True
+    return any(_integer_only(c) for c in _children(e))
 
 
 def _children(e: A.Expr) -> list:

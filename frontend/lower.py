@@ -666,7 +666,17 @@ class _KernelLowering:
     def expr(self, e: A.Expr, env: dict):
         """The SSA value(s) of ``e``: one ``ir.Value`` for scalars, a list for vectors."""
         with self.loc(e):
-            return self._expr(e, env)
+            inner = getattr(e, "computed_as", None)
+            if inner is None:
+                return self._expr(e, env)
+            # an integer-literal expression in a float context (check.py): computed in its integer
+            # type, then converted to the type its parent sees
+            outer, e.ty = e.ty, inner
+            try:
+                v = self._expr(e, env)
+            finally:
+                e.ty = outer
+            return self.map(lambda x: self.convert(x, T.scalar_of(inner), T.scalar_of(outer)), v)
 
     def _expr(self, e: A.Expr, env: dict):
         if isinstance(e, (A.IntLit, A.FloatLit)):

@@ -26,6 +26,7 @@ def first_error(src: str):
     ("kernel", "'kernel' is a keyword and cannot name a kernel"),              # was accepted
     ("let", "'let' is a keyword"),
     ("f32", "'f32' is a builtin name and cannot name a kernel"),
+    ("WARP_SZ", "'WARP_SZ' cannot name a kernel: it is a predefined identifier of PTX"),  # ptxas rejected it
 ])
 def test_kernel_names_are_valid_ptx_identifiers(name, message):
     d, loc = first_error(f"kernel {name}(x: f32[n] read, y: f32[n] write) over n {{ y = exp(x); }}")
@@ -137,3 +138,30 @@ def test_float_loop_bounds_are_an_error():
     assert "loop bounds must be integers" in d.message
     d, _ = first_error("kernel k(x: f32[n, 3] read, y: f32[n] write) over n { y = x[1.5]; }")
     assert "a float literal cannot be 'i32'" in d.message
+
+
+# An integer-literal expression with an integer operation where a float is expected: an internal
+# compiler error ('<<' on f32) or float semantics (f32(7 / 2) was 3.5). It now computes as i32, as C.
+@pytest.mark.parametrize("expr, want", [
+    ("1 << 2", 4.0), ("1 >> 2", 0.0), ("1 & 3", 1.0), ("6 ^ 3", 5.0), ("~1", -2.0),
+    ("select(true, 1 | 2, 0.5)", 3.0), ("x * (1 << 2)", 8.0), ("f32(1 << 2)", 4.0),
+    ("f32(f64(1 << 3))", 8.0), ("f32(7 / 2)", 3.0), ("7 / 2", 3.0), ("-(7 / 2)", -3.0),
+    ("f32(7 % 4 / 2)", 1.0), ("f32(-7 // 2)", -4.0), ("f32(-7 %% 2)", 1.0), ("max(7 / 2, 1.5)", 3.0),
+    ("2.5 + (9 >> 1)", 6.5), ("[1 << 1, 2.5][0]", 2.0),
+    ("0.5 * (1 + 2)", 1.5), ("x + 1", 3.0), ("f32(1 + 2) / 2.0", 1.5),  # no integer operation: float
+])
+def test_integer_literal_operations_keep_integer_meaning_in_float_context(expr, want):
+    mod = kernc.compile(f"kernel k(x: f32[n] read, y: f32[n] write) over n {{ y = {expr}; }}")
+    y = np.zeros(3, np.float32)
+    mod.k(np.full(3, 2.0, np.float32), y)
+    assert y.tolist() == [want] * 3
+    assert ".entry k" in mod.ptx  # and it lowers to PTX
+
+
+def test_integer_literal_operations_in_integer_context_are_unchanged():
+    mod = kernc.compile("kernel k(x: u8[n] read, y: u8[n] write) over n { let z: u8 = 1 << 7; y = z | (3 & 6); }")
+    y = np.zeros(2, np.uint8)
+    mod.k(np.zeros(2, np.uint8), y)
+    assert y.tolist() == [130, 130]
+    d, loc = first_error("kernel k(x: f32[n] read, y: f32[n] write) over n { y = f32(1 << 40); }")
+    assert "shift amount 40 is out of range for 'i32'" in d.message
