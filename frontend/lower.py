@@ -880,7 +880,9 @@ class _KernelLowering:
                 r_neg = arith.cmpf(arith.CmpFPredicate.OLT, r, zero)
                 b_neg = arith.cmpf(arith.CmpFPredicate.OLT, b, zero)
                 fix = arith.andi(nonzero, arith.xori(r_neg, b_neg))
-                return arith.select(fix, arith.addf(r, b), r)
+                # a zero result takes the divisor's sign (numpy's mod, Python's %): -3 %% 3 is +0.0
+                signed_zero = arith.select(b_neg, self.const(s, -0.0), zero)
+                return arith.select(nonzero, arith.select(fix, arith.addf(r, b), r), signed_zero)
         else:
             unsigned = s.is_unsigned
             if op in _INT_BINARY:  # (signed, unsigned) op names: signedness reaches the IR here

@@ -165,3 +165,17 @@ def test_integer_literal_operations_in_integer_context_are_unchanged():
     assert y.tolist() == [130, 130]
     d, loc = first_error("kernel k(x: f32[n] read, y: f32[n] write) over n { y = f32(1 << 40); }")
     assert "shift amount 40 is out of range for 'i32'" in d.message
+
+
+@pytest.mark.parametrize("t, dt", [("f32", np.float32), ("f64", np.float64)])
+def test_float_floored_remainder_is_numpy_mod_bitwise(t, dt):
+    """``-3.0 %% 3.0`` was ``-0.0``: a zero result takes the divisor's sign, as numpy's ``mod``."""
+    mod = kernc.compile(f"kernel k(a: {t}[n] read, b: {t}[n] read, y: {t}[n] write) over n {{ y = a %% b; }}")
+    vals = np.array([-3.0, 3.0, -0.0, 0.0, 1.5, -1.5, 7.25, -7.25, 1e-40, np.inf, -np.inf, np.nan, 2.0, -2.0], dt)
+    a, b = (v.ravel() for v in np.meshgrid(vals, vals))
+    y = np.zeros_like(a)
+    mod.k(a, b, y)
+    with np.errstate(all="ignore"):
+        want = np.mod(a, b)
+    np.testing.assert_array_equal(np.signbit(y[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))
+    np.testing.assert_array_equal(y, want)
