@@ -71,6 +71,10 @@ class BoundLaunch:
     #: whether to run the staged kernel this launch was bound for (:func:`staging_pays`); when
     #: False the caller launches the kernel compiled without kern-coalesce-views
     staging_pays: bool = True
+    #: every ``index`` scalar of a call that binds like this one has ``|v| <`` this bound, or the
+    #: index width could change (:func:`index_scalar_products_overflow`); ``None``: no bound
+    #: beyond the index type's range
+    index_scalar_bound: int | None = None
 
 
 def tile_fill(sig: KernelSignature, env: dict) -> float | None:
@@ -170,6 +174,18 @@ def _round_int(v: int, bits: int) -> float:
             q += 1
         n = q << shift
     return float(n if v >= 0 else -n)
+
+
+def index_scalar_products_overflow(scalars, largest: int, block: int) -> bool:
+    """Whether 32-bit ``index`` arithmetic could wrap where the CPU interpreter's 64-bit does not:
+    an ``index`` scalar times a coordinate, plus another scalar -- ``off + t*s`` of ``strided(off,
+    s)``, ``oh*sh + r*dh - ph`` of im2col -- exceeds int32 once ``max|scalar| * (largest + block)``
+    does (``largest``: the biggest size, buffer length or problem size; a coordinate is below it
+    plus a block). Each value alone fitting int32 is not enough: ``5 + 2*(2**31 - 1)`` wraps to 3.
+    A conservative bound: kernels whose index scalars are small (strides, paddings) stay 32-bit.
+    Products of two coordinates (``t * t``) are not bounded by it (README, "Semantics")."""
+    biggest = max((abs(int(v)) for v in scalars), default=0)
+    return biggest * (largest + block) >= 2**31
 
 
 def _scalar(p: Param, value, index_bits: int = 64):
@@ -526,6 +542,12 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             out_args.append(int(v))
         else:
             out_args.append(_scalar(p, values[p.name]))
+    if index_bits == 32 and index_scalar_products_overflow(
+            [out for p, out in zip(params, out_args) if p.kind == "scalar" and p.dtype == "index"],
+            largest, sig.block):
+        index_bits = 64
+    # the smallest |index scalar| that index_scalar_products_overflow rejects for a 32-bit launch
+    scalar_bound = -(-(2**31) // (largest + sig.block)) if index_bits == 32 else None
     out_args.extend(sizes[s] for s in sig.sizes)
     zeros = zeros or np.zeros
     for p in sig.extra:
@@ -549,4 +571,4 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
                        [p.name for p in params if getattr(p, "zero_init", False)],
                        bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
-                       not (sig.tiles and unstaged_fits) or staging_pays(sig, env))
+                       not (sig.tiles and unstaged_fits) or staging_pays(sig, env), scalar_bound)

@@ -290,6 +290,8 @@ class PreparedLaunch:
         self._int_scalars = []
         self._buffers, self._scalars = [], []
         lim = 2 ** (bound.index_bits - 1)
+        if bound.index_scalar_bound is not None:  # a bigger |index scalar| may need 64-bit indices
+            lim = min(lim, bound.index_scalar_bound)
         for k, p in enumerate(sig.params):
             if p.kind == "buffer":
                 a = bound.arrays[p.name]

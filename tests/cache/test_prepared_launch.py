@@ -149,6 +149,26 @@ def test_index_scalars_keep_their_ptx_variant(fake):
             k(s, bad, 1, y)
 
 
+def test_index_scalars_whose_products_leave_int32_are_bound_again(fake):
+    """A 32-bit prepared launch took ``st = 2**31 - 1`` (it fits int32) and ran the 32-bit PTX,
+    where ``off + t*st`` wraps: such a call binds again and gets 64-bit index arithmetic."""
+    src = """kernel k(s: f32[m] read strided(off, st) default -1, off: index, st: index,
+                      y: f32[n] write) over n { y = s; }"""
+    k = kernc.compile(src).k
+    s, y = _arr(np.arange(64)), _arr(np.zeros(8))
+    k(s, 1, 2, y)
+    assert len(fake.binds) == 1 and fake.launches[-1][4][1] == np.int32(1).tobytes()
+    bound = k._prepared._int_scalars[0][2]
+    assert bound * (64 + 256) >= 2**31 > (bound - 1) * (64 + 256)
+    k(s, 1, bound - 1, y)  # the largest stride the 32-bit binding admits stays on the fast path
+    assert len(fake.binds) == 1 and fake.launches[-1][4][2] == np.int32(bound - 1).tobytes()
+    k(s, 5, 2**31 - 1, y)  # fits int32, but off + t*st does not: bound again, 64-bit
+    assert len(fake.binds) == 2 and fake.launches[-1][4][1:3] == [np.int64(5).tobytes(),
+                                                                 np.int64(2**31 - 1).tobytes()]
+    k(s, 1, 2, y)  # the 64-bit PTX takes small values too: no new binding
+    assert len(fake.binds) == 2 and fake.launches[-1][4][2] == np.int64(2).tobytes()
+
+
 def test_a_problem_size_argument_is_bound_again_when_it_changes(fake):
     k = kernc.compile("kernel k(n: index, y: f32[m] write indexed(i), i: u32[m] read) over n { y = 1.0; }").k
     y, i = _arr(np.zeros(1000)), _arr(np.arange(1000), np.uint32)

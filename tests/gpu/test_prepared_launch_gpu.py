@@ -83,3 +83,21 @@ def test_scalars_of_every_type_reach_the_kernel(dtype, values):
         k(v, host)  # the CPU interpreter: the same conversion of the same argument
         np.testing.assert_array_equal(y.get(), host, err_msg=f"{dtype} {v!r}")
         assert host[0] == pytest.approx(float(v), rel=4e-3)  # (bf16 keeps 8 bits)
+
+
+def test_index_scalar_times_a_coordinate_past_int32():
+    """``off + t*st`` past int32 with each value inside it: 64-bit indices, as the CPU computes
+    (the 32-bit PTX read X[3] for thread 2); repeated calls in both directions."""
+    import cupy as cp
+
+    mod = kernc.compile("kernel sd(X: f32[m] read strided(off, st) default -1, off: index, st: index, "
+                        "o: f32[n] write) over n { o = X; }")
+    X = cp.arange(10, dtype=cp.float32)
+    for off, st, want in [(5, 2, [5, 7, 9]), (5, 2**31 - 1, [5, -1, -1]), (5, 2, [5, 7, 9]),
+                          (9, -(2**31) + 1, [9, -1, -1]), (1, 3, [1, 4, 7])]:
+        o = cp.zeros(3, cp.float32)
+        mod.sd(X, off, st, o)
+        assert o.get().tolist() == want, (off, st)
+        cpu = np.zeros(3, np.float32)
+        mod.sd(np.arange(10, dtype=np.float32), off, st, cpu)
+        assert cpu.tolist() == want

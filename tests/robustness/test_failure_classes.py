@@ -69,6 +69,22 @@ def test_index_scalar_past_2_31_picks_64_bit_indices(big):
         _bind(sig, (x, 2**63, y), {})
 
 
+def test_index_scalar_times_a_coordinate_past_2_31_picks_64_bit_indices(big):
+    """``strided(off, s)`` with ``s = 2**31 - 1``: each value fits int32 but ``off + t*s`` does not;
+    the 32-bit PTX computed j mod 2**32 (thread 2 read x[3]) where the CPU reads the default."""
+    mod = kernc.compile("kernel sd(X: f32[m] read strided(off, s) default -1, off: index, s: index, "
+                        "o: f32[n] write) over n { o = X; }")
+    sig = mod.sd.signature
+    X, o = np.arange(10, dtype=np.float32), np.zeros(3, np.float32)
+    assert _bind(sig, (X, 5, 2**31 - 1, o), {}).index_bits == 64
+    assert _bind(sig, (X, 5, -(2**30), o), {}).index_bits == 64
+    assert _bind(sig, (X, 5, 2, o), {}).index_bits == 32  # small strides stay 32-bit
+    assert _bind(sig, (X, 2**20, 2**10, np.zeros(2**10 - 300, np.float32)), {}).index_bits == 32
+    assert _bind(sig, (X, 2**20, 2**10, np.zeros(2**11, np.float32)), {}).index_bits == 64
+    mod.sd(X, 5, 2**31 - 1, o)
+    assert o.tolist() == [5.0, -1.0, -1.0]
+
+
 def _entry_params(ptx: str, name: str) -> list[str]:
     m = re.search(r"\.entry " + name + r"\((.*?)\)", ptx, re.S)
     assert m, ptx
