@@ -745,7 +745,8 @@ def build_parser() -> argparse.ArgumentParser:
     form.add_argument("--text", action="store_true", help="print a text grid (the default)")
     form.add_argument("--svg", metavar="FILE", default=None, help="write an SVG grid to FILE (- for standard output)")
     lay.add_argument("--banks", action="store_true", help="also show shared-memory banks (32 x 4 bytes)")
-    lay.add_argument("--elem-bytes", type=int, default=4, help="element size in bytes for --banks (default 4)")
+    lay.add_argument("--elem-bytes", type=int, choices=(1, 2, 4, 8, 16), default=4, metavar="N",
+                     help="element size in bytes for --banks: 1, 2, 4, 8 or 16 (default 4)")
     lay.set_defaults(fn=cmd_layout)
 
     try:  # the benchmarks ship as kernc.bench (the repository's bench/ folder)
