@@ -804,6 +804,9 @@ def main(argv: list[str] | None = None) -> int:
         located = any(d.location is not None for d in err.diagnostics)
         _error(str(err) if located else f"kernc: {err}")
         return EXIT_USER
+    except BrokenPipeError:  # `kernc ... | head`: the reader is gone; nothing to report to it
+        _quiet_stdout()
+        return EXIT_USER
     except OSError as err:  # a file: "cannot read 'x.kern': No such file or directory", not "[Errno 2] ..."
         _error(f"kernc: error: {_os_error_text(err)}")
         return EXIT_USER
@@ -814,6 +817,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as err:  # anything else is a kernc bug
         return _report_ice(err, argv)
+
+
+def _quiet_stdout() -> None:
+    """Point standard output at the null device (Python's documented recipe for a broken pipe, see
+    the ``signal`` module's note on SIGPIPE): the buffered rest is not flushed into the closed pipe
+    at exit, which would raise a second error. Every output file is complete by then (written
+    atomically before anything is printed)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor behind sys.stdout
+        pass
 
 
 def console_main() -> None:
@@ -835,7 +851,10 @@ def console_main() -> None:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:  # (None: the process was started with that stream closed)
                 stream.flush()
-    except (OSError, ValueError):  # a closed pipe or stream: let Python's own exit report it
+    except BrokenPipeError:  # `kernc ... | head` whose reader left before the last lines
+        _quiet_stdout()
+        os._exit(code or EXIT_USER)
+    except (OSError, ValueError):  # a closed stream: let Python's own exit report it
         sys.exit(code)
     os._exit(code)
 

@@ -869,3 +869,31 @@ def test_run_writes_all_outputs_or_none(tmp_path, capsys, monkeypatch, failing):
     assert json.loads((out / "s.json").read_text())["global_store_requests"] > 0
     assert np.array_equal(np.load(out / "a.npy"), np.arange(4, dtype=np.float32))
     assert np.array_equal(np.load(out / "b.npy"), 2 * np.arange(4, dtype=np.float32))
+
+
+@pytest.mark.parametrize("args", [
+    ["run", SAXPY, "--input", "a=2", "--input", "x=@x.npy", "--stats"],
+    ["compile", SAXPY, "--emit", "gpu"],
+    ["layout", "(64,64):(64,1)"],
+])
+def test_a_reader_that_left_ends_the_command_quietly(args, tmp_path):
+    """``kernc run ... --stats | head -2`` printed ``kernc: error: Broken pipe`` (exit 1): a closed
+    pipe is not an error to report to anyone; the outputs are written all the same."""
+    np.save(tmp_path / "x.npy", np.arange(64, dtype=np.float32))
+    proc = subprocess.Popen([sys.executable, "-m", "kernc", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # the only reader is gone before the first write
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1 and err == "", err
+    if args[0] == "run":
+        assert np.array_equal(np.load(tmp_path / "y.npy"), 2 * np.arange(64, dtype=np.float32))
+
+
+def test_a_broken_pipe_in_process_is_quiet(tmp_path, capsys, monkeypatch):
+    r, w = os.pipe()
+    os.close(r)
+    broken = os.fdopen(w, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", broken)
+    assert main(["compile", SAXPY, "--emit", "gpu"]) == 1
+    monkeypatch.undo()
+    assert capsys.readouterr().err == ""
