@@ -363,6 +363,29 @@ class _Checker(LayoutMixin):
         if self.diags:
             raise CompileError(self.diags)
 
+    def deterministic_ok(self, params: list, attribute) -> None:
+        """``@deterministic`` makes ``sum``/``shared_sum`` reproducible; a float buffer that is
+        still added to with atomics in an order that varies from run to run (``add atomic(I)``, and
+        ``add pair``, whose block-edge elements take two atomics onto their old value) would not be.
+        Integer adds are exact in any order, ``write pair``'s two adds start from zero, and
+        ``block_sum`` uses no atomics: those stay allowed."""
+        for sym in params:
+            b = sym.buffer
+            if sym.kind != "buffer" or b is None or b.access != "add" or not b.compute_elem.is_float:
+                continue
+            if b.accessor == "atomic":
+                self.error(f"@deterministic cannot make '{sym.name}' reproducible: 'add atomic' adds "
+                           "floats with one atomic per thread, in an order that varies from run to run",
+                           b.loc, note=("the attribute is here", attribute.loc),
+                           hint=f"use 'add shared_sum({b.index_param})', which @deterministic makes "
+                                "bitwise reproducible")
+            elif b.accessor == "pair":
+                self.error(f"@deterministic cannot make '{sym.name}' reproducible: 'add pair' adds "
+                           "two floats with atomics onto each block-edge element, in either order",
+                           b.loc, note=("the attribute is here", attribute.loc),
+                           hint="drop @deterministic, or write the pairs to a 'write pair' buffer "
+                                "(its two adds start from zero) and add that")
+
     def kernel_name_ok(self, k: A.Kernel) -> None:
         """The kernel name becomes the PTX entry name: no keyword, a PTX identifier, no clash."""
         name = k.name
@@ -632,6 +655,8 @@ class _Checker(LayoutMixin):
         for sym in params:
             if sym.kind == "buffer" and sym.buffer is not None and not sym.buffer.is_view:
                 self.check_accessor(sym, by_name, size_syms, problem)
+        if "deterministic" in attributes:
+            self.deterministic_ok(params, seen_attrs["deterministic"])
         # hidden shared_indices tables, four per index param of shared/shared_sum (first use order)
         for sym in params:
             b = sym.buffer

@@ -179,3 +179,28 @@ def test_float_floored_remainder_is_numpy_mod_bitwise(t, dt):
         want = np.mod(a, b)
     np.testing.assert_array_equal(np.signbit(y[~np.isnan(want)]), np.signbit(want[~np.isnan(want)]))
     np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("decl, body, message", [
+    ("I: u32[n] read, y: f32[m] add atomic(I)", "y += x;", "'add atomic' adds floats with one atomic per thread"),
+    ("I: u32[n] read, y: f64[m] add atomic(I)", "y += f64(x);", "'add atomic' adds floats"),
+    ("y: f32[n1] add pair", "y = (x, x);", "'add pair' adds two floats with atomics"),
+])
+def test_deterministic_refuses_float_adds_it_cannot_order(decl, body, message):
+    """``@deterministic`` was silently accepted on float ``add atomic(I)`` / ``add pair`` buffers,
+    whose sums still depend on the order of their atomics."""
+    d, loc = first_error(f"@deterministic\nkernel k(x: f32[n] read, {decl}) over n {{ {body} }}")
+    assert message in d.message and "@deterministic cannot make 'y' reproducible" in d.message
+    note = d.notes[0]
+    assert note.message == "the attribute is here" and (note.location.line, note.location.column) == (1, 2)
+
+
+@pytest.mark.parametrize("decl, body", [
+    ("I: u32[n] read, y: i32[m] add atomic(I)", "y += i32(x);"),   # integer adds: any order, one result
+    ("y: f32[n1] write pair", "y = (x, x);"),                      # two adds onto zero
+    ("y: f32[m] write block_sum", "y = x;"),                        # no atomics
+    ("I: u32[n] read, y: f32[m] add shared_sum(I)", "y += x;"),     # what @deterministic orders
+    ("y: f32[1] add sum", "y += x;"),
+])
+def test_deterministic_accepts_what_is_reproducible(decl, body):
+    kernc.compile(f"@deterministic\nkernel k(x: f32[n] read, {decl}) over n {{ {body} }}")
