@@ -256,15 +256,25 @@ def read_source(path) -> str:
 
 def decode_source(data: bytes, path: str) -> str:
     """``data`` (the bytes of ``.kern`` file ``path``, or of standard input) as text: UTF-8, a
-    leading byte order mark dropped; ``CompileError`` at the first byte that is not UTF-8."""
+    leading byte order mark dropped; ``CompileError`` at the first byte that is not UTF-8, shown
+    like every other diagnostic: its line (each bad sequence as U+FFFD) and a caret under it."""
+    import codecs
+
     from kernc.errors import CompileError, Diagnostic, SourceLocation
 
+    # The byte order mark is dropped here rather than by the "utf-8-sig" codec (same text), whose
+    # error positions count from after the mark: the message named the wrong byte.
+    body = data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
     try:
-        return data.decode("utf-8-sig")  # a leading byte order mark is dropped
+        return body.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        bad = err.start
+        line_start = body.rfind(b"\n", 0, bad) + 1
+        line = body.count(b"\n", 0, bad) + 1
+        # The column counts characters, as the lexer's do (a tab is one, a multi-byte character
+        # one, the byte order mark none); everything before the first bad byte is valid UTF-8.
+        col = len(body[line_start:bad].decode("utf-8")) + 1
         raise CompileError(Diagnostic(
-            f"the {'input' if path == '-' else 'file'} is not UTF-8 text (byte 0x{data[err.start]:02x})",
-            SourceLocation(path, line, col)
+            f"the {'input' if path == '-' else 'file'} is not UTF-8 text (byte 0x{body[bad]:02x})",
+            SourceLocation(path, line, col), source=body.decode("utf-8", errors="replace")
         )) from None

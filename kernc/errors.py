@@ -4,7 +4,8 @@ A leaf module (it imports nothing from kernc), so every stage -- frontend, diale
 raises the same types without reaching upstream.
 
 - :class:`Diagnostic` is one located message, printed as ``file:line:col: error: message`` followed by
-  the source line and a caret under the column (the format of clang and MLIR).
+  the source line and a caret under the column (the format of clang and MLIR); a line longer than
+  :data:`MAX_SHOWN_COLUMNS` is shown as a window around the caret (:func:`source_window`).
 - :class:`CompileError` carries one or more diagnostics; the CLI prints them and exits with code 1.
 - :class:`KerncLaunchError` is a bad kernel launch (wrong dtype, shape, argument count, ...); it names
   the parameter.
@@ -16,6 +17,37 @@ raises the same types without reaching upstream.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+
+#: The widest source line a diagnostic shows whole. A longer one (a generated file, a minified
+#: expression) is shown as a window of this many characters around the caret, ``...`` marking each
+#: end that was cut, as clang does; the diagnostic stays a few lines whatever the line's length.
+MAX_SHOWN_COLUMNS = 120
+
+_ELLIPSIS = "..."
+
+
+def source_window(text: str, column: int, width: int = MAX_SHOWN_COLUMNS) -> tuple[str, int]:
+    """The part of source line ``text`` to show for a caret at 1-based ``column``, and the caret's
+    1-based column in it: ``(text, column)`` itself when ``text`` is at most ``width`` characters,
+    else a window of ``width`` characters with ``...`` in place of each cut end and the caret about
+    in its middle (at the line's start or end the window is the line's head or tail instead).
+
+    Columns count characters (code points) as the lexer does, so ``text`` is expected with its tabs
+    already shown as one space each. A column past the end of the line is taken as just past it."""
+    if len(text) <= width:
+        return text, column
+    dots = len(_ELLIPSIS)
+    width = max(width, 2 * dots + 1)
+    caret = min(max(column - 1, 0), len(text))  # 0-based; len(text) is just past the last character
+    middle = width - 2 * dots  # the text shown between two "..."
+    start = caret - middle // 2
+    if start <= dots:  # near the start: the head of the line, cut at its end only
+        return text[: width - dots] + _ELLIPSIS, caret + 1
+    if start + middle >= len(text) - dots:  # near the end: the tail of the line
+        start = len(text) - (width - dots)
+        return _ELLIPSIS + text[start:], dots + caret - start + 1
+    return _ELLIPSIS + text[start: start + middle] + _ELLIPSIS, dots + caret - start + 1
 
 
 @dataclass(frozen=True)
@@ -51,12 +83,17 @@ class Diagnostic:
         head = f"{self.severity}: {self.message}"
         lines = [f"{self.location}: {head}" if self.location else head]
         if self.location and self.source is not None:
-            # only "\n" ends a line, as for the lexer (str.splitlines also breaks at \f, \v, \r, ...)
-            src_lines = [ln.rstrip("\r") for ln in self.source.split("\n")]
-            if 1 <= self.location.line <= len(src_lines):
-                text = src_lines[self.location.line - 1].expandtabs(1)
+            # only "\n" ends a line, as for the lexer (str.splitlines also breaks at \f, \v, \r, ...);
+            # the split stops at the diagnostic's line (a large file is not cut into all its lines)
+            line_no = self.location.line
+            src_lines = self.source.split("\n", line_no) if line_no >= 1 else []
+            if 1 <= line_no <= len(src_lines):
+                # a tab is one column for the lexer, so it is shown as one space
+                text = src_lines[line_no - 1].rstrip("\r").expandtabs(1)
+                column = min(max(self.location.column, 1), len(text) + 1)
+                text, column = source_window(text, column)
                 lines.append(text)
-                lines.append(" " * max(self.location.column - 1, 0) + "^")
+                lines.append(" " * (column - 1) + "^")
         if self.hint:
             lines.append(f"hint: {self.hint}")
         for note in self.notes:
