@@ -24,6 +24,10 @@ def __getattr__(name):
         from kernc import api
 
         return getattr(api, name)
+    if name == "layout":  # `kernc.layout.Layout(...)` after a plain `import kernc` (no MLIR needed)
+        import importlib
+
+        return importlib.import_module("kernc.layout")
     raise AttributeError(f"module 'kernc' has no attribute '{name}'")
 
 

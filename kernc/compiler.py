@@ -416,8 +416,16 @@ class Compilation:
         return ir.Module.parse(self._texts["gpu"])
 
     def ast(self) -> str:
-        """The checked AST as an indented tree (``--emit ast``)."""
-        return frontend.dump_ast(self.program)
+        """The checked AST as an indented tree (``--emit ast``): with ``CompileOptions.kernels``,
+        only those kernels (and every layout definition), as the later stages have."""
+        program = self.program
+        if self.options.kernels is not None:
+            import dataclasses
+
+            items = [i for i in program.items
+                     if not isinstance(i, frontend.ast.Kernel) or i.name in self.options.kernels]
+            program = dataclasses.replace(program, items=items)
+        return frontend.dump_ast(program)
 
     def kern_ir(self, debug_info: bool = False) -> str:
         """The kern IR (after the frontend), optionally with source locations."""

@@ -897,3 +897,16 @@ def test_a_broken_pipe_in_process_is_quiet(tmp_path, capsys, monkeypatch):
     assert main(["compile", SAXPY, "--emit", "gpu"]) == 1
     monkeypatch.undo()
     assert capsys.readouterr().err == ""
+
+
+def test_emit_ast_shows_only_the_selected_kernels(tmp_path, capsys):
+    """``--emit ast --kernel b`` printed every kernel's AST; the later stages had only ``b``."""
+    src = tmp_path / "ab.kern"
+    src.write_text("layout rm(M, N) = (M, N):(N, 1);\n"
+                   "kernel a(x: f32[n] read, y: f32[n] write) over n { y = x; }\n"
+                   "kernel b(x: f32[n] read, y: f32[n] write) over n { y = x + 1.0; }\n")
+    assert main(["compile", str(src), "--emit", "ast", "--kernel", "b"]) == 0
+    out = capsys.readouterr().out
+    assert "Kernel [3:8] name='b'" in out and "name='a'" not in out and "LayoutDef [1:8] name='rm'" in out
+    assert main(["compile", str(src), "--emit", "ast"]) == 0
+    assert "name='a'" in capsys.readouterr().out

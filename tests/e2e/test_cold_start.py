@@ -127,3 +127,12 @@ def test_a_traced_or_profiled_cli_exits_normally(tmp_path):
                          capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0 and "teardown" in res.stdout
     assert ".entry saxpy" in (tmp_path / "s.ptx").read_text()
+
+
+def test_kernc_layout_is_an_attribute_of_a_plain_import():
+    """README uses ``kernc.layout`` after ``import kernc``; it raised AttributeError until
+    ``import kernc.layout``. Loaded on first use: neither it nor MLIR comes with ``import kernc``."""
+    code = ("import sys, kernc; assert 'kernc.layout' not in sys.modules; "
+            "L = kernc.layout.Layout.parse('(4,2):(2,1)'); print(L(3), 'kernc.api' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["6", "False"], out.stderr
