@@ -60,38 +60,43 @@ MAX_CONE = 64
 
 
 def _cone(select, index: int) -> list:
-    """The exclusive cone of operand ``index`` of ``select`` (unordered); ``[]`` when that operand
-    is not computed by such ops or the cone has more than :data:`MAX_CONE` ops."""
-    block, value = select.block, select.operands[index]
-    found, todo = [], [value]
-    while todo:  # every pure op of the block that the operand depends on
-        v = todo.pop()
+    """The exclusive cone of operand ``index`` of ``select`` (unordered): grown from the operand's
+    defining op towards its operands, an op joining once every use of its results is the select's
+    operand or an op already in the cone (so a shared op, and what only it uses, never joins).
+    ``[]`` when the operand is not computed by such ops or the cone would exceed :data:`MAX_CONE`."""
+    block = select.block
+    found: list = []
+
+    def joins(v) -> object | None:
         if isinstance(v, ir.BlockArgument):
-            continue
+            return None
         op = _op(v.owner)
         if op.block != block or not _pure(op) or any(op == f for f in found):
-            continue
-        if len(found) == MAX_CONE:
-            return []
-        found.append(op)
-        todo.extend(op.operands)
-
-    def used_outside(op) -> bool:
+            return None
         for res in op.results:
             for use in res.uses:
                 user = _op(use.owner)
                 if user == select and use.operand_number == index:
                     continue
                 if not any(user == f for f in found):
-                    return True
-        return False
+                    return None
+        return op
 
-    changed = True
-    while changed:  # keep the ops whose every use is that operand or an op of the cone
-        changed = False
-        for op in [op for op in found if used_outside(op)]:
-            found.remove(op)
-            changed = True
+    first = joins(select.operands[index])
+    if first is None:
+        return []
+    found.append(first)
+    grown = True
+    while grown:  # until no operand of the cone joins it
+        grown = False
+        for op in list(found):
+            for v in op.operands:
+                new = joins(v)
+                if new is not None:
+                    if len(found) == MAX_CONE:
+                        return []
+                    found.append(new)
+                    grown = True
     return found
 
 

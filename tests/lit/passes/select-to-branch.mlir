@@ -91,3 +91,164 @@ func.func @vector_condition(%c: vector<2xi1>, %x: vector<2xf32>, %y: vector<2xf3
   %r = arith.select %c, %d, %x : vector<2xi1>, vector<2xf32>
   return %r : vector<2xf32>
 }
+
+// A long chain (70 ops) that is also returned feeds an exclusive division: only the division moves.
+// CHECK-LABEL: func.func @long_shared_chain
+// CHECK: %69 = arith.addf %68, %arg2 : f32
+// CHECK-NEXT: %70 = scf.if %arg0 -> (f32) {
+// CHECK-NEXT:   %71 = arith.divf %69, %arg2 : f32
+func.func @long_shared_chain(%c: i1, %x: f32, %y: f32) -> (f32, f32) {
+  %a0 = arith.addf %x, %y : f32
+  %a1 = arith.addf %a0, %y : f32
+  %a2 = arith.addf %a1, %y : f32
+  %a3 = arith.addf %a2, %y : f32
+  %a4 = arith.addf %a3, %y : f32
+  %a5 = arith.addf %a4, %y : f32
+  %a6 = arith.addf %a5, %y : f32
+  %a7 = arith.addf %a6, %y : f32
+  %a8 = arith.addf %a7, %y : f32
+  %a9 = arith.addf %a8, %y : f32
+  %a10 = arith.addf %a9, %y : f32
+  %a11 = arith.addf %a10, %y : f32
+  %a12 = arith.addf %a11, %y : f32
+  %a13 = arith.addf %a12, %y : f32
+  %a14 = arith.addf %a13, %y : f32
+  %a15 = arith.addf %a14, %y : f32
+  %a16 = arith.addf %a15, %y : f32
+  %a17 = arith.addf %a16, %y : f32
+  %a18 = arith.addf %a17, %y : f32
+  %a19 = arith.addf %a18, %y : f32
+  %a20 = arith.addf %a19, %y : f32
+  %a21 = arith.addf %a20, %y : f32
+  %a22 = arith.addf %a21, %y : f32
+  %a23 = arith.addf %a22, %y : f32
+  %a24 = arith.addf %a23, %y : f32
+  %a25 = arith.addf %a24, %y : f32
+  %a26 = arith.addf %a25, %y : f32
+  %a27 = arith.addf %a26, %y : f32
+  %a28 = arith.addf %a27, %y : f32
+  %a29 = arith.addf %a28, %y : f32
+  %a30 = arith.addf %a29, %y : f32
+  %a31 = arith.addf %a30, %y : f32
+  %a32 = arith.addf %a31, %y : f32
+  %a33 = arith.addf %a32, %y : f32
+  %a34 = arith.addf %a33, %y : f32
+  %a35 = arith.addf %a34, %y : f32
+  %a36 = arith.addf %a35, %y : f32
+  %a37 = arith.addf %a36, %y : f32
+  %a38 = arith.addf %a37, %y : f32
+  %a39 = arith.addf %a38, %y : f32
+  %a40 = arith.addf %a39, %y : f32
+  %a41 = arith.addf %a40, %y : f32
+  %a42 = arith.addf %a41, %y : f32
+  %a43 = arith.addf %a42, %y : f32
+  %a44 = arith.addf %a43, %y : f32
+  %a45 = arith.addf %a44, %y : f32
+  %a46 = arith.addf %a45, %y : f32
+  %a47 = arith.addf %a46, %y : f32
+  %a48 = arith.addf %a47, %y : f32
+  %a49 = arith.addf %a48, %y : f32
+  %a50 = arith.addf %a49, %y : f32
+  %a51 = arith.addf %a50, %y : f32
+  %a52 = arith.addf %a51, %y : f32
+  %a53 = arith.addf %a52, %y : f32
+  %a54 = arith.addf %a53, %y : f32
+  %a55 = arith.addf %a54, %y : f32
+  %a56 = arith.addf %a55, %y : f32
+  %a57 = arith.addf %a56, %y : f32
+  %a58 = arith.addf %a57, %y : f32
+  %a59 = arith.addf %a58, %y : f32
+  %a60 = arith.addf %a59, %y : f32
+  %a61 = arith.addf %a60, %y : f32
+  %a62 = arith.addf %a61, %y : f32
+  %a63 = arith.addf %a62, %y : f32
+  %a64 = arith.addf %a63, %y : f32
+  %a65 = arith.addf %a64, %y : f32
+  %a66 = arith.addf %a65, %y : f32
+  %a67 = arith.addf %a66, %y : f32
+  %a68 = arith.addf %a67, %y : f32
+  %a69 = arith.addf %a68, %y : f32
+  %d = arith.divf %a69, %y : f32
+  %r = arith.select %c, %d, %y : f32
+  return %r, %a69 : f32, f32
+}
+
+// An exclusive cone of more than 64 ops (MAX_CONE) stays a select.
+// CHECK-LABEL: func.func @huge_cone
+// CHECK-NOT: scf.if
+// CHECK: arith.select
+func.func @huge_cone(%c: i1, %x: f32, %y: f32) -> f32 {
+  %a0 = arith.addf %x, %y : f32
+  %a1 = arith.addf %a0, %y : f32
+  %a2 = arith.addf %a1, %y : f32
+  %a3 = arith.addf %a2, %y : f32
+  %a4 = arith.addf %a3, %y : f32
+  %a5 = arith.addf %a4, %y : f32
+  %a6 = arith.addf %a5, %y : f32
+  %a7 = arith.addf %a6, %y : f32
+  %a8 = arith.addf %a7, %y : f32
+  %a9 = arith.addf %a8, %y : f32
+  %a10 = arith.addf %a9, %y : f32
+  %a11 = arith.addf %a10, %y : f32
+  %a12 = arith.addf %a11, %y : f32
+  %a13 = arith.addf %a12, %y : f32
+  %a14 = arith.addf %a13, %y : f32
+  %a15 = arith.addf %a14, %y : f32
+  %a16 = arith.addf %a15, %y : f32
+  %a17 = arith.addf %a16, %y : f32
+  %a18 = arith.addf %a17, %y : f32
+  %a19 = arith.addf %a18, %y : f32
+  %a20 = arith.addf %a19, %y : f32
+  %a21 = arith.addf %a20, %y : f32
+  %a22 = arith.addf %a21, %y : f32
+  %a23 = arith.addf %a22, %y : f32
+  %a24 = arith.addf %a23, %y : f32
+  %a25 = arith.addf %a24, %y : f32
+  %a26 = arith.addf %a25, %y : f32
+  %a27 = arith.addf %a26, %y : f32
+  %a28 = arith.addf %a27, %y : f32
+  %a29 = arith.addf %a28, %y : f32
+  %a30 = arith.addf %a29, %y : f32
+  %a31 = arith.addf %a30, %y : f32
+  %a32 = arith.addf %a31, %y : f32
+  %a33 = arith.addf %a32, %y : f32
+  %a34 = arith.addf %a33, %y : f32
+  %a35 = arith.addf %a34, %y : f32
+  %a36 = arith.addf %a35, %y : f32
+  %a37 = arith.addf %a36, %y : f32
+  %a38 = arith.addf %a37, %y : f32
+  %a39 = arith.addf %a38, %y : f32
+  %a40 = arith.addf %a39, %y : f32
+  %a41 = arith.addf %a40, %y : f32
+  %a42 = arith.addf %a41, %y : f32
+  %a43 = arith.addf %a42, %y : f32
+  %a44 = arith.addf %a43, %y : f32
+  %a45 = arith.addf %a44, %y : f32
+  %a46 = arith.addf %a45, %y : f32
+  %a47 = arith.addf %a46, %y : f32
+  %a48 = arith.addf %a47, %y : f32
+  %a49 = arith.addf %a48, %y : f32
+  %a50 = arith.addf %a49, %y : f32
+  %a51 = arith.addf %a50, %y : f32
+  %a52 = arith.addf %a51, %y : f32
+  %a53 = arith.addf %a52, %y : f32
+  %a54 = arith.addf %a53, %y : f32
+  %a55 = arith.addf %a54, %y : f32
+  %a56 = arith.addf %a55, %y : f32
+  %a57 = arith.addf %a56, %y : f32
+  %a58 = arith.addf %a57, %y : f32
+  %a59 = arith.addf %a58, %y : f32
+  %a60 = arith.addf %a59, %y : f32
+  %a61 = arith.addf %a60, %y : f32
+  %a62 = arith.addf %a61, %y : f32
+  %a63 = arith.addf %a62, %y : f32
+  %a64 = arith.addf %a63, %y : f32
+  %a65 = arith.addf %a64, %y : f32
+  %a66 = arith.addf %a65, %y : f32
+  %a67 = arith.addf %a66, %y : f32
+  %a68 = arith.addf %a67, %y : f32
+  %a69 = arith.addf %a68, %y : f32
+  %d = arith.divf %a69, %y : f32
+  %r = arith.select %c, %d, %y : f32
+  return %r : f32
+}
