@@ -1692,8 +1692,11 @@ class _Checker(LayoutMixin):
                 return None
             return t
         if op in _COMPARE:
-            self.default(e.left)
-            self.default(e.right)
+            # two literal operands compare in their common type (7 / 2 < 3.5 in f32: the int side
+            # converts, as in C), which a literal operand defaulted alone would not be
+            for side in (e.left, e.right):
+                if T.is_literal(side.ty):
+                    self.retype(side, T.default_scalar(s))
             t = T.default_type(t)
             if op not in ("==", "!=") and T.scalar_of(t).is_bool:
                 self.error(f"'{op}' cannot compare bools", e.loc)
