@@ -71,9 +71,9 @@ class BoundLaunch:
     #: whether to run the staged kernel this launch was bound for (:func:`staging_pays`); when
     #: False the caller launches the kernel compiled without kern-coalesce-views
     staging_pays: bool = True
-    #: every ``index`` scalar of a call that binds like this one has ``|v| <`` this bound, or the
-    #: index width could change (:func:`index_scalar_products_overflow`); ``None``: no bound
-    #: beyond the index type's range
+    #: every integer scalar of a call that binds like this one has ``|v| <`` this bound, or the
+    #: index width could change (:func:`index_products_overflow`); ``None``: no bound beyond the
+    #: index type's range
     index_scalar_bound: int | None = None
 
 
@@ -176,16 +176,31 @@ def _round_int(v: int, bits: int) -> float:
     return float(n if v >= 0 else -n)
 
 
-def index_scalar_products_overflow(scalars, largest: int, block: int) -> bool:
+def index_products_overflow(values, largest: int, block: int) -> bool:
     """Whether 32-bit ``index`` arithmetic could wrap where the CPU interpreter's 64-bit does not:
-    an ``index`` scalar times a coordinate, plus another scalar -- ``off + t*s`` of ``strided(off,
-    s)``, ``oh*sh + r*dh - ph`` of im2col -- exceeds int32 once ``max|scalar| * (largest + block)``
-    does (``largest``: the biggest size, buffer length or problem size; a coordinate is below it
-    plus a block). Each value alone fitting int32 is not enough: ``5 + 2*(2**31 - 1)`` wraps to 3.
-    A conservative bound: kernels whose index scalars are small (strides, paddings) stay 32-bit.
-    Products of two coordinates (``t * t``) are not bounded by it (README, "Semantics")."""
-    biggest = max((abs(int(v)) for v in scalars), default=0)
-    return biggest * (largest + block) >= 2**31
+    ``values`` are the kernel's integer scalar arguments (any of them can become an ``index``) and
+    its largest ``index`` literal (``KernelSignature.index_literal_max``); with ``m`` the largest
+    magnitude among them, a value times a coordinate plus another (``off + t*s`` of ``strided(off,
+    s)``, ``oh*sh + r*dh - ph`` of im2col) or two of them multiplied (``a * b``) can exceed int32
+    once ``m * max(m, largest + block)`` does (``largest``: the biggest size, buffer length or
+    problem size; a coordinate is below it plus a block). Each value fitting int32 alone is not
+    enough: ``5 + 2*(2**31 - 1)`` wraps to 3. A conservative bound: kernels whose integer scalars
+    and literals are small (strides, paddings) stay 32-bit. Deeper products (``t * t``,
+    ``a * b * c``) are not bounded by it (README, "Semantics worth knowing")."""
+    m = max((abs(int(v)) for v in values), default=0)
+    return m * max(m, largest + block) >= 2**31
+
+
+def index_products_bound(largest: int, block: int) -> int:
+    """The smallest magnitude ``b`` for which :func:`index_products_overflow` holds with these
+    sizes: ``b * max(b, largest + block) >= 2**31``."""
+    span = largest + block
+    return -(-(2**31) // span) if span * span >= 2**31 else math.isqrt(2**31 - 1) + 1
+
+
+def _integer_scalar(p: Param) -> bool:
+    """An integer (not bool) scalar param: its value may reach ``index`` arithmetic."""
+    return p.kind == "scalar" and p.dtype != "bool" and NUMPY_DTYPES[p.dtype].startswith(("int", "uint"))
 
 
 def _scalar(p: Param, value, index_bits: int = 64):
@@ -542,12 +557,12 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             out_args.append(int(v))
         else:
             out_args.append(_scalar(p, values[p.name]))
-    if index_bits == 32 and index_scalar_products_overflow(
-            [out for p, out in zip(params, out_args) if p.kind == "scalar" and p.dtype == "index"],
+    if index_bits == 32 and index_products_overflow(
+            [sig.index_literal_max, *(v for p, v in zip(params, out_args) if _integer_scalar(p))],
             largest, sig.block):
         index_bits = 64
-    # the smallest |index scalar| that index_scalar_products_overflow rejects for a 32-bit launch
-    scalar_bound = -(-(2**31) // (largest + sig.block)) if index_bits == 32 else None
+    # a 32-bit launch holds for integer scalars below this magnitude (the prepared GPU path checks)
+    scalar_bound = index_products_bound(largest, sig.block) if index_bits == 32 else None
     out_args.extend(sizes[s] for s in sig.sizes)
     zeros = zeros or np.zeros
     for p in sig.extra:

@@ -22,7 +22,7 @@ import numpy as np
 
 from kernc.errors import KerncLaunchError
 
-from .binding import BoundLaunch, _scalar, numpy_dtype
+from .binding import BoundLaunch, _integer_scalar, _scalar, numpy_dtype
 
 
 @functools.lru_cache(maxsize=1)
@@ -267,7 +267,7 @@ class PreparedLaunch:
     """
 
     __slots__ = ("packer", "function_ptr", "device", "grid", "block", "problem_size", "sizes", "_cp", "_nargs",
-                 "_buffers", "_scalars", "_int_scalars", "_align_mask", "_zero_init", "_scratch",
+                 "_buffers", "_scalars", "_int_scalars", "_bounded", "_align_mask", "_zero_init", "_scratch",
                  "_sizes_tail", "_ndarray", "_get_device", "_current_stream", "_module")
 
     def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, aligned: bool,
@@ -290,8 +290,14 @@ class PreparedLaunch:
         self._int_scalars = []
         self._buffers, self._scalars = [], []
         lim = 2 ** (bound.index_bits - 1)
-        if bound.index_scalar_bound is not None:  # a bigger |index scalar| may need 64-bit indices
-            lim = min(lim, bound.index_scalar_bound)
+        low, high = -lim, lim
+        # a 32-bit launch holds only for integer scalars below index_scalar_bound in magnitude
+        # (binding.index_products_overflow): past it the full binding picks 64-bit indices
+        limit = bound.index_scalar_bound
+        if limit is not None:
+            low, high = max(low, 1 - limit), min(high, limit)
+        #: (position, low, high) of the other integer scalars when limited: checked before conversion
+        self._bounded = []
         for k, p in enumerate(sig.params):
             if p.kind == "buffer":
                 a = bound.arrays[p.name]
@@ -299,9 +305,11 @@ class PreparedLaunch:
             elif p.name == sig.problem_size:
                 self._int_scalars.append((k, int(bound.problem_size), int(bound.problem_size) + 1))
             elif p.dtype == "index":
-                self._int_scalars.append((k, 0 if bound.nonneg_scalars else -lim, lim))
+                self._int_scalars.append((k, 0 if bound.nonneg_scalars else low, high))
             else:
                 self._scalars.append((k, p, numpy_dtype(p.dtype).type))
+                if limit is not None and _integer_scalar(p):
+                    self._bounded.append((k, low, high))
         self._zero_init = [k for k, p in enumerate(sig.params) if p.kind == "buffer" and p.zero_init]
         self._scratch = [(int(a.size), numpy_dtype(p.dtype))
                          for p, a in zip(sig.extra, bound.args[len(sig.params) + len(sig.sizes):])]
@@ -329,6 +337,10 @@ class PreparedLaunch:
             if type(v) is not int and not isinstance(v, np.integer) or not low <= v < high:
                 return False
             values[k] = int(v)
+        for k, low, high in self._bounded:
+            v = args[k]
+            if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and not low <= v < high:
+                return False
         for k, p, exact in self._scalars:
             v = args[k]
             if type(v) is exact:  # already the parameter's numpy type: binding passes it as is

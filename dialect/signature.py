@@ -112,6 +112,10 @@ class KernelSignature:
     #: problem coordinate, slowest first], "views": [[param, [stride of each coordinate in the
     #: view, in elements]], ...]}`` (Poly texts)
     staged: dict | None = None
+    #: the largest absolute value of an ``index``-typed integer literal in the kernel (a literal
+    #: stride, an offset added to a coordinate), which the launcher's choice of 32-bit index
+    #: arithmetic takes into account like an ``index`` scalar (``binding.index_products_overflow``)
+    index_literal_max: int = 0
 
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
@@ -122,6 +126,8 @@ class KernelSignature:
         for key in ("tiles", "staged"):  # kern-coalesce-views: only present when set
             if data.get(key) is None:
                 data.pop(key, None)
+        if not data["index_literal_max"]:  # only present when a kernel has one
+            del data["index_literal_max"]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -197,6 +203,8 @@ class KernelSignature:
                 isinstance(self.tiles, list)
                 and all(isinstance(t, list) and len(t) == 2 and type(t[1]) is int and t[1] > 0 for t in self.tiles)):
             return f"'tiles' must be a list of [extent, tile] pairs, got {self.tiles!r}"
+        if type(self.index_literal_max) is not int or self.index_literal_max < 0:
+            return f"'index_literal_max' must be a non-negative integer, got {self.index_literal_max!r}"
         if self.staged is not None and not _valid_staged(self.staged, {p.name for p in self.params}):
             return (f"'staged' must be {{\"extents\": [extent, ...], \"views\": [[param, [stride per "
                     f"extent]], ...]}}, got {self.staged!r}")

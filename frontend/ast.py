@@ -407,21 +407,29 @@ def dump_ast(node: Any) -> str:
     return "\n".join(out) + "\n"
 
 
-def count_nodes(node: Node, limit: int) -> int:
-    """The number of AST nodes in ``node`` (itself included), counting stops past ``limit`` (the
-    result is then ``limit + 1``). Iterative, so a deeply nested tree costs no recursion."""
-    count, stack = 0, [node]
+def iter_nodes(node: Node):
+    """Every AST node of ``node`` (itself included), in no particular order. Iterative, so a deeply
+    nested tree costs no recursion."""
+    stack = [node]
     while stack:
         n = stack.pop()
-        count += 1
-        if count > limit:
-            return limit + 1
+        yield n
         for f in fields(n):
             v = getattr(n, f.name)
             if isinstance(v, Node):
                 stack.append(v)
             elif isinstance(v, list):
                 stack.extend(x for x in v if isinstance(x, Node))
+
+
+def count_nodes(node: Node, limit: int) -> int:
+    """The number of AST nodes in ``node`` (itself included), counting stops past ``limit`` (the
+    result is then ``limit + 1``)."""
+    count = 0
+    for _ in iter_nodes(node):
+        count += 1
+        if count > limit:
+            return limit + 1
     return count
 
 

@@ -265,6 +265,7 @@ class KernelInfo:
     coords: list = field(default_factory=list)
     extents: list = field(default_factory=list)
     problem_poly: Optional[Poly] = None
+    index_literal_max: int = 0
 
     @property
     def problem_symbol(self) -> Symbol:
@@ -298,7 +299,7 @@ class KernelInfo:
                                 table_of=t.table_of, table_field=t.field))
         return KernelSignature(name=self.name, params=params, sizes=list(self.sizes),
                                problem_size=self.problem_size, block=self.block,
-                               attributes=list(self.attributes))
+                               attributes=list(self.attributes), index_literal_max=self.index_literal_max)
 
 
 def _poly_entry(p: Poly):
@@ -677,6 +678,11 @@ class _Checker(LayoutMixin):
         self.check_block(k.body, new_scope=True)
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = _has_nested_return(k.body.stmts)
+        # the largest index-typed integer literal (strided(0, 100000), x[i + 70000]): the launcher
+        # bounds the products that 32-bit index arithmetic must hold with it (binding.bind)
+        info.index_literal_max = max((abs(n.value) for n in A.iter_nodes(k)
+                                      if isinstance(n, A.IntLit) and n.ty is not None
+                                      and T.scalar_of(n.ty).is_index), default=0)
         for out in info.outputs:
             if _guarded_output(out.buffer):
                 assigned, leaks = _definitely_assigns(k.body.stmts, out, False)

@@ -159,7 +159,7 @@ def test_index_scalars_whose_products_leave_int32_are_bound_again(fake):
     k(s, 1, 2, y)
     assert len(fake.binds) == 1 and fake.launches[-1][4][1] == np.int32(1).tobytes()
     bound = k._prepared._int_scalars[0][2]
-    assert bound * (64 + 256) >= 2**31 > (bound - 1) * (64 + 256)
+    assert bound == binding.index_products_bound(64, 256) == 46341  # 46341**2 >= 2**31 > 46340**2
     k(s, 1, bound - 1, y)  # the largest stride the 32-bit binding admits stays on the fast path
     assert len(fake.binds) == 1 and fake.launches[-1][4][2] == np.int32(bound - 1).tobytes()
     k(s, 5, 2**31 - 1, y)  # fits int32, but off + t*st does not: bound again, 64-bit
@@ -317,3 +317,18 @@ def test_mostly_empty_tiles_launch_the_unstaged_kernel_and_stay_prepared(fake):
     square = k(_arr(np.zeros((64, 64))), _arr(np.zeros((64, 64))))
     assert square.grid == 4 and len(fake.loads) == 2 and b".shared" in fake.loads[1] and square.staged is True
     assert k(_arr(np.ones((64, 64))), _arr(np.zeros((64, 64)))).staged is True  # the prepared fast path
+
+
+def test_other_integer_scalars_are_bounded_on_the_fast_path_too(fake):
+    """An ``i32`` stride reaches index arithmetic through ``index(s)``: past the bound the call
+    binds again (64-bit indices) instead of reusing the 32-bit launch."""
+    src = """kernel k(s: f32[m] read strided(0, index(st)) default -1, st: i32, y: f32[n] write) over n {
+        y = s; }"""
+    k = kernc.compile(src).k
+    s, y = _arr(np.arange(64)), _arr(np.zeros(8))
+    k(s, 2, y)
+    assert len(fake.binds) == 1 and k._prepared._bounded == [(1, -46340, 46341)]
+    k(s, np.int32(46340), y)
+    assert len(fake.binds) == 1
+    k(s, 46341, y)
+    assert len(fake.binds) == 2 and k._prepared._bounded == []  # 64-bit: no bound left

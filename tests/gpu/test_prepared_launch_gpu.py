@@ -101,3 +101,19 @@ def test_index_scalar_times_a_coordinate_past_int32():
         cpu = np.zeros(3, np.float32)
         mod.sd(np.arange(10, dtype=np.float32), off, st, cpu)
         assert cpu.tolist() == want
+
+
+def test_literal_strides_and_scalar_products_past_int32():
+    """A literal stride and a product of two index scalars past int32: 64-bit PTX, the CPU's values."""
+    import cupy as cp
+
+    mod = kernc.compile("kernel s(x: f32[m] read strided(0, 100000) default -1.0, y: f32[n] write) over n { y = x; }\n"
+                        "kernel p(y: f32[n] write, a: index, b: index) over n { y = f32(a * b); }")
+    x = cp.arange(40000, dtype=cp.float32)
+    y = cp.zeros(42951, cp.float32)
+    mod.s(x, y)
+    assert y.get()[0] == 0.0 and (y.get()[1:] == -1.0).all()
+    for a, b in [(3, 4), (50000, 50000), (7, 5)]:
+        z = cp.zeros(4, cp.float32)
+        mod.p(z, a, b)
+        assert (z.get() == np.float32(a * b)).all(), (a, b)

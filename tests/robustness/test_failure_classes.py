@@ -79,10 +79,46 @@ def test_index_scalar_times_a_coordinate_past_2_31_picks_64_bit_indices(big):
     assert _bind(sig, (X, 5, 2**31 - 1, o), {}).index_bits == 64
     assert _bind(sig, (X, 5, -(2**30), o), {}).index_bits == 64
     assert _bind(sig, (X, 5, 2, o), {}).index_bits == 32  # small strides stay 32-bit
-    assert _bind(sig, (X, 2**20, 2**10, np.zeros(2**10 - 300, np.float32)), {}).index_bits == 32
+    assert _bind(sig, (X, 2**15, 2**10, np.zeros(2**10 - 300, np.float32)), {}).index_bits == 32
     assert _bind(sig, (X, 2**20, 2**10, np.zeros(2**11, np.float32)), {}).index_bits == 64
     mod.sd(X, 5, 2**31 - 1, o)
     assert o.tolist() == [5.0, -1.0, -1.0]
+
+
+@pytest.mark.parametrize("src, args, want", [
+    # a literal stride: 42950 * 100000 wraps to 32704 in 32 bits, an in-bounds element
+    ("kernel k(x: f32[m] read strided(0, 100000) default -1.0, y: f32[n] write) over n { y = x; }",
+     lambda: (np.arange(40000, dtype=np.float32), np.zeros(42951, np.float32)), [0.0] + [-1.0] * 42950),
+    # an i32 stride, converted with index(...)
+    ("kernel k(x: f32[m] read strided(0, index(s)) default -1.0, s: i32, y: f32[n] write) over n { y = x; }",
+     lambda: (np.arange(40000, dtype=np.float32), 100000, np.zeros(42951, np.float32)), [0.0] + [-1.0] * 42950),
+    # an i64 row index past 2**32 (truncated to row 1 in 32 bits)
+    ("kernel k(x: f32[M, N] view, y: f32[P] write, s: i64) over (p) in (P) { y = x.checked(index(s), p); }",
+     lambda: (np.ones((4, 3), np.float32), np.zeros(3, np.float32), 2**32 + 1), [0.0, 0.0, 0.0]),
+    # a product of two index scalars
+    ("kernel k(y: f32[n] write, a: index, b: index) over n { y = f32(a * b); }",
+     lambda: (np.zeros(4, np.float32), 50000, 50000), [2.5e9] * 4),
+])
+def test_integer_values_whose_products_leave_int32_get_64_bit_indices(src, args, want):
+    """The launcher looked only at ``index`` scalars: a literal stride, an ``i32``/``i64`` scalar
+    made an index and a product of two index scalars wrapped in the 32-bit PTX while the CPU
+    computed in 64 bits (found by a trial; the GPU results were read from the PTX)."""
+    mod = kernc.compile(src)
+    kernel = getattr(mod, "k")
+    a = args()
+    assert _bind(kernel.signature, a, {}).index_bits == 64
+    kernel(*a)
+    out = [v for v in a if isinstance(v, np.ndarray)][-1] if "view" not in src else a[1]
+    assert out.tolist() == want
+
+
+def test_index_literal_max_is_recorded_and_small_literals_stay_32_bit():
+    mod = kernc.compile("kernel k(x: f32[m] read strided(3, 2), y: f32[n] write, z: u32[n] write) over n "
+                        "{ y = x; z = 2654435761u32; }")  # a big u32 constant is not index arithmetic
+    sig = mod.k.signature
+    assert sig.index_literal_max == 3
+    assert _bind(sig, (np.zeros(64, np.float32), np.zeros(8, np.float32), np.zeros(8, np.uint32)), {}).index_bits == 32
+    assert "index_literal_max" not in kernc.compile("kernel k(y: f32[n] write) over n { y = 1.0; }").k.signature.to_json()
 
 
 def _entry_params(ptx: str, name: str) -> list[str]:
