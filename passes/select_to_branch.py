@@ -100,14 +100,20 @@ def _cone(select, index: int) -> list:
     return found
 
 
-def _in_program_order(ops: list, block) -> list:
-    position = {}
-    for i, op in enumerate(block.operations):
-        op = _op(op)
-        for j, f in enumerate(ops):
-            if op == f:
-                position[j] = i
-    return [ops[j] for j in sorted(range(len(ops)), key=position.__getitem__)]
+def _in_dependency_order(cone: list) -> list:
+    """The ops of ``cone`` with each after the cone ops it uses (a valid order for the branch's
+    block), found within the cone alone: walking the select's whole block for every select made
+    the pass quadratic in the block's size."""
+    ordered: list = []
+    remaining = list(cone)
+    while remaining:
+        for op in remaining:
+            uses = [_op(v.owner) for v in op.operands if not isinstance(v, ir.BlockArgument)]
+            if not any(u == r for u in uses for r in remaining if r != op):
+                ordered.append(op)
+                remaining.remove(op)
+                break
+    return ordered
 
 
 def _branch(select) -> bool:
@@ -117,7 +123,7 @@ def _branch(select) -> bool:
     cones = []
     for index in (1, 2):
         cone = _cone(select, index)
-        cones.append(_in_program_order(cone, select.block) if any(op.name in EXPENSIVE for op in cone) else [])
+        cones.append(_in_dependency_order(cone) if any(op.name in EXPENSIVE for op in cone) else [])
     if not any(cones):
         return False
     with ir.InsertionPoint(select), select.location:

@@ -252,3 +252,22 @@ func.func @huge_cone(%c: i1, %x: f32, %y: f32) -> f32 {
   %r = arith.select %c, %d, %y : f32
   return %r : f32
 }
+
+// A diamond-shaped cone moves in an order where every op follows the ops it uses.
+// CHECK-LABEL: func.func @diamond
+// CHECK: scf.if %{{.*}} -> (f32) {
+// CHECK-NEXT:   %[[A:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK-DAG:    %[[B:.*]] = arith.addf %[[A]], %{{.*}} : f32
+// CHECK-DAG:    %[[C:.*]] = arith.mulf %[[A]], %{{.*}} : f32
+// CHECK:        %[[D:.*]] = arith.divf %[[B]], %[[C]] : f32
+// CHECK-NEXT:   scf.yield %[[D]] : f32
+func.func @diamond(%c: i1, %x: f32, %y: f32) -> f32 {
+  %one = arith.constant 1.0 : f32
+  %two = arith.constant 2.0 : f32
+  %a = arith.mulf %x, %y : f32
+  %b = arith.addf %a, %one : f32
+  %cc = arith.mulf %a, %two : f32
+  %d = arith.divf %b, %cc : f32
+  %r = arith.select %c, %d, %one : f32
+  return %r : f32
+}
