@@ -16,6 +16,7 @@ raises the same types without reaching upstream.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -25,6 +26,19 @@ from dataclasses import dataclass, field
 MAX_SHOWN_COLUMNS = 120
 
 _ELLIPSIS = "..."
+#: Control characters (C0 but tab and newline, DEL, C1): shown as spaces in a source line, so that a
+#: lone carriage return or an escape sequence in the file cannot garble the terminal; one column each.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: A name, number or other token this long in a message or hint is cut (an 800 KB identifier made
+#: "unknown name '...'" 800 KB long); the source window already bounds the line itself.
+MAX_SHOWN_TOKEN = 80
+_LONG_TOKEN = re.compile(r"[^\s'\"`]{%d,}" % (MAX_SHOWN_TOKEN + 1))
+
+
+def _shorten_tokens(text: str) -> str:
+    """``text`` with every token over :data:`MAX_SHOWN_TOKEN` characters cut to its first 40 and a
+    count of the rest."""
+    return _LONG_TOKEN.sub(lambda m: f"{m.group()[:40]}...({len(m.group()) - 40} more characters)", text)
 
 
 def source_window(text: str, column: int, width: int = MAX_SHOWN_COLUMNS) -> tuple[str, int]:
@@ -80,7 +94,7 @@ class Diagnostic:
 
     def format(self) -> str:
         """Render as ``file:line:col: severity: message``, source line, caret, hint and notes."""
-        head = f"{self.severity}: {self.message}"
+        head = f"{self.severity}: {_shorten_tokens(self.message)}"
         lines = [f"{self.location}: {head}" if self.location else head]
         if self.location and self.source is not None:
             # only "\n" ends a line, as for the lexer (str.splitlines also breaks at \f, \v, \r, ...);
@@ -92,10 +106,10 @@ class Diagnostic:
                 text = src_lines[line_no - 1].rstrip("\r").expandtabs(1)
                 column = min(max(self.location.column, 1), len(text) + 1)
                 text, column = source_window(text, column)
-                lines.append(text)
+                lines.append(_CONTROL.sub(" ", text))
                 lines.append(" " * (column - 1) + "^")
         if self.hint:
-            lines.append(f"hint: {self.hint}")
+            lines.append(f"hint: {_shorten_tokens(self.hint)}")
         for note in self.notes:
             lines.append(note.format())
         return "\n".join(lines)

@@ -182,7 +182,7 @@ def test_not_utf8_source_line_and_caret(tmp_path, capsys, data, line, col, byte,
     src = tmp_path / "bad.kern"
     src.write_bytes(data)
     head = f"{src}:{line}:{col}: error: the file is not UTF-8 text (byte 0x{byte:02x})"
-    shown_text = text.expandtabs(1)
+    shown_text = text.expandtabs(1).replace("\x00", " ")  # control characters show as spaces
     assert cli_errors(capsys, src) == [head, shown_text, " " * (col - 1) + "^"]
     assert shown_text[col - 1] == REPLACEMENT
     # the Python API reports the same error the same way
@@ -214,3 +214,34 @@ def test_not_utf8_on_a_long_line_is_a_window(tmp_path, capsys):
     line = data.decode("utf-8", "replace").rstrip("\n")
     window_start(err[1], err[2], line, col)
     assert err[1][caret_column(err[2]) - 1] == REPLACEMENT and len(err) == 3
+
+
+def test_a_huge_name_is_cut_in_the_message_and_the_hint():
+    """The source line was windowed, but "unknown name '<800 KB>'" (and a did-you-mean hint that
+    repeats a long name) still printed the whole name."""
+    name = "a" * 200_000
+    with pytest.raises(CompileError) as info:
+        kernc.compile(f"kernel k(x: f32[n] read, y: f32[n] write) over n {{ let {name} = x; y = {name}b; }}")
+    text = str(info.value)
+    assert len(text) < 1500, len(text)
+    assert f"unknown name '{'a' * 40}...(199961 more characters)'" in text
+    d = info.value.diagnostics[0]
+    assert d.message.startswith(f"unknown name '{name}b'")  # the diagnostic keeps the whole name
+
+
+@pytest.mark.parametrize("raw", ["\r", "\x1b[2J", "\x0c", "\x7f", "\x85"])
+def test_control_characters_of_the_line_are_shown_as_spaces(raw):
+    """A file with lone carriage returns (old Mac line ends) printed them raw, which garbled the
+    terminal; an escape sequence could do worse. Each control character is one space (one column)."""
+    src = f"kernel k(x: f32[n] read, y: f32[n] write) over n {{{raw} y = q; }}"
+    with pytest.raises(CompileError) as info:
+        kernc.compile(src, filename="c.kern")
+    d = info.value.diagnostics[0]
+    head, line, caret = shown(d)
+    assert line == "".join(" " if ord(c) < 32 or 0x7f <= ord(c) <= 0x9f else c for c in src)
+    assert caret.index("^") == d.location.column - 1
+    # whitespace to the lexer (\r, \f): the error is the unknown name, the caret under it
+    if raw in ("\r", "\x0c"):
+        assert line[caret.index("^")] == "q"
+    else:  # any other control character is an unexpected character, the caret under its space
+        assert "unexpected character" in d.message and line[caret.index("^")] == " "
