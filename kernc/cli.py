@@ -169,9 +169,33 @@ def _stdout(instead: str):
     return sys.stdout
 
 
+def _write_stdout(text: str, instead: str) -> None:
+    """Write ``text`` to standard output completely, or raise: ``BrokenPipeError`` when the reader
+    left (``kernc compile | head -1``; Python's own buffered write reported a partial write of a
+    large output as success, exit 0 with the output cut), and a non-blocking pipe inherited from
+    another process waits instead of dropping the rest. ``instead`` as for :func:`_stdout`."""
+    out = _stdout(instead)
+    try:
+        fd = out.fileno()
+    except (OSError, ValueError, AttributeError):  # not a file (captured in tests): its own write
+        out.write(text)
+        return
+    out.flush()
+    data = memoryview(text.encode(out.encoding or "utf-8", out.errors or "strict"))
+    while data:
+        try:
+            n = os.write(fd, data)
+        except BlockingIOError:
+            import select
+
+            select.select([], [fd], [])
+            continue
+        data = data[n:]
+
+
 def _emit(text: str, out: str | None) -> None:
     if out in (None, "-"):
-        _stdout("write the output with -o FILE").write(text if text.endswith("\n") else text + "\n")
+        _write_stdout(text if text.endswith("\n") else text + "\n", "write the output with -o FILE")
     else:
         write_atomically(out, text)
 
@@ -640,7 +664,7 @@ def cmd_layout(ns) -> int:
         write_atomically(ns.svg, data)
         print(f"wrote {ns.svg}")
     else:
-        _stdout("the layout is printed there (or write an SVG with --svg FILE)").write(data)
+        _write_stdout(data, "the layout is printed there (or write an SVG with --svg FILE)")
     return EXIT_OK
 
 

@@ -910,3 +910,34 @@ def test_emit_ast_shows_only_the_selected_kernels(tmp_path, capsys):
     assert "Kernel [3:8] name='b'" in out and "name='a'" not in out and "LayoutDef [1:8] name='rm'" in out
     assert main(["compile", str(src), "--emit", "ast"]) == 0
     assert "name='a'" in capsys.readouterr().out
+
+
+def test_a_reader_that_leaves_mid_output_is_reported_by_the_exit_code(tmp_path):
+    """``kernc compile big.kern | head -1`` exited 0 with the output cut: Python's buffered write
+    took the kernel's partial write for a whole one. Standard output is now written to the end or
+    the command ends quietly with exit 1, as when the reader left before the first write."""
+    proc = subprocess.Popen([sys.executable, "-m", "kernc", "layout", "(256,256):(256,1)"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = proc.stdout.read(100)  # about 1 MB follows: more than a pipe holds
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert first.startswith(b"(256,256):(256,1)") and proc.wait(timeout=120) == 1 and err == "", err
+    whole = subprocess.run([sys.executable, "-m", "kernc", "layout", "(256,256):(256,1)"], capture_output=True)
+    assert whole.returncode == 0 and len(whole.stdout) == 1056286 and whole.stdout.endswith(b"+\n")
+
+
+def test_a_non_blocking_standard_output_gets_the_whole_output(tmp_path):
+    """A pipe another process set non-blocking (shared with kernc's standard output) made a large
+    write fail part-way (BlockingIOError) or lose its end: kernc now waits until the pipe drains."""
+    import time
+
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    proc = subprocess.Popen([sys.executable, "-m", "kernc", "layout", "(256,256):(256,1)"], cwd=tmp_path,
+                            stdout=w, stderr=subprocess.PIPE)
+    os.close(w)
+    time.sleep(1.0)  # let the pipe fill before anything is read
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
+    assert len(data) == 1056286 and data.endswith(b"+\n")
