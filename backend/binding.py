@@ -71,9 +71,9 @@ class BoundLaunch:
     #: whether to run the staged kernel this launch was bound for (:func:`staging_pays`); when
     #: False the caller launches the kernel compiled without kern-coalesce-views
     staging_pays: bool = True
-    #: every integer scalar of a call that binds like this one has ``|v| <`` this bound, or the
-    #: index width could change (:func:`index_products_overflow`); ``None``: no bound beyond the
-    #: index type's range
+    #: every scalar that can reach index arithmetic (:func:`_index_input`) of a call that binds
+    #: like this one has ``|v| <`` this bound, or the index width could change
+    #: (:func:`index_products_overflow`); ``None``: no bound beyond the index type's range
     index_scalar_bound: int | None = None
 
 
@@ -178,8 +178,9 @@ def _round_int(v: int, bits: int) -> float:
 
 def index_products_overflow(values, largest: int, block: int) -> bool:
     """Whether 32-bit ``index`` arithmetic could wrap where the CPU interpreter's 64-bit does not:
-    ``values`` are the kernel's integer scalar arguments (any of them can become an ``index``) and
-    its largest ``index`` literal (``KernelSignature.index_literal_max``); with ``m`` the largest
+    ``values`` are the kernel's scalar arguments that can reach index arithmetic (``index`` ones and
+    ``KernelSignature.index_inputs``) and its largest ``index`` literal
+    (``KernelSignature.index_literal_max``); with ``m`` the largest
     magnitude among them, a value times a coordinate plus another (``off + t*s`` of ``strided(off,
     s)``, ``oh*sh + r*dh - ph`` of im2col) or two of them multiplied (``a * b``) can exceed int32
     once ``m * max(m, largest + block)`` does (``largest``: the biggest size, buffer length or
@@ -187,8 +188,14 @@ def index_products_overflow(values, largest: int, block: int) -> bool:
     enough: ``5 + 2*(2**31 - 1)`` wraps to 3. A conservative bound: kernels whose integer scalars
     and literals are small (strides, paddings) stay 32-bit. Deeper products (``t * t``,
     ``a * b * c``) are not bounded by it (README, "Semantics worth knowing")."""
-    m = max((abs(int(v)) for v in values), default=0)
+    m = max((_magnitude(v) for v in values), default=0)
     return m * max(m, largest + block) >= 2**31
+
+
+def _magnitude(v) -> float:
+    """``|v|`` of an integer or float scalar; infinite for a float that is not finite."""
+    v = abs(v.item() if isinstance(v, np.generic) else v)
+    return v if v == v else math.inf
 
 
 def index_products_bound(largest: int, block: int) -> int:
@@ -198,9 +205,10 @@ def index_products_bound(largest: int, block: int) -> int:
     return -(-(2**31) // span) if span * span >= 2**31 else math.isqrt(2**31 - 1) + 1
 
 
-def _integer_scalar(p: Param) -> bool:
-    """An integer (not bool) scalar param: its value may reach ``index`` arithmetic."""
-    return p.kind == "scalar" and p.dtype != "bool" and NUMPY_DTYPES[p.dtype].startswith(("int", "uint"))
+def _index_input(sig: KernelSignature, p: Param) -> bool:
+    """A scalar param whose value can reach ``index`` arithmetic: an ``index`` one, or one the
+    kernel converts with ``index(...)`` (``KernelSignature.index_inputs``)."""
+    return p.kind == "scalar" and (p.dtype == "index" or p.name in sig.index_inputs)
 
 
 def _scalar(p: Param, value, index_bits: int = 64):
@@ -558,7 +566,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         else:
             out_args.append(_scalar(p, values[p.name]))
     if index_bits == 32 and index_products_overflow(
-            [sig.index_literal_max, *(v for p, v in zip(params, out_args) if _integer_scalar(p))],
+            [sig.index_literal_max, *(v for p, v in zip(params, out_args) if _index_input(sig, p))],
             largest, sig.block):
         index_bits = 64
     # a 32-bit launch holds for integer scalars below this magnitude (the prepared GPU path checks)

@@ -22,7 +22,7 @@ import numpy as np
 
 from kernc.errors import KerncLaunchError
 
-from .binding import BoundLaunch, _integer_scalar, _scalar, numpy_dtype
+from .binding import BoundLaunch, _index_input, _scalar, numpy_dtype
 
 
 @functools.lru_cache(maxsize=1)
@@ -296,7 +296,8 @@ class PreparedLaunch:
         limit = bound.index_scalar_bound
         if limit is not None:
             low, high = max(low, 1 - limit), min(high, limit)
-        #: (position, low, high) of the other integer scalars when limited: checked before conversion
+        #: (position, low, high) of the other scalars that reach index arithmetic (``index(s)``) when
+        #: limited: checked before conversion
         self._bounded = []
         for k, p in enumerate(sig.params):
             if p.kind == "buffer":
@@ -308,7 +309,7 @@ class PreparedLaunch:
                 self._int_scalars.append((k, 0 if bound.nonneg_scalars else low, high))
             else:
                 self._scalars.append((k, p, numpy_dtype(p.dtype).type))
-                if limit is not None and _integer_scalar(p):
+                if limit is not None and _index_input(sig, p):
                     self._bounded.append((k, low, high))
         self._zero_init = [k for k, p in enumerate(sig.params) if p.kind == "buffer" and p.zero_init]
         self._scratch = [(int(a.size), numpy_dtype(p.dtype))
@@ -339,8 +340,8 @@ class PreparedLaunch:
             values[k] = int(v)
         for k, low, high in self._bounded:
             v = args[k]
-            if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and not low <= v < high:
-                return False
+            if isinstance(v, (int, float, np.integer, np.floating)) and not low <= v < high:
+                return False  # (NaN fails too): bound in full
         for k, p, exact in self._scalars:
             v = args[k]
             if type(v) is exact:  # already the parameter's numpy type: binding passes it as is

@@ -116,6 +116,9 @@ class KernelSignature:
     #: stride, an offset added to a coordinate), which the launcher's choice of 32-bit index
     #: arithmetic takes into account like an ``index`` scalar (``binding.index_products_overflow``)
     index_literal_max: int = 0
+    #: the scalar params other than ``index`` ones whose values can reach ``index`` arithmetic
+    #: through an ``index(...)`` conversion; the launcher bounds them like ``index`` scalars
+    index_inputs: list = field(default_factory=list)
 
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
@@ -126,8 +129,9 @@ class KernelSignature:
         for key in ("tiles", "staged"):  # kern-coalesce-views: only present when set
             if data.get(key) is None:
                 data.pop(key, None)
-        if not data["index_literal_max"]:  # only present when a kernel has one
-            del data["index_literal_max"]
+        for key in ("index_literal_max", "index_inputs"):  # only present when a kernel has them
+            if not data[key]:
+                del data[key]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @classmethod
@@ -205,6 +209,9 @@ class KernelSignature:
             return f"'tiles' must be a list of [extent, tile] pairs, got {self.tiles!r}"
         if type(self.index_literal_max) is not int or self.index_literal_max < 0:
             return f"'index_literal_max' must be a non-negative integer, got {self.index_literal_max!r}"
+        scalars = {p.name for p in self.params if p.kind == "scalar"}
+        if not isinstance(self.index_inputs, list) or not all(n in scalars for n in self.index_inputs):
+            return f"'index_inputs' must be a list of scalar param names, got {self.index_inputs!r}"
         if self.staged is not None and not _valid_staged(self.staged, {p.name for p in self.params}):
             return (f"'staged' must be {{\"extents\": [extent, ...], \"views\": [[param, [stride per "
                     f"extent]], ...]}}, got {self.staged!r}")

@@ -266,6 +266,7 @@ class KernelInfo:
     extents: list = field(default_factory=list)
     problem_poly: Optional[Poly] = None
     index_literal_max: int = 0
+    index_inputs: list = field(default_factory=list)
 
     @property
     def problem_symbol(self) -> Symbol:
@@ -299,7 +300,8 @@ class KernelInfo:
                                 table_of=t.table_of, table_field=t.field))
         return KernelSignature(name=self.name, params=params, sizes=list(self.sizes),
                                problem_size=self.problem_size, block=self.block,
-                               attributes=list(self.attributes), index_literal_max=self.index_literal_max)
+                               attributes=list(self.attributes), index_literal_max=self.index_literal_max,
+                               index_inputs=list(self.index_inputs))
 
 
 def _poly_entry(p: Poly):
@@ -683,6 +685,7 @@ class _Checker(LayoutMixin):
         info.index_literal_max = max((abs(n.value) for n in A.iter_nodes(k)
                                       if isinstance(n, A.IntLit) and n.ty is not None
                                       and T.scalar_of(n.ty).is_index), default=0)
+        info.index_inputs = _index_inputs(k, params)
         for out in info.outputs:
             if _guarded_output(out.buffer):
                 assigned, leaks = _definitely_assigns(k.body.stmts, out, False)
@@ -1901,6 +1904,25 @@ def _literal_fits(lit: T.ScalarType, t: T.ScalarType) -> bool:
     if lit is T.FLOAT_LIT:
         return t.is_float
     return False
+
+
+def _index_inputs(k: A.Kernel, params: list) -> list:
+    """The non-``index`` scalar params whose values can reach ``index`` arithmetic: those named
+    inside an ``index(...)`` conversion (the only way another type becomes an index), and every
+    numeric scalar param when such a conversion reads a local or loop variable (which may hold any
+    of them). For the launcher's choice of index width (``KernelSignature.index_inputs``)."""
+    named, through_locals = set(), False
+    for n in A.iter_nodes(k):
+        if isinstance(n, A.Call) and n.func == "index" and n.args:
+            for m in A.iter_nodes(n.args[0]):
+                if isinstance(m, A.Name) and m.sym is not None:
+                    if m.sym.kind == "scalar":
+                        named.add(m.sym.name)
+                    elif m.sym.kind in ("local", "loopvar"):
+                        through_locals = True
+    return [p.name for p in params
+            if p.kind == "scalar" and p.ty is not None and not T.scalar_of(p.ty).is_index
+            and not T.scalar_of(p.ty).is_bool and (p.name in named or through_locals)]
 
 
 #: Operators whose meaning on integers is not their meaning on floats (or that floats lack).

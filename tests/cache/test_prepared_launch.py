@@ -332,3 +332,12 @@ def test_other_integer_scalars_are_bounded_on_the_fast_path_too(fake):
     assert len(fake.binds) == 1
     k(s, 46341, y)
     assert len(fake.binds) == 2 and k._prepared._bounded == []  # 64-bit: no bound left
+
+
+def test_scalars_that_never_become_indices_are_not_bounded(fake):
+    k = kernc.compile("kernel h(seed: u32, y: u32[n] write) over n { y = u32(thread_id) * seed; }").h
+    y = _arr(np.zeros(8), np.uint32)
+    k(7, y)
+    assert k._prepared._bounded == [] and fake.launches[-1][4][0] == np.uint32(7).tobytes()
+    k(2**32 - 1, y)  # a large seed: the same 32-bit launch, no new binding
+    assert len(fake.binds) == 1 and fake.launches[-1][4][0] == np.uint32(2**32 - 1).tobytes()

@@ -654,3 +654,32 @@ def test_compilation_refuses_options_that_are_not_compile_options():
 
     with pytest.raises(TypeError, match="options must be a kernc.compiler.CompileOptions, got dict"):
         Compilation(SAXPY, "saxpy.kern", {"arch": "sm_90"})
+
+
+def test_only_scalars_that_reach_index_arithmetic_bound_the_index_width():
+    """A big u32 seed or mask that never becomes an index keeps the 32-bit PTX; a scalar converted
+    with index(...) -- directly, through a float, or through a local -- counts like an index one."""
+    mod = kernc.compile("""
+kernel hashk(seed: u32, mask: u32, y: u32[n] write) over n { y = (u32(thread_id) * seed) & mask; }
+kernel viaf(x: f32[m] read strided(0, index(f)) default -1.0, f: f32, y: f32[n] write) over n { y = x; }
+kernel vialocal(x: f32[m] view, y: f32[n] write, s: i32, u: u32) over n {
+    let k = s * 2;
+    y = x.checked(index(k)) + f32(u);
+}
+kernel viaview(x: f32[M, N] view, s: i32, y: f32[P] write) over (p) in (P) { y = x.checked(index(s), p); }
+""")
+    assert mod.hashk.signature.index_inputs == []
+    assert mod.viaf.signature.index_inputs == ["f"]
+    assert mod.vialocal.signature.index_inputs == ["s", "u"]  # a local may hold any of them
+    assert mod.viaview.signature.index_inputs == ["s"]
+    y = np.zeros(64, np.uint32)
+    assert _bind(mod.hashk.signature, (2654435761, 0xFFFFFFFF, y), {}).index_bits == 32
+    x, out = np.arange(40000, dtype=np.float32), np.zeros(42951, np.float32)
+    assert _bind(mod.viaf.signature, (x, np.float32(2.0), out), {}).index_bits == 32
+    assert _bind(mod.viaf.signature, (x, np.float32(1e5), out), {}).index_bits == 64
+    assert _bind(mod.viaf.signature, (x, np.float32("inf"), out), {}).index_bits == 64
+    mod.viaf(x, np.float32(1e5), out)
+    assert out[0] == 0.0 and (out[1:] == -1.0).all()
+    small = np.zeros(8, np.float32)
+    assert _bind(mod.vialocal.signature, (small, small, 1, 7), {}).index_bits == 32
+    assert _bind(mod.vialocal.signature, (small, small, 1, 2**31), {}).index_bits == 64
