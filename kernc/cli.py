@@ -71,12 +71,22 @@ class _Staged:
         if self.stream is not None:
             out = getattr(sys, self.stream)
             out.flush()
-            out.buffer.write(self.data)
-            out.buffer.flush()
+            try:
+                fd = out.fileno()
+            except (OSError, ValueError, AttributeError):  # not a file (captured in tests)
+                out.buffer.write(self.data)
+                out.buffer.flush()
+            else:
+                _write_all(fd, self.data)
         elif self.tmp is None:
             try:
-                with open(self.path, "wb") as f:
-                    f.write(self.data)
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+                try:
+                    _write_all(fd, self.data)
+                finally:
+                    os.close(fd)
+            except BrokenPipeError:
+                raise
             except OSError as err:
                 raise OSError(f"cannot write '{self.shown}': {err.strerror or err}") from None
         else:
@@ -181,16 +191,24 @@ def _write_stdout(text: str, instead: str) -> None:
         out.write(text)
         return
     out.flush()
-    data = memoryview(text.encode(out.encoding or "utf-8", out.errors or "strict"))
-    while data:
+    _write_all(fd, text.encode(out.encoding or "utf-8", out.errors or "strict"))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to file descriptor ``fd``: a partial write (a pipe whose reader left
+    mid-way) continues until the kernel reports the error (``BrokenPipeError``), and a
+    non-blocking descriptor (a pipe shared with a process that set ``O_NONBLOCK``) is waited on
+    instead of failing part-way."""
+    view = memoryview(data)
+    while view:
         try:
-            n = os.write(fd, data)
+            n = os.write(fd, view)
         except BlockingIOError:
             import select
 
             select.select([], [fd], [])
             continue
-        data = data[n:]
+        view = view[n:]
 
 
 def _emit(text: str, out: str | None) -> None:
@@ -817,6 +835,10 @@ def _error(text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``kernc`` console script; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # a name or text the stream cannot encode (an ASCII locale) is escaped, not an error
+        sys.stdout.reconfigure(errors="backslashreplace")
+    except (AttributeError, ValueError, OSError):  # not a TextIOWrapper, or closed
+        pass
     ns = build_parser().parse_args(argv)
     from kernc.errors import CompileError, InternalCompilerError, KerncError
 

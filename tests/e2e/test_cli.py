@@ -912,16 +912,19 @@ def test_emit_ast_shows_only_the_selected_kernels(tmp_path, capsys):
     assert "name='a'" in capsys.readouterr().out
 
 
-def test_a_reader_that_leaves_mid_output_is_reported_by_the_exit_code(tmp_path):
+@pytest.mark.parametrize("out", [[], ["--svg", "-"], ["--svg", "/dev/stdout"]])
+def test_a_reader_that_leaves_mid_output_is_reported_by_the_exit_code(tmp_path, out):
     """``kernc compile big.kern | head -1`` exited 0 with the output cut: Python's buffered write
-    took the kernel's partial write for a whole one. Standard output is now written to the end or
-    the command ends quietly with exit 1, as when the reader left before the first write."""
-    proc = subprocess.Popen([sys.executable, "-m", "kernc", "layout", "(256,256):(256,1)"], cwd=tmp_path,
+    took the kernel's partial write for a whole one (also for ``-o /dev/stdout``). Standard output
+    is now written to the end or the command ends quietly with exit 1, as when the reader left
+    before the first write."""
+    proc = subprocess.Popen([sys.executable, "-m", "kernc", "layout", "(256,256):(256,1)", *out], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = proc.stdout.read(100)  # about 1 MB follows: more than a pipe holds
     proc.stdout.close()
     err = proc.stderr.read().decode()
-    assert first.startswith(b"(256,256):(256,1)") and proc.wait(timeout=120) == 1 and err == "", err
+    assert first.startswith(b"<svg" if out else b"(256,256):(256,1)"), first
+    assert proc.wait(timeout=120) == 1 and err == "", err
     whole = subprocess.run([sys.executable, "-m", "kernc", "layout", "(256,256):(256,1)"], capture_output=True)
     assert whole.returncode == 0 and len(whole.stdout) == 1056286 and whole.stdout.endswith(b"+\n")
 
@@ -941,3 +944,31 @@ def test_a_non_blocking_standard_output_gets_the_whole_output(tmp_path):
         data = f.read()
     assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()
     assert len(data) == 1056286 and data.endswith(b"+\n")
+
+
+@pytest.mark.parametrize("out", ["-", "/dev/stdout"])
+def test_compile_output_to_a_reader_that_leaves_mid_output(tmp_path, out):
+    """``kernc compile big.kern --emit gpu -o /dev/stdout`` exited 0 with the output cut (``-o -``
+    was fixed first; the named standard stream went through another write)."""
+    src = tmp_path / "big.kern"
+    body = "\n".join(f"    y += sqrt(x + {i}.0) * exp(x * {i}.5);" for i in range(600))
+    src.write_text(f"kernel big(x: f32[n] read, y: f32[n] write) over n {{\n{body}\n}}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "kernc", "compile", str(src), "--emit", "gpu", "-o", out],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(100).startswith(b"module")  # about 200 KB follow
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1 and err == "", err
+
+
+@pytest.mark.parametrize("cmd", [["check", "{src}"], ["compile", "{src}", "--emit", "ast"]])
+def test_an_ascii_standard_output_escapes_what_it_cannot_encode(tmp_path, cmd):
+    """Under an ASCII locale, ``kernc check ü.kern`` did its work, then failed on printing the name
+    ('ascii' codec can't encode ...), exit 1."""
+    src = tmp_path / "\u00fc.kern"
+    src.write_text(open(SAXPY).read())
+    env = dict(os.environ, LC_ALL="C", PYTHONIOENCODING="ascii")
+    proc = subprocess.run([sys.executable, "-m", "kernc", *[a.format(src=src) for a in cmd]],
+                          capture_output=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert b"\\xfc.kern" in proc.stdout
