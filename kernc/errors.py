@@ -26,19 +26,32 @@ from dataclasses import dataclass, field
 MAX_SHOWN_COLUMNS = 120
 
 _ELLIPSIS = "..."
-#: Control characters (C0 but tab and newline, DEL, C1): shown as spaces in a source line, so that a
-#: lone carriage return or an escape sequence in the file cannot garble the terminal; one column each.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: Control characters (C0 but tab and newline, DEL, C1) and the bidirectional-text controls (which
+#: reorder what a terminal shows, "Trojan Source"): shown as spaces in a source line, so that a lone
+#: carriage return or an escape sequence in the file cannot garble the terminal; one column each.
+#: In a file name they are shown escaped (``\x1b``).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 #: A name, number or other token this long in a message or hint is cut (an 800 KB identifier made
 #: "unknown name '...'" 800 KB long); the source window already bounds the line itself.
-MAX_SHOWN_TOKEN = 80
+MAX_SHOWN_TOKEN = 160
 _LONG_TOKEN = re.compile(r"[^\s'\"`]{%d,}" % (MAX_SHOWN_TOKEN + 1))
 
 
 def _shorten_tokens(text: str) -> str:
-    """``text`` with every token over :data:`MAX_SHOWN_TOKEN` characters cut to its first 40 and a
-    count of the rest."""
-    return _LONG_TOKEN.sub(lambda m: f"{m.group()[:40]}...({len(m.group()) - 40} more characters)", text)
+    """``text`` with every token over :data:`MAX_SHOWN_TOKEN` characters cut to its first 100 and
+    last 30 characters around a count of the rest (two long names that differ at their end still
+    look different)."""
+    return _LONG_TOKEN.sub(
+        lambda m: f"{m.group()[:100]}...({len(m.group()) - 130} more characters)...{m.group()[-30:]}", text)
+
+
+_CONTROL_OR_LINE_END = re.compile("[\n\t]|" + _CONTROL.pattern)
+
+
+def _escape_controls(text: str) -> str:
+    """``text`` (a file name) with its control characters, tabs and newlines written as escapes
+    (``\x1b``, ``\n``, ``\u202e``): the location line stays one line."""
+    return _CONTROL_OR_LINE_END.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def source_window(text: str, column: int, width: int = MAX_SHOWN_COLUMNS) -> tuple[str, int]:
@@ -95,7 +108,7 @@ class Diagnostic:
     def format(self) -> str:
         """Render as ``file:line:col: severity: message``, source line, caret, hint and notes."""
         head = f"{self.severity}: {_shorten_tokens(self.message)}"
-        lines = [f"{self.location}: {head}" if self.location else head]
+        lines = [f"{_escape_controls(str(self.location))}: {head}" if self.location else head]
         if self.location and self.source is not None:
             # only "\n" ends a line, as for the lexer (str.splitlines also breaks at \f, \v, \r, ...);
             # the split stops at the diagnostic's line (a large file is not cut into all its lines)

@@ -224,7 +224,7 @@ def test_a_huge_name_is_cut_in_the_message_and_the_hint():
         kernc.compile(f"kernel k(x: f32[n] read, y: f32[n] write) over n {{ let {name} = x; y = {name}b; }}")
     text = str(info.value)
     assert len(text) < 1500, len(text)
-    assert f"unknown name '{'a' * 40}...(199961 more characters)'" in text
+    assert f"unknown name '{'a' * 100}...(199871 more characters)...{'a' * 29}b'" in text
     d = info.value.diagnostics[0]
     assert d.message.startswith(f"unknown name '{name}b'")  # the diagnostic keeps the whole name
 
@@ -245,3 +245,32 @@ def test_control_characters_of_the_line_are_shown_as_spaces(raw):
         assert line[caret.index("^")] == "q"
     else:  # any other control character is an unexpected character, the caret under its space
         assert "unexpected character" in d.message and line[caret.index("^")] == " "
+
+
+@pytest.mark.parametrize("mark", ["\u202e", "\u2066", "\u200f", "\u061c"])
+def test_bidirectional_controls_of_the_line_are_shown_as_spaces(mark):
+    """U+202E and friends reorder what a terminal shows ("Trojan Source"): shown as spaces."""
+    src = f"kernel k(x: f32[n] read, y: f32[n] write) over n {{ y = x + {mark}1.0; }}"
+    with pytest.raises(CompileError) as info:
+        kernc.compile(src, filename="b.kern")
+    head, line, caret = shown(info.value.diagnostics[0])
+    assert line == src.replace(mark, " ") and caret.index("^") == src.index(mark)
+
+
+def test_control_characters_of_a_file_name_are_escaped(tmp_path, capsys):
+    """A file name with an escape sequence coloured the terminal; a newline split the location."""
+    src = tmp_path / "esc\x1b[31mna\nme.kern"
+    src.write_text("kernel k(x: f32[n] read, y: f32[n] write) over n { y = q; }")
+    assert main(["check", str(src)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[0].startswith(f"{tmp_path}/esc\\x1b[31mna\\nme.kern:1:56: error: unknown name 'q'")
+    assert "\x1b" not in err
+
+
+def test_two_long_names_that_differ_at_the_end_still_differ_when_cut():
+    name = "a" * 300
+    with pytest.raises(CompileError) as info:
+        kernc.compile(f"kernel k(x: f32[n] read, y: f32[n] write) over n {{ let {name}a = x; y = {name}b; }}")
+    text = str(info.value).splitlines()[0]
+    assert "...(171 more characters)..." + "a" * 29 + "b'" in text
+    assert "did you mean '" + "a" * 100 + "...(171 more characters)..." + "a" * 30 + "'" in text
