@@ -354,6 +354,11 @@ class _Checker(LayoutMixin):
     def run(self) -> None:
         kernel_names: dict[str, A.Kernel] = {}
         self.register_layouts()
+        # functional layouts compute their offsets with index arithmetic of their own constants
+        # (return (m * 100000)): every kernel's index-width bound takes them into account
+        self.fn_layout_constant_max = max((abs(n.value) for item in self.program.items
+                                           if isinstance(item, A.FnLayoutDef)
+                                           for n in A.iter_nodes(item) if isinstance(n, A.IntLit)), default=0)
         for item in self.program.items:
             if isinstance(item, A.Kernel):
                 self.kernel_name_ok(item)
@@ -682,10 +687,8 @@ class _Checker(LayoutMixin):
         info.nested_return = _has_nested_return(k.body.stmts)
         # the largest index-typed integer literal (strided(0, 100000), x[i + 70000]): the launcher
         # bounds the products that 32-bit index arithmetic must hold with it (binding.bind)
-        info.index_literal_max = max((abs(n.value) for n in A.iter_nodes(k)
-                                      if isinstance(n, A.IntLit) and n.ty is not None
-                                      and T.scalar_of(n.ty).is_index), default=0)
-        info.index_inputs = _index_inputs(k, params)
+        info.index_inputs, through_locals = _index_inputs(k, params)
+        info.index_literal_max = max(_index_constant_max(k, through_locals), self.fn_layout_constant_max)
         for out in info.outputs:
             if _guarded_output(out.buffer):
                 assigned, leaks = _definitely_assigns(k.body.stmts, out, False)
@@ -1906,11 +1909,44 @@ def _literal_fits(lit: T.ScalarType, t: T.ScalarType) -> bool:
     return False
 
 
-def _index_inputs(k: A.Kernel, params: list) -> list:
+def _int_constant(e) -> Optional[int]:
+    """The exact value of an integer expression made of literals, ``-``, ``+``, ``*``, ``<<`` and
+    integer conversions (``256 * 256``, ``index(3000000000u32)``, ``i64(1) << 33``); else None."""
+    if isinstance(e, A.IntLit):
+        return e.value
+    if isinstance(e, A.Unary) and e.op == "-":
+        v = _int_constant(e.operand)
+        return -v if v is not None else None
+    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "<<"):
+        a, b = _int_constant(e.left), _int_constant(e.right)
+        if a is None or b is None or (e.op == "<<" and not 0 <= b < 128):
+            return None
+        return a + b if e.op == "+" else a - b if e.op == "-" else a * b if e.op == "*" else a << b
+    if isinstance(e, A.Call) and e.func in T.SCALARS and T.SCALARS[e.func].is_int and len(e.args) == 1:
+        return _int_constant(e.args[0])
+    return None
+
+
+def _index_constant_max(k: A.Kernel, any_integer: bool) -> int:
+    """The largest magnitude of a constant ``index`` expression in kernel ``k`` (a literal stride,
+    ``256 * 256``, ``index(3000000000u32)``) -- of any integer constant when ``any_integer`` (an
+    ``index(...)`` conversion reads a local or loop variable, which may hold one)."""
+    best = 0
+    for n in A.iter_nodes(k):
+        s = T.scalar_of(n.ty) if isinstance(n, A.Expr) and n.ty is not None else None
+        if isinstance(s, T.ScalarType) and (s.is_index or any_integer and s.is_int):
+            v = _int_constant(n)
+            if v is not None:
+                best = max(best, abs(v))
+    return best
+
+
+def _index_inputs(k: A.Kernel, params: list) -> tuple[list, bool]:
     """The non-``index`` scalar params whose values can reach ``index`` arithmetic: those named
     inside an ``index(...)`` conversion (the only way another type becomes an index), and every
     numeric scalar param when such a conversion reads a local or loop variable (which may hold any
-    of them). For the launcher's choice of index width (``KernelSignature.index_inputs``)."""
+    of them), and whether one does. For the launcher's choice of index width
+    (``KernelSignature.index_inputs``)."""
     named, through_locals = set(), False
     for n in A.iter_nodes(k):
         if isinstance(n, A.Call) and n.func == "index" and n.args:
@@ -1922,7 +1958,7 @@ def _index_inputs(k: A.Kernel, params: list) -> list:
                         through_locals = True
     return [p.name for p in params
             if p.kind == "scalar" and p.ty is not None and not T.scalar_of(p.ty).is_index
-            and not T.scalar_of(p.ty).is_bool and (p.name in named or through_locals)]
+            and not T.scalar_of(p.ty).is_bool and (p.name in named or through_locals)], through_locals
 
 
 #: Operators whose meaning on integers is not their meaning on floats (or that floats lack).

@@ -27,6 +27,7 @@ import pytest
 import kernc
 from kernc import CompileError, KerncLaunchError
 from kernc.backend import binding, cache, cpu, toolkit
+from kernc.backend.binding import index_products_overflow
 from kernc.cli import main
 from kernc.compiler import Compilation, CompileOptions, context
 from kernc.mlir import ir
@@ -683,3 +684,31 @@ kernel viaview(x: f32[M, N] view, s: i32, y: f32[P] write) over (p) in (P) { y =
     small = np.zeros(8, np.float32)
     assert _bind(mod.vialocal.signature, (small, small, 1, 7), {}).index_bits == 32
     assert _bind(mod.vialocal.signature, (small, small, 1, 2**31), {}).index_bits == 64
+
+
+@pytest.mark.parametrize("src, want_max", [
+    ("kernel k(s: f32[m] read strided(0, 256 * 256) default -1.0, y: f32[n] write) over n { y = s; }", 65536),
+    ("kernel k(s: f32[m] read strided(0, 1 << 16) default -1.0, y: f32[n] write) over n { y = s; }", 65536),
+    ("kernel k(y: i64[n] write) over n { y = i64(thread_id + index(3000000000u32)); }", 3000000000),
+    ("kernel k(y: i64[n] write) over n { y = i64(thread_id + index(i64(1) << 33)); }", 2**33),
+    ("kernel k(y: i64[n] write) over n { let c: i32 = 70000; y = i64(thread_id * index(c)); }", 70000),
+    ("layout g : (m) -> (a) { return (m * 100000); }\n"
+     "kernel k(x: f32[M] view default -1.0, y: f32[n] write) over n { y = x.checked(g(thread_id)); }", 100000),
+    # a big constant that never becomes an index does not count
+    ("kernel k(y: u32[n] write, seed: u32) over n { y = seed & 4000000000u32; }", 0),
+])
+def test_constant_index_expressions_bound_the_index_width(src, want_max):
+    """Only single index-typed literals counted: 256 * 256, 1 << 16, index(3000000000u32), a
+    constant reaching index(...) through a local, a functional layout's constant wrapped in the
+    32-bit PTX (found by a trial, read from the PTX)."""
+    sig = kernc.compile(src).k.signature
+    assert sig.index_literal_max == want_max
+    assert index_products_overflow([sig.index_literal_max], 65537, 256) == (want_max > 2**31 // (65537 + 256))
+
+
+def test_a_constant_stride_expression_past_int32_runs_64_bit():
+    mod = kernc.compile("kernel k(s: f32[m] read strided(0, 256 * 256) default -1.0, y: f32[n] write) over n { y = s; }")
+    s, y = np.arange(1, 11, dtype=np.float32), np.zeros(65537, np.float32)
+    assert _bind(mod.k.signature, (s, y), {}).index_bits == 64
+    mod.k(s, y)
+    assert y[0] == 1.0 and y[65536] == -1.0  # the 32-bit PTX read s[0] for thread 65536
