@@ -9,8 +9,13 @@ the same character of the window as the column names in the line.
 
 from __future__ import annotations
 
+import re
+
 MAX_SHOWN = 120
 DOTS = "..."
+#: Shown as one space each: C0 controls but tab and newline, DEL, C1, and the bidirectional-text
+#: controls U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069 (they could garble a terminal).
+SHOWN_AS_SPACE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def caret_column(caret_line: str) -> int:
@@ -23,7 +28,8 @@ def caret_column(caret_line: str) -> int:
 def window_start(shown_line: str, caret_line: str, line: str, col: int) -> int:
     """Check that ``shown_line`` and ``caret_line`` show ``line`` (tabs already one space) with the
     caret at 1-based ``col``; return the index in ``line`` of the first character shown (0 when the
-    whole line, or its head, is shown)."""
+    whole line, or its head, is shown). Control characters of ``line`` are shown as spaces."""
+    line = SHOWN_AS_SPACE.sub(" ", line)
     at = caret_column(caret_line)
     if len(line) <= MAX_SHOWN:
         assert shown_line == line, f"shows {shown_line!r}, the line is {line!r}"
