@@ -8,6 +8,7 @@ with readable messages (``expected ';' after 'x'``, ``unexpected character '$'``
 from __future__ import annotations
 
 import os
+import re
 import threading
 from functools import lru_cache
 
@@ -240,6 +241,23 @@ def _accepts_before(parser: Lark, text: str) -> set:
     return set()
 
 
+#: Operators without a compound assignment (``x ^= v``): only ``+= -= *= /=`` exist.
+_NO_COMPOUND = ("^", "|", "&", "%", "%%", "//", "<<", ">>")
+
+
+def _syntax_hint(tok, text: str) -> str | None:
+    """A hint for a syntax error that has a common cause: a compound assignment the language does
+    not have (``x ^= v``), or ``over r in R`` for the one-coordinate form ``over (r) in (R)``."""
+    end = tok.end_pos if tok.end_pos is not None else None
+    if tok.value in _NO_COMPOUND and end is not None and text[end:end + 1] == "=":
+        return f"compound assignment exists for += -= *= /= only: write x = x {tok.value} (...)"
+    if tok.value == "in" and tok.start_pos is not None \
+            and re.search(r"\bover\s+[A-Za-z_]\w*\s*$", text[:tok.start_pos]):
+        return ("one problem coordinate is 'over (r) in (R)'; 'over n' alone names the problem size "
+                "(thread t handles element t)")
+    return None
+
+
 def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lark) -> Diagnostic:
     line, col = getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1
     at = getattr(e, "pos_in_stream", None)
@@ -294,7 +312,8 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, filename: str, parser: Lar
                 loc = SourceLocation(filename, line, col)
             return Diagnostic(f"unexpected end of file, expected {_join_or(words)}", loc, source=text)
         msg = f"unexpected {_describe_token(tok)}, expected {_join_or(words)}"
-        return Diagnostic(msg, SourceLocation(filename, tok.line, tok.column), source=text)
+        return Diagnostic(msg, SourceLocation(filename, tok.line, tok.column), source=text,
+                          hint=_syntax_hint(tok, text))
     if isinstance(e, UnexpectedEOF):
         words = _expected_words(e.expected, parser)
         lines = text.splitlines() or [""]

@@ -778,7 +778,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
                    "kernel staged view accesses), false (a staged kernel ran without staging for "
-                   "these extents) or null (nothing to stage)")
+                   "these extents) or null (nothing to stage, or an empty launch)")
     r.set_defaults(fn=cmd_run)
 
     lay = sub.add_parser("layout", help="print a CuTe-style layout as a grid of offsets (or an SVG)")

@@ -227,3 +227,17 @@ def test_comparing_vector_literals_of_mixed_kinds():
     y = np.zeros((2, 2), np.float32)
     mod.k(np.ones(2, np.float32), y)
     assert y.tolist() == [[0.0, 1.0]] * 2
+
+
+@pytest.mark.parametrize("src, message, hint", [
+    ("kernel k(x: u32[n] read, y: u32[n] write) over n { let z = x; z ^= z >> 16; y = z; }",
+     "unexpected '^', expected '='", "compound assignment exists for += -= *= /= only: write x = x ^ (...)"),
+    ("kernel k(x: u32[n] read, y: u32[n] write) over n { let z = x; z <<= 1; y = z; }",
+     "unexpected '<<'", "write x = x << (...)"),
+    ("kernel k(x: f32[R] read, y: f32[R] write) over r in R { y = x; }",
+     "unexpected 'in'", "one problem coordinate is 'over (r) in (R)'"),
+])
+def test_syntax_errors_with_a_common_cause_get_a_hint(src, message, hint):
+    """``x ^= v`` and ``over r in R`` got a bare 'unexpected ...' with no way forward."""
+    d, _ = first_error(src)
+    assert message in d.message and hint in (d.hint or "")
