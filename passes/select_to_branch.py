@@ -146,5 +146,7 @@ class SelectToBranch(Pass):
     summary = "select with a division/sqrt/transcendental operand -> scf.if computing only the chosen one"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for op in walk_ops(module, {"arith.select"}):
+        # last first: an outer select takes an inner one (and its division) into its branch before
+        # the inner one becomes an scf.if, which no cone can take (select(a, select(b, x / y, 1), 2))
+        for op in reversed(walk_ops(module, {"arith.select"})):
             _branch(op)

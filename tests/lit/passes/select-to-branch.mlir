@@ -271,3 +271,25 @@ func.func @diamond(%c: i1, %x: f32, %y: f32) -> f32 {
   %r = arith.select %c, %d, %one : f32
   return %r : f32
 }
+
+// Nested selects: the outer branch takes the inner select with its division, which then branches
+// inside it (as C's a ? (b ? x / y : 1) : 2), so the division runs only where both choose it.
+// CHECK-LABEL: func.func @nested
+// CHECK: %[[R:.*]] = scf.if %arg0 -> (f32) {
+// CHECK-NEXT:   %[[IN:.*]] = scf.if %arg1 -> (f32) {
+// CHECK-NEXT:     %[[D:.*]] = arith.divf %arg2, %arg3 : f32
+// CHECK-NEXT:     scf.yield %[[D]] : f32
+// CHECK-NEXT:   } else {
+// CHECK-NEXT:     scf.yield %{{.*}} : f32
+// CHECK-NEXT:   }
+// CHECK-NEXT:   scf.yield %[[IN]] : f32
+// CHECK-NEXT: } else {
+// CHECK-NOT: arith.select
+func.func @nested(%a: i1, %b: i1, %x: f32, %y: f32) -> f32 {
+  %one = arith.constant 1.0 : f32
+  %two = arith.constant 2.0 : f32
+  %d = arith.divf %x, %y : f32
+  %in = arith.select %b, %d, %one : f32
+  %r = arith.select %a, %in, %two : f32
+  return %r : f32
+}
