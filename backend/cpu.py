@@ -21,4 +21,5 @@ def launch(interpreter, bound: BoundLaunch):
     if bound.grid == 0:
         return RunStats()
     names = bound.signature.arg_names
-    return interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names)
+    return interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names,
+                           index_bits=bound.index_bits)

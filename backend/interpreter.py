@@ -741,7 +741,7 @@ class _Frame:
     """Execution state of one batch of blocks."""
 
     __slots__ = ("env", "L", "B", "nb", "first_block", "grid", "full", "lane", "blk", "tid", "bid",
-                 "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit")
+                 "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit", "index32")
 
     def thread_id(self, lane: int) -> int:
         return self.first_block * self.B + int(lane)
@@ -821,6 +821,42 @@ def _check_store_race(fr, buf, act, addr, rel, val) -> None:
         k = int(dup[0])
         index = rel[order[k]] if type(rel) is np.ndarray else rel
         _race(fr, buf, lanes[order[k]], lanes[order[k + 1]], index)
+
+
+#: index ops whose result can leave int32 although their operands are in it (the GPU's 32-bit
+#: index arithmetic wraps there; see :func:`_checked_index32`)
+_INDEX_WRAPS = ("arith.addi", "arith.subi", "arith.muli", "arith.shli")
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _checked_index32(f, r, o):
+    """``f`` (the closure of op ``o``, result in slot ``r``) followed, in a run whose launch the
+    GPU would make with 32-bit ``index`` arithmetic (``Interpreter.run(index_bits=32)``), by a check
+    that no active lane's result left int32: the interpreter computes ``index`` values exactly
+    (64 bits), the 32-bit PTX would wrap them, and the two devices would disagree silently."""
+    loc = str(o.location)
+
+    def g(fr, mask):
+        f(fr, mask)
+        if not fr.index32:
+            return
+        v = fr.env[r]
+        if type(v) is np.ndarray:
+            a = v if mask is fr.full else v[mask]
+            if not a.size:
+                return
+            lo, hi = int(a.min()), int(a.max())
+        else:
+            if mask is not fr.full and not mask.any():
+                return
+            lo = hi = int(v)
+        if lo < _INT32_MIN or hi > _INT32_MAX:
+            bad = hi if hi > _INT32_MAX else lo
+            raise KerncRuntimeError(
+                f"index arithmetic gives {bad}, outside int32 (at {loc}): this launch's sizes let "
+                "the GPU run it with 32-bit index arithmetic, which would wrap it; compute such "
+                "values in i64 and convert the in-range result with index(...)")
+    return g
 
 
 def _race(fr, buf, lane_a, lane_b, index):
@@ -1027,6 +1063,8 @@ class _Translator:
             def f(fr, mask):
                 env = fr.env
                 env[r] = _s(fn(env[a], env[b], ty))
+            if ty.name == "index" and name in _INDEX_WRAPS:
+                return _checked_index32(f, r, o)
         else:
             if ty.kind != "f":
                 self.unsupported(o, f"{name} on {ty}")
@@ -1197,7 +1235,10 @@ class _Translator:
                     return x.view(dst.dtype)
         else:
             self.unsupported(o)
-        return self.unary(o, fn)
+        f = self.unary(o, fn)
+        if dst.name == "index" and src.bits > 32 and name in ("arith.index_cast", "arith.index_castui"):
+            return _checked_index32(f, self.use(o.results[0]), o)
+        return f
 
     # -- math on integers / special
     def c_math_int(self, o):
@@ -2091,7 +2132,7 @@ class Interpreter:
         return list(plan.sig_names or [f"arg{i}" for i in range(len(plan.params))])
 
     def run(self, kernel: str, grid: int, block: int, args: list, *, arg_names: list[str] | None = None,
-            collect_stats: bool = True) -> RunStats:
+            collect_stats: bool = True, index_bits: int = 64) -> RunStats:
         """Run ``kernel`` over ``grid`` blocks of ``block`` threads; return its :class:`RunStats`.
 
         ``args`` follow the ``gpu.func`` argument order: Python numbers or numpy scalars for scalar
@@ -2106,7 +2147,11 @@ class Interpreter:
         match a ``known_block_size`` attribute); :class:`~kernc.errors.KerncRuntimeError` for a fault
         while the kernel runs (out-of-bounds access, barrier in divergent control flow);
         :class:`InterpreterUnsupportedError` when the kernel uses IR the interpreter lacks.
-        With ``collect_stats=False`` the memory counters stay 0 (faster).
+        With ``collect_stats=False`` the memory counters stay 0 (faster). ``index_bits``: the
+        ``index`` width the GPU would use for this launch (``binding.BoundLaunch.index_bits``); with
+        32, an ``index`` add, subtract, multiply, shift or conversion whose result leaves int32 is a
+        ``KerncRuntimeError`` (the 32-bit PTX would wrap it), though the interpreter computes
+        ``index`` values in 64 bits either way.
         """
         plan = self._plan(kernel)
         n = len(plan.params)
@@ -2147,6 +2192,7 @@ class Interpreter:
             while b0 < grid:
                 nb = min(nb_max, grid - b0)
                 fr = self._frame(plan, nb, block, b0, grid, stats, collect_stats)
+                fr.index32 = index_bits == 32
                 env = fr.env
                 for s, v, p, name in zip(plan.arg_slots, values, plan.params, names):
                     env[s] = _Buf(name, "global", v, (v.shape[0],)) if p[0] == "buffer" else v
