@@ -576,6 +576,8 @@ def main(argv=None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         return run(ns)
-    except BrokenPipeError:  # (Python's documented recipe: no second error while exiting)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:
+        from kernc.cli import quiet_stdout
+
+        quiet_stdout()
         return 1

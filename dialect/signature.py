@@ -112,9 +112,10 @@ class KernelSignature:
     #: problem coordinate, slowest first], "views": [[param, [stride of each coordinate in the
     #: view, in elements]], ...]}`` (Poly texts)
     staged: dict | None = None
-    #: the largest absolute value of an ``index``-typed integer literal in the kernel (a literal
-    #: stride, an offset added to a coordinate), which the launcher's choice of 32-bit index
-    #: arithmetic takes into account like an ``index`` scalar (``binding.index_products_overflow``)
+    #: the largest magnitude of a constant ``index`` expression in the kernel (a literal stride,
+    #: ``256 * 256``, a functional layout's constant; any integer constant when an ``index(...)``
+    #: conversion reads a local), which the launcher's choice of 32-bit index arithmetic takes into
+    #: account like an ``index`` scalar (``binding.index_products_overflow``)
     index_literal_max: int = 0
     #: the scalar params other than ``index`` ones whose values can reach ``index`` arithmetic
     #: through an ``index(...)`` conversion; the launcher bounds them like ``index`` scalars

@@ -685,10 +685,10 @@ class _Checker(LayoutMixin):
         self.check_block(k.body, new_scope=True)
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = _has_nested_return(k.body.stmts)
-        # the largest index-typed integer literal (strided(0, 100000), x[i + 70000]): the launcher
-        # bounds the products that 32-bit index arithmetic must hold with it (binding.bind)
-        info.index_inputs, through_locals = _index_inputs(k, params)
-        info.index_literal_max = max(_index_constant_max(k, through_locals), self.fn_layout_constant_max)
+        # what can reach index arithmetic besides index scalars, and the largest constant there
+        # (strided(0, 256 * 256)): the launcher's choice of 32-bit indices bounds their products
+        info.index_inputs, constant_max = _index_facts(k, params)
+        info.index_literal_max = max(constant_max, self.fn_layout_constant_max)
         for out in info.outputs:
             if _guarded_output(out.buffer):
                 assigned, leaks = _definitely_assigns(k.body.stmts, out, False)
@@ -1909,46 +1909,44 @@ def _literal_fits(lit: T.ScalarType, t: T.ScalarType) -> bool:
     return False
 
 
-def _int_constant(e) -> Optional[int]:
+def _int_constant(e, memo: dict) -> Optional[int]:
     """The exact value of an integer expression made of literals, ``-``, ``+``, ``*``, ``<<`` and
-    integer conversions (``256 * 256``, ``index(3000000000u32)``, ``i64(1) << 33``); else None."""
+    integer conversions (``256 * 256``, ``index(3000000000u32)``, ``i64(1) << 33``); else None.
+    ``memo`` (node id -> value) keeps a walk over every node of a tree linear."""
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    v = None
     if isinstance(e, A.IntLit):
-        return e.value
-    if isinstance(e, A.Unary) and e.op == "-":
-        v = _int_constant(e.operand)
-        return -v if v is not None else None
-    if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "<<"):
-        a, b = _int_constant(e.left), _int_constant(e.right)
-        if a is None or b is None or (e.op == "<<" and not 0 <= b < 128):
-            return None
-        return a + b if e.op == "+" else a - b if e.op == "-" else a * b if e.op == "*" else a << b
-    if isinstance(e, A.Call) and e.func in T.SCALARS and T.SCALARS[e.func].is_int and len(e.args) == 1:
-        return _int_constant(e.args[0])
-    return None
+        v = e.value
+    elif isinstance(e, A.Unary) and e.op == "-":
+        a = _int_constant(e.operand, memo)
+        v = -a if a is not None else None
+    elif isinstance(e, A.Binary) and e.op in ("+", "-", "*", "<<"):
+        a, b = _int_constant(e.left, memo), _int_constant(e.right, memo)
+        if a is not None and b is not None and (e.op != "<<" or 0 <= b < 128):
+            v = a + b if e.op == "+" else a - b if e.op == "-" else a * b if e.op == "*" else a << b
+    elif isinstance(e, A.Call) and e.func in T.SCALARS and T.SCALARS[e.func].is_int and len(e.args) == 1:
+        v = _int_constant(e.args[0], memo)
+    memo[key] = v
+    return v
 
 
-def _index_constant_max(k: A.Kernel, any_integer: bool) -> int:
-    """The largest magnitude of a constant ``index`` expression in kernel ``k`` (a literal stride,
-    ``256 * 256``, ``index(3000000000u32)``) -- of any integer constant when ``any_integer`` (an
-    ``index(...)`` conversion reads a local or loop variable, which may hold one)."""
-    best = 0
-    for n in A.iter_nodes(k):
-        s = T.scalar_of(n.ty) if isinstance(n, A.Expr) and n.ty is not None else None
-        if isinstance(s, T.ScalarType) and (s.is_index or any_integer and s.is_int):
-            v = _int_constant(n)
-            if v is not None:
-                best = max(best, abs(v))
-    return best
+def _index_facts(k: A.Kernel, params: list) -> tuple[list, int]:
+    """What of kernel ``k`` can reach ``index`` arithmetic, for the launcher's choice of index
+    width (``KernelSignature.index_inputs`` / ``index_literal_max``), in one walk:
 
-
-def _index_inputs(k: A.Kernel, params: list) -> tuple[list, bool]:
-    """The non-``index`` scalar params whose values can reach ``index`` arithmetic: those named
-    inside an ``index(...)`` conversion (the only way another type becomes an index), and every
-    numeric scalar param when such a conversion reads a local or loop variable (which may hold any
-    of them), and whether one does. For the launcher's choice of index width
-    (``KernelSignature.index_inputs``)."""
+    - the non-``index`` scalar params named inside an ``index(...)`` conversion (the only way
+      another type becomes an index), or every numeric one when such a conversion reads a local or
+      loop variable (which may hold any of them);
+    - the largest magnitude of a constant ``index`` expression (a literal stride, ``256 * 256``,
+      ``index(3000000000u32)``), or of any integer constant when a conversion reads a local."""
     named, through_locals = set(), False
+    index_max = int_max = 0
+    memo: dict = {}
     for n in A.iter_nodes(k):
+        if not isinstance(n, A.Expr):
+            continue
         if isinstance(n, A.Call) and n.func == "index" and n.args:
             for m in A.iter_nodes(n.args[0]):
                 if isinstance(m, A.Name) and m.sym is not None:
@@ -1956,9 +1954,17 @@ def _index_inputs(k: A.Kernel, params: list) -> tuple[list, bool]:
                         named.add(m.sym.name)
                     elif m.sym.kind in ("local", "loopvar"):
                         through_locals = True
-    return [p.name for p in params
-            if p.kind == "scalar" and p.ty is not None and not T.scalar_of(p.ty).is_index
-            and not T.scalar_of(p.ty).is_bool and (p.name in named or through_locals)], through_locals
+        s = T.scalar_of(n.ty) if n.ty is not None else None
+        if isinstance(s, T.ScalarType) and s.is_int:
+            v = _int_constant(n, memo)
+            if v is not None:
+                int_max = max(int_max, abs(v))
+                if s.is_index:
+                    index_max = max(index_max, abs(v))
+    inputs = [p.name for p in params
+              if p.kind == "scalar" and p.ty is not None and not T.scalar_of(p.ty).is_index
+              and not T.scalar_of(p.ty).is_bool and (p.name in named or through_locals)]
+    return inputs, int_max if through_locals else index_max
 
 
 #: Operators whose meaning on integers is not their meaning on floats (or that floats lack).

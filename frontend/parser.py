@@ -248,7 +248,7 @@ _NO_COMPOUND = ("^", "|", "&", "%", "%%", "//", "<<", ">>")
 def _syntax_hint(tok, text: str) -> str | None:
     """A hint for a syntax error that has a common cause: a compound assignment the language does
     not have (``x ^= v``), or ``over r in R`` for the one-coordinate form ``over (r) in (R)``."""
-    end = tok.end_pos if tok.end_pos is not None else None
+    end = tok.end_pos
     if tok.value in _NO_COMPOUND and end is not None and text[end:end + 1] == "=":
         return f"compound assignment exists for += -= *= /= only: write x = x {tok.value} (...)"
     if tok.value == "in" and tok.start_pos is not None \

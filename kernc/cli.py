@@ -69,15 +69,7 @@ class _Staged:
 
     def commit(self) -> None:
         if self.stream is not None:
-            out = getattr(sys, self.stream)
-            out.flush()
-            try:
-                fd = out.fileno()
-            except (OSError, ValueError, AttributeError):  # not a file (captured in tests)
-                out.buffer.write(self.data)
-                out.buffer.flush()
-            else:
-                _write_all(fd, self.data)
+            _write_stream(getattr(sys, self.stream), self.data)
         elif self.tmp is None:
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
@@ -185,13 +177,24 @@ def _write_stdout(text: str, instead: str) -> None:
     large output as success, exit 0 with the output cut), and a non-blocking pipe inherited from
     another process waits instead of dropping the rest. ``instead`` as for :func:`_stdout`."""
     out = _stdout(instead)
+    _write_stream(out, text.encode(out.encoding or "utf-8", out.errors or "strict"), text)
+
+
+def _write_stream(out, data: bytes, text: str | None = None) -> None:
+    """``data`` to the text stream ``out`` (``sys.stdout``/``sys.stderr``) through its file
+    descriptor (:func:`_write_all`), after what the stream holds; a stream with no descriptor (one
+    captured in tests) takes ``text`` (when given) or ``data`` through its own writes."""
     try:
         fd = out.fileno()
-    except (OSError, ValueError, AttributeError):  # not a file (captured in tests): its own write
-        out.write(text)
+    except (OSError, ValueError, AttributeError):
+        if text is not None:
+            out.write(text)
+        else:
+            out.buffer.write(data)
+            out.buffer.flush()
         return
     out.flush()
-    _write_all(fd, text.encode(out.encoding or "utf-8", out.errors or "strict"))
+    _write_all(fd, data)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -851,7 +854,7 @@ def main(argv: list[str] | None = None) -> int:
         _error(str(err) if located else f"kernc: {err}")
         return EXIT_USER
     except BrokenPipeError:  # `kernc ... | head`: the reader is gone; nothing to report to it
-        _quiet_stdout()
+        quiet_stdout()
         return EXIT_USER
     except OSError as err:  # a file: "cannot read 'x.kern': No such file or directory", not "[Errno 2] ..."
         _error(f"kernc: error: {_os_error_text(err)}")
@@ -865,7 +868,7 @@ def main(argv: list[str] | None = None) -> int:
         return _report_ice(err, argv)
 
 
-def _quiet_stdout() -> None:
+def quiet_stdout() -> None:
     """Point standard output at the null device (Python's documented recipe for a broken pipe, see
     the ``signal`` module's note on SIGPIPE): the buffered rest is not flushed into the closed pipe
     at exit, which would raise a second error. Every output file is complete by then (written
@@ -898,7 +901,7 @@ def console_main() -> None:
             if stream is not None:  # (None: the process was started with that stream closed)
                 stream.flush()
     except BrokenPipeError:  # `kernc ... | head` whose reader left before the last lines
-        _quiet_stdout()
+        quiet_stdout()
         os._exit(code or EXIT_USER)
     except (OSError, ValueError):  # a closed stream: let Python's own exit report it
         sys.exit(code)
