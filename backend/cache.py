@@ -368,7 +368,8 @@ def encode(kind: str, key: str, payload: dict) -> bytes:
 
 def decode(kind: str, key: str, data: bytes) -> dict | None:
     """The payload of an entry's bytes, or ``None`` when they are not a valid ``kind`` entry for
-    ``key`` (wrong magic or format, other kind or key, bad length or checksum, not a JSON object)."""
+    ``key`` (wrong magic or format, other kind or key, bad length or checksum, not a JSON object or
+    nested too deeply to read)."""
     if len(data) < _HEADER.size:
         return None
     magic, k, digest, length, checksum = _HEADER.unpack_from(data)
@@ -378,7 +379,7 @@ def decode(kind: str, key: str, data: bytes) -> dict | None:
         return None
     try:
         payload = json.loads(body.decode("utf-8", "surrogatepass"))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python recurses
         return None
     return payload if isinstance(payload, dict) else None
 

@@ -3,6 +3,7 @@ permissions, the kill switch, and that a hit gives the same PTX and the same res
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -264,6 +265,16 @@ def _damage(path, how):
         kind = path.name.split("-", 1)[0]
         payload = {"ptx": 5} if kind == "ptx" else {"kern": 1, "gpu": [], "needs_libdevice": "no", "signatures": 3}
         path.write_bytes(cache.encode(kind, key, payload))
+    elif how == "deeply-nested-json":  # found by the cache-folder trial: RecursionError escaped get()
+        key = path.name.split("-", 1)[1][:-3]
+        kind = path.name.split("-", 1)[0]
+        deep = "[" * 100_000 + "]" * 100_000
+        if kind == "ptx":
+            body = deep.encode()
+            path.write_bytes(cache._HEADER.pack(cache.MAGIC, b"ptx".ljust(8, b"\0"), bytes.fromhex(key),
+                                                len(body), hashlib.sha256(body).digest()) + body)
+        else:  # a well-formed entry whose signature text is nested too deeply
+            path.write_bytes(cache.encode(kind, key, {"kern": "", "gpu": "", "signatures": [deep]}))
     else:
         raise AssertionError(how)
 
@@ -271,7 +282,7 @@ def _damage(path, how):
 @pytest.mark.parametrize("kind", ["gpu", "ptx"])
 @pytest.mark.parametrize("how", ["empty", "truncated", "header-only", "garbage", "flipped-payload-byte",
                                  "old-format", "appended", "valid-json-wrong-fields", "valid-json-wrong-types",
-                                 "empty-folder"])
+                                 "empty-folder", "deeply-nested-json"])
 def test_damaged_entries_are_ignored_and_rewritten(private_cache, kind, how, count_ptx):
     good = compile_()
     ptx = good.ptx()
