@@ -461,9 +461,14 @@ def _temporary_name(kind: str) -> str:
 
 
 def _is_temporary_name(name: str) -> bool:
+    """A name :func:`_temporary_name` makes (``.ptx-<16 hex digits>.tmp``), or one that the
+    ``tempfile.mkstemp`` of earlier versions made (``.ptx-<8 of [a-z0-9_]>.tmp``)."""
     kind, dash, rest = name[1:].partition("-")
-    return (name.startswith(".") and dash == "-" and kind in KINDS and rest.endswith(".tmp")
-            and len(rest) == 20 and all(c in "0123456789abcdef" for c in rest[:16]))
+    if not (name.startswith(".") and dash == "-" and kind in KINDS and rest.endswith(".tmp")):
+        return False
+    rand = rest[:-4]
+    return ((len(rand) == 16 and all(c in "0123456789abcdef" for c in rand))
+            or (len(rand) == 8 and all(c in "abcdefghijklmnopqrstuvwxyz0123456789_" for c in rand)))
 
 
 def _sweep_temporaries(folder: _Folder) -> None:

@@ -343,20 +343,21 @@ def test_stale_temporary_files_of_killed_writers_are_removed(tmp_path, monkeypat
     entries = root / cache.SUBDIR
     old = time.time() - 2 * cache.STALE_TEMPORARY_SECONDS
     stale = entries / ".ptx-0123456789abcdef.tmp"
+    stale_of_mkstemp = entries / ".gpu-k3_x9qaz.tmp"  # as kernc's earlier tempfile.mkstemp named them
     recent = entries / ".gpu-fedcba9876543210.tmp"
     other = [entries / ".ptx-not-ours.tmp", entries / "notes.txt", entries / ".xyz-0123456789abcdef.tmp"]
     outside = tmp_path / "outside"
     outside.write_bytes(b"keep")
     link = entries / ".gpu-00112233445566ff.tmp"
-    for p in [stale, recent] + other:
+    for p in [stale, stale_of_mkstemp, recent] + other:
         p.write_bytes(b"partial")
     os.symlink(outside, link)
-    for p in [stale] + other:
+    for p in [stale, stale_of_mkstemp] + other:
         os.utime(p, (old, old))
     os.utime(link, (old, old), follow_symlinks=False)
     cache.reset()
     cache.put("ptx", KEY, {"ptx": "mine"})
-    assert not stale.exists()
+    assert not stale.exists() and not stale_of_mkstemp.exists()
     assert recent.exists() and all(p.exists() for p in other) and os.path.islink(link)
     assert outside.read_bytes() == b"keep"
 
