@@ -134,3 +134,82 @@ def test_the_folder_itself_must_be_this_users(tmp_path, foreign):
     theirs = _mkdir(tmp_path / "theirs", 0o700)
     foreign(theirs)
     assert not is_private_dir(str(theirs))
+
+
+def _resolve_by_full_paths(path):
+    """An independent statement of the rule: resolve ``path`` as the kernel does (links expanded in
+    place, '..' the physical parent) using full paths, lstat-checking each step; the folder it
+    leads to, or None where the rule refuses it."""
+    def trusted(st):
+        return private_dirs.owner(st) in (os.getuid(), 0)
+
+    def safe_dir(st):
+        return (stat.S_ISDIR(st.st_mode) and trusted(st)
+                and (not st.st_mode & 0o022 or bool(st.st_mode & stat.S_ISVTX)))
+
+    parts, cur, links = [p for p in path.split("/") if p], "/", 0
+    if not safe_dir(os.lstat("/")):
+        return None
+    while parts:
+        name = parts.pop(0)
+        if name == ".":
+            continue
+        nxt = os.path.dirname(cur) if name == ".." else os.path.join(cur, name)
+        try:
+            st = os.lstat(nxt)
+        except OSError:
+            return None
+        if not trusted(st):
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            links += 1
+            target = os.readlink(nxt)
+            if links > private_dirs.MAX_LINKS:
+                return None
+            parts = [p for p in target.split("/") if p] + parts
+            cur = "/" if target.startswith("/") else cur
+            continue
+        if not safe_dir(st):
+            return None
+        cur = nxt
+    st = os.stat(cur)
+    return cur if private_dirs.owner(st) == os.getuid() and not st.st_mode & 0o022 else None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_trees_agree_with_an_independent_resolver(tmp_path, foreign, seed):
+    """Random folders (modes 0700 to 1777) and links (absolute, relative, '..', dangling), a quarter
+    of them another user's: open_private_dir accepts exactly the paths the full-path statement of
+    the rule accepts, and the folder it opens is the one the kernel resolves the path to."""
+    import random
+
+    rng = random.Random(seed)
+    for tree in range(6):
+        base = _mkdir(tmp_path / f"t{tree}", 0o755)
+        nodes = [str(base)]
+        for i in range(12):
+            parent = rng.choice([n for n in nodes if os.path.isdir(n) and not os.path.islink(n)])
+            p = os.path.join(parent, f"n{i}")
+            if rng.random() < 0.4:
+                target = rng.choice(nodes + ["..", "../..", "missing"])
+                os.symlink(os.path.relpath(target, parent) if rng.random() < 0.5 and target.startswith("/")
+                           else target, p)
+            else:
+                os.mkdir(p)
+                os.chmod(p, rng.choice([0o700, 0o755, 0o777, 0o1777, 0o775]))
+            if rng.random() < 0.25:
+                foreign(p)
+            nodes.append(p)
+        accepted = 0
+        for n in nodes:
+            for path in (n, n + "/..", n + "/../n1"):
+                want = _resolve_by_full_paths(path)
+                fd = open_private_dir(path)
+                got = None
+                if fd is not None:
+                    got = os.readlink(f"/proc/self/fd/{fd}") if os.path.isdir("/proc/self/fd") else want
+                    os.close(fd)
+                    assert got == os.path.realpath(path), path
+                    accepted += 1
+                assert got == want, path
+        assert accepted  # the trees are not all refused
