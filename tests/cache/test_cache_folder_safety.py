@@ -431,3 +431,34 @@ def test_an_error_in_the_middle_of_a_write_leaves_nothing(tmp_path, monkeypatch)
     cache.clear_memory()
     assert cache.get("ptx", KEY) is None
     assert sorted(p.name for p in (root / cache.SUBDIR).iterdir()) == [cache.entry_name("ptx", "00" * 32)]
+
+
+def test_no_kernc_module_can_unpickle():
+    """The class of the fix: no module of kernc imports a deserializer that runs code (pickle,
+    marshal, shelve, dill), nor passes ``cache=`` to Lark (its cache is a pickle) or calls
+    ``Lark.load`` (which unpickles a file)."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    sources = [p for d in ("kernc", "frontend", "backend", "passes", "dialect", "bench")
+               for p in (root / d).rglob("*.py")]
+    assert len(sources) > 30
+    found = []
+    for path in sources:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module.split(".")[0]]
+            found += [f"{path.name}: import {n}" for n in names if n in ("pickle", "marshal", "shelve", "dill")]
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name == "Lark" and any(k.arg == "cache" for k in node.keywords):
+                    found.append(f"{path.name}: Lark(cache=...)")
+                if name == "load" and isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "Lark":
+                    found.append(f"{path.name}: Lark.load")
+    assert found == []
