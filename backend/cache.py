@@ -17,10 +17,19 @@ On disk an entry is ``HEADER | payload`` where the header holds a magic with the
 entry kind, the 32-byte key, the payload length and the payload's SHA-256. A file that is truncated,
 corrupt, empty, of another kind or format, or stored under the wrong name is ignored (a miss) and
 overwritten by the next successful compile; no cache problem ever reaches the user as an exception.
-Writes go to a temporary file in the same folder that is then ``os.replace``-d over the entry, so
+Writes go to a new temporary file in the same folder that is then renamed over the entry, so
 readers never see a partial file and concurrent writers of one entry are safe (both write the same
-bytes; the last rename wins). The folder is created ``0o700`` and files ``0o600``; a folder that is
-not a real directory owned by this user, or that others can write to, disables the disk cache.
+bytes; the last rename wins); temporary files that a killed writer left are removed after
+:data:`STALE_TEMPORARY_SECONDS`. The folder is created ``0o700`` and files ``0o600``.
+
+Safety (nothing read from the folder may be someone else's): the cache root must be private to this
+user as :mod:`kernc.private_dirs` defines it (checked step by step as it is opened, symbolic links
+and their owners included) and ``v1/`` a real folder of this user that others cannot write to;
+otherwise the disk cache is off. The entries folder is then held open, and every entry is opened,
+created and renamed relative to that descriptor (``openat``/``renameat``), so a long-lived process
+keeps using the folder it checked whatever later happens to its path. An entry is read only when
+what was opened (``O_NOFOLLOW``, ``O_NONBLOCK``; ``fstat``) is a regular file owned by this user and
+not writable by group or others.
 
 This module imports nothing heavy (no MLIR, no numpy): ``kernc compile`` checks the cache before it
 loads the compiler.
@@ -33,11 +42,11 @@ import json
 import os
 import stat
 import struct
-import tempfile
 import threading
+import time
 from collections import OrderedDict
 
-from kernc.private_dirs import is_private_dir
+from kernc import private_dirs
 
 #: Bump when the entry layout or the payload schema changes (it is part of every key and header).
 FORMAT_VERSION = 1
@@ -51,6 +60,10 @@ MEMORY_BYTES = 64 * 1024 * 1024
 #: The subfolder of :func:`cache_dir` that holds the entries of this format.
 SUBDIR = f"v{FORMAT_VERSION}"
 KINDS = ("gpu", "ptx")
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 _lock = threading.Lock()
 _memory: OrderedDict = OrderedDict()  # (kind, key) -> (payload, size)
@@ -75,36 +88,88 @@ def cache_dir() -> str:
     return platformdirs.user_cache_dir("kernc")
 
 
-def _entries_dir() -> str | None:
-    """The entries folder, created (``0o700``) on first use; ``None`` when it cannot be used safely."""
-    folder = os.path.join(cache_dir(), SUBDIR)
-    ok = _ready_dirs.get(folder)
-    if ok is None:
-        ok = _prepare(folder)
-        _ready_dirs[folder] = ok
-    return folder if ok else None
+_UNSEEN = object()  # a folder not looked at yet (None: looked at, not usable)
 
 
-def _prepare(folder: str) -> bool:
-    try:
-        root = os.path.dirname(folder)
-        if not os.path.isdir(root):
-            os.makedirs(root, mode=0o700, exist_ok=True)
-        if not is_private_dir(root):
-            return False  # others could replace our folder in it: not used (README, "Safety")
+class _Folder:
+    """The entries folder, opened once: every entry is opened, created and renamed relative to its
+    file descriptor (``fd``), so the process keeps using the folder it checked even if its path is
+    later made to lead elsewhere. ``fd`` is ``None`` without POSIX owners (Windows): ``path`` is
+    used and only the folder's ACLs protect it."""
+
+    def __init__(self, path: str, fd: int | None):
+        self.path, self.fd = path, fd
+        self.swept = False  # stale temporary files removed (on the first write)
+
+    def at(self, name: str) -> tuple:
+        """``(name, {"dir_fd": fd})`` for the ``os`` calls, or the joined path where there is no fd."""
+        return (name, {"dir_fd": self.fd}) if self.fd is not None else (os.path.join(self.path, name), {})
+
+    def gone(self) -> bool:
+        """The folder was deleted since it was opened (``rm -r`` of the cache): look it up again."""
+        if self.fd is None:
+            return False
         try:
-            os.mkdir(folder, 0o700)
-            os.chmod(folder, 0o700)  # mkdir's mode is reduced by the umask; be exact
+            return os.fstat(self.fd).st_nlink == 0
+        except OSError:
+            return True
+
+    def __del__(self):
+        # closed when the last user lets go (not by reset(): a thread may still be using it)
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+
+def _entries_dir() -> _Folder | None:
+    """The entries folder, checked and created (``0o700``) on first use and held open; ``None`` when
+    it cannot be used safely. Checked once per process and cache root (:func:`reset` forgets), and
+    again when the folder was deleted meanwhile."""
+    folder = os.path.join(cache_dir(), SUBDIR)
+    with _lock:
+        held = _ready_dirs.get(folder, _UNSEEN)
+        if held is _UNSEEN or (held is not None and held.gone()):
+            _ready_dirs.clear()  # only the current folder stays open (KERNC_CACHE_DIR may change)
+            held = _ready_dirs[folder] = _open_entries_dir(folder)
+    return held
+
+
+def _open_entries_dir(folder: str) -> _Folder | None:
+    """Open (making them if missing) the cache root and its entries folder ``folder`` when both are
+    private to this user (:mod:`kernc.private_dirs`: checked step by step on the way there, symbolic
+    links and their owners included); ``None`` otherwise."""
+    root = os.path.dirname(folder)
+    if not hasattr(os, "getuid"):  # Windows: the folders' ACLs apply
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        except OSError:
+            return None
+        return _Folder(folder, None) if os.path.isdir(folder) else None
+    root_fd = private_dirs.open_private_dir(root, create=True)  # None without openat: no disk cache
+    if root_fd is None:
+        return None  # others could replace our folder or plant entries (README, "Compile cache")
+    try:
+        try:
+            os.mkdir(SUBDIR, 0o700, dir_fd=root_fd)
+            made = True
         except FileExistsError:
-            pass
-        st = os.lstat(folder)
+            made = False
+        fd = os.open(SUBDIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root_fd)
     except OSError:
-        return False
-    if not stat.S_ISDIR(st.st_mode):
-        return False  # a symlink or a file planted where our folder should be
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        return False
-    return not st.st_mode & 0o022  # else others could plant entries
+        return None  # a symlink, a file or a FIFO planted where our folder should be, or no access
+    finally:
+        os.close(root_fd)
+    try:
+        if made:
+            os.fchmod(fd, 0o700)  # mkdir's mode is reduced by the umask; be exact
+        if private_dirs.mine_and_private(os.fstat(fd)):
+            return _Folder(folder, fd)
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 # -- keys ------------------------------------------------------------------------------------------
@@ -281,10 +346,16 @@ def ptx_key(front: str, arch: str, opt_level: int, index_bits: int, align: int =
 
 
 # -- entries ---------------------------------------------------------------------------------------
+def entry_name(kind: str, key: str) -> str:
+    """The file name of the ``kind`` entry of ``key`` in the entries folder."""
+    return f"{kind}-{key}.kc"
+
+
 def entry_path(kind: str, key: str) -> str | None:
-    """Where the ``kind`` entry of ``key`` lives on disk (``None`` when the disk cache is unusable)."""
+    """Where the ``kind`` entry of ``key`` lives on disk (``None`` when the disk cache is unusable).
+    For display: the cache opens entries relative to the folder it checked, never by this path."""
     folder = _entries_dir()
-    return os.path.join(folder, f"{kind}-{key}.kc") if folder else None
+    return os.path.join(folder.path, entry_name(kind, key)) if folder else None
 
 
 def encode(kind: str, key: str, payload: dict) -> bytes:
@@ -297,7 +368,8 @@ def encode(kind: str, key: str, payload: dict) -> bytes:
 
 def decode(kind: str, key: str, data: bytes) -> dict | None:
     """The payload of an entry's bytes, or ``None`` when they are not a valid ``kind`` entry for
-    ``key`` (wrong magic or format, other kind or key, bad length or checksum, not a JSON object)."""
+    ``key`` (wrong magic or format, other kind or key, bad length or checksum, not a JSON object or
+    nested too deeply to read)."""
     if len(data) < _HEADER.size:
         return None
     magic, k, digest, length, checksum = _HEADER.unpack_from(data)
@@ -307,7 +379,7 @@ def decode(kind: str, key: str, data: bytes) -> dict | None:
         return None
     try:
         payload = json.loads(body.decode("utf-8", "surrogatepass"))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python recurses
         return None
     return payload if isinstance(payload, dict) else None
 
@@ -335,6 +407,26 @@ def _remember(kind: str, key: str, payload: dict) -> None:
             _memory_bytes -= _memory.popitem(last=False)[1][1]
 
 
+def _read_entry(folder: _Folder, name: str) -> bytes | None:
+    """The bytes of entry file ``name`` in ``folder`` if it is a regular file of at most
+    :data:`MAX_ENTRY_BYTES` owned by this user and not writable by group or others, else ``None``
+    (``OSError`` when it cannot be opened)."""
+    path, at = folder.at(name)
+    # O_NOFOLLOW: a symlink planted as an entry is not followed; O_NONBLOCK: a FIFO planted as an
+    # entry does not block the open (fstat rejects it below)
+    fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK, **at)
+    try:
+        st = os.fstat(fd)  # of what was opened, not of what the name means by now
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+            return None
+        if folder.fd is not None and not private_dirs.mine_and_private(st):
+            return None  # not written by us, or others could have changed it
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_ENTRY_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
 def get(kind: str, key: str, require=()) -> dict | None:
     """The payload of the ``kind`` entry ``key`` (memory first, then disk), or ``None`` on a miss,
     when the cache is disabled, or when the entry is invalid or lacks one of the ``require`` fields.
@@ -347,29 +439,92 @@ def get(kind: str, key: str, require=()) -> dict | None:
             _memory.move_to_end((kind, key))
             return held[0]
     try:
-        path = entry_path(kind, key)
-        if path is None:
+        folder = _entries_dir()
+        if folder is None:
             return None
-        # O_NONBLOCK: a FIFO planted as an entry must not block the compiler (fstat rejects it below)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
-                return None
-            if hasattr(os, "getuid") and st.st_uid != os.getuid():
-                return None  # not written by us
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                data = f.read(MAX_ENTRY_BYTES + 1)
-        finally:
-            os.close(fd)
+        data = _read_entry(folder, entry_name(kind, key))
     except (OSError, ValueError):
         return None
-    payload = decode(kind, key, data)
+    payload = decode(kind, key, data) if data is not None else None
     if payload is None or any(field not in payload for field in require):
         return None
     _remember(kind, key, payload)
     return payload
+
+
+#: A temporary file older than this (seconds) was left by a writer that was killed: deleted.
+STALE_TEMPORARY_SECONDS = 3600
+
+
+def _temporary_name(kind: str) -> str:
+    return f".{kind}-{os.urandom(8).hex()}.tmp"
+
+
+def _is_temporary_name(name: str) -> bool:
+    """A name :func:`_temporary_name` makes (``.ptx-<16 hex digits>.tmp``), or one that the
+    ``tempfile.mkstemp`` of earlier versions made (``.ptx-<8 of [a-z0-9_]>.tmp``)."""
+    kind, dash, rest = name[1:].partition("-")
+    if not (name.startswith(".") and dash == "-" and kind in KINDS and rest.endswith(".tmp")):
+        return False
+    rand = rest[:-4]
+    return ((len(rand) == 16 and all(c in "0123456789abcdef" for c in rand))
+            or (len(rand) == 8 and all(c in "abcdefghijklmnopqrstuvwxyz0123456789_" for c in rand)))
+
+
+def _sweep_temporaries(folder: _Folder) -> None:
+    """Delete the temporary files that writers killed mid-write (``kill -9``, a crash) left behind,
+    once per process and folder, on its first write: a temporary file of ours older than
+    :data:`STALE_TEMPORARY_SECONDS`. Other files are never touched."""
+    if folder.swept:
+        return
+    folder.swept = True
+    limit = time.time() - STALE_TEMPORARY_SECONDS
+    try:
+        with os.scandir(folder.fd if folder.fd is not None else folder.path) as it:
+            for entry in it:
+                if not _is_temporary_name(entry.name):
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) and st.st_mtime < limit and (
+                            folder.fd is None or private_dirs.mine_and_private(st)):
+                        path, at = folder.at(entry.name)
+                        os.unlink(path, **at)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+
+
+def _write_entry(folder: _Folder, kind: str, name: str, data: bytes) -> None:
+    """Write ``data`` as entry ``name`` atomically: a new temporary file (``O_EXCL``, ``0o600``) in
+    ``folder``, renamed over the entry, both relative to the folder's descriptor. The temporary file
+    is removed on any failure (``OSError`` is raised then)."""
+    tmp = _temporary_name(kind)
+    tmp_path, at = folder.at(tmp)
+    fd = os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600, **at)
+    try:
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o600)  # the umask could have reduced it further (harmless, but be exact)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        dst, _ = folder.at(name)
+        renames = {"src_dir_fd": folder.fd, "dst_dir_fd": folder.fd} if folder.fd is not None else {}
+        try:
+            os.replace(tmp_path, dst, **renames)
+        except IsADirectoryError:  # an empty folder where the entry belongs: not ours, so replaced
+            os.rmdir(dst, **at)  # (a folder with files in it stays: OSError, the entry is not written)
+            os.replace(tmp_path, dst, **renames)
+    except BaseException:  # never leave the temporary file behind
+        try:
+            os.unlink(tmp_path, **at)
+        except OSError:
+            pass
+        raise
 
 
 def put(kind: str, key: str, payload: dict) -> None:
@@ -380,32 +535,13 @@ def put(kind: str, key: str, payload: dict) -> None:
     _remember(kind, key, payload)
     try:
         data = encode(kind, key, payload)
-        path = entry_path(kind, key)
-        if path is None:
+        folder = _entries_dir()
+        if folder is None:
             return
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{kind}-", suffix=".tmp")
+        _sweep_temporaries(folder)
+        _write_entry(folder, kind, entry_name(kind, key), data)
     except (OSError, ValueError, TypeError):
         return
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        try:
-            os.replace(tmp, path)
-        except IsADirectoryError:  # an empty folder where the entry belongs: not ours, so replaced
-            os.rmdir(path)  # (a folder with files in it stays: OSError, the entry is not written)
-            os.replace(tmp, path)
-    except BaseException as err:  # never leave the temporary file behind
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if not isinstance(err, OSError):
-            raise
 
 
 def clear_memory() -> None:
@@ -421,7 +557,8 @@ def reset() -> None:
     which folders were checked; the next use recomputes them (for tests and long-lived tools)."""
     clear_memory()
     _ids.clear()
-    _ready_dirs.clear()
+    with _lock:
+        _ready_dirs.clear()
 
 
 # -- the fast path of ``kernc compile`` -------------------------------------------------------------
@@ -444,6 +581,6 @@ def lookup_ptx(source: str, filename: str, *, arch: str, opt_level: int, index_b
 
 __all__ = [
     "enabled", "cache_dir", "front_key", "option_includes", "ptx_key", "compiler_id", "source_fingerprint",
-    "mlir_build_id", "libdevice_id", "get", "put", "encode", "decode", "entry_path",
+    "mlir_build_id", "libdevice_id", "get", "put", "encode", "decode", "entry_path", "entry_name",
     "clear_memory", "reset", "lookup_ptx", "FORMAT_VERSION", "KINDS",
 ]

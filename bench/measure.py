@@ -52,7 +52,7 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
       do not control;
     - ``inprocess_cache_hit_ms``: ``kernc.compile(...).ptx`` answered by the in-memory cache;
     - ``cli_cold_ms``: ``python -m kernc compile FILE -o OUT`` with ``KERNC_ALWAYS_COMPILE=1`` (no
-      compile cache; byte-compiled modules and parser tables exist, as after any first run);
+      compile cache; byte-compiled modules exist, as after any first run);
     - ``cli_cache_hit_ms``: the same command with a warm disk cache (``KERNC_CACHE_DIR``);
     - ``nvcc_ptx_ms``: ``nvcc -ptx -O3 -arch=ARCH CU -o OUT`` (``None`` without nvcc or ``cu_path``;
       nvcc's PTX is kept as ``nvcc_ptx_path``).
@@ -83,8 +83,8 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
     cmd = [sys.executable, "-m", "kernc", "compile", kern_path, "--arch", arch, "-o", out]
     # The CLI runs as in a default Python installation, which byte-compiles modules once (pip does
     # it at install time; PYTHONDONTWRITEBYTECODE would recompile every changed module in every
-    # process). The untimed first round writes the .pyc files and kernc's parser tables, which
-    # depend only on kernc itself; KERNC_ALWAYS_COMPILE=1 then makes every timed run compile.
+    # process). The untimed first round writes the .pyc files (kernc's parser tables are shipped
+    # in the package); KERNC_ALWAYS_COMPILE=1 then makes every timed run compile.
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env_cold = dict(base_env, KERNC_CACHE_DIR=cache_dir, KERNC_ALWAYS_COMPILE="1")
     env_hit = dict(base_env, KERNC_CACHE_DIR=cache_dir)

@@ -7,7 +7,6 @@ with readable messages (``expected ';' after 'x'``, ``unexpected character '$'``
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from functools import lru_cache
@@ -18,8 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from kernc.errors import CompileError, Diagnostic, SourceLocation
 
 from . import ast as A
-
-_GRAMMAR = os.path.join(os.path.dirname(__file__), "grammar.lark")
+from . import parser_tables
 
 _INT_SUFFIXES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "index")
 _FLOAT_SUFFIXES = ("bf16", "f16", "f32", "f64")
@@ -58,56 +56,27 @@ _PRECEDENCE = {"OROR": 1, "ANDAND": 2, "CMPOP": 3, "BITOR": 4, "BITXOR": 5, "BIT
 _current = threading.local()
 
 
+#: Where the running parser's tables came from: "shipped" (``grammar_tables.json``) or "built"
+#: (from the grammar, in memory, when the shipped file does not match it); set by :func:`_parser`.
+tables_origin = None
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    """The LALR parser, built once per process. Building the tables costs ~130 ms, so Lark's own
-    cache keeps them in the user cache folder (``platformdirs``; ``KERNC_CACHE_DIR`` overrides it),
-    keyed by the grammar text and the Lark version; any problem with that file falls back to
-    building the tables in memory. The tables depend on kernc's grammar only, never on a user's
-    program, so they are an installation artifact (like ``.pyc`` files) and stay cached even with
-    ``KERNC_ALWAYS_COMPILE=1``, which turns off the *compile* cache."""
-    with open(_GRAMMAR) as f:
-        grammar = f.read()
+    """The LALR parser, built once per process: from the tables shipped in the package
+    (:mod:`kernc.frontend.parser_tables`, ~10 ms), or, when that file is missing, damaged or made
+    for another grammar or Lark version, from the grammar itself (~120 ms). Nothing is read from or
+    written to a cache folder."""
+    global tables_origin
     # The AST is built by the parser itself (Lark's "inline" transformer, LALR only): no parse
     # tree, no second walk over it. Locations come from the tokens each rule keeps.
-    options = dict(parser="lalr", lexer="contextual", maybe_placeholders=True, transformer=_ToAst())
-    cache_file = _lark_cache_file(grammar)
-    if cache_file is not None:
-        try:
-            return Lark(grammar, cache=cache_file, **options)
-        except Exception:  # an unreadable/corrupt cache file or an unwritable folder
-            pass
-    return Lark(grammar, **options)
-
-
-def _lark_cache_file(grammar: str):
-    import hashlib
-    import os
-    import stat
-
-    import lark
-
-    try:
-        import platformdirs
-
-        from kernc.private_dirs import is_private_dir
-
-        root = os.environ.get("KERNC_CACHE_DIR") or platformdirs.user_cache_dir("kernc")
-        os.makedirs(root, mode=0o700, exist_ok=True)
-        if not is_private_dir(root):  # Lark's cache is a pickle: only a folder nobody else controls
-            return None
-    except Exception:
-        return None
-    digest = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:24]
-    path = os.path.join(root, f"grammar-{digest}.lark.cache")
-    try:  # Lark opens the file itself: only a regular file (a FIFO there would block the open)
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return None
-    return path
+    grammar = parser_tables.grammar_text()
+    parser = parser_tables.load(_ToAst(), grammar)
+    tables_origin = "shipped"
+    if parser is None:
+        parser = Lark(grammar, transformer=_ToAst(), **parser_tables.OPTIONS)
+        tables_origin = "built"
+    return parser
 
 
 def parse(text: str, filename: str = "<input>") -> A.Program:

@@ -339,7 +339,7 @@ class Compilation:
             kern_text, gpu_text = entry["kern"], entry["gpu"]
             if not (sigs and isinstance(kern_text, str) and isinstance(gpu_text, str)):
                 return False
-        except (TypeError, ValueError, KeyError, AttributeError):
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
             return False
         self._texts.update(kern=kern_text, gpu=gpu_text)
         self.signatures = sigs
