@@ -4,7 +4,8 @@ Used by both devices (CPU interpreter and CuPy). Every problem is a :class:`Kern
 the parameter: a missing or extra argument, a wrong dtype (no silent casts: outputs are updated in
 place, a cast copy would silently drop them), a shape that does not match the declared storage shape,
 a size symbol bound to two different values (``n`` = 1000 from ``x`` but 999 from ``y``), a
-non-contiguous array, a scalar out of range of its type.
+non-contiguous array, a scalar out of range of its type, memory shared by a written buffer and
+another accessed one (:func:`check_aliasing`).
 """
 
 from __future__ import annotations
@@ -335,7 +336,8 @@ class BindPlan:
     dtypes, the size checks that apply (exact dims given as expressions, cosize coverage, element
     counts). Build it with ``BindPlan(signature)``."""
 
-    __slots__ = ("user", "buffers", "layouts", "exact_dims", "checked_buffers", "per_item", "index_scalars")
+    __slots__ = ("user", "buffers", "layouts", "exact_dims", "checked_buffers", "per_item", "index_scalars",
+                 "aliasing", "in_place")
 
     def __init__(self, sig: KernelSignature):
         self.user = [p for p in sig.params if p.kind != "table"]
@@ -363,6 +365,76 @@ class BindPlan:
         self.checked_buffers = [p for p, _ in self.buffers if p.min_elements or p.accessor == "block_sum"]
         #: names of the ``index`` scalar params (``BoundLaunch.nonneg_scalars`` looks at their values)
         self.index_scalars = [p.name for p in sig.params if p.kind == "scalar" and p.dtype == "index"]
+        #: (name, written) of the buffers the kernel reads or writes, in param order, when one of
+        #: them is written and another accessed (else empty: nothing to check), and the pairs that
+        #: may be one array (:func:`check_aliasing`)
+        self.aliasing, self.in_place = alias_plan(sig)
+
+
+def alias_plan(sig: KernelSignature) -> tuple[list, frozenset]:
+    """``(buffers, in_place)`` for :func:`check_aliasing`: ``(name, written)`` of every buffer
+    param ``sig`` reads or writes (``KernelSignature.reads``/``writes``; without them every
+    ``read``/``view`` param is read and every ``write``/``add``/``view`` one written), or ``[]``
+    when no two of them could conflict; ``in_place``: the pairs (frozensets of two names) that may
+    be passed one array."""
+    buffers = [p for p in sig.params if p.kind == "buffer"]
+    reads = sig.reads if sig.reads is not None else [p.name for p in buffers if p.access in ("read", "view")]
+    writes = sig.writes if sig.writes is not None else [p.name for p in buffers if p.access in ("write", "add", "view")]
+    accessed = [(p.name, p.name in writes) for p in buffers if p.name in reads or p.name in writes]
+    if len(accessed) < 2 or not writes:
+        accessed = []
+    return accessed, frozenset(frozenset(pair) for pair in sig.in_place)
+
+
+def _extent(a) -> tuple[int, int]:
+    """``(first byte, end)`` of the memory of a C-contiguous array (numpy: its
+    ``__array_interface__`` data address; CuPy and the like: ``data.ptr``, the device address
+    of its first element, as in ``__cuda_array_interface__``). A C-contiguous array holds every
+    byte of ``[first, first + nbytes)``, so two of them share memory exactly when these ranges
+    overlap (what ``np.shares_memory`` finds for them, without its search)."""
+    start = a.__array_interface__["data"][0] if isinstance(a, np.ndarray) else int(a.data.ptr)
+    return start, start + a.size * a.dtype.itemsize
+
+
+def check_aliasing(sig: KernelSignature, plan: "BindPlan", values: dict) -> None:
+    """``KerncLaunchError`` naming both parameters when the arrays in ``values`` (param name ->
+    C-contiguous array) for two buffers share memory and the kernel writes one of them: a GPU runs
+    its threads in no fixed order, so a thread could read (or write) an element another thread has
+    already written, while the CPU interpreter does every read of a step before its writes. Allowed:
+    buffers the kernel only reads, and the ``KernelSignature.in_place`` pairs given one array (the
+    same address and extent: every item reads and writes the same element of both, as numpy's
+    ``out=`` allows for an elementwise operation). Two written buffers may never share memory.
+    Empty arrays share nothing."""
+    ranges = []
+    for name, written in plan.aliasing:
+        a = values[name]
+        if a.size:
+            ranges.append((*_extent(a), name, written))
+    for i, (lo1, hi1, n1, w1) in enumerate(ranges):
+        for lo2, hi2, n2, w2 in ranges[i + 1:]:
+            if not (w1 or w2) or lo1 >= hi2 or lo2 >= hi1:
+                continue
+            if (lo1, hi1) == (lo2, hi2) and frozenset((n1, n2)) in plan.in_place:
+                continue
+            how = "are the same array" if (lo1, hi1) == (lo2, hi2) else "share memory"
+            if w1 and w2:
+                raise KerncLaunchError(
+                    f"arguments '{n1}' and '{n2}' {how}, but kernel '{sig.name}' writes both: which "
+                    f"write lands last would differ between devices; pass separate arrays")
+            r, w = (n2, n1) if w1 else (n1, n2)
+            if frozenset((n1, n2)) in plan.in_place:
+                raise KerncLaunchError(
+                    f"arguments '{r}' and '{w}' overlap without being the same array, but kernel "
+                    f"'{sig.name}' reads '{r}' and writes '{w}': an item would read an element that "
+                    f"another item writes, and a GPU runs its threads in no fixed order (the CPU "
+                    f"interpreter does every read first: the two would disagree); pass one array "
+                    f"for both (every item reads and writes the same element of both) or a copy of '{r}'")
+            raise KerncLaunchError(
+                f"arguments '{r}' and '{w}' {how}, but kernel '{sig.name}' reads '{r}' and writes "
+                f"'{w}', and its items do not read and write the same element of both: a GPU runs "
+                f"its threads in no fixed order, so an item could read an element another has "
+                f"already written (the CPU interpreter does every read first: the two would "
+                f"disagree); pass a copy of '{r}'")
 
 
 def _tile_count(sig: KernelSignature, problem: int, env: dict) -> int:
@@ -458,6 +530,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         for axis, (expected, actual) in enumerate(zip(p.storage_shape, a.shape)):
             _bind_dim(p, axis, expected, int(actual), sizes, origin)
         flat[p.name] = a if a.ndim == 1 else a.reshape(-1)  # (a CuPy reshape costs microseconds)
+
+    if plan.aliasing:
+        check_aliasing(sig, plan, values)
 
     for sym, v in explicit_sizes.items():
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < 0:

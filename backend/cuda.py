@@ -22,7 +22,7 @@ import numpy as np
 
 from kernc.errors import KerncLaunchError
 
-from .binding import BoundLaunch, _index_input, _scalar, numpy_dtype
+from .binding import BoundLaunch, _index_input, _scalar, alias_plan, numpy_dtype
 
 
 @functools.lru_cache(maxsize=1)
@@ -256,7 +256,9 @@ class PreparedLaunch:
 
     :func:`kernc.backend.binding.bind` validates a call and works out the grid, the sizes, the index
     width and which PTX variant to run; for the next call with CuPy arrays of the same shapes,
-    strides, dtypes and device (and 16-byte alignment, if the PTX assumes it), the same values of
+    strides, dtypes and device (and 16-byte alignment, if the PTX assumes it), no memory shared
+    by a written buffer and another one the kernel accesses (except one array for an
+    ``in_place`` pair: :func:`kernc.backend.binding.check_aliasing`), the same values of
     the scalars that decide the launch (an integer problem size; the range and sign of ``index``
     scalars) and the same current device, all of that is the same. :meth:`__call__` checks exactly
     those conditions and launches with the kernel's :class:`ArgPacker`, or returns ``False`` and
@@ -268,7 +270,7 @@ class PreparedLaunch:
 
     __slots__ = ("packer", "function_ptr", "device", "grid", "block", "problem_size", "sizes", "_cp", "_nargs",
                  "_buffers", "_scalars", "_int_scalars", "_bounded", "_align_mask", "_zero_init", "_scratch",
-                 "_sizes_tail", "_ndarray", "_get_device", "_current_stream", "_module")
+                 "_sizes_tail", "_ndarray", "_get_device", "_current_stream", "_module", "_alias")
 
     def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, aligned: bool,
                  module: CudaModule | None = None):
@@ -312,6 +314,17 @@ class PreparedLaunch:
                 if limit is not None and _index_input(sig, p):
                     self._bounded.append((k, low, high))
         self._zero_init = [k for k, p in enumerate(sig.params) if p.kind == "buffer" and p.zero_init]
+        #: (position, position, bytes, bytes, one array allowed) of the pairs of buffers whose memory
+        #: may not overlap (binding.check_aliasing; the shapes are fixed, so are their extents): a
+        #: call that overlaps them is bound in full, which raises the error
+        accessed, in_place = alias_plan(sig)
+        position = {p.name: k for k, p in enumerate(sig.params)}
+        nbytes = {p.name: bound.arrays[p.name].size * bound.arrays[p.name].dtype.itemsize
+                  for p in sig.params if p.kind == "buffer"}
+        self._alias = [(position[a], position[b], nbytes[a], nbytes[b],
+                        frozenset((a, b)) in in_place and nbytes[a] == nbytes[b])
+                       for i, (a, wa) in enumerate(accessed) for b, wb in accessed[i + 1:]
+                       if (wa or wb) and nbytes[a] and nbytes[b]]
         self._scratch = [(int(a.size), numpy_dtype(p.dtype))
                          for p, a in zip(sig.extra, bound.args[len(sig.params) + len(sig.sizes):])]
         self._sizes_tail = list(bound.args[len(sig.params):len(sig.params) + len(sig.sizes)])
@@ -333,6 +346,10 @@ class PreparedLaunch:
             if mem.device_id != self.device or ptr & self._align_mask:
                 return False
             values[k] = ptr
+        for i, j, ni, nj, same_ok in self._alias:
+            pi, pj = values[i], values[j]
+            if pi < pj + nj and pj < pi + ni and not (same_ok and pi == pj):
+                return False
         for k, low, high in self._int_scalars:
             v = args[k]
             if type(v) is not int and not isinstance(v, np.integer) or not low <= v < high:

@@ -120,6 +120,15 @@ class KernelSignature:
     #: the scalar params other than ``index`` ones whose values can reach ``index`` arithmetic
     #: through an ``index(...)`` conversion; the launcher bounds them like ``index`` scalars
     index_inputs: list = field(default_factory=list)
+    #: the buffer params the kernel reads and those it writes (stores to, for a view); ``None``
+    #: (a signature without them, hand-written IR): every ``read``/``view`` param, every
+    #: ``write``/``add``/``view`` param. The launcher refuses memory shared by a written buffer
+    #: and another accessed one (``binding.check_aliasing``) ...
+    reads: list | None = None
+    writes: list | None = None
+    #: ... except for these ``[read, written]`` pairs passed one array (the same address and
+    #: extent): every item reads and writes the same element of both (``frontend/aliasing.py``)
+    in_place: list = field(default_factory=list)
 
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
@@ -130,8 +139,11 @@ class KernelSignature:
         for key in ("tiles", "staged"):  # kern-coalesce-views: only present when set
             if data.get(key) is None:
                 data.pop(key, None)
-        for key in ("index_literal_max", "index_inputs"):  # only present when a kernel has them
+        for key in ("index_literal_max", "index_inputs", "in_place"):  # only present when a kernel has them
             if not data[key]:
+                del data[key]
+        for key in ("reads", "writes"):
+            if data[key] is None:
                 del data[key]
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
@@ -213,6 +225,16 @@ class KernelSignature:
         scalars = {p.name for p in self.params if p.kind == "scalar"}
         if not isinstance(self.index_inputs, list) or not all(n in scalars for n in self.index_inputs):
             return f"'index_inputs' must be a list of scalar param names, got {self.index_inputs!r}"
+        buffers = {p.name for p in self.params if p.kind == "buffer"}
+        for key in ("reads", "writes"):
+            listed = getattr(self, key)
+            if listed is not None and not (isinstance(listed, list) and all(
+                    isinstance(n, str) and n in buffers for n in listed)):
+                return f"'{key}' must be a list of buffer param names, got {listed!r}"
+        if not (isinstance(self.in_place, list) and all(
+                isinstance(x, list) and len(x) == 2 and all(isinstance(n, str) and n in buffers for n in x)
+                for x in self.in_place)):
+            return f"'in_place' must be a list of [read, written] buffer param name pairs, got {self.in_place!r}"
         if self.staged is not None and not _valid_staged(self.staged, {p.name for p in self.params}):
             return (f"'staged' must be {{\"extents\": [extent, ...], \"views\": [[param, [stride per "
                     f"extent]], ...]}}, got {self.staged!r}")

@@ -45,6 +45,7 @@ from kernc.errors import CompileError, Diagnostic, InternalCompilerError, Source
 
 from . import ast as A
 from . import types as T
+from .aliasing import alias_facts
 from .layouts import LayoutMixin
 
 #: Builtin values (all of type ``index``).
@@ -267,6 +268,11 @@ class KernelInfo:
     problem_poly: Optional[Poly] = None
     index_literal_max: int = 0
     index_inputs: list = field(default_factory=list)
+    #: the buffer params the kernel reads and writes, and the [read, written] pairs that may be
+    #: passed one array (``frontend/aliasing.py``)
+    reads: list = field(default_factory=list)
+    writes: list = field(default_factory=list)
+    in_place: list = field(default_factory=list)
 
     @property
     def problem_symbol(self) -> Symbol:
@@ -301,7 +307,8 @@ class KernelInfo:
         return KernelSignature(name=self.name, params=params, sizes=list(self.sizes),
                                problem_size=self.problem_size, block=self.block,
                                attributes=list(self.attributes), index_literal_max=self.index_literal_max,
-                               index_inputs=list(self.index_inputs))
+                               index_inputs=list(self.index_inputs), reads=list(self.reads),
+                               writes=list(self.writes), in_place=[list(x) for x in self.in_place])
 
 
 def _poly_entry(p: Poly):
@@ -689,6 +696,8 @@ class _Checker(LayoutMixin):
         # (strided(0, 256 * 256)): the launcher's choice of 32-bit indices bounds their products
         info.index_inputs, constant_max = _index_facts(k, params)
         info.index_literal_max = max(constant_max, self.fn_layout_constant_max)
+        # what the launcher checks for arrays shared by two buffers (aliasing.py)
+        info.reads, info.writes, info.in_place = alias_facts(k, info)
         for out in info.outputs:
             if _guarded_output(out.buffer):
                 assigned, leaks = _definitely_assigns(k.body.stmts, out, False)

@@ -17,7 +17,9 @@ the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_
   from the literal). ``pair`` reads
   have ``2K`` results (first's ``K`` components, then second's).
 - Outputs are written once, at the end of the body, at top level: each ``write``/``add`` buffer's
-  pending value lives in SSA variables initialised to zero (``2K`` of them for a ``pair`` output);
+  pending value lives in SSA variables initialised to zero (``2K`` of them for a ``pair`` output)
+  -- for an ``add`` output to the identity of its addition, ``-0.0`` for floats, so that adding a
+  component or a path that changes nothing keeps the element's bits;
   assignments update it. A ``write`` output, or an ``add`` output with a per-thread accessor
   (sequential, strided, indexed, atomic), not assigned on every path carries an i1 "assigned" flag
   and its ``kern.write``/``kern.add`` sits in ``scf.if %assigned`` -- except the block-wide
@@ -48,6 +50,7 @@ the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_
 
 from __future__ import annotations
 
+from math import copysign
 from typing import Optional
 
 from kernc.dialect import kern
@@ -180,8 +183,10 @@ def _and(a, b):
     return arith.andi(a, b)
 
 
-def _is_zero_constant(v) -> bool:
-    """True if ``v`` is an ``arith.constant`` zero (the initial value of a pending output)."""
+def _is_add_identity(v) -> bool:
+    """True if ``v`` is an ``arith.constant`` identity of addition: ``-0.0`` for a float (the
+    initial value of a pending ``add`` output, see ``_KernelLowering.prologue``), ``0`` for an
+    integer. A float ``+0.0`` is not one: ``+0.0 + (-0.0)`` is ``+0.0``, not ``-0.0``."""
     try:
         op = v.owner
         if not isinstance(op, ir.Operation) and hasattr(op, "operation"):
@@ -190,7 +195,8 @@ def _is_zero_constant(v) -> bool:
             return False
         attr = op.attributes["value"]
         if isinstance(attr, ir.FloatAttr):
-            return ir.FloatAttr(attr).value == 0.0
+            x = ir.FloatAttr(attr).value
+            return x == 0.0 and copysign(1.0, x) < 0
         return ir.IntegerAttr(attr).value == 0
     except Exception:
         return False
@@ -344,7 +350,12 @@ class _KernelLowering:
                 continue
             self.assigned_outputs.add(p)
             with self.loc(p):
-                zeros = [self.const(b.compute_elem, 0) for _ in range(b.flat_width)]
+                # An `add` output's pending update starts as the identity of the addition: -0.0
+                # for a float (y + (-0.0) == y bitwise, so a component or path that changes
+                # nothing keeps the element's bits, a -0.0 included); +0.0 would turn a -0.0
+                # element into +0.0. A `write` output's value starts as 0 (+0.0).
+                init = -0.0 if (b.access == "add" and T.default_scalar(b.compute_elem).is_float) else 0
+                zeros = [self.const(b.compute_elem, init) for _ in range(b.flat_width)]
                 env[p] = zeros if (b.components > 1 or b.is_pair) else zeros[0]
                 if p in info.flagged_outputs:
                     env[("flag", p)] = self.const(T.BOOL, False)
@@ -524,17 +535,20 @@ class _KernelLowering:
             elem = T.scalar_of(sym.ty)
             op = s.op[:-1] if s.op != "=" else None
 
-            # An `add` output's pending value starts at zero: `o += x` is `x`, and `o -= x` is `-x`
-            # (not `0 - x`, which loses a -0.0 and hides the product of `o -= a*b` from
-            # kern-contract-fma); the accessor then adds it to the element, and e + (-x) == e - x.
-            # A `write` output stores its value as it is, so there `o -= x` stays `0 - x` (+0.0 for
-            # x = +0.0, where -x is -0.0), as does a variable's `s -= x`.
+            # An `add` output's pending value starts as the identity -0.0 (0 for integers):
+            # `o += x` is then `x` and `o -= x` is `-x`, bitwise (-0.0 + x == x and
+            # -0.0 - x == -x for every x, signed zeros included), without the `0 - x` that would
+            # hide the product of `o -= a*b` from kern-contract-fma; the accessor then adds it to
+            # the element, and e + (-x) == e - x. Only the identity itself folds so: after
+            # `o = 0.0`, `o -= x` is `+0.0 - x`. A `write` output stores its value as it is, so
+            # there `o -= x` stays `0 - x` (+0.0 for x = +0.0, where -x is -0.0), as does a
+            # variable's `s -= x`.
             pending = sym.kind == "buffer" and b is not None and b.access == "add"
 
             def combine(old, new):
                 if op is None:
                     return new
-                if pending and op in ("+", "-") and _is_zero_constant(old):
+                if pending and op in ("+", "-") and _is_add_identity(old):
                     if op == "+":
                         return new
                     if elem.is_float:

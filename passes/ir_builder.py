@@ -6,6 +6,7 @@ like the arithmetic it emits. Nothing here knows about kernc's ops.
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 from kernc.mlir import dialect, ir
@@ -33,6 +34,30 @@ def idx(value: int) -> ir.Value:
 
 def zero(type_: ir.Type) -> ir.Value:
     return const(0, type_)
+
+
+def add_identity(type_: ir.Type) -> ir.Value:
+    """The identity of addition in ``type_``: ``-0.0`` for a float (``x + (-0.0) == x`` for every
+    ``x``, bitwise; ``+0.0`` turns ``-0.0`` into ``+0.0``, IEEE 754 6.3), ``0`` for an integer. The
+    start of every sum that ends in an ``add`` output, and what a thread contributes that adds
+    nothing."""
+    return const(-0.0 if is_float(type_) else 0, type_)
+
+
+def is_add_identity(v: ir.Value) -> bool:
+    """Whether ``v`` is an ``arith.constant`` identity of addition (:func:`add_identity`): adding it
+    changes no element's bits, so the update can be left out."""
+    owner = v.owner
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if not isinstance(op, ir.Operation) or op.name != "arith.constant":
+        return False
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.FloatAttr):
+        x = ir.FloatAttr(attr).value
+        return x == 0.0 and math.copysign(1.0, x) < 0
+    if isinstance(attr, ir.IntegerAttr):
+        return ir.IntegerAttr(attr).value == 0
+    return False
 
 
 def is_float(t: ir.Type) -> bool:

@@ -15,8 +15,13 @@ component a ``kern.layout_apply`` offset and a load, store, read-modify-write or
   replaced by loads of that slot inside the guard (a ``pair`` read's last step, which only reads the
   staged values after the last barrier and branches, opens the guard's body: :func:`_merge_into_guard`);
 - updates (``shared_sum``, ``block_sum``, ``sum``, ``pair`` writes) store the thread's contribution in
-  a zero-initialised private slot inside the guard and reduce *after* the guard (a ``pair`` value
-  ``-w`` of another value ``w`` is negated after the guard instead: :func:`_block_update`).
+  a private slot inside the guard and reduce *after* the guard (a ``pair`` value ``-w`` of another
+  value ``w`` is negated after the guard instead: :func:`_block_update`).
+
+Every sum starts from, and every value a thread past ``P`` or a missing neighbour contributes is,
+the identity of addition (``ir_builder.add_identity``: ``-0.0`` for floats, not ``+0.0``), so an
+``add`` output that no thread changes keeps its bits, a ``-0.0`` included, as the per-thread
+accessors keep them (the frontend's pending update of an ``add`` output starts as ``-0.0`` too).
 
 So every ``gpu.barrier`` and ``gpu.shuffle`` sits outside divergent control flow. Workgroup memory is
 one buffer per element type, sized to the largest accessor's need and reused by all accessors of the
@@ -461,8 +466,10 @@ def _scalar_access(acc: Access, e: ir.Value) -> list:
             else:
                 out.append(acc.load(e, c))
             continue
-        off = acc.offset(e, c)
         v = acc.values[c]
+        if acc.kind == "add" and b.is_add_identity(v):
+            continue  # a component the thread does not change (-0.0): no update, no atomic
+        off = acc.offset(e, c)
         if acc.accessor == "atomic":
             b.atomic_add(acc.to_storage(v), acc.buffer, off)
         elif acc.kind == "write":
@@ -634,17 +641,18 @@ def _negations(values: list) -> dict:
 
 
 def _block_update(kc: KernelContext, acc: Access) -> None:
-    """The thread's values cross the guard in a zero-initialised private slot; after the guard the
-    accessor's block-wide part runs on the slot's contents (zero for threads past ``P``).
+    """The thread's values cross the guard in a private slot initialised to the identity of
+    addition (``-0.0`` for floats); after the guard the accessor's block-wide part runs on the
+    slot's contents (the identity for threads past ``P``).
 
     ``pair`` uses a thread's values only where that thread is in range (its own ``first`` and
     ``second`` under ``t < P``, its ``second`` as the neighbour of thread ``t + 1 < P``), so a value
     that is ``-w`` of another value ``w`` of the op does not cross the guard: it is negated after
-    the guard (``-0`` instead of ``0`` past ``P``, where nothing reads it). LLVM then sees
+    the guard (``+0`` instead of the identity ``-0`` past ``P``, where nothing reads it). LLVM then sees
     ``fadd(fneg w, x)``, which it folds to ``fsub(x, w)`` -- exact: IEEE 754 defines ``x - w`` as
     ``x + (-w)``, signed zeros included, and nvcc folds the same CUDA expression alike -- instead of
     adding a value that is ``-w`` on one path and ``0`` on the other (a ``phi`` it cannot fold: one
-    more ``FADD`` and one more zero-initialised register). The CPU interpreter runs the same
+    more ``FADD`` and one more initialised register). The CPU interpreter runs the same
     ``negf`` and ``addf`` on the same values: bitwise the same results."""
     n = len(acc.values)
     derived = _negations(acc.values) if acc.accessor == "pair" else {}
@@ -652,7 +660,7 @@ def _block_update(kc: KernelContext, acc: Access) -> None:
     with ir.InsertionPoint(kc.guard):
         slot = b.alloca(acc.compute, len(kept))
         for k in range(len(kept)):
-            b.store(b.zero(acc.compute), slot, b.idx(k))
+            b.store(b.add_identity(acc.compute), slot, b.idx(k))
     with ir.InsertionPoint(acc.op):
         for k, i in enumerate(kept):
             b.store(acc.values[i], slot, b.idx(k))
@@ -705,7 +713,7 @@ def _block_totals(kc, acc, vals, tid, finish) -> None:
             part = b.if_else(
                 b.cmp("ult", lane, b.idx(nw)), [acc.compute],
                 lambda c=c: [b.load(smem, b.add(b.idx(c * nw), lane))],
-                lambda: [b.zero(acc.compute)],
+                lambda: [b.add_identity(acc.compute)],
             )[0]
             totals.append(_warp_sum(part))
         with b.if_(b.cmp("eq", lane, b.idx(0))):
@@ -783,7 +791,7 @@ def _deterministic_sum(kc, acc, vals, tid, blk):
     with b.if_(is_last):
         llvm_ops.fence_acq_rel("device")
         nblocks = gpu.GridDimOp(gpu.Dimension.x).result
-        loop = b.scf.ForOp(tid, nblocks, b.idx(kc.block), [b.zero(acc.compute)] * K)
+        loop = b.scf.ForOp(tid, nblocks, b.idx(kc.block), [b.add_identity(acc.compute)] * K)
         with ir.InsertionPoint(loop.body):
             q = loop.induction_variable
             b.scf.YieldOp([b.add(loop.inner_iter_args[c], b.load(partials, b.add(b.mul(q, b.idx(K)), b.idx(c))))
@@ -919,7 +927,7 @@ def _deterministic_shared_sum(kc, acc, tid, blk):
             g = outer.induction_variable
             lo = b.index_cast_ui(b.load(gstart, g))
             hi = b.index_cast_ui(b.load(gstart, b.add(g, b.idx(1))))
-            inner = b.scf.ForOp(lo, hi, b.idx(1), [b.zero(acc.compute)] * K)
+            inner = b.scf.ForOp(lo, hi, b.idx(1), [b.add_identity(acc.compute)] * K)
             with ir.InsertionPoint(inner.body):
                 pos = b.index_cast_ui(b.load(gpos, inner.induction_variable))
                 base = b.mul(pos, b.idx(K))
@@ -934,7 +942,8 @@ def _deterministic_shared_sum(kc, acc, tid, blk):
 def _exchange(kc, acc, values, tid, source, valid, label: str) -> list:
     """Threads trade values through workgroup memory: each stores its ``values`` (one per component,
     in ``acc.compute``), then, after a barrier, reads those of thread ``source()`` (an ``index``
-    built where it is read) where ``valid`` holds, else zero. Staged in chunks of components that
+    built where it is read) where ``valid`` holds, else the identity of addition (``-0.0``: a
+    missing neighbour adds nothing, bitwise). Staged in chunks of components that
     fit the staging budget; every thread must call it (barriers)."""
     B = kc.block
     out = [None] * len(values)
@@ -946,7 +955,7 @@ def _exchange(kc, acc, values, tid, source, valid, label: str) -> list:
         b.barrier()
         for j, c in enumerate(chunk):
             out[c] = b.if_else(valid, [acc.compute], lambda j=j: [b.load(smem, b.add(b.idx(j * B), source()))],
-                               lambda: [b.zero(acc.compute)])[0]
+                               lambda: [b.add_identity(acc.compute)])[0]
     return out
 
 

@@ -70,7 +70,8 @@ def bits(a) -> np.ndarray:
 def expected(old: np.ndarray, first: np.ndarray, second: np.ndarray, B: int, write: bool = False):
     """``(want, alternative)``: the f32 results of ``out[j] (+)= first_j + second_{j-1}`` as the
     lowering orders them (per element: ``old + (first_j + prev)`` -- ``write``: ``first_j + prev``
-    -- with ``prev = second_{j-1}``, or ``+0`` for a block's first thread; block edges ``j = b*B``
+    -- with ``prev = second_{j-1}``, or the identity ``-0`` for a block's first thread, whose
+    neighbour is missing (``first_j + (-0) == first_j`` bitwise); block edges ``j = b*B``
     and element ``P`` by atomics), ``alternative`` with the two atomics of each block edge the other
     way round. ``old``: the buffer before the launch (``write pair``: the launcher's zeros); arrays
     of shape ``(P + 1, ...)``/``(P, ...)``, float32."""
@@ -80,7 +81,7 @@ def expected(old: np.ndarray, first: np.ndarray, second: np.ndarray, B: int, wri
     with np.errstate(invalid="ignore", over="ignore"):
         for t in range(P):
             tid = t % B
-            prev = second[t - 1] if tid > 0 else np.zeros_like(first[t])
+            prev = second[t - 1] if tid > 0 else np.full_like(first[t], -0.0)
             total = first[t] + prev
             if tid == 0 and t > 0:  # atomics at the block edge: this one and the previous block's
                 want[t] = (old[t] + total) + second[t - 1]

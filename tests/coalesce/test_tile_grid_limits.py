@@ -34,6 +34,13 @@ def sig():
     return s
 
 
+@pytest.fixture(autouse=True)
+def _no_aliasing_check(monkeypatch):
+    """The huge views claim gigabytes over 16 bytes each, so their address ranges overlap, which
+    the launch refuses (binding.check_aliasing): not what these tests are about."""
+    monkeypatch.setattr(binding, "check_aliasing", lambda *args: None)
+
+
 def _huge(shape):
     base = np.zeros(4, np.float32)  # metadata only: binding never reads the data
     strides = tuple(int(np.prod(shape[i + 1:])) * 4 for i in range(len(shape)))

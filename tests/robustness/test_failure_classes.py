@@ -681,9 +681,9 @@ kernel viaview(x: f32[M, N] view, s: i32, y: f32[P] write) over (p) in (P) { y =
     assert _bind(mod.viaf.signature, (x, np.float32("inf"), out), {}).index_bits == 64
     mod.viaf(x, np.float32(1e5), out)
     assert out[0] == 0.0 and (out[1:] == -1.0).all()
-    small = np.zeros(8, np.float32)
-    assert _bind(mod.vialocal.signature, (small, small, 1, 7), {}).index_bits == 32
-    assert _bind(mod.vialocal.signature, (small, small, 1, 2**31), {}).index_bits == 64
+    small, small_out = np.zeros(8, np.float32), np.zeros(8, np.float32)  # (one array: refused)
+    assert _bind(mod.vialocal.signature, (small, small_out, 1, 7), {}).index_bits == 32
+    assert _bind(mod.vialocal.signature, (small, small_out, 1, 2**31), {}).index_bits == 64
 
 
 @pytest.mark.parametrize("src, want_max", [

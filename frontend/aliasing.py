@@ -1,0 +1,187 @@
+"""Which buffers a checked kernel reads and writes, and which of them may be one array (the launch's
+aliasing check, ``backend/binding.py``).
+
+A GPU runs its threads in no fixed order, so an array passed for a buffer the kernel reads and for
+one it writes (or for two it writes) can make a thread read an element another thread already
+wrote -- the CPU interpreter, which does every read of a step before any write, would disagree
+silently. The launcher refuses memory shared by such buffers, except for the pairs recorded here:
+one array passed for both buffers is safe when every item reads and writes *the same element* of
+both, as numpy's ``out=`` allows for an elementwise ufunc (``np.add(x, y, out=x)``). Each thread
+then touches only its own element through the pair, and its own read comes first (reads are
+hoisted to the start of the body, writes happen at its end, view accesses in program order on both
+devices). Provable from the declarations and the body:
+
+- buffers with accessors: a ``read`` and a ``write``/``add`` of the same storage dtype, layout and
+  storage shape, both ``sequential``; both ``strided``/``strided(off, s) default v`` with the same
+  ``(off, s)`` expressions of scalar params and literals; or both ``indexed(I)`` with the same
+  ``I`` (whose entries a scatter must keep distinct anyway);
+- ``view`` buffers of the same dtype, layout and storage shape, one only read, where every load
+  and store of either uses the same coordinate expressions, built only from the ``over``
+  coordinates, scalar params, size symbols, builtins (``thread_id``, ...) and literals -- not from
+  locals, loop variables or loaded values, whose values may differ between two uses.
+
+A kernel that writes the same element through two buffers is never safe in this sense (which write
+lands last is an accident of the lowering), so two written buffers may never share memory. A read
+buffer the body never uses is neither read nor written; ``x.in_bounds(...)`` reads no memory.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import ast as A
+
+#: kinds of names whose value is the same at every use within one thread
+_FIXED_KINDS = ("scalar", "size", "coord", "builtin")
+
+
+def _key(e) -> Optional[tuple]:
+    """A structural key of the expression ``e``, equal for two expressions exactly when they are
+    written alike over the same names, or ``None`` when ``e`` may have different values at two
+    places of one thread (it reads a local, a loop variable or memory)."""
+    if isinstance(e, A.IntLit):
+        return ("int", e.value, str(e.ty))
+    if isinstance(e, A.FloatLit):
+        return ("float", e.text, e.value, str(e.ty))
+    if isinstance(e, A.BoolLit):
+        return ("bool", e.value)
+    if isinstance(e, A.Name):
+        sym = e.sym
+        if sym is None or sym.kind not in _FIXED_KINDS:
+            return None
+        return ("name", id(sym), str(e.ty))
+    if isinstance(e, A.Unary):
+        inner = _key(e.operand)
+        return None if inner is None else ("unary", e.op, inner)
+    if isinstance(e, A.Binary):
+        left, right = _key(e.left), _key(e.right)
+        return None if left is None or right is None else ("binary", e.op, left, right, str(e.ty))
+    if isinstance(e, A.Call) and getattr(e, "layers", None) is None and getattr(e, "view", None) is None:
+        args = _keys(e.args)
+        return None if args is None else ("call", e.func, args, str(e.ty))
+    if isinstance(e, (A.Apply, A.Call)) and getattr(e, "layers", None) is not None:
+        # a layout application: its size arguments are size names (a strided layout's arguments
+        # are checked as sizes and carry no symbol) or index expressions (a functional layout's)
+        args = []
+        for a in (e.args if isinstance(e, A.Apply) else []):
+            k = _key(a)
+            if k is None and isinstance(a, A.Name) and a.sym is None:
+                k = ("size-name", a.id)
+            if k is None:
+                return None
+            args.append(k)
+        inputs = _keys(e.inputs)
+        return None if inputs is None else ("apply", e.func, tuple(args), inputs)
+    return None
+
+
+def _keys(exprs) -> Optional[tuple]:
+    keys = tuple(_key(x) for x in exprs)
+    return None if any(k is None for k in keys) else keys
+
+
+class _Accesses:
+    """The view accesses of a kernel body: per view Symbol, the coordinate key of each load and
+    store (``None`` for one not provably fixed)."""
+
+    def __init__(self):
+        self.loads: dict = {}
+        self.stores: dict = {}
+
+    def add(self, table: dict, node) -> None:
+        table.setdefault(node.view, []).append(_keys(node.coords))
+
+    def walk(self, node) -> None:
+        if isinstance(node, A.Assign) and getattr(node.target, "view", None) is not None:
+            target = node.target
+            self.add(self.stores, target)
+            if node.op != "=":
+                self.add(self.loads, target)
+            self.walk_coords(target)
+            self.walk(node.value)
+            return
+        if isinstance(node, A.Expr) and getattr(node, "view", None) is not None:
+            if not (isinstance(node, A.Method) and node.name == "in_bounds"):
+                self.add(self.loads, node)
+            self.walk_coords(node)
+            return
+        for child in _children(node):
+            self.walk(child)
+
+    def walk_coords(self, node) -> None:
+        for c in node.coords:  # a coordinate may itself load from a view
+            self.walk(c)
+
+
+def _children(node):
+    if isinstance(node, list):
+        yield from node
+        return
+    if not isinstance(node, A.Node):
+        return
+    for name, value in vars(node).items():
+        if name in ("loc", "ty", "sym", "view", "view_sym", "layers", "computed_as", "out_convert"):
+            continue
+        if isinstance(value, (A.Node, list)):
+            yield value
+
+
+def alias_facts(kernel: A.Kernel, info) -> tuple[list, list, list]:
+    """``(reads, writes, in_place)`` of the checked ``kernel`` (``info``: its
+    :class:`kernc.frontend.check.KernelInfo`): the names of the buffer params the kernel reads and
+    of those it writes, in param order, and the ``[read, written]`` pairs of params that may be
+    passed one array (every item reads and writes the same element of both; see the module)."""
+    acc = _Accesses()
+    acc.walk(kernel.body.stmts)
+    used = set(info.used_reads)
+    index_params = {p.buffer.index_param for p in info.params
+                    if p.kind == "buffer" and p.buffer is not None and p.buffer.index_param}
+    reads, writes = [], []
+    for p in info.params:
+        b = p.buffer
+        if p.kind != "buffer" or b is None:
+            continue
+        if b.is_view:
+            if p in acc.loads:
+                reads.append(p)
+            if p in acc.stores:
+                writes.append(p)
+        elif b.is_output:
+            writes.append(p)
+        elif p in used or p.name in index_params:
+            reads.append(p)
+    in_place = []
+    for r in reads:
+        if r in writes:
+            continue
+        for w in writes:
+            if _same_elements(r, w, acc):
+                in_place.append([r.name, w.name])
+    return [p.name for p in reads], [p.name for p in writes], in_place
+
+
+def _same_storage(a, b) -> bool:
+    return (a.elem.name == b.elem.name and a.layout_text == b.layout_text
+            and [str(x) for x in a.storage_shape] == [str(x) for x in b.storage_shape]
+            and a.components == b.components)
+
+
+def _same_elements(r, w, acc: _Accesses) -> bool:
+    """Whether every item reads and writes the same element of the read buffer ``r`` and the
+    written buffer ``w`` (Symbols)."""
+    rb, wb = r.buffer, w.buffer
+    if not _same_storage(rb, wb):
+        return False
+    if rb.is_view or wb.is_view:
+        if not (rb.is_view and wb.is_view):
+            return False
+        keys = acc.loads.get(r, []) + acc.loads.get(w, []) + acc.stores.get(w, [])
+        return bool(keys) and keys[0] is not None and all(k == keys[0] for k in keys)
+    if rb.accessor == "sequential" and wb.accessor == "sequential":
+        return True
+    if rb.accessor in ("strided", "strided_default") and wb.accessor == "strided":
+        rk, wk = _keys(rb.accessor_args), _keys(wb.accessor_args)
+        return rk is not None and rk == wk
+    if rb.accessor == "indexed" and wb.accessor == "indexed":
+        return rb.index_param == wb.index_param
+    return False

@@ -1,0 +1,254 @@
+"""Arrays shared by a buffer the kernel reads and one it writes (issue 18, item 7).
+
+Before the fix, one array passed as both the input and the output of a multi-block kernel (a
+256 x 256 transpose) or overlapping views (``a[:-1]``, ``a[1:]``) were accepted silently: the CPU
+interpreter does every read of a step before any write, a GPU runs its threads in no fixed order,
+so the two devices disagree. A launch now refuses memory shared by a written buffer and another
+accessed one with a ``KerncLaunchError`` naming both, except one array for a pair the compiler
+proves elementwise (every item reads and writes the same element of both:
+``KernelSignature.in_place``, ``frontend/aliasing.py``). Two written buffers never share memory.
+
+The same check runs on the GPU path, in the full binding and in the prepared fast path: with the
+fake CuPy of ``tests/cache/fake_driver.py`` in ``tests/cache/test_launch_aliasing.py``, and here,
+marked ``gpu``, with CuPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc.backend import binding
+from kernc.errors import KerncLaunchError
+
+from conftest import compiled_example
+
+SRC = """
+kernel saxpy(a: f32, x: f32[n] read, y: f32[n] add) over n { y += a * x; }
+kernel scale(x: f32[n] read, y: f32[n] write) over n { y = 2.0 * x + 1.0; }
+kernel vec(x: f32[n, 3] read, y: f32[n, 3] add) over n { y += x; }
+kernel soa_aos(x: f32[n, 3] read as soa, y: f32[n, 3] write) over n { y = x; }
+kernel bits(x: f32[n] read, y: i32[n] write) over n { y = i32(x); }
+kernel two_out(x: f32[n] read, y: f32[n] write, z: f32[n] add) over n { y = x; z += x; }
+kernel two_in(x: f32[n] read, w: f32[n] read, y: f32[n] write) over n { y = x + w; }
+kernel unused(x: f32[n] read, y: f32[n] write) over n { y = 1.0; }
+kernel st(x: f32[m] read strided(o, 2), o: i32, y: f32[m] write strided(o, 2)) over n { y = x + 1.0; }
+kernel st2(x: f32[m] read strided(o, 2), o: i32, y: f32[m] write strided(1, 2)) over n { y = x; }
+kernel ix(x: f32[m] read indexed(i), i: u32[n] read, y: f32[m] add indexed(i)) over n { y += x; }
+kernel at(x: f32[m] read indexed(i), i: u32[n] read, y: f32[m] add atomic(i)) over n { y += x; }
+kernel idx_out(x: f32[m] read indexed(i), i: u32[n] read, y: u32[q] add atomic(i)) over n { y += u32(x); }
+kernel idx_copy(x: f32[m] read indexed(i), i: u32[n] read, y: u32[n] write) over n { y = i + u32(x); }
+kernel total(x: f32[n] read, s: f32[n] add sum) over n { s += x; }
+kernel ew(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i, j] = a[i, j] * 2.0; }
+kernel ew_rw(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i, j] += a.checked(i, j); }
+kernel ew_local(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { let k = i; b[k, j] = a[k, j]; }
+kernel shift(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i, j] = a.checked(i, j + 1); }
+kernel probe(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) {
+    if a.in_bounds(i + 1, j) { b[i, j] = 1.0; }
+}
+"""
+
+_MOD = None
+
+
+def mod():
+    global _MOD
+    if _MOD is None:
+        _MOD = kernc.compile(SRC)
+    return _MOD
+
+
+def refused(fn, *names):
+    with pytest.raises(KerncLaunchError) as err:
+        fn()
+    msg = str(err.value)
+    for n in names:
+        assert f"'{n}'" in msg, msg
+    return msg
+
+
+# ---- the issue's reproductions ------------------------------------------------------------------
+
+def test_transpose_in_place_is_refused():
+    """A 256 x 256 transpose of one array into itself (many blocks): item (i, j) reads a[i, j] and
+    writes the element a[j, i] another item reads."""
+    a = np.arange(256 * 256, dtype=np.float32).reshape(256, 256)
+    before = a.copy()
+    msg = refused(lambda: compiled_example("transpose").transpose(a, a), "a", "b")
+    assert "same array" in msg
+    assert np.array_equal(a, before)  # nothing ran
+
+
+@pytest.mark.parametrize("order", ["x_first", "y_first"])
+def test_overlapping_views_are_refused(order):
+    a = np.arange(10, dtype=np.float32)
+    before = a.copy()
+    x, y = (a[:-1], a[1:]) if order == "x_first" else (a[1:], a[:-1])
+    msg = refused(lambda: mod().saxpy(2.0, x, y), "x", "y")
+    assert "overlap" in msg and np.array_equal(a, before)
+
+
+# ---- what stays allowed -----------------------------------------------------------------------
+
+def test_saxpy_with_separate_arrays_and_in_place():
+    x = np.arange(6, dtype=np.float32)
+    y = np.ones(6, np.float32)
+    mod().saxpy(2.0, x, y)
+    assert y.tolist() == [1, 3, 5, 7, 9, 11]
+    mod().saxpy(2.0, y, y)  # y += 2 y: every item reads and updates its own element
+    assert y.tolist() == [3, 9, 15, 21, 27, 33]
+
+
+def test_elementwise_in_place_is_allowed():
+    x = np.arange(5, dtype=np.float32)
+    mod().scale(x, x)
+    assert x.tolist() == [1, 3, 5, 7, 9]
+    v = np.arange(12, dtype=np.float32).reshape(4, 3)
+    want = v * 2
+    mod().vec(v, v)
+    assert np.array_equal(v, want)
+
+
+def test_read_only_sharing_and_unused_reads_are_allowed():
+    x = np.arange(4, dtype=np.float32)
+    y = np.zeros(4, np.float32)
+    mod().two_in(x, x, y)
+    assert y.tolist() == [0, 2, 4, 6]
+    mod().unused(y, y)  # the body never reads x
+    assert y.tolist() == [1, 1, 1, 1]
+
+
+def test_empty_arrays_share_nothing():
+    a = np.zeros(0, np.float32)
+    mod().saxpy(1.0, a, a)
+    b = np.zeros((0, 0), np.float32)
+    compiled_example("transpose").transpose(b, b)
+
+
+def test_strided_with_the_same_offset_and_stride():
+    a = np.arange(9, dtype=np.float32)
+    mod().st(a, 1, a, n=4)  # a[1 + 2t] = a[1 + 2t] + 1
+    assert a.tolist() == [0, 2, 2, 4, 4, 6, 6, 8, 8]
+    refused(lambda: mod().st2(a, 0, a, n=4), "x", "y")  # reads a[2t], writes a[1 + 2t]
+
+
+def test_indexed_with_the_same_index_buffer():
+    a = np.arange(4, dtype=np.float32)
+    i = np.array([3, 0, 2], np.uint32)
+    mod().ix(a, i, a)
+    assert a.tolist() == [0, 1, 4, 6]
+    # atomic(i) may add to one element from several items, while others read it
+    refused(lambda: mod().at(a, i, a), "x", "y")
+    # the index buffer itself is read (i[t] by item t): adding to it through itself is refused,
+    # writing element t of it from item t is elementwise
+    refused(lambda: mod().idx_out(a, i, i), "i", "y")
+    j = np.array([1, 0, 2], np.uint32)
+    mod().idx_copy(a, j, j)
+    assert j.tolist() == [1 + 1, 0 + 0, 2 + 4]
+
+
+def test_views_with_the_same_coordinates_are_allowed():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    mod().ew(a, a)
+    assert a.tolist() == [[0, 2, 4], [6, 8, 10]]
+    mod().ew_rw(a, a)
+    assert a.tolist() == [[0, 4, 8], [12, 16, 20]]
+
+
+def test_views_with_other_coordinates_are_refused():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    refused(lambda: mod().shift(a, a), "a", "b")  # b[i, j] = a[i, j + 1]
+    refused(lambda: mod().ew_local(a, a), "a", "b")  # a local in the coordinates: not provable
+    # a view of the same memory with another shape
+    refused(lambda: compiled_example("transpose").transpose(a, a.reshape(3, 2)), "a", "b")
+
+
+def test_in_bounds_reads_no_memory():
+    a = np.zeros((2, 3), np.float32)
+    mod().probe(a, a)
+    assert a.tolist() == [[1, 1, 1], [0, 0, 0]]
+
+
+def test_other_layouts_and_dtypes_of_the_same_memory_are_refused():
+    v = np.arange(12, dtype=np.float32)
+    refused(lambda: mod().soa_aos(v.reshape(3, 4), v.reshape(4, 3)), "x", "y")
+    x = np.arange(4, dtype=np.float32)
+    refused(lambda: mod().bits(x, x.view(np.int32)), "x", "y")
+
+
+def test_two_written_buffers_never_share_memory():
+    x = np.ones(4, np.float32)
+    y = np.zeros(4, np.float32)
+    msg = refused(lambda: mod().two_out(x, y, y), "y", "z")
+    assert "writes both" in msg
+    refused(lambda: mod().two_out(x[:3], y[:3], y[1:]), "y", "z")
+
+
+def test_sums_are_refused_in_place():
+    x = np.ones(1, np.float32)
+    refused(lambda: mod().total(x, x), "x", "s")
+
+
+# ---- what the compiler records ----------------------------------------------------------------
+
+@pytest.mark.parametrize("kernel, reads, writes, in_place", [
+    ("saxpy", ["x"], ["y"], [["x", "y"]]),
+    ("vec", ["x"], ["y"], [["x", "y"]]),
+    ("soa_aos", ["x"], ["y"], []),
+    ("bits", ["x"], ["y"], []),
+    ("two_out", ["x"], ["y", "z"], [["x", "y"], ["x", "z"]]),
+    ("unused", [], ["y"], []),
+    ("st", ["x"], ["y"], [["x", "y"]]),
+    ("st2", ["x"], ["y"], []),
+    ("ix", ["x", "i"], ["y"], [["x", "y"]]),
+    ("at", ["x", "i"], ["y"], []),
+    ("idx_out", ["x", "i"], ["y"], []),
+    ("idx_copy", ["x", "i"], ["y"], [["i", "y"]]),
+    ("total", ["x"], ["s"], []),
+    ("ew", ["a"], ["b"], [["a", "b"]]),
+    ("ew_rw", ["a", "b"], ["b"], [["a", "b"]]),
+    ("ew_local", ["a"], ["b"], []),
+    ("shift", ["a"], ["b"], []),
+    ("probe", [], ["b"], []),
+])
+def test_signature_records_reads_writes_and_in_place_pairs(kernel, reads, writes, in_place):
+    sig = mod()[kernel].signature
+    assert (sig.reads, sig.writes, sig.in_place) == (reads, writes, in_place)
+    again = type(sig).from_json(sig.to_json())
+    assert (again.reads, again.writes, again.in_place) == (reads, writes, in_place)
+    assert again.problem() is None
+
+
+def test_signature_without_the_fields_is_conservative():
+    """A hand-written signature (``kernc opt`` input) has no ``reads``/``writes``: every read or
+    view buffer counts as read, every write/add/view one as written, no pair as in place."""
+    sig = mod().saxpy.signature
+    data = sig.to_json().replace('"in_place":[["x","y"]],', "").replace(',"reads":["x"]', "").replace(',"writes":["y"]', "")
+    bare = type(sig).from_json(data)
+    assert (bare.reads, bare.writes, bare.in_place) == (None, None, [])
+    plan = binding.BindPlan(bare)
+    assert plan.aliasing == [("x", False), ("y", True)] and not plan.in_place
+    y = np.zeros(3, np.float32)
+    with pytest.raises(KerncLaunchError):
+        binding.bind(bare, (1.0, y, y), {}, lambda a: isinstance(a, np.ndarray), "cpu")
+
+
+# ---- on a GPU -------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_gpu_refuses_and_allows_as_the_cpu_does():
+    import cupy as cp
+
+    t = compiled_example("transpose").transpose
+    a = cp.arange(256 * 256, dtype=cp.float32).reshape(256, 256)
+    refused(lambda: t(a, a), "a", "b")
+    k = mod().saxpy
+    v = cp.arange(10, dtype=cp.float32)
+    refused(lambda: k(2.0, v[:-1], v[1:]), "x", "y")
+    for _ in range(2):  # the second call takes the prepared fast path
+        refused(lambda: k(2.0, v[1:], v[:-1]), "x", "y")
+    y = cp.ones(1000, cp.float32)
+    k(2.0, y, y)
+    k(2.0, y, y)
+    assert np.array_equal(y.get(), np.full(1000, 9.0, np.float32))
