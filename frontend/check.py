@@ -266,7 +266,6 @@ class KernelInfo:
     extents: list = field(default_factory=list)
     problem_poly: Optional[Poly] = None
     index_literal_max: int = 0
-    index_inputs: list = field(default_factory=list)
 
     @property
     def problem_symbol(self) -> Symbol:
@@ -300,8 +299,7 @@ class KernelInfo:
                                 table_of=t.table_of, table_field=t.field))
         return KernelSignature(name=self.name, params=params, sizes=list(self.sizes),
                                problem_size=self.problem_size, block=self.block,
-                               attributes=list(self.attributes), index_literal_max=self.index_literal_max,
-                               index_inputs=list(self.index_inputs))
+                               attributes=list(self.attributes), index_literal_max=self.index_literal_max)
 
 
 def _poly_entry(p: Poly):
@@ -685,10 +683,9 @@ class _Checker(LayoutMixin):
         self.check_block(k.body, new_scope=True)
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = _has_nested_return(k.body.stmts)
-        # what can reach index arithmetic besides index scalars, and the largest constant there
-        # (strided(0, 256 * 256)): the launcher's choice of 32-bit indices bounds their products
-        info.index_inputs, constant_max = _index_facts(k, params)
-        info.index_literal_max = max(constant_max, self.fn_layout_constant_max)
+        # the largest constant index expression (strided(0, 256 * 256)): the launcher's choice of
+        # 32-bit indices bounds its products (lowering adds what else reaches index arithmetic)
+        info.index_literal_max = max(_index_constant_max(k), self.fn_layout_constant_max)
         for out in info.outputs:
             if _guarded_output(out.buffer):
                 assigned, leaks = _definitely_assigns(k.body.stmts, out, False)
@@ -1932,39 +1929,24 @@ def _int_constant(e, memo: dict) -> Optional[int]:
     return v
 
 
-def _index_facts(k: A.Kernel, params: list) -> tuple[list, int]:
-    """What of kernel ``k`` can reach ``index`` arithmetic, for the launcher's choice of index
-    width (``KernelSignature.index_inputs`` / ``index_literal_max``), in one walk:
-
-    - the non-``index`` scalar params named inside an ``index(...)`` conversion (the only way
-      another type becomes an index), or every numeric one when such a conversion reads a local or
-      loop variable (which may hold any of them);
-    - the largest magnitude of a constant ``index`` expression (a literal stride, ``256 * 256``,
-      ``index(3000000000u32)``), or of any integer constant when a conversion reads a local."""
-    named, through_locals = set(), False
-    index_max = int_max = 0
+def _index_constant_max(k: A.Kernel) -> int:
+    """The largest magnitude of a constant ``index`` expression of kernel ``k`` (a literal stride,
+    ``256 * 256``, ``index(3000000000u32)``), for the launcher's choice of index width
+    (``KernelSignature.index_literal_max``). The kern IR does not tell the program's ``index``
+    constants from lowering's own (extents, 0, 1); what else reaches ``index`` arithmetic -- scalars,
+    and constants of other types through conversions -- is read from the IR
+    (:mod:`kernc.frontend.index_width`)."""
+    index_max = 0
     memo: dict = {}
     for n in A.iter_nodes(k):
-        if not isinstance(n, A.Expr):
+        if not isinstance(n, A.Expr) or n.ty is None:
             continue
-        if isinstance(n, A.Call) and n.func == "index" and n.args:
-            for m in A.iter_nodes(n.args[0]):
-                if isinstance(m, A.Name) and m.sym is not None:
-                    if m.sym.kind == "scalar":
-                        named.add(m.sym.name)
-                    elif m.sym.kind in ("local", "loopvar"):
-                        through_locals = True
-        s = T.scalar_of(n.ty) if n.ty is not None else None
-        if isinstance(s, T.ScalarType) and s.is_int:
+        s = T.scalar_of(n.ty)
+        if isinstance(s, T.ScalarType) and s.is_index:
             v = _int_constant(n, memo)
             if v is not None:
-                int_max = max(int_max, abs(v))
-                if s.is_index:
-                    index_max = max(index_max, abs(v))
-    inputs = [p.name for p in params
-              if p.kind == "scalar" and p.ty is not None and not T.scalar_of(p.ty).is_index
-              and not T.scalar_of(p.ty).is_bool and (p.name in named or through_locals)]
-    return inputs, int_max if through_locals else index_max
+                index_max = max(index_max, abs(v))
+    return index_max
 
 
 #: Operators whose meaning on integers is not their meaning on floats (or that floats lack).
