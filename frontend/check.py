@@ -90,6 +90,9 @@ KEYWORDS = ("kernel", "layout", "let", "if", "else", "for", "in", "over", "retur
             "false")
 #: Most components of a multi-component element ``T[n, K]`` (each is a separate SSA value).
 MAX_COMPONENTS = 64
+#: The largest ``index`` value (int64): sizes, strides and every constant derived from them must
+#: fit, as MLIR's ``index`` constants and the 64-bit PTX hold no more.
+INDEX_MAX = 2**63 - 1
 #: Prefixes and names a kernel may not have: the kernel name is the PTX entry name, which must be a
 #: PTX identifier (``_`` alone is not one) and must not collide with the libdevice functions linked
 #: into the same module (``__nv_*``), NVVM/CUDA internals or the CUDA device runtime.
@@ -420,6 +423,10 @@ class _Checker(LayoutMixin):
                 self.error(f"{what} entries must be non-negative integers or size symbols, "
                            f"not '{e.text}'", e.loc)
                 return None
+            if e.value > INDEX_MAX:
+                self.error(f"{what} entry {e.text} is beyond the index range (at most {INDEX_MAX})",
+                           e.loc)
+                return None
             return Poly.const(e.value)
         if isinstance(e, A.Name):
             return Poly.sym(e.id) if names_ok(e.id, e.loc) else None
@@ -428,9 +435,47 @@ class _Checker(LayoutMixin):
             b = self.poly(e.right, what, names_ok)
             if a is None or b is None:
                 return None
-            return a + b if e.op == "+" else a * b
+            out = a + b if e.op == "+" else a * b
+            if not self.index_range_ok(out, f"the {what} entry", e.loc):
+                return None
+            return out
         self.error(f"{what} entries must be sums and products of integers and size symbols", e.loc)
         return None
+
+    def index_range_ok(self, poly: Poly, what: str, loc: SourceLocation) -> bool:
+        """Report (and return False) when a constant of ``poly`` -- its value, or a coefficient the
+        lowering emits as an ``index`` constant (``4294967296 * 4294967296 * n``) -- is beyond the
+        index range (int64: MLIR's ``index`` constants and the 64-bit PTX hold no more)."""
+        bad = next((c for _, c in poly.terms if not -INDEX_MAX - 1 <= c <= INDEX_MAX), None)
+        if bad is None:
+            return True
+        text = f"{poly}" if not poly.is_const else f"{poly.value}"
+        self.error(f"{what} ({text}) is beyond the index range (at most {INDEX_MAX})", loc)
+        return False
+
+    def buffer_range_ok(self, b: BufferInfo, p: A.BufferParam) -> bool:
+        """Every constant lowering and the launcher derive from buffer ``b``'s layout fits the
+        index range: its size (the product of the dims) and cosize (one past its largest offset,
+        ``1 + sum (shape_k - 1) * stride_k``), as constants or as the coefficients of their
+        polynomials over the size symbols, and the array it needs (past the cosize where a
+        swizzle reaches further)."""
+        loc = p.layout.loc if p.layout is not None else p.loc
+        L = b.layout
+        size, cosize = Poly.const(1), Poly.const(1)
+        for sh, st in zip(L.shape, L.stride):
+            size = size * sh
+            cosize = cosize + (sh + Poly.const(-1)) * st
+        what = f"the layout {L} of '{b.name}'"
+        if not self.index_range_ok(size, f"the size of {what}", loc):
+            return False
+        if not self.index_range_ok(cosize, f"the cosize of {what}", loc):
+            return False
+        for entry in b.storage_shape:
+            if isinstance(entry, int) and entry > INDEX_MAX:
+                self.error(f"{what} needs an array of {entry} elements, beyond the index range "
+                           f"(at most {INDEX_MAX})", loc)
+                return False
+        return True
 
     def caspar_layout(self, p: A.BufferParam, dims: list, elem: T.ScalarType) -> Optional[StridedLayout]:
         """Caspar's layout: planes of 16-byte chunks of ``C = 16 / sizeof(T)`` components; element
@@ -580,6 +625,8 @@ class _Checker(LayoutMixin):
                 elem = None
             if p.access == "view":
                 self.view_param(sym, p, elem, size_name_ok, add_sizes)
+                if sym.buffer is not None and not self.buffer_range_ok(sym.buffer, p):
+                    sym.buffer = None
                 continue
             dims = [self.poly(d, "dim", size_name_ok) for d in p.dims]
             if None in dims or elem is None:
@@ -621,6 +668,8 @@ class _Checker(LayoutMixin):
             b = BufferInfo(p.name, elem, dims, components, p.access, "sequential", [], None,
                            layout, shape, p.loc, compute=compute,
                            compute_name=compute.name if compute is not None else None)
+            if not self.buffer_range_ok(b, p):
+                continue
             sym.buffer = b
             sym.ty = b.value_type
 
@@ -732,6 +781,8 @@ class _Checker(LayoutMixin):
                 continue
             extents.append(p)
             total = total * p
+        if ok and not self.index_range_ok(total, "the problem size", over.extents[0].loc):
+            ok = False
         seen: set = set()
         for n, name in enumerate(over.names):
             loc = over.name_locs[n] if over.name_locs else over.loc

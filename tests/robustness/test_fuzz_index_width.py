@@ -1,5 +1,5 @@
 """Fuzzing the index width: scalars of every integer type reaching ``index`` arithmetic by every
-route (issue 18, item 2).
+route, and constants at and past the index range (issue 18, items 2 and 4).
 
 (a) A scalar ``s`` of each integer type (``i8`` ... ``u64``, ``index``; and ``f64`` through
     ``index(f)``) reaches an index through each route -- the ``(off, s)`` of a ``read``/``write``/
@@ -10,6 +10,10 @@ route (issue 18, item 2).
     width (``binding.bind``) must be 64 bits whenever an index value leaves int32 (and 32 bits for
     small values), and the outputs must equal a numpy/Python model of the program: never the
     interpreter's "outside int32" report of a 32-bit launch, which means the GPU would have wrapped.
+(b) Constants at and past the index range (2^31, 2^32, 2^63 - 1, 2^63, 2^64 and products of them)
+    in every place a program spells one -- dims, view dims, layout shapes and strides, ``over``
+    extents, strided arguments, index literals, functional layouts, swizzles -- compile down to the
+    LLVM IR of both widths or give located errors (``file:line:col``), never an internal error.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kernc
-from kernc import KerncRuntimeError
+from kernc import CompileError, KerncRuntimeError
 from kernc.backend import binding, cpu
 from kernc.compiler import Compilation, CompileOptions
 
@@ -276,3 +280,57 @@ def test_conversions_that_can_make_a_small_scalar_large_count_as_their_range(exp
         assert binding.bind(mod.k.signature, big_u, {}, cpu.is_host_array, "cpu").index_bits == 64
         mod.k(*big_u)
     assert y.tolist() == [-1.0, -1.0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# (b) constants at and past the index range
+
+BIG = [2**31 - 1, 2**31, 2**32, 2**32 + 1, 2**62, 2**63 - 1, 2**63, 2**64, 3 * 2**63]
+PLACES = [
+    "kernel k(x: f32[C] read, y: f32[n] write) over n { y = x; }",
+    "kernel k(x: f32[C, 3] view, y: f32[n] write) over n { y = x.checked(thread_id, 2); }",
+    "kernel k(x: f32[M, C] view, y: f32[P] write) over (i, j) in (M, C) { y = x.checked(i, j); }",
+    "kernel k(y: f32[P] write) over (i, j) in (C, 3) { y = f32(i); }",
+    "kernel k(y: f32[P] write) over (i, j) in (C, D) { y = f32(i + j); }",
+    "kernel k(y: f32[P] write) over (i) in (C * D) { y = 1.0; }",
+    "kernel k(y: f32[P] write) over (i) in (n * C) { y = 1.0; }",
+    "kernel k(x: f32[n, 2] read as (n, 2):(1, C), y: f32[n] write) over n { y = x[1]; }",
+    "kernel k(x: f32[M, N] view as (M, N):(C, 1), y: f32[N, M] view) over (i, j) in (N, M) { y[i, j] = x[j, i]; }",
+    "kernel k(x: f32[M, N] view as (M, N):(1, D), y: f32[n] write) over n { y = x.checked(thread_id, 1); }",
+    "kernel k(x: f32[m] read strided(C, D) default 0.0, y: f32[n] write) over n { y = x; }",
+    "kernel k(y: f32[m] write strided(C, 1)) over n { y = 1.0; }",
+    "kernel k(y: i64[n] write) over n { y = i64(thread_id + C); }",
+    "kernel k(y: i64[n] write) over n { y = i64(thread_id * C * D); }",
+    "kernel k(x: f32[M] view default 0.0, y: f32[n] write) over n { y = x.checked(index(Ci64) + thread_id); }",
+    "layout g : (c) -> (r) { return (c * C); }\n"
+    "kernel k(x: f32[M] view default 0.0, y: f32[n] write) over n { y = x.checked(g(thread_id)); }",
+    "layout L(R) = (R, C):(C, 1);\nkernel k(x: f32[M, N] view as L(M), y: f32[n] write) over n { y = x.checked(0, 0); }",
+    "layout b = (C, 2):(1, C);\nkernel k(x: f32[C, 2] view as b, y: f32[n] write) over n { y = x.checked(0, 1); }",
+    "layout s = swizzle<SB, SM, SS> o (8, 8):(8, 1);\nkernel k(x: f32[8, 8] view as s, y: f32[n] write) over n { y = x.checked(thread_id, 1); }",
+]
+
+
+@st.composite
+def constant_programs(draw):
+    text = draw(st.sampled_from(PLACES))
+    c, d = draw(st.sampled_from(BIG)), draw(st.sampled_from(BIG + [1, 2, 3]))
+    sb, sm, ss = draw(st.integers(0, 70)), draw(st.integers(0, 70)), draw(st.integers(-70, 70))
+    return (text.replace("Ci64", f"{min(c, 2**63 - 1)}i64").replace("SB", str(sb)).replace("SM", str(sm))
+            .replace("SS", str(ss)).replace("C", str(c)).replace("D", str(d)))
+
+
+@settings(max_examples=120 * SCALE, **FUZZ_SETTINGS)
+@given(constant_programs())
+def test_constants_at_and_past_the_index_range_compile_or_give_located_errors(text):
+    """Constants past int64 passed ``kernc check`` and then failed in ``kern-lower-builtins`` or
+    ``kern-lower-layouts`` with ``std::bad_cast`` (issue 18, item 4)."""
+    try:
+        comp = Compilation(text, "big.kern", CompileOptions())
+    except CompileError as err:
+        for d in err.diagnostics:
+            assert re.match(r"big\.kern:\d+:\d+: error: ", d.format()), d.format()
+        assert "beyond the index range" in str(err) or "swizzle" in str(err) or "out of range" in str(err) \
+            or "does not match" in str(err) or "must be" in str(err) or "|S|" in str(err), str(err)
+        return
+    for bits in (32, 64):
+        comp.llvm_ir(index_bits=bits)
