@@ -99,6 +99,8 @@ INDEX_MAX = 2**63 - 1
 RESERVED_KERNEL_PREFIXES = ("__nv", "__cuda", "__internal", "llvm", "nvvm")
 RESERVED_KERNEL_NAMES = ("_", "WARP_SZ", "vprintf", "printf", "malloc", "free", "__assertfail", "memcpy",
                          "memset", "kernels")
+#: The PTX names of an entry's parameters (``g_param_0``; LLVM NVPTX), see ``ptx_names_ok``.
+_PTX_PARAM_NAME = re.compile(r"(.+)_param_[0-9]+")
 BUILTIN_LAYOUTS = ("soa", "aos", "caspar")
 PENDING_LAYOUTS: tuple = ()
 
@@ -369,6 +371,7 @@ class _Checker(LayoutMixin):
                 else:
                     kernel_names[item.name] = item
                 self.check_kernel(item)
+        self.ptx_names_ok(kernel_names)
         if self.diags:
             raise CompileError(self.diags)
 
@@ -394,6 +397,19 @@ class _Checker(LayoutMixin):
                            b.loc, note=("the attribute is here", attribute.loc),
                            hint="drop @deterministic, or write the pairs to a 'write pair' buffer "
                                 "(its two adds start from zero) and add that")
+
+    def ptx_names_ok(self, kernels: dict) -> None:
+        """No kernel is named like a PTX parameter of another kernel of the file: LLVM's NVPTX
+        backend names the parameters of entry ``g`` ``g_param_0``, ``g_param_1``, ..., and ptxas
+        (the CUDA driver's JIT too) crashed on an entry ``g_param_1`` after ``g``. (The workgroup
+        globals of a kernel cannot collide with a kernel name: ``passes/gpu_to_nvvm.py``.)"""
+        for name, k in kernels.items():
+            m = _PTX_PARAM_NAME.fullmatch(name)
+            if m is not None and m.group(1) in kernels:
+                self.error(f"'{name}' cannot name a kernel here: it is the PTX name of a parameter of "
+                           f"kernel '{m.group(1)}' ({m.group(1)}_param_0, {m.group(1)}_param_1, ...)",
+                           k.loc, note=(f"kernel '{m.group(1)}' is defined here", kernels[m.group(1)].loc),
+                           hint="choose another name")
 
     def kernel_name_ok(self, k: A.Kernel) -> None:
         """The kernel name becomes the PTX entry name: no keyword, a PTX identifier, no clash."""

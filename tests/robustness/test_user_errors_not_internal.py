@@ -67,3 +67,57 @@ def test_constants_at_the_index_range_still_compile():
                 "kernel k(x: f32[8, 8] view as s, y: f32[n] write) over n { y = x[0, 0]; }"):
         comp = Compilation(src, "ok.kern", CompileOptions())
         comp.llvm_ir(index_bits=64)
+
+
+STAGING = "kernel g(x: f32[M, N] view, y: f32[N, M] view) over (i, j) in (N, M) { y[i, j] = x[j, i]; }\n"
+
+
+def test_a_kernel_named_like_a_workgroup_global_compiles():
+    """``convert-gpu-to-nvvm`` names the workgroup tile of kernel ``g`` ``__wg_g_0``: a kernel of that
+    name beside ``g`` failed with "redefinition of symbol". The globals are now ``__wg_g$_0``, a PTX
+    name no kernel can have; ptxas accepts it and the launches still find both entries."""
+    src = STAGING + "kernel __wg_g_0(y: f32[n] write) over n { y = 1.0; }\n"
+    comp = Compilation(src, "wg.kern", CompileOptions())
+    for bits in (32, 64):
+        ptx = comp.ptx(index_bits=bits)
+        assert re.search(r"\.shared .*__wg_g\$_0\[", ptx)
+        assert ".visible .entry g(" in ptx and ".visible .entry __wg_g_0(" in ptx
+    if toolkit.ptxas_path() is not None:
+        result = toolkit.run_ptxas(comp.ptx(), "sm_90")
+        assert result.ok, result
+    mod = kernc.compile(src)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = np.zeros((3, 2), np.float32)
+    mod.g(x, y)
+    assert y.tolist() == x.T.tolist()
+    z = np.zeros(3, np.float32)
+    mod.__wg_g_0(z)
+    assert z.tolist() == [1.0] * 3
+
+
+def test_kernc_opt_names_workgroup_globals_the_same_way(tmp_path, capsys):
+    """``kernc opt`` runs an upstream pipeline with convert-gpu-to-nvvm the way the compiler does."""
+    src = STAGING + "kernel __wg_g_0(y: f32[n] write) over n { y = 1.0; }\n"
+    gpu = tmp_path / "wg.mlir"
+    gpu.write_text(Compilation(src, "wg.kern", CompileOptions()).gpu_ir())
+    out = tmp_path / "wg.llvm.mlir"
+    assert main(["opt", str(gpu), "--passes", "kern-bare-ptr-abi,gpu.module(convert-scf-to-cf,"
+                 "convert-gpu-to-nvvm{index-bitwidth=32},reconcile-unrealized-casts)", "-o", str(out)]) == 0, \
+        capsys.readouterr().err
+    text = out.read_text()
+    assert "llvm.mlir.global internal @__wg_g$_0()" in text or 'llvm.mlir.global internal @"__wg_g$_0"()' in text
+    assert "llvm.func @g(" in text and "llvm.func @__wg_g_0(" in text
+
+
+def test_a_kernel_named_like_a_ptx_parameter_of_another_is_a_located_error():
+    """LLVM names the PTX parameters of entry ``g`` ``g_param_0``, ...; ptxas crashed (a
+    segmentation fault, as the driver's JIT would) on an entry ``g_param_1`` after ``g``."""
+    src = ("kernel g(x: f32[n] read, y: f32[n] write) over n { y = x; }\n"
+           "kernel g_param_1(y: f32[n] write) over n { y = 1.0; }\n")
+    with pytest.raises(CompileError) as err:
+        kernc.compile(src, filename="p.kern")
+    text = str(err.value)
+    assert "p.kern:2:8: error: 'g_param_1' cannot name a kernel here: it is the PTX name of a parameter of kernel 'g'" in text
+    assert "p.kern:1:8: note: kernel 'g' is defined here" in text
+    kernc.compile("kernel h(y: f32[n] write) over n { y = 1.0; }\n"
+                  "kernel g_param_1(y: f32[n] write) over n { y = 1.0; }\n")  # no kernel g: fine
