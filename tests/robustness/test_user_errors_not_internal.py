@@ -121,3 +121,18 @@ def test_a_kernel_named_like_a_ptx_parameter_of_another_is_a_located_error():
     assert "p.kern:1:8: note: kernel 'g' is defined here" in text
     kernc.compile("kernel h(y: f32[n] write) over n { y = 1.0; }\n"
                   "kernel g_param_1(y: f32[n] write) over n { y = 1.0; }\n")  # no kernel g: fine
+
+
+@pytest.mark.parametrize("size", ["1000000000000", "100000000000000000000"])
+def test_kernc_run_with_an_output_too_large_to_allocate_is_a_user_error(tmp_path, capsys, size):
+    """``--size n=1000000000000`` for an output that is not an input reported numpy's MemoryError
+    as an internal compiler error (exit 3); now exit 1 with the size it asked for, as the --input
+    path does for a file too large."""
+    path = tmp_path / "k.kern"
+    path.write_text("kernel k(y: f32[n] write) over n { y = 1.0; }\n")
+    code = main(["run", str(path), "--size", f"n={size}", "--output-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "internal compiler error" not in err
+    assert "more than this machine can allocate" in err or "blocks" in err, err
+    assert not (tmp_path / "out").exists()
