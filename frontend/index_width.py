@@ -9,8 +9,11 @@ constants on the IR of one kernel, so that every route counts without a list of 
 bounds of a ``for`` loop over a non-``index`` type, the ``problem_size`` of ``over m``, a local or
 loop-carried variable in between.
 
-It is a forward dataflow analysis over SSA values (``scf.for`` iter args to a fixpoint). Each value
-gets a :class:`_Fact`:
+It is a forward dataflow analysis over SSA values (``scf.for`` iter args to a fixpoint), run on
+the ops that matter: those the conversions to ``index`` of non-``index`` values depend on (a
+backward slice), the index arithmetic ``index`` scalars take part in, and the index arithmetic
+downstream of both (where a shift amount can make any value large). Each value gets a
+:class:`_Fact`:
 
 - ``mask``: the scalar params its value depends on (a bit per param, in the order given);
 - ``ks`` / ``ku``: a bound on the magnitude that *constants* contribute to it, read as a signed
@@ -189,13 +192,13 @@ def _terminator_operands(block) -> list:
     return outs[1:] if ops[-1].operation.name == "scf.condition" else outs
 
 
-def _slice(bridges: list) -> set:
-    """The ops whose results the operands of ``bridges`` depend on (through operands, loop-carried
-    values and the values regions yield), the bridges themselves included: the analysis needs
+def _slice(roots: list) -> set:
+    """The ops whose results the operands of ``roots`` depend on (through operands, loop-carried
+    values and the values regions yield), the roots themselves included: the analysis needs
     the facts of these only."""
-    ops: set = set(bridges)
+    ops: set = set(roots)
     seen: set = set()
-    stack = [b.operands[0] for b in bridges]
+    stack = [v for r in roots for v in r.operands]
     while stack:
         v = stack.pop()
         if v in seen:
@@ -235,6 +238,40 @@ def _slice(bridges: list) -> set:
         else:
             stack += list(op.operands)
     return ops
+
+
+def _op_of(x):
+    return x.operation if hasattr(x, "operation") else x
+
+
+def _forward(roots: list, needed: set) -> None:
+    """Add to ``needed`` the index arithmetic downstream of ``roots``: the ops using an ``index``
+    result of one of them, transitively (through the values ``scf.yield`` hands to loops and
+    branches). An index made from a scalar can feed a shift amount (``t << index(u)``), which
+    needs the scalar's fact there."""
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        values = [r for r in op.results if isinstance(r.type, ir.IndexType)]
+        if op.name == "scf.for":  # its iv and loop-carried values
+            values += [a for a in op.regions[0].blocks[0].arguments if isinstance(a.type, ir.IndexType)]
+        for v in values:
+            for use in v.uses:
+                user = _op_of(use.owner)
+                if user.name in ("scf.yield", "scf.condition"):
+                    user = _op_of(user.parent)
+                if user not in needed:
+                    needed.add(user)
+                    stack.append(user)
+
+
+def _constant_value(v):
+    """The value of ``v`` when an ``arith.constant`` defines it, else ``None``."""
+    op = _owner(v)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    return ir.IntegerAttr(attr).value if isinstance(attr, ir.IntegerAttr) else None
 
 
 class _Analysis:
@@ -399,7 +436,7 @@ class _Analysis:
             if mask and out_kind[0] == "int":  # may wrap around as an unsigned value
                 ku = (1 << out_kind[1]) - 1
         elif name == "arith.shli":
-            c = ins[1].const
+            c = ins[1].const if ins[1].const is not None else _constant_value(op.operands[1])
             if c is not None and 0 <= c < out_kind[1]:
                 ks, ku = _product(ins[0].ks, 1 << c), _product(ins[0].ku, 1 << c)
             elif wide:
@@ -536,13 +573,19 @@ def index_reach(fn, params: list) -> IndexReach:
     of the constants' contribution). Only the ops that conversions to ``index`` depend on are
     analysed (a kernel without such a conversion costs one walk); linear in their number but for
     ``scf.for`` bodies, walked again while the facts of their loop-carried values grow."""
-    bridges: list = []
+    roots: list = []
     for block in fn.regions[0].blocks:
-        _bridges(block, bridges)
-    if not bridges:
+        _bridges(block, roots)
+    # and the index arithmetic an index scalar takes part in directly (thread_id << s)
+    for arg, dtype in params:
+        if dtype == "index":
+            roots += [_op_of(use.owner) for use in arg.uses]
+    if not roots:
         return IndexReach([], 0)
+    needed = _slice(roots)
+    _forward(roots, needed)
     signed = 0
-    an = _Analysis(0, _slice(bridges))
+    an = _Analysis(0, needed)
     for k, (arg, dtype) in enumerate(params):
         an.facts[arg] = _Fact(mask=1 << k)
         if dtype == "index" or dtype.startswith("i"):

@@ -282,6 +282,23 @@ def test_conversions_that_can_make_a_small_scalar_large_count_as_their_range(exp
     assert y.tolist() == [-1.0, -1.0]
 
 
+@pytest.mark.parametrize("decl, body", [
+    ("s: index", "y = x.checked(thread_id << s);"),
+    ("s: u32", "y = x.checked(thread_id << index(s));"),
+    ("s: i64", "let p: index = 0; if s > 3i64 { p = index(s); } y = x.checked(thread_id << p);"),
+])
+def test_a_scalar_shift_amount_makes_the_launch_64_bit(decl, body):
+    """``thread_id << s`` with ``s = 20`` left int32 for thread 4096 while the launcher, seeing a
+    small ``s``, picked 32 bits (the CPU refused the launch): a shift by a scalar multiplies by
+    ``2^s``, which no product of two values bounds -- also where the amount is an index made from
+    a scalar, through a branch."""
+    mod = kernc.compile(f"kernel k(x: f32[M] view default -1.0, {decl}, y: f32[n] write) over n {{ {body} }}")
+    x, y = np.arange(8, dtype=np.float32), np.zeros(4097, np.float32)
+    assert binding.bind(mod.k.signature, (x, 20, y), {}, cpu.is_host_array, "cpu").index_bits == 64
+    mod.k(x, 20, y)
+    assert y[0] == 0.0 and (y[1:] == -1.0).all()
+
+
 # ---------------------------------------------------------------------------------------------------
 # (b) constants at and past the index range
 
