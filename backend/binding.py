@@ -180,7 +180,7 @@ def _round_int(v: int, bits: int) -> float:
 def index_products_overflow(values, largest: int, block: int) -> bool:
     """Whether 32-bit ``index`` arithmetic could wrap where the CPU interpreter's 64-bit does not:
     ``values`` are the kernel's scalar arguments that can reach index arithmetic (``index`` ones and
-    ``KernelSignature.index_inputs``) and its largest ``index`` literal
+    ``KernelSignature.index_inputs``) and the bound of its constants there
     (``KernelSignature.index_literal_max``); with ``m`` the largest
     magnitude among them, a value times a coordinate plus another (``off + t*s`` of ``strided(off,
     s)``, ``oh*sh + r*dh - ph`` of im2col) or two of them multiplied (``a * b``) can exceed int32
@@ -208,7 +208,7 @@ def index_products_bound(largest: int, block: int) -> int:
 
 def _index_input(sig: KernelSignature, p: Param) -> bool:
     """A scalar param whose value can reach ``index`` arithmetic: an ``index`` one, or one the
-    kernel converts with ``index(...)`` (``KernelSignature.index_inputs``)."""
+    kernel's index arithmetic reads by any route (``KernelSignature.index_inputs``)."""
     return p.kind == "scalar" and (p.dtype == "index" or p.name in sig.index_inputs)
 
 

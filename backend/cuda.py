@@ -298,7 +298,8 @@ class PreparedLaunch:
         limit = bound.index_scalar_bound
         if limit is not None:
             low, high = max(low, 1 - limit), min(high, limit)
-        #: (position, low, high) of the other scalars that reach index arithmetic (``index(s)``) when
+        #: (position, low, high) of the other scalars that reach index arithmetic (``index(s)``,
+        #: ``strided(s, 1)``, ...: ``KernelSignature.index_inputs``) when
         #: limited: checked before conversion
         self._bounded = []
         for k, p in enumerate(sig.params):

@@ -112,13 +112,17 @@ class KernelSignature:
     #: problem coordinate, slowest first], "views": [[param, [stride of each coordinate in the
     #: view, in elements]], ...]}`` (Poly texts)
     staged: dict | None = None
-    #: the largest magnitude of a constant ``index`` expression in the kernel (a literal stride,
-    #: ``256 * 256``, a functional layout's constant; any integer constant when an ``index(...)``
-    #: conversion reads a local), which the launcher's choice of 32-bit index arithmetic takes into
-    #: account like an ``index`` scalar (``binding.index_products_overflow``)
+    #: a bound on the magnitude constants give ``index`` values: the largest constant ``index``
+    #: expression (a literal stride, ``256 * 256``, a functional layout's constant) and what
+    #: constants of other types bring through conversions (``index(70000i32)``, ``s * 1000i64``;
+    #: the range ``2^w - 1`` of a conversion that can make a small value large, ``index(u32(s))``;
+    #: ``2^64`` where nothing bounds it). The launcher's choice of 32-bit index arithmetic takes it
+    #: into account like an ``index`` scalar (``binding.index_products_overflow``); found by the
+    #: frontend (``frontend/index_width.py``)
     index_literal_max: int = 0
-    #: the scalar params other than ``index`` ones whose values can reach ``index`` arithmetic
-    #: through an ``index(...)`` conversion; the launcher bounds them like ``index`` scalars
+    #: the scalar params other than ``index`` ones whose values reach ``index`` arithmetic, by any
+    #: route (``index(...)``, ``strided(off, s)`` arguments, loop bounds, locals); the launcher
+    #: bounds them like ``index`` scalars
     index_inputs: list = field(default_factory=list)
     #: the buffer params the kernel reads and those it writes (stores to, for a view); ``None``
     #: (a signature without them, hand-written IR): every ``read``/``view`` param, every

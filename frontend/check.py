@@ -91,12 +91,17 @@ KEYWORDS = ("kernel", "layout", "let", "if", "else", "for", "in", "over", "retur
             "false")
 #: Most components of a multi-component element ``T[n, K]`` (each is a separate SSA value).
 MAX_COMPONENTS = 64
+#: The largest ``index`` value (int64): sizes, strides and every constant derived from them must
+#: fit, as MLIR's ``index`` constants and the 64-bit PTX hold no more.
+INDEX_MAX = 2**63 - 1
 #: Prefixes and names a kernel may not have: the kernel name is the PTX entry name, which must be a
 #: PTX identifier (``_`` alone is not one) and must not collide with the libdevice functions linked
 #: into the same module (``__nv_*``), NVVM/CUDA internals or the CUDA device runtime.
 RESERVED_KERNEL_PREFIXES = ("__nv", "__cuda", "__internal", "llvm", "nvvm")
 RESERVED_KERNEL_NAMES = ("_", "WARP_SZ", "vprintf", "printf", "malloc", "free", "__assertfail", "memcpy",
                          "memset", "kernels")
+#: The PTX names of an entry's parameters (``g_param_0``; LLVM NVPTX), see ``ptx_names_ok``.
+_PTX_PARAM_NAME = re.compile(r"(.+)_param_[0-9]+")
 BUILTIN_LAYOUTS = ("soa", "aos", "caspar")
 PENDING_LAYOUTS: tuple = ()
 
@@ -267,7 +272,6 @@ class KernelInfo:
     extents: list = field(default_factory=list)
     problem_poly: Optional[Poly] = None
     index_literal_max: int = 0
-    index_inputs: list = field(default_factory=list)
     #: the buffer params the kernel reads and writes, and the [read, written] pairs that may be
     #: passed one array (``frontend/aliasing.py``)
     reads: list = field(default_factory=list)
@@ -307,8 +311,8 @@ class KernelInfo:
         return KernelSignature(name=self.name, params=params, sizes=list(self.sizes),
                                problem_size=self.problem_size, block=self.block,
                                attributes=list(self.attributes), index_literal_max=self.index_literal_max,
-                               index_inputs=list(self.index_inputs), reads=list(self.reads),
-                               writes=list(self.writes), in_place=[list(x) for x in self.in_place])
+                               reads=list(self.reads), writes=list(self.writes),
+                               in_place=[list(x) for x in self.in_place])
 
 
 def _poly_entry(p: Poly):
@@ -375,6 +379,7 @@ class _Checker(LayoutMixin):
                 else:
                     kernel_names[item.name] = item
                 self.check_kernel(item)
+        self.ptx_names_ok(kernel_names)
         if self.diags:
             raise CompileError(self.diags)
 
@@ -400,6 +405,19 @@ class _Checker(LayoutMixin):
                            b.loc, note=("the attribute is here", attribute.loc),
                            hint="drop @deterministic, or write the pairs to a 'write pair' buffer "
                                 "(its two adds start from zero) and add that")
+
+    def ptx_names_ok(self, kernels: dict) -> None:
+        """No kernel is named like a PTX parameter of another kernel of the file: LLVM's NVPTX
+        backend names the parameters of entry ``g`` ``g_param_0``, ``g_param_1``, ..., and ptxas
+        (the CUDA driver's JIT too) crashed on an entry ``g_param_1`` after ``g``. (The workgroup
+        globals of a kernel cannot collide with a kernel name: ``passes/gpu_to_nvvm.py``.)"""
+        for name, k in kernels.items():
+            m = _PTX_PARAM_NAME.fullmatch(name)
+            if m is not None and m.group(1) in kernels:
+                self.error(f"'{name}' cannot name a kernel here: it is the PTX name of a parameter of "
+                           f"kernel '{m.group(1)}' ({m.group(1)}_param_0, {m.group(1)}_param_1, ...)",
+                           k.loc, note=(f"kernel '{m.group(1)}' is defined here", kernels[m.group(1)].loc),
+                           hint="choose another name")
 
     def kernel_name_ok(self, k: A.Kernel) -> None:
         """The kernel name becomes the PTX entry name: no keyword, a PTX identifier, no clash."""
@@ -429,6 +447,10 @@ class _Checker(LayoutMixin):
                 self.error(f"{what} entries must be non-negative integers or size symbols, "
                            f"not '{e.text}'", e.loc)
                 return None
+            if e.value > INDEX_MAX:
+                self.error(f"{what} entry {e.text} is beyond the index range (at most {INDEX_MAX})",
+                           e.loc)
+                return None
             return Poly.const(e.value)
         if isinstance(e, A.Name):
             return Poly.sym(e.id) if names_ok(e.id, e.loc) else None
@@ -437,9 +459,47 @@ class _Checker(LayoutMixin):
             b = self.poly(e.right, what, names_ok)
             if a is None or b is None:
                 return None
-            return a + b if e.op == "+" else a * b
+            out = a + b if e.op == "+" else a * b
+            if not self.index_range_ok(out, f"the {what} entry", e.loc):
+                return None
+            return out
         self.error(f"{what} entries must be sums and products of integers and size symbols", e.loc)
         return None
+
+    def index_range_ok(self, poly: Poly, what: str, loc: SourceLocation) -> bool:
+        """Report (and return False) when a constant of ``poly`` -- its value, or a coefficient the
+        lowering emits as an ``index`` constant (``4294967296 * 4294967296 * n``) -- is beyond the
+        index range (int64: MLIR's ``index`` constants and the 64-bit PTX hold no more)."""
+        bad = next((c for _, c in poly.terms if not -INDEX_MAX - 1 <= c <= INDEX_MAX), None)
+        if bad is None:
+            return True
+        text = f"{poly}" if not poly.is_const else f"{poly.value}"
+        self.error(f"{what} ({text}) is beyond the index range (at most {INDEX_MAX})", loc)
+        return False
+
+    def buffer_range_ok(self, b: BufferInfo, p: A.BufferParam) -> bool:
+        """Every constant lowering and the launcher derive from buffer ``b``'s layout fits the
+        index range: its size (the product of the dims) and cosize (one past its largest offset,
+        ``1 + sum (shape_k - 1) * stride_k``), as constants or as the coefficients of their
+        polynomials over the size symbols, and the array it needs (past the cosize where a
+        swizzle reaches further)."""
+        loc = p.layout.loc if p.layout is not None else p.loc
+        L = b.layout
+        size, cosize = Poly.const(1), Poly.const(1)
+        for sh, st in zip(L.shape, L.stride):
+            size = size * sh
+            cosize = cosize + (sh + Poly.const(-1)) * st
+        what = f"the layout {L} of '{b.name}'"
+        if not self.index_range_ok(size, f"the size of {what}", loc):
+            return False
+        if not self.index_range_ok(cosize, f"the cosize of {what}", loc):
+            return False
+        for entry in b.storage_shape:
+            if isinstance(entry, int) and entry > INDEX_MAX:
+                self.error(f"{what} needs an array of {entry} elements, beyond the index range "
+                           f"(at most {INDEX_MAX})", loc)
+                return False
+        return True
 
     def caspar_layout(self, p: A.BufferParam, dims: list, elem: T.ScalarType) -> Optional[StridedLayout]:
         """Caspar's layout: planes of 16-byte chunks of ``C = 16 / sizeof(T)`` components; element
@@ -589,6 +649,8 @@ class _Checker(LayoutMixin):
                 elem = None
             if p.access == "view":
                 self.view_param(sym, p, elem, size_name_ok, add_sizes)
+                if sym.buffer is not None and not self.buffer_range_ok(sym.buffer, p):
+                    sym.buffer = None
                 continue
             dims = [self.poly(d, "dim", size_name_ok) for d in p.dims]
             if None in dims or elem is None:
@@ -630,6 +692,8 @@ class _Checker(LayoutMixin):
             b = BufferInfo(p.name, elem, dims, components, p.access, "sequential", [], None,
                            layout, shape, p.loc, compute=compute,
                            compute_name=compute.name if compute is not None else None)
+            if not self.buffer_range_ok(b, p):
+                continue
             sym.buffer = b
             sym.ty = b.value_type
 
@@ -692,10 +756,9 @@ class _Checker(LayoutMixin):
         self.check_block(k.body, new_scope=True)
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = _has_nested_return(k.body.stmts)
-        # what can reach index arithmetic besides index scalars, and the largest constant there
-        # (strided(0, 256 * 256)): the launcher's choice of 32-bit indices bounds their products
-        info.index_inputs, constant_max = _index_facts(k, params)
-        info.index_literal_max = max(constant_max, self.fn_layout_constant_max)
+        # the largest constant index expression (strided(0, 256 * 256)): the launcher's choice of
+        # 32-bit indices bounds its products (lowering adds what else reaches index arithmetic)
+        info.index_literal_max = max(_index_constant_max(k), self.fn_layout_constant_max)
         # what the launcher checks for arrays shared by two buffers (aliasing.py)
         info.reads, info.writes, info.in_place = alias_facts(k, info)
         for out in info.outputs:
@@ -744,6 +807,8 @@ class _Checker(LayoutMixin):
                 continue
             extents.append(p)
             total = total * p
+        if ok and not self.index_range_ok(total, "the problem size", over.extents[0].loc):
+            ok = False
         seen: set = set()
         for n, name in enumerate(over.names):
             loc = over.name_locs[n] if over.name_locs else over.loc
@@ -1941,39 +2006,24 @@ def _int_constant(e, memo: dict) -> Optional[int]:
     return v
 
 
-def _index_facts(k: A.Kernel, params: list) -> tuple[list, int]:
-    """What of kernel ``k`` can reach ``index`` arithmetic, for the launcher's choice of index
-    width (``KernelSignature.index_inputs`` / ``index_literal_max``), in one walk:
-
-    - the non-``index`` scalar params named inside an ``index(...)`` conversion (the only way
-      another type becomes an index), or every numeric one when such a conversion reads a local or
-      loop variable (which may hold any of them);
-    - the largest magnitude of a constant ``index`` expression (a literal stride, ``256 * 256``,
-      ``index(3000000000u32)``), or of any integer constant when a conversion reads a local."""
-    named, through_locals = set(), False
-    index_max = int_max = 0
+def _index_constant_max(k: A.Kernel) -> int:
+    """The largest magnitude of a constant ``index`` expression of kernel ``k`` (a literal stride,
+    ``256 * 256``, ``index(3000000000u32)``), for the launcher's choice of index width
+    (``KernelSignature.index_literal_max``). The kern IR does not tell the program's ``index``
+    constants from lowering's own (extents, 0, 1); what else reaches ``index`` arithmetic -- scalars,
+    and constants of other types through conversions -- is read from the IR
+    (:mod:`kernc.frontend.index_width`)."""
+    index_max = 0
     memo: dict = {}
     for n in A.iter_nodes(k):
-        if not isinstance(n, A.Expr):
+        if not isinstance(n, A.Expr) or n.ty is None:
             continue
-        if isinstance(n, A.Call) and n.func == "index" and n.args:
-            for m in A.iter_nodes(n.args[0]):
-                if isinstance(m, A.Name) and m.sym is not None:
-                    if m.sym.kind == "scalar":
-                        named.add(m.sym.name)
-                    elif m.sym.kind in ("local", "loopvar"):
-                        through_locals = True
-        s = T.scalar_of(n.ty) if n.ty is not None else None
-        if isinstance(s, T.ScalarType) and s.is_int:
+        s = T.scalar_of(n.ty)
+        if isinstance(s, T.ScalarType) and s.is_index:
             v = _int_constant(n, memo)
             if v is not None:
-                int_max = max(int_max, abs(v))
-                if s.is_index:
-                    index_max = max(index_max, abs(v))
-    inputs = [p.name for p in params
-              if p.kind == "scalar" and p.ty is not None and not T.scalar_of(p.ty).is_index
-              and not T.scalar_of(p.ty).is_bool and (p.name in named or through_locals)]
-    return inputs, int_max if through_locals else index_max
+                index_max = max(index_max, abs(v))
+    return index_max
 
 
 #: Operators whose meaning on integers is not their meaning on floats (or that floats lack).

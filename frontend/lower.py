@@ -60,6 +60,7 @@ from kernc.mlir import dialect, ir
 
 from . import ast as A
 from . import types as T
+from .index_width import index_reach
 from .layouts import FnLayer, StridedLayer
 from .check import BLOCK_WIDE_OUTPUTS, FLOAT_UNARY, TABLE_ARGS, KernelInfo, Symbol, literal_fraction
 
@@ -304,6 +305,21 @@ class _KernelLowering:
             self.epilogue(env)
             with self.loc(self.kernel.body):
                 func.ReturnOp([])
+        self.record_index_reach(f)
+
+    def record_index_reach(self, f) -> None:
+        """Complete the signature with what reaches ``index`` arithmetic in the body just lowered
+        (:func:`~kernc.frontend.index_width.index_reach`): the non-``index`` scalar params whose
+        values do (``KernelSignature.index_inputs``) and the constants' bound, with the program's
+        own ``index`` constants the checker found (``index_literal_max``)."""
+        info = self.info
+        scalars = [p for p in info.params if p.kind == "scalar" and p.ty is not None]
+        reach = index_reach(f.operation, [(self.args[p], p.ty.name) for p in scalars])
+        sig = info.signature()
+        sig.index_inputs = [scalars[k].name for k in reach.params
+                            if not (scalars[k].ty.is_index or scalars[k].ty.is_bool)]
+        sig.index_literal_max = max(sig.index_literal_max, reach.constant_bound)
+        f.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
 
     def prologue(self, env: dict) -> None:
         info = self.info

@@ -507,6 +507,26 @@ def _check_output_files(ns, names) -> list[str]:
     return paths
 
 
+def _allocate_output(name: str, shape: tuple, dtype) -> "np.ndarray":  # noqa: F821
+    """The zero-filled array ``kernc run`` makes for an output that is not an ``--input``;
+    ``KerncLaunchError`` when the sizes make it larger than this machine can allocate (numpy's
+    ``MemoryError``, or its ``ValueError`` for a size beyond its own limits)."""
+    import numpy as np
+
+    from kernc.errors import KerncLaunchError
+
+    try:
+        return np.zeros(shape, dtype=dtype)
+    except (MemoryError, ValueError):
+        count = 1
+        for n in shape:
+            count *= int(n)
+        raise KerncLaunchError(
+            f"output '{name}' was not given, and an array of shape ({', '.join(map(str, shape))}) "
+            f"of {dtype} ({count * dtype.itemsize} bytes) is more than this machine can allocate; "
+            f"pass smaller --size values, or the array as --input {name}=@file.npy") from None
+
+
 def cmd_run(ns) -> int:
     """``kernc run``: bind ``--input``/``--size`` values, run one kernel, write outputs as ``DIR/NAME.npy``."""
     import numpy as np
@@ -602,7 +622,7 @@ def cmd_run(ns) -> int:
                 raise KerncLaunchError(
                     f"output '{p.name}' was not given and size {err} is unknown; pass --size {err.args[0]}=N"
                 ) from None
-            values[p.name] = np.zeros(shape, dtype=numpy_dtype(p.dtype))
+            values[p.name] = _allocate_output(p.name, shape, numpy_dtype(p.dtype))
         else:
             raise KerncLaunchError(f"missing --input {p.name}=...")
     kwargs = {s: v for s, v in sizes.items() if s in sig.sizes}
@@ -611,17 +631,23 @@ def cmd_run(ns) -> int:
         raise KerncLaunchError(f"kernel '{sig.name}' has no size symbol '{extra[0]}'")
     outputs = [p.name for p in sig.params if p.kind == "buffer" and p.access in ("write", "add", "view")]
     out_paths = _check_output_files(ns, outputs)
-    if ns.device == "cuda":
-        from kernc.backend import cuda
+    try:
+        if ns.device == "cuda":
+            from kernc.backend import cuda
 
-        if not cuda.available():
-            raise KerncLaunchError("no usable CUDA device (CuPy sees no GPU or no driver); use --device cpu")
-        cp = cuda.cupy()
-        dev_values = {k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in values.items()}
-        result = kernel.launch((), {**dev_values, **kwargs}, "cuda")
-        values = {k: (cp.asnumpy(v) if isinstance(v, cp.ndarray) else v) for k, v in dev_values.items()}
-    else:
-        result = kernel.launch((), {**values, **kwargs}, "cpu")
+            if not cuda.available():
+                raise KerncLaunchError("no usable CUDA device (CuPy sees no GPU or no driver); use --device cpu")
+            cp = cuda.cupy()
+            dev_values = {k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in values.items()}
+            result = kernel.launch((), {**dev_values, **kwargs}, "cuda")
+            values = {k: (cp.asnumpy(v) if isinstance(v, cp.ndarray) else v) for k, v in dev_values.items()}
+        else:
+            result = kernel.launch((), {**values, **kwargs}, "cpu")
+    except MemoryError as err:  # (CuPy's OutOfMemoryError is one): the sizes asked for too much
+        raise KerncLaunchError(
+            f"kernel '{sig.name}' ran out of {'device ' if ns.device == 'cuda' else ''}memory for "
+            f"these sizes ({', '.join(f'{k}={v}' for k, v in sorted(env.items())) or 'as given'}): "
+            f"{err or 'no detail'}") from None
     os.makedirs(ns.output_dir, exist_ok=True)
     import io
 

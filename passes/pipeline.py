@@ -20,6 +20,7 @@ from .base import Pass, UpstreamPass
 from .contract_fma import ContractFMA
 from .fold_divisions import FoldDivisions
 from .fold_layouts import FoldLayouts
+from .gpu_to_nvvm import ConvertGpuToNVVM
 from .fold_range_checks import FoldRangeChecks
 from .lower_accessors import LowerAccessors
 from .lower_divisions import LowerDivisions
@@ -93,7 +94,7 @@ def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
         BarePointerABI(opts.index_bits, opts.align),
         LowerFMA(),
         SelectToBranch(),
-        UpstreamPass(
+        ConvertGpuToNVVM(  # (workgroup globals named so that no kernel name collides)
             "gpu.module(convert-scf-to-cf,"
             f"convert-gpu-to-nvvm{{index-bitwidth={opts.index_bits}}},"
             "reconcile-unrealized-casts)"

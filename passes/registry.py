@@ -11,6 +11,7 @@ from __future__ import annotations
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views
 from .base import Pass, UpstreamPass
+from .gpu_to_nvvm import ConvertGpuToNVVM
 from .contract_fma import ContractFMA
 from .dedup_attributes import DedupAttributes
 from .fold_divisions import FoldDivisions
@@ -98,7 +99,8 @@ def parse_pipeline(text: str) -> list[Pass]:
                 raise ValueError(f"pass '{name}' takes no such options: {sorted(opts)}") from err
         else:
             _check_upstream(item)
-            passes.append(UpstreamPass(item))
+            # (the workgroup globals it makes are named so that no kernel name collides)
+            passes.append(ConvertGpuToNVVM(item) if "convert-gpu-to-nvvm" in item else UpstreamPass(item))
     return passes
 
 

@@ -659,7 +659,8 @@ def test_compilation_refuses_options_that_are_not_compile_options():
 
 def test_only_scalars_that_reach_index_arithmetic_bound_the_index_width():
     """A big u32 seed or mask that never becomes an index keeps the 32-bit PTX; a scalar converted
-    with index(...) -- directly, through a float, or through a local -- counts like an index one."""
+    with index(...) -- directly, through a float, or through a local -- counts like an index one.
+    The kern IR tells which scalar a local holds: one that only feeds a float does not count."""
     mod = kernc.compile("""
 kernel hashk(seed: u32, mask: u32, y: u32[n] write) over n { y = (u32(thread_id) * seed) & mask; }
 kernel viaf(x: f32[m] read strided(0, index(f)) default -1.0, f: f32, y: f32[n] write) over n { y = x; }
@@ -671,7 +672,7 @@ kernel viaview(x: f32[M, N] view, s: i32, y: f32[P] write) over (p) in (P) { y =
 """)
     assert mod.hashk.signature.index_inputs == []
     assert mod.viaf.signature.index_inputs == ["f"]
-    assert mod.vialocal.signature.index_inputs == ["s", "u"]  # a local may hold any of them
+    assert mod.vialocal.signature.index_inputs == ["s"]  # k holds s * 2, never u
     assert mod.viaview.signature.index_inputs == ["s"]
     y = np.zeros(64, np.uint32)
     assert _bind(mod.hashk.signature, (2654435761, 0xFFFFFFFF, y), {}).index_bits == 32
@@ -683,7 +684,8 @@ kernel viaview(x: f32[M, N] view, s: i32, y: f32[P] write) over (p) in (P) { y =
     assert out[0] == 0.0 and (out[1:] == -1.0).all()
     small, small_out = np.zeros(8, np.float32), np.zeros(8, np.float32)  # (one array: refused)
     assert _bind(mod.vialocal.signature, (small, small_out, 1, 7), {}).index_bits == 32
-    assert _bind(mod.vialocal.signature, (small, small_out, 1, 2**31), {}).index_bits == 64
+    assert _bind(mod.vialocal.signature, (small, small_out, 1, 2**31), {}).index_bits == 32
+    assert _bind(mod.vialocal.signature, (small, small_out, 2**30, 7), {}).index_bits == 64
 
 
 @pytest.mark.parametrize("src, want_max", [
