@@ -378,10 +378,13 @@ def render(results: dict) -> str:
                         rows))
     parts.append("targets: warm <= 0.25x Triton's; cache hit <= 2 ms; CLI cold and CLI first run <= 0.8x, CLI cache "
                  "hit <= 0.333x nvcc -ptx")
-    parts.append(f"Triton {meta.get('triton_version') or 'not installed (Triton columns n/a)'}: triton.compile of an "
-                 "ASTSource for GPUTarget('cuda', CC, 32), no disk cache (TRITON_ALWAYS_COMPILE, a fresh "
-                 "TRITON_CACHE_DIR each), after one untimed first compile of another kernel; warm = to PTX (the "
-                 "whole compile less its ptxas stage, where kernc and nvcc -ptx stop), with ptxas = the whole compile")
+    if meta.get("triton_version"):
+        parts.append(f"Triton {meta['triton_version']}: triton.compile of an ASTSource for GPUTarget('cuda', CC, 32), "
+                     "no disk cache (TRITON_ALWAYS_COMPILE, a fresh TRITON_CACHE_DIR each), after one untimed first "
+                     "compile of another kernel; warm = to PTX (the whole compile less its ptxas stage, where kernc "
+                     "and nvcc -ptx stop), with ptxas = the whole compile")
+    else:
+        parts.append("Triton not installed (Triton columns n/a; pip install 'kernc[bench]')")
     parts.append("CLI first run: kernc from a copy without .pyc files, python -B, a KERNC_CACHE_DIR that does "
                  "not exist yet; CLI cold: .pyc files present, KERNC_ALWAYS_COMPILE=1")
     if (results.get("first_run") or {}).get("error"):

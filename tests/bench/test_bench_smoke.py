@@ -120,7 +120,7 @@ def _check_triton_columns(res, stdout):
         assert row["triton"] == {"note": "Triton is not installed (pip install 'kernc[bench]')"}
         assert row["ratios_to_triton"]["inprocess_warm"] is None and by_name["inprocess_warm"]["status"] == "n/a"
         assert all(q["kernels"]["saxpy"]["triton"] is None for q in res["code_quality"]["saxpy"].values())
-        assert "Triton not installed (Triton columns n/a)" in stdout
+        assert "Triton not installed (Triton columns n/a; pip install 'kernc[bench]')" in stdout
 
 
 def test_quick_run_without_triton(quick_results, tmp_path):
