@@ -358,7 +358,7 @@ VIEW_OPS = ("kern.view_load", "kern.view_store", "kern.in_bounds", "kern.delinea
 CHECKED_ATTR = "checked"
 
 _SWIZZLE_RE = __import__("re").compile(
-    r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*>\s*o\s*(?:0\s*o\s*)?(.*)$", 0)
+    r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*>\s*o\s*(?:0\s*o\s*)?(.*)$", 0)
 
 
 def _parse_plain_view_layout(text: str):
@@ -420,7 +420,7 @@ def fold_layout(text: str):
         vals = []
         for i, a in enumerate(_split_args(m.group(2))):
             if m.group(1) == "complement" and i == 1:
-                vals.append(int(a) if re.fullmatch(r"-?\d+", a) else KL.parse_layout(a).shape)
+                vals.append(int(a) if re.fullmatch(r"-?[0-9]+", a) else KL.parse_layout(a).shape)
             else:
                 vals.append(fold_layout(a))
         try:

@@ -196,7 +196,7 @@ def _norm_entry(x, what: str, positive: bool):
         raise LayoutError(f"{what} entry {x!r} is not an integer")
     if isinstance(x, str):
         text = x.strip()
-        if re.fullmatch(r"_\d+", text):  # CuTe's static-integer spelling
+        if re.fullmatch(r"_[0-9]+", text):  # CuTe's static-integer spelling
             text = text[1:]
         try:
             p = Poly.parse(text)
@@ -1382,9 +1382,9 @@ class ComposedLayout(FunctionalLayout):
 # ------------------------------------------------------------------------------------------------
 
 _ATOM = re.compile(
-    r"\s*(-?\d+|_\d+(?![A-Za-z0-9_])|[A-Za-z_][A-Za-z0-9_]*(?:\s*[*+]\s*(?:\d+|[A-Za-z_][A-Za-z0-9_]*))*)")
-_SWIZZLE = re.compile(r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*>\s*")
-_INT = re.compile(r"\s*(-?\d+|_\d+)\s*")
+    r"\s*(-?[0-9]+|_[0-9]+(?![A-Za-z0-9_])|[A-Za-z_][A-Za-z0-9_]*(?:\s*[*+]\s*(?:[0-9]+|[A-Za-z_][A-Za-z0-9_]*))*)")
+_SWIZZLE = re.compile(r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*>\s*")
+_INT = re.compile(r"\s*(-?[0-9]+|_[0-9]+)\s*")
 
 
 def _parse_inttuple(text: str, pos: int, depth: int = 0):
@@ -1412,9 +1412,9 @@ def _parse_inttuple(text: str, pos: int, depth: int = 0):
     if not m:
         raise LayoutError(f"expected a number, a size symbol or '(' at column {pos + 1} of '{text}'")
     atom = m.group(1)
-    if re.fullmatch(r"-?\d+", atom):
+    if re.fullmatch(r"-?[0-9]+", atom):
         value = int(atom)
-    elif re.fullmatch(r"_\d+", atom):
+    elif re.fullmatch(r"_[0-9]+", atom):
         value = int(atom[1:])
     else:
         value = atom.replace(" ", "")

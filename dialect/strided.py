@@ -15,7 +15,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")
+_TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")  # [0-9]: \d takes other scripts
 
 
 @dataclass(frozen=True)
