@@ -12,14 +12,13 @@ a=0.1``, ``--size n=5``, the integer options):
   (any case, ``infinity`` too) written as such are those values (an explicit infinity is a value,
   an overflowing ``1e999`` is not).
 
-Only the standard library is imported (the command line parses its options with this module
-before loading the compiler).
+Only the standard library is imported, ``fractions`` when first needed (the command line parses
+its options with this module at start-up, where ``fractions`` and ``decimal`` would cost 4 ms).
 """
 
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 __all__ = ["FLOAT_FORMATS", "MAX_DECIMAL_EXP", "round_to_float", "decimal_fraction", "parse_int",
            "parse_number", "ascii_int_option"]
@@ -48,6 +47,8 @@ def round_to_float(value, name: str):
     between the largest finite value and the next power of two, IEEE 754's overflow).
     ``round_to_float(Fraction("0.1"), "f32") == float(np.float32("0.1"))``, never a double
     rounding through f64."""
+    from fractions import Fraction
+
     prec, emin, emax = FLOAT_FORMATS[name]
     fr = Fraction(value)
     if fr == 0:
@@ -65,11 +66,13 @@ def round_to_float(value, name: str):
     return sign * float(rounded)
 
 
-def decimal_fraction(text: str) -> Fraction:
+def decimal_fraction(text: str) -> Fraction:  # noqa: F821 (fractions is imported when called)
     """The exact value of the ASCII decimal ``text`` (``[+-]digits[.digits][e[+-]digits]``, no
     underscores). An exponent past ``10**±MAX_DECIMAL_EXP`` gives a stand-in of that size (every
     float type rounds both alike: overflow, or zero), so ``1e-99999999`` never builds
     ``10**99999999``. ``ValueError`` if ``text`` is not such a decimal."""
+    from fractions import Fraction
+
     m = _DECIMAL.fullmatch(text)
     if m is None or not (m.group(2) or m.group(3)):
         raise ValueError(f"'{text}' is not a decimal number")

@@ -92,8 +92,10 @@ def test_a_source_from_a_fifo_is_still_read(tmp_path, capsys):
 
 
 def test_the_api_reads_sources_the_same_way():
+    from kernc.api import read_source
+
     with pytest.raises(OSError, match="cannot read '/dev/zero': it is a character device"):
-        kernc.api.read_source("/dev/zero")
+        read_source("/dev/zero")
 
 
 # ---- repeated options ---------------------------------------------------------------------------
