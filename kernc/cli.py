@@ -470,8 +470,9 @@ def _parse_scalar(text: str):
     try:
         return parse_number(text)
     except ValueError:
-        raise ValueError(f"'{text}' is neither a number (ASCII digits) nor true/false "
-                         f"(use NAME=@file.npy for arrays)") from None
+        why = "" if text.isascii() else "digits are ASCII 0-9; "
+        raise ValueError(f"'{text}' is neither a number nor true/false ({why}use NAME=@file.npy "
+                         f"for arrays)") from None
 
 
 def _load_npy(name: str, path: str):

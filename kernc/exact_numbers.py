@@ -127,5 +127,6 @@ def ascii_int_option(text: str) -> int:
 
     try:
         return parse_int(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+    except ValueError:  # argparse's own wording for int options, and why when it is the digits
+        why = "" if text.isascii() else " (digits are ASCII 0-9)"
+        raise argparse.ArgumentTypeError(f"invalid int value: '{text}'{why}") from None

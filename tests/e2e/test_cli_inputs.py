@@ -172,7 +172,7 @@ DEVANAGARI_4 = "\u096a"     # '४'
 @pytest.mark.parametrize("value", [ARABIC_12, "1" + ARABIC_12, "\u00b2", "1e" + ARABIC_12, "0x" + ARABIC_12])
 def test_an_input_with_digits_of_another_script_is_refused(tmp_path, x_npy, capsys, value):
     assert _run(tmp_path, f"a={value}", f"x=@{x_npy}") == 1
-    assert f"--input a: '{value}' is neither a number (ASCII digits) nor true/false" in capsys.readouterr().err
+    assert f"--input a: '{value}' is neither a number nor true/false (digits are ASCII 0-9;" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [
@@ -186,7 +186,7 @@ def test_options_with_digits_of_another_script_are_usage_errors(capsys, argv):
         main(argv)
     assert usage.value.code == 2
     err = capsys.readouterr().err
-    assert "is not an integer (ASCII digits 0-9)" in err or "must be a non-negative integer" in err
+    assert "invalid int value: '" in err and "(digits are ASCII 0-9)" in err or "must be a non-negative integer" in err
 
 
 @pytest.mark.parametrize("expr", [f"{ARABIC_12}:1", f"(4,{ARABIC_12}):(1,4)", "Sw<\u0969,3,3> o (8,64):(64,1)"])
