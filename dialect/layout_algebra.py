@@ -52,7 +52,7 @@ virtual address space of current GPUs and CPUs, so no layout of real memory come
 ``MAX_LAYOUT_MODES`` flattened modes and a nesting depth of at most ``MAX_LAYOUT_DEPTH``; a swizzle
 ``Sw<B,M,S>`` has ``B + M + |S| <= MAX_SWIZZLE_BITS`` (48: its bit masks stay below
 ``MAX_LAYOUT_SIZE``). Building a layout past a limit -- a literal or the result of any operation --
-raises :class:`LayoutError`. With these bounds every operation costs a bounded amount of work (a
+raises :class:`LayoutLimitError` (a :class:`LayoutError`). With these bounds every operation costs a bounded amount of work (a
 repeated ``blocked_product(b, b)`` squares the size each time and is refused after a few steps,
 instead of doubling its modes and its verification time forever).
 
@@ -72,6 +72,7 @@ and :func:`chain` results implement it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -170,7 +171,6 @@ def _brief(text: str, most: int = 60) -> str:
 def _limit_context(fn):
     """Name ``fn`` and its operands in a :class:`LayoutLimitError` raised inside it (the outermost
     operation's wrapper runs last, so its name is the one the user sees)."""
-    import functools
 
     @functools.wraps(fn)
     def wrapper(*args):

@@ -67,6 +67,8 @@ ALGEBRA = {
 }
 #: Most dims a view (and most coordinates a layout application) may have.
 MAX_VIEW_RANK = 8
+#: Most layers a chain of layouts (``f o g o ...`` that does not fold) may have.
+MAX_CHAIN_LAYERS = 64
 
 
 @dataclass
@@ -151,6 +153,7 @@ class LayoutMixin:
         the definitions that have no parameters (so their errors are reported once, here)."""
         self.fn_layouts: dict = {}
         self._bad_layouts: set = set()
+        n0 = len(self.diags)
         seen: dict = {}
         for item in self.program.items:
             if not isinstance(item, (A.LayoutDef, A.FnLayoutDef)):
@@ -173,6 +176,15 @@ class LayoutMixin:
                     d.value = None
             else:  # validate with symbolic parameters; algebra is folded at each use
                 self.eval_layout(d.expr, {p: Poly.sym(p) for p in d.params}, d, lenient=True)
+        # a definition that others refer to with other parameter names is evaluated again for each:
+        # an error that does not depend on the arguments is reported once
+        unique, kept = set(), []
+        for diag in self.diags[n0:]:
+            key = (diag.message, diag.location, diag.hint)
+            if key not in unique:
+                unique.add(key)
+                kept.append(diag)
+        self.diags[n0:] = kept
 
     def layout_name_ok(self, d, seen: dict) -> bool:
         from .check import BUILTIN_FUNCS, BUILTIN_LAYOUTS, PENDING_LAYOUTS
@@ -538,7 +550,12 @@ class LayoutMixin:
                 return KL.composition(outer, inner)
             except KL.LayoutError as err:
                 self._layout_error(err, loc, lenient, "o")
-        return _Chain(self._layers(inner, loc) + self._layers(outer, loc))
+        layers = self._layers(inner, loc) + self._layers(outer, loc)
+        if len(layers) > MAX_CHAIN_LAYERS:  # `c_i = c_{i-1} o c_{i-1}` doubles a chain per line
+            self.error(f"this chain of layouts has {len(layers)} layers, more than {MAX_CHAIN_LAYERS} "
+                       f"(each is applied to every coordinate)", loc)
+            raise _Deferred()
+        return _Chain(layers)
 
     def _layers(self, v, loc) -> list:
         import kernc.layout as KL
@@ -872,5 +889,5 @@ def _did_you_mean(name, candidates) -> str:
     return dym(name, candidates)
 
 
-__all__ = ["LayoutMixin", "StridedLayer", "FnLayer", "IM2COL_SOURCE", "ALGEBRA", "MAX_VIEW_RANK",
+__all__ = ["LayoutMixin", "StridedLayer", "FnLayer", "IM2COL_SOURCE", "ALGEBRA", "MAX_VIEW_RANK", "MAX_CHAIN_LAYERS",
            "CompileError"]

@@ -199,7 +199,7 @@ def _is_zero_constant(v) -> bool:
 class _Env(dict):
     """The SSA state while lowering (state key -> value(s)) with nested scopes undone in place.
 
-    A region (an ``scf.if`` branch, a loop body, a guarded rest of a block) is lowered in
+    A region (an ``scf.if`` branch, a loop body, a guarded segment of a block) is lowered in
     ``with env.scope():``; its writes are logged and undone when it ends, so the state outside
     is the state before the region. Copying the whole state for each region instead (``dict(env)``)
     cost the number of variables per ``if``: quadratic on a long body of lets and ifs."""
@@ -234,8 +234,6 @@ class _EnvScope:
                 dict.pop(self.env, key, None)
             else:
                 dict.__setitem__(self.env, key, old)
-        if self.env._logs:  # the enclosing scope sees these writes undone: nothing to log there
-            pass
         return False
 
 
@@ -476,9 +474,6 @@ class _KernelLowering:
         result = [k for k in keys if k not in declared]
         memo[id(s)] = (s, result)  # s kept alive: its id stays its own
         return result
-
-    def live_keys(self, stmts: list, env: dict) -> list:
-        return [k for k in self.modified(stmts) if k in env]
 
     def may_return(self, s) -> bool:
         """Whether statement ``s`` may execute a ``return`` (memoised per statement, as

@@ -136,3 +136,33 @@ def test_layouts_past_the_limits_are_located_errors(src, where, text):
         _check(src + KERNEL)
     (d,) = info.value.diagnostics
     assert (d.location.line, d.location.column) == where and text in d.message, d.message
+
+
+def test_a_chain_of_layouts_that_doubles_per_line_stops_at_the_chain_limit():
+    """``c_i(n) = c_{i-1}(n) o c_{i-1}(n)`` does not fold (a size symbol): each line doubled the
+    chain, 2**20 layers after 20 lines, each applied to the coordinate in the kernel. Now a chain
+    past MAX_CHAIN_LAYERS (64) is one located error, at the line that builds it."""
+    from kernc.frontend.layouts import MAX_CHAIN_LAYERS
+
+    lines = 20
+    src = ("layout c0(n) = (n):(1);\n"
+           + "".join(f"layout c{i}(n) = c{i - 1}(n) o c{i - 1}(n);\n" for i in range(1, lines + 1))
+           + f"kernel k(x: f32[n] view, y: f32[n] write) over n {{ y = x[c{lines}(n)(index(0))]; }}\n")
+    with pytest.raises(CompileError) as info:
+        _check(src)
+    (d,) = info.value.diagnostics
+    assert MAX_CHAIN_LAYERS == 64
+    assert (d.location.line, d.location.column) == (8, 16)  # c7 = c6 o c6: 128 layers
+    assert d.message == "this chain of layouts has 128 layers, more than 64 (each is applied to every coordinate)"
+
+
+def test_a_short_chain_of_layouts_still_folds_into_the_kernel():
+    import kernc
+
+    src = ("layout c0(n) = (n):(1);\nlayout c1(n) = c0(n) o c0(n);\nlayout c2(n) = c1(n) o c1(n);\n"
+           "kernel k(x: f32[n] view, y: f32[n] write) over n { y = x[c2(n)(index(thread_id))]; }\n")
+    mod = kernc.compile(src)
+    x = np.arange(5, dtype=np.float32)
+    y = np.zeros(5, dtype=np.float32)
+    mod.k(x, y)
+    assert np.array_equal(y, x)
