@@ -183,3 +183,19 @@ def test_limits_are_documented():
     for doc in ("README.md", "docs/design/language.md", "docs/design/layouts.md"):
         text = (root / doc).read_text()
         assert "MAX_LAYOUT_SIZE" in text and "2**48" in text, doc
+
+
+def test_deeply_nested_layout_text_from_an_ir_file_is_refused_without_recursion(work):
+    """A view op's layout text (``kernc opt`` reads it from the user's IR) nested 3000 calls deep
+    took 4 s of rescans (quadratic) and then a RecursionError; ``Poly.parse`` of 2000 nested
+    parentheses, a RecursionError."""
+    from kernc.dialect.kern import MAX_LAYOUT_TEXT_NESTING, fold_layout
+    from kernc.dialect.strided import Poly
+
+    assert str(fold_layout("coalesce(" * 40 + "(2,(1,6)):(1,(6,2))" + ")" * 40)) == "12:1"
+    with pytest.raises(LayoutError, match=f"nests 3000 brackets, more than {MAX_LAYOUT_TEXT_NESTING}"):
+        fold_layout("coalesce(" * 3000 + "4:1" + ")" * 3000)
+    for text in ("(" * 2000 + "n" + ")" * 2000, "-" * 2000 + "n"):
+        with pytest.raises(ValueError, match="nests more than 64 parentheses or signs"):
+            Poly.parse(text)
+    assert str(Poly.parse("(" * 60 + "n+1" + ")" * 60)) == "1+n"
