@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from fractions import Fraction
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from kernc.dialect.signature import NUMPY_DTYPES, KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
 from kernc.errors import KerncLaunchError
+from kernc.exact_numbers import round_to_float
 
 from . import exact_fma
 from .shared_indices import SharedIndices, shared_indices
@@ -159,22 +161,16 @@ def staging_pays(sig: KernelSignature, env: dict) -> bool:
     return fill >= EMPTY_SLOT_BYTES * len(sizes) / sum(sizes) * use
 
 
-#: Significant bits of each float type (IEEE 754 binary16/32/64; bfloat16 keeps 8).
-_FLOAT_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
+def _show_exact(value) -> str:
+    """An int or :class:`~fractions.Fraction` argument for a message: an int in full unless huge, a
+    fraction as a 17-digit decimal (``1e+39``, ``0.1``)."""
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**40 else f"an integer of {len(str(abs(value)))} digits"
+    from decimal import Decimal, localcontext
 
-
-def _round_int(v: int, bits: int) -> float:
-    """``v`` rounded to ``bits`` significant bits, to nearest with ties to even, as a float (exact:
-    it has at most ``bits`` significant bits); ``OverflowError`` past the double range."""
-    n = abs(v)
-    shift = n.bit_length() - bits
-    if shift > 0:
-        q, r = divmod(n, 1 << shift)
-        half = 1 << (shift - 1)
-        if r > half or (r == half and q & 1):
-            q += 1
-        n = q << shift
-    return float(n if v >= 0 else -n)
+    with localcontext() as ctx:
+        ctx.prec = 17
+        return format((Decimal(value.numerator) / Decimal(value.denominator)).normalize(), "g")
 
 
 def index_products_overflow(values, largest: int, block: int) -> bool:
@@ -228,9 +224,9 @@ def _scalar(p: Param, value, index_bits: int = 64):
         return np.bool_(value)
     if dtype.kind in "iu":
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise KerncLaunchError(
-                f"argument '{p.name}': expected an integer ({p.dtype}), got {type(value).__name__} {value!r}"
-            )
+            got = (f"the decimal {_show_exact(value)}" if isinstance(value, Fraction)
+                   else f"{type(value).__name__} {value!r}")
+            raise KerncLaunchError(f"argument '{p.name}': expected an integer ({p.dtype}), got {got}")
         info = np.iinfo(dtype)
         if not info.min <= int(value) <= info.max:
             raise KerncLaunchError(
@@ -239,27 +235,28 @@ def _scalar(p: Param, value, index_bits: int = 64):
         return dtype.type(int(value))
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise KerncLaunchError(f"argument '{p.name}': expected a number ({p.dtype}), got {type(value).__name__}")
-    try:
-        exact = value
-        if isinstance(value, int):  # rounded once (numpy would go through a double: twice)
-            exact = _round_int(value, _FLOAT_PRECISION[p.dtype])
-        with np.errstate(over="ignore"):
-            if p.dtype == "bf16" and not isinstance(exact, (np.float32, np.float16)):
-                # ml_dtypes converts a double to bfloat16 through float32: two roundings
-                out = dtype.type(exact_fma.round_f64_to(np.float64(exact), dtype)[()])
-            else:
-                out = dtype.type(exact)
-        overflow = bool(np.isinf(out)) and math.isfinite(float(value))
-    except OverflowError:  # a Python int beyond every float's range
-        overflow = True
-    if overflow:
-        shown = value if not isinstance(value, int) or abs(value) < 10**40 else f"an integer of {len(str(abs(value)))} digits"
-        raise KerncLaunchError(f"argument '{p.name}': {shown} is out of range for {p.dtype}")
+    if isinstance(value, (int, Fraction)):
+        # an exact value (an int, or the Fraction of a decimal such as `kernc run --input a=0.1`)
+        # is rounded once to the type (numpy would go through a double: twice); a rounding that
+        # overflows is an error, as for a finite float below (kernc.exact_numbers: one rule)
+        exact = round_to_float(value, p.dtype)
+        if exact is None:
+            raise KerncLaunchError(f"argument '{p.name}': {_show_exact(value)} is out of range for {p.dtype}")
+        return dtype.type(exact)  # exactly representable: no further rounding
+    with np.errstate(over="ignore"):
+        if p.dtype == "bf16" and not isinstance(value, (np.float32, np.float16)):
+            # ml_dtypes converts a double to bfloat16 through float32: two roundings
+            out = dtype.type(exact_fma.round_f64_to(np.float64(value), dtype)[()])
+        else:
+            out = dtype.type(value)
+    # a finite value that overflows the type is an error; inf and nan given as such are values
+    if bool(np.isinf(out)) and math.isfinite(float(value)):
+        raise KerncLaunchError(f"argument '{p.name}': {value} is out of range for {p.dtype}")
     return out
 
 
 def _bind_dim(p: Param, axis: int, expected, actual: int, sizes: dict, origin: dict) -> None:
-    if isinstance(expected, int) or (isinstance(expected, str) and expected.isdigit()):
+    if isinstance(expected, int) or (isinstance(expected, str) and expected.isascii() and expected.isdigit()):
         if int(expected) != actual:
             raise KerncLaunchError(
                 f"argument '{p.name}': dimension {axis} must be {int(expected)}, got {actual}"
@@ -308,7 +305,8 @@ def _check_index_values(sig, params, flat, env, problem) -> None:
 
 def _simple_dim(entry) -> bool:
     """A storage dim that :func:`_bind_dim` checks or binds by itself: an integer or a size symbol."""
-    return isinstance(entry, int) or str(entry).isdigit() or str(entry).isidentifier()
+    return (isinstance(entry, int) or (str(entry).isascii() and str(entry).isdigit())
+            or str(entry).isidentifier())
 
 
 def _compact_storage(storage_shape: list, layout: StridedLayout) -> bool:

@@ -358,7 +358,7 @@ VIEW_OPS = ("kern.view_load", "kern.view_store", "kern.in_bounds", "kern.delinea
 CHECKED_ATTR = "checked"
 
 _SWIZZLE_RE = __import__("re").compile(
-    r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*>\s*o\s*(?:0\s*o\s*)?(.*)$", 0)
+    r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*>\s*o\s*(?:0\s*o\s*)?(.*)$", 0)
 
 
 def _parse_plain_view_layout(text: str):
@@ -393,11 +393,33 @@ def _split_args(text: str) -> list:
     return parts
 
 
+#: Deepest bracket nesting of a layout expression :func:`fold_layout` takes (the text comes from
+#: an IR file: each level is a recursive call and a scan of the text).
+MAX_LAYOUT_TEXT_NESTING = 64
+
+
 def fold_layout(text: str):
     """Evaluate a static layout expression in CuTe notation with ``kernc.layout``: literals,
     ``A o B`` (composition, right to left), ``Sw<B,M,S> o L``, and calls of :data:`ALGEBRA_OPS`.
-    Returns a ``kernc.layout`` object; ``LayoutError`` (a ``ValueError``) if it is malformed or a
-    composition is not admissible (the message names both layouts)."""
+    Returns a ``kernc.layout`` object; ``LayoutError`` (a ``ValueError``) if it is malformed, nested
+    more than :data:`MAX_LAYOUT_TEXT_NESTING` brackets deep, or a composition is not admissible
+    (the message names both layouts)."""
+    import kernc.layout as KL
+
+    depth = deepest = 0
+    for ch in text:
+        if ch in "(<":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")>":
+            depth -= 1
+    if deepest > MAX_LAYOUT_TEXT_NESTING:
+        raise KL.LayoutError(f"the layout '{text[:40]}...' nests {deepest} brackets, more than "
+                             f"{MAX_LAYOUT_TEXT_NESTING}")
+    return _fold_layout(text)
+
+
+def _fold_layout(text: str):
     import re
 
     import kernc.layout as KL
@@ -405,7 +427,7 @@ def fold_layout(text: str):
 
     parts = [p.strip() for p in _split_compose(text)]
     if len(parts) > 1:
-        values = [fold_layout(p) for p in parts]
+        values = [_fold_layout(p) for p in parts]
         acc = values[-1]
         for v in reversed(values[:-1]):
             if isinstance(v, KL.Swizzle):
@@ -420,9 +442,9 @@ def fold_layout(text: str):
         vals = []
         for i, a in enumerate(_split_args(m.group(2))):
             if m.group(1) == "complement" and i == 1:
-                vals.append(int(a) if re.fullmatch(r"-?\d+", a) else KL.parse_layout(a).shape)
+                vals.append(int(a) if re.fullmatch(r"-?[0-9]+", a) else KL.parse_layout(a).shape)
             else:
-                vals.append(fold_layout(a))
+                vals.append(_fold_layout(a))
         try:
             return getattr(KL, m.group(1))(*vals)
         except TypeError as err:

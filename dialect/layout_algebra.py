@@ -36,10 +36,25 @@ issues #2955, #3177). Here a composition never returns a wrong layout:
    the largest digit each leaf uses in every non-last mode of ``A`` stays below that mode's size) is
    a proof that it is;
 3. the result is verified: ``R(i) == A(B(i))`` for every ``i < size(B)`` when
-   ``size(B) <= VERIFY_EXHAUSTIVE_LIMIT`` (vectorised with numpy); above that, the no-carry proof is
-   required and a deterministic sample of indices is checked as well.
+   ``size(B) <= VERIFY_EXHAUSTIVE_LIMIT`` and ``size(B)`` times the number of modes evaluated per
+   index stays within ``VERIFY_WORK_LIMIT`` (vectorised with numpy; 4096 indices at most in Python
+   integers when the values may leave int64); above that, the no-carry proof is required and a
+   deterministic sample of at most ``_SAMPLES + 2 * _EDGE_SAMPLES`` indices is checked as well. So
+   one verification evaluates a bounded number of points, whatever the layouts.
 
 Failures raise :class:`LayoutError` whose message names both layouts in CuTe notation.
+
+Limits
+------
+Every static layout has ``size``, offset span (``1 + sum (s_k - 1) |d_k|``, the cosize for
+non-negative strides) and entries of magnitude at most ``MAX_LAYOUT_SIZE`` (``2**48``: the 48-bit
+virtual address space of current GPUs and CPUs, so no layout of real memory comes near it), at most
+``MAX_LAYOUT_MODES`` flattened modes and a nesting depth of at most ``MAX_LAYOUT_DEPTH``; a swizzle
+``Sw<B,M,S>`` has ``B + M + |S| <= MAX_SWIZZLE_BITS`` (48: its bit masks stay below
+``MAX_LAYOUT_SIZE``). Building a layout past a limit -- a literal or the result of any operation --
+raises :class:`LayoutLimitError` (a :class:`LayoutError`). With these bounds every operation costs a bounded amount of work (a
+repeated ``blocked_product(b, b)`` squares the size each time and is refused after a few steps,
+instead of doubling its modes and its verification time forever).
 
 Symbolic sizes
 --------------
@@ -57,6 +72,7 @@ and :func:`chain` results implement it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -69,6 +85,7 @@ from .strided import Poly
 
 __all__ = [
     "LayoutError",
+    "LayoutLimitError",
     "FunctionalLayout",
     "Layout",
     "Swizzle",
@@ -99,12 +116,34 @@ __all__ = [
     "Im2colDgrad",
     "OutputGradMatrix",
     "VERIFY_EXHAUSTIVE_LIMIT",
+    "VERIFY_WORK_LIMIT",
+    "MAX_LAYOUT_SIZE",
+    "MAX_LAYOUT_MODES",
+    "MAX_LAYOUT_DEPTH",
+    "MAX_SWIZZLE_BITS",
 ]
 
-#: Compositions with ``size(B)`` up to this are verified exhaustively (``R(i) == A(B(i))``).
+#: Compositions with ``size(B)`` up to this are verified exhaustively (``R(i) == A(B(i))``) when
+#: the work also stays within :data:`VERIFY_WORK_LIMIT`.
 VERIFY_EXHAUSTIVE_LIMIT = 1 << 20
+#: Most (index, mode) evaluations one exhaustive verification does (about 0.1 s of numpy); a larger
+#: verification needs the no-carry proof and checks a bounded sample.
+VERIFY_WORK_LIMIT = 1 << 24
+#: Most indices an exhaustive verification evaluates in Python integers (values past int64).
+_PY_EXHAUSTIVE_LIMIT = 4096
 _SAMPLES = 4096
+_EDGE_SAMPLES = 1024
 _INT64_SAFE = 1 << 62
+#: Largest size, offset span and entry magnitude of a static layout (the 48-bit virtual address
+#: space of current GPUs and CPUs; see "Limits" in the module docstring).
+MAX_LAYOUT_SIZE = 1 << 48
+#: Most flattened modes (leaves) of a layout; one of size at most MAX_LAYOUT_SIZE has at most 48
+#: modes of size > 1, the rest are size-1 modes, which products of products would double forever.
+MAX_LAYOUT_MODES = 128
+#: Deepest nesting of a layout's shape.
+MAX_LAYOUT_DEPTH = 32
+#: Largest ``B + M + |S|`` of a swizzle ``Sw<B,M,S>``: its masks stay below MAX_LAYOUT_SIZE.
+MAX_SWIZZLE_BITS = MAX_LAYOUT_SIZE.bit_length() - 1
 
 
 class LayoutError(KerncError, ValueError):
@@ -112,6 +151,36 @@ class LayoutError(KerncError, ValueError):
 
     The message names the operands in CuTe notation (e.g. ``composition (4,6,8):(2,3,5) o 6:3 is not
     admissible: ...``)."""
+
+
+class LayoutLimitError(LayoutError):
+    """A layout or swizzle past one of the limits (``MAX_LAYOUT_SIZE``, ``MAX_LAYOUT_MODES``,
+    ``MAX_LAYOUT_DEPTH``, ``MAX_SWIZZLE_BITS``). Raised by an algebra operation, the message starts
+    with the outermost operation and its operands (``blocked_product(A, B): ...``), not with the
+    intermediate layout that passed the limit."""
+
+    def __init__(self, message: str, base: str = None):
+        super().__init__(message)
+        self.base = message if base is None else base
+
+
+def _brief(text: str, most: int = 60) -> str:
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
+def _limit_context(fn):
+    """Name ``fn`` and its operands in a :class:`LayoutLimitError` raised inside it (the outermost
+    operation's wrapper runs last, so its name is the one the user sees)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args):
+        try:
+            return fn(*args)
+        except LayoutLimitError as err:
+            ops = ", ".join(_brief(_tiler_str(a) if isinstance(a, (tuple, list)) else str(a)) for a in args)
+            raise LayoutLimitError(f"{fn.__name__}({ops}): {err.base}", err.base) from None
+
+    return wrapper
 
 
 # ------------------------------------------------------------------------------------------------
@@ -127,7 +196,7 @@ def _norm_entry(x, what: str, positive: bool):
         raise LayoutError(f"{what} entry {x!r} is not an integer")
     if isinstance(x, str):
         text = x.strip()
-        if re.fullmatch(r"_\d+", text):  # CuTe's static-integer spelling
+        if re.fullmatch(r"_[0-9]+", text):  # CuTe's static-integer spelling
             text = text[1:]
         try:
             p = Poly.parse(text)
@@ -147,12 +216,50 @@ def _norm_entry(x, what: str, positive: bool):
     return int(v)
 
 
-def _norm(t, what: str, positive: bool):
+def _norm(t, what: str, positive: bool, depth: int = 0):
     if isinstance(t, (tuple, list)):
         if not t:
             raise LayoutError(f"empty tuple in {what}")
-        return tuple(_norm(e, what, positive) for e in t)
+        if depth >= MAX_LAYOUT_DEPTH:
+            raise LayoutLimitError(f"the {what} is nested more than {MAX_LAYOUT_DEPTH} deep (MAX_LAYOUT_DEPTH)")
+        return tuple(_norm(e, what, positive, depth + 1) for e in t)
     return _norm_entry(t, what, positive)
+
+
+def _show_int(v: int) -> str:
+    """``v`` in decimal, or ``about 2**k`` when it is too long to be worth printing."""
+    if abs(v) < 10 ** 30:
+        return str(v)
+    return f"{'-' if v < 0 else ''}about 2**{abs(v).bit_length() - 1}"
+
+
+def _limit_text() -> str:
+    return f"2**{MAX_LAYOUT_SIZE.bit_length() - 1} (MAX_LAYOUT_SIZE)"
+
+
+def _check_limits(shape, stride) -> None:
+    """Refuse a layout past :data:`MAX_LAYOUT_MODES` or, for its static entries, past
+    :data:`MAX_LAYOUT_SIZE` (entry magnitude, size, offset span). Entries are checked before the
+    layout is printed, so an enormous one never reaches ``str()``."""
+    shapes, strides = _flatten(shape), _flatten(stride)
+    if len(shapes) > MAX_LAYOUT_MODES:
+        raise LayoutLimitError(f"a layout has {len(shapes)} modes, more than {MAX_LAYOUT_MODES} "
+                               f"(MAX_LAYOUT_MODES)")
+    for e in shapes + strides:
+        if isinstance(e, int) and abs(e) > MAX_LAYOUT_SIZE:
+            raise LayoutLimitError(f"the layout entry {_show_int(e)} is larger than {_limit_text()}, the "
+                                   f"largest layout")
+    size = span = 1
+    for s, d in zip(shapes, strides):
+        if isinstance(s, int):
+            size *= s
+            if isinstance(d, int):
+                span += (s - 1) * abs(d)
+    for what, v in (("size", size), ("offset span (cosize)", span)):
+        if v > MAX_LAYOUT_SIZE:
+            text = _brief(f"{_fmt(shape)}:{_fmt(stride)}")
+            raise LayoutLimitError(f"layout {text} has {what} {_show_int(v)}, more than {_limit_text()}, "
+                                   f"the largest layout")
 
 
 def _flatten(t) -> list:
@@ -388,6 +495,7 @@ class Layout(FunctionalLayout):
         for s in _flatten(shape):
             if isinstance(s, int) and s < 1:
                 raise LayoutError(f"shape entries must be positive, got {s}")
+        _check_limits(shape, stride)
         self._shape = shape
         self._stride = stride
 
@@ -579,6 +687,7 @@ def _layout_from_modes(modes) -> Layout:
     return Layout(tuple(s for s, _ in modes), tuple(d for _, d in modes))
 
 
+@_limit_context
 def coalesce(layout, profile=None) -> Layout:
     """The shortest equivalent layout (``02_layout_algebra.md``, "Coalesce").
 
@@ -691,40 +800,45 @@ def _abs_bound(leaves, x_bound: int) -> int:
     return total + (x_bound // max(p, 1) + 1) * abs(leaves[-1][1])
 
 
-def _verify_map(lhs, rhs, n: int, proven: bool, fail) -> None:
-    """Check ``lhs(i) == rhs(i)`` for ``i < n`` (exhaustively when small, else ``proven`` + samples).
-    ``lhs``/``rhs`` accept ints and numpy arrays; ``fail(i, got, want)`` raises."""
-    if n <= VERIFY_EXHAUSTIVE_LIMIT:
-        if n <= 4096:
-            for i in range(n):
-                a, b = lhs(i), rhs(i)
-                if a != b:
-                    fail(i, a, b)
-            return
-        import numpy as np
+def _verify_map(lhs, rhs, n: int, proven: bool, fail, cost: int = 1, vectorisable: bool = True) -> None:
+    """Check ``lhs(i) == rhs(i)`` for ``i < n``: exhaustively when that is cheap, else ``proven``
+    (the construction's proof) plus a deterministic sample. ``lhs``/``rhs`` accept ints and, when
+    ``vectorisable`` (every value fits int64), numpy int64 arrays; ``cost`` is the number of layout
+    modes evaluated per index. ``fail(i, got, want)`` raises (``i`` None: too large to verify
+    without a proof).
 
-        idx = np.arange(n, dtype=np.int64)
-        try:
-            a, b = lhs(idx), rhs(idx)
-        except OverflowError:
-            a = b = None
-        if a is not None:
-            bad = np.nonzero(np.asarray(a) != np.asarray(b))[0]
-            if bad.size:
-                i = int(bad[0])
-                fail(i, lhs(i), rhs(i))
-            return
-        for i in range(n):
-            a, b = lhs(i), rhs(i)
-            if a != b:
-                fail(i, a, b)
+    Work bound: at most ``min(n, VERIFY_EXHAUSTIVE_LIMIT, VERIFY_WORK_LIMIT / cost)`` indices
+    vectorised, or ``_PY_EXHAUSTIVE_LIMIT`` in Python integers, or a sample of
+    ``_SAMPLES + 2 * _EDGE_SAMPLES`` indices; never more, whatever ``n``."""
+    cost = max(1, cost)
+    if n <= min(_PY_EXHAUSTIVE_LIMIT, VERIFY_EXHAUSTIVE_LIMIT):
+        _check_points(lhs, rhs, range(n), False, fail)
+        return
+    if vectorisable and n <= VERIFY_EXHAUSTIVE_LIMIT and n * cost <= VERIFY_WORK_LIMIT:
+        _check_points(lhs, rhs, range(n), True, fail)
         return
     if not proven:
         fail(None, None, None)
     rng = random.Random(0x6B65726E)
-    picks = set(range(min(n, 1024))) | set(range(max(0, n - 1024), n))
+    picks = set(range(min(n, _EDGE_SAMPLES))) | set(range(max(0, n - _EDGE_SAMPLES), n))
     picks |= {rng.randrange(n) for _ in range(_SAMPLES)}
-    for i in sorted(picks):
+    _check_points(lhs, rhs, sorted(picks), vectorisable, fail)
+
+
+def _check_points(lhs, rhs, points, vectorised: bool, fail) -> None:
+    """``lhs(i) == rhs(i)`` for ``i`` in ``points`` (a range or a sorted list), on one numpy int64
+    array when ``vectorised``, else one Python int at a time."""
+    if vectorised:
+        import numpy as np
+
+        idx = np.asarray(points, dtype=np.int64) if not isinstance(points, range) else \
+            np.arange(points.start, points.stop, dtype=np.int64)
+        bad = np.nonzero(np.asarray(lhs(idx)) != np.asarray(rhs(idx)))[0]
+        if bad.size:
+            i = int(idx[bad[0]])
+            fail(i, lhs(i), rhs(i))
+        return
+    for i in points:
         a, b = lhs(i), rhs(i)
         if a != b:
             fail(i, a, b)
@@ -757,8 +871,6 @@ def _compose_layouts(A: Layout, B: Layout) -> Layout:
     vectorisable = _int64_ok(b_bound, _abs_bound(a_leaves, b_bound), _abs_bound(r_leaves, n))
 
     def lhs(i):
-        if not isinstance(i, int) and not vectorisable:
-            raise OverflowError
         return _eval_flat(r_leaves, i)
 
     def rhs(i):
@@ -773,10 +885,11 @@ def _compose_layouts(A: Layout, B: Layout) -> Layout:
             f"composition {A} o {B} is not admissible: the modes of B do not distribute over A "
             f"(candidate {R} gives {got} at index {i}, but A(B({i})) = {want})")
 
-    _verify_map(lhs, rhs, n, proven, fail)
+    _verify_map(lhs, rhs, n, proven, fail, len(a_leaves) + len(b_leaves) + len(r_leaves), vectorisable)
     return R
 
 
+@_limit_context
 def composition(A, B):
     """Functional composition ``R = A o B``, ``R(i) == A(B(i))`` (``02_layout_algebra.md``, "Composition").
 
@@ -841,6 +954,7 @@ def _cotarget_size(M) -> int:
     return _product(M)
 
 
+@_limit_context
 def complement(A, cotarget=None) -> Layout:
     """The layout of the positions ``A`` does not reach, up to ``cotarget`` (``02_layout_algebra.md``,
     "Complement"; admissibility from Shah's note).
@@ -910,6 +1024,7 @@ def _divide_1d(A: Layout, B: Layout) -> Layout:
     return composition(A, make_layout(B, complement(B, A.size())))
 
 
+@_limit_context
 @_on_composed
 def logical_divide(A, B):
     """``A ⊘ B = A o (B, B*)`` with ``B* = complement(B, size(A))`` (``02_layout_algebra.md``, "Division").
@@ -944,6 +1059,7 @@ def _zipped(fn, A: Layout, B):
     return _zip_split(fn(A, B), B)
 
 
+@_limit_context
 @_on_composed
 def zipped_divide(A, B):
     """``logical_divide`` with the tiles gathered into mode 0 and the rests into mode 1:
@@ -951,6 +1067,7 @@ def zipped_divide(A, B):
     return make_layout(*_zipped(logical_divide, A, B))
 
 
+@_limit_context
 @_on_composed
 def tiled_divide(A, B):
     """``logical_divide`` rearranged as ``((TileM,TileN), RestM, RestN, L, ...)``."""
@@ -958,6 +1075,7 @@ def tiled_divide(A, B):
     return make_layout(tile, *rest.modes())
 
 
+@_limit_context
 @_on_composed
 def flat_divide(A, B):
     """``logical_divide`` rearranged as ``(TileM, TileN, RestM, RestN, L, ...)``."""
@@ -970,6 +1088,7 @@ def _product_1d(A: Layout, B: Layout) -> Layout:
     return make_layout(A, composition(complement(A, A.size() * B.cosize()), B))
 
 
+@_limit_context
 @_on_composed
 def logical_product(A, B):
     """``A ⊗ B = (A, A* o B)`` with ``A* = complement(A, size(A) * cosize(B))``
@@ -981,12 +1100,14 @@ def logical_product(A, B):
     return _product_1d(A, _as_layout(B, "logical_product"))
 
 
+@_limit_context
 @_on_composed
 def zipped_product(A, B):
     """By-mode ``logical_product`` rearranged as ``((M,N), (TileM,TileN,L,...))``."""
     return make_layout(*_zipped(logical_product, A, B))
 
 
+@_limit_context
 @_on_composed
 def tiled_product(A, B):
     """By-mode ``logical_product`` rearranged as ``((M,N), TileM, TileN, L, ...)``."""
@@ -994,6 +1115,7 @@ def tiled_product(A, B):
     return make_layout(tile, *rest.modes())
 
 
+@_limit_context
 @_on_composed
 def flat_product(A, B):
     """By-mode ``logical_product`` rearranged as ``(M, N, TileM, TileN, L, ...)``."""
@@ -1018,6 +1140,7 @@ def _rank_sensitive_product(A, B, raked: bool) -> Layout:
     return coalesce(make_layout(*modes), (1,) * rank)
 
 
+@_limit_context
 def blocked_product(A, B) -> Layout:
     """Rank-sensitive product: tile ``A`` (the block) across ``B`` (the arrangement of blocks).
 
@@ -1027,6 +1150,7 @@ def blocked_product(A, B) -> Layout:
     return _rank_sensitive_product(A, B, raked=False)
 
 
+@_limit_context
 def raked_product(A, B) -> Layout:
     """Like :func:`blocked_product` but mode ``i`` is ``((A* o B)_i, A_i)``: the elements of ``A``
     are interleaved ("raked", a cyclic distribution) with the arrangement ``B``."""
@@ -1037,6 +1161,7 @@ def raked_product(A, B) -> Layout:
 # Inverses
 # ------------------------------------------------------------------------------------------------
 
+@_limit_context
 def right_inverse(L) -> Layout:
     """A layout ``R`` with ``L(R(i)) == i`` for every ``i < size(R)``, as large as such a layout can
     be built from ``L``'s modes (CuTe ``right_inverse``): sort the modes by stride and follow the
@@ -1066,10 +1191,13 @@ def right_inverse(L) -> Layout:
     def fail(i, got, want):  # the construction is exact; a failure is a kernc bug
         raise InternalCompilerError(f"right_inverse({L}) = {R} fails at {i}: L(R(i)) = {got}")
 
-    _verify_map(lambda i: _eval_flat(l_leaves, _eval_flat(r_leaves, i)), lambda i: i, R.size(), True, fail)
+    # every value is below size(L) or cosize(L), both within MAX_LAYOUT_SIZE: int64 is exact
+    _verify_map(lambda i: _eval_flat(l_leaves, _eval_flat(r_leaves, i)), lambda i: i, R.size(), True, fail,
+                len(l_leaves) + len(r_leaves))
     return R
 
 
+@_limit_context
 def left_inverse(L) -> Layout:
     """A layout ``R`` with ``R(L(i)) == i`` for every ``i < size(L)`` (CuTe ``left_inverse``):
     ``right_inverse(make_layout(L, complement(L)))``. ``left_inverse(4:2) == (2,4):(4,1)``.
@@ -1093,7 +1221,8 @@ def left_inverse(L) -> Layout:
         raise LayoutError(f"left_inverse({L}) does not exist: the layout is not injective "
                           f"(index {i} is not recovered: {got})")
 
-    _verify_map(lambda i: _eval_flat(r_leaves, _eval_flat(l_leaves, i)), lambda i: i, L.size(), True, fail)
+    _verify_map(lambda i: _eval_flat(r_leaves, _eval_flat(l_leaves, i)), lambda i: i, L.size(), True, fail,
+                len(l_leaves) + len(r_leaves))
     return R
 
 
@@ -1119,6 +1248,10 @@ class Swizzle:
             raise LayoutError(f"Sw<{bits},{base},{shift}>: B and M must be non-negative")
         if abs(shift) < bits:
             raise LayoutError(f"Sw<{bits},{base},{shift}>: |S| must be at least B (the XOR-ed bit ranges overlap)")
+        if bits + base + abs(shift) > MAX_SWIZZLE_BITS:
+            raise LayoutLimitError(f"Sw<{bits},{base},{shift}>: B + M + |S| = {bits + base + abs(shift)} is more "
+                                   f"than {MAX_SWIZZLE_BITS} (MAX_SWIZZLE_BITS: a swizzle's bits lie below "
+                                   f"{_limit_text()}, the largest layout)")
         self.bits, self.base, self.shift = bits, base, shift
 
     @property
@@ -1184,8 +1317,29 @@ class ComposedLayout(FunctionalLayout):
         return self.inner.size(env)
 
     def cosize(self, env=None) -> int:
-        """``max(outer(offset + o)) + 1`` over the inner layout's offsets ``o``."""
-        return max(self.offsets(env)) + 1
+        """``max(outer(offset + o)) + 1`` over the inner layout's offsets ``o``: exact (numpy over
+        every offset) up to ``VERIFY_EXHAUSTIVE_LIMIT`` offsets; above that, for a swizzle outer
+        function, the bound ``((x >> t) + 1) << t`` of the largest ``x = offset + o``, where bit
+        ``t`` is the first the swizzle leaves alone (a swizzle keeps every bit from ``t`` up, so
+        ``outer(x) >> t == x >> t``), so the work is bounded whatever the size. ``LayoutError`` for
+        a large layout under an outer function that is not a swizzle."""
+        inner = self.inner._static(env, "cosize")
+        n = inner.size()
+        leaves = inner.leaves()
+        swizzle = isinstance(self.outer, Swizzle)
+        if swizzle and n <= VERIFY_EXHAUSTIVE_LIMIT and _int64_ok(_abs_bound(leaves, n) + abs(self.offset)):
+            import numpy as np
+
+            offs = _eval_flat(leaves, np.arange(n, dtype=np.int64)) + self.offset
+            return int(np.max(self.outer(offs))) + 1
+        if n <= _PY_EXHAUSTIVE_LIMIT or (not swizzle and n <= VERIFY_EXHAUSTIVE_LIMIT):
+            return max(self.outer(self.offset + _eval_flat(leaves, i)) for i in range(n)) + 1
+        if not swizzle:
+            raise LayoutError(f"cosize of '{self}': {n} offsets is too many to evaluate under a "
+                              f"function that is not a swizzle")
+        top = self.offset + sum(max(0, (s - 1) * d) for s, d in inner.leaves())
+        t = (self.outer.yyy_mask | self.outer.zzz_mask).bit_length()
+        return ((top >> t) + 1) << t
 
     def __getitem__(self, i: int) -> "ComposedLayout":
         return ComposedLayout(self.outer, self.offset, self.inner[i])
@@ -1228,20 +1382,23 @@ class ComposedLayout(FunctionalLayout):
 # ------------------------------------------------------------------------------------------------
 
 _ATOM = re.compile(
-    r"\s*(-?\d+|_\d+(?![A-Za-z0-9_])|[A-Za-z_][A-Za-z0-9_]*(?:\s*[*+]\s*(?:\d+|[A-Za-z_][A-Za-z0-9_]*))*)")
-_SWIZZLE = re.compile(r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*>\s*")
-_INT = re.compile(r"\s*(-?\d+|_\d+)\s*")
+    r"\s*(-?[0-9]+|_[0-9]+(?![A-Za-z0-9_])|[A-Za-z_][A-Za-z0-9_]*(?:\s*[*+]\s*(?:[0-9]+|[A-Za-z_][A-Za-z0-9_]*))*)")
+_SWIZZLE = re.compile(r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*>\s*")
+_INT = re.compile(r"\s*(-?[0-9]+|_[0-9]+)\s*")
 
 
-def _parse_inttuple(text: str, pos: int):
+def _parse_inttuple(text: str, pos: int, depth: int = 0):
     n = len(text)
     while pos < n and text[pos].isspace():
         pos += 1
     if pos < n and text[pos] == "(":
+        if depth >= MAX_LAYOUT_DEPTH:  # before recursing: deep text must not exhaust the stack
+            raise LayoutLimitError(f"the layout '{text.strip()[:60]}...' is nested more than {MAX_LAYOUT_DEPTH} "
+                              f"deep (MAX_LAYOUT_DEPTH)")
         pos += 1
         items = []
         while True:
-            item, pos = _parse_inttuple(text, pos)
+            item, pos = _parse_inttuple(text, pos, depth + 1)
             items.append(item)
             while pos < n and text[pos].isspace():
                 pos += 1
@@ -1255,9 +1412,9 @@ def _parse_inttuple(text: str, pos: int):
     if not m:
         raise LayoutError(f"expected a number, a size symbol or '(' at column {pos + 1} of '{text}'")
     atom = m.group(1)
-    if re.fullmatch(r"-?\d+", atom):
+    if re.fullmatch(r"-?[0-9]+", atom):
         value = int(atom)
-    elif re.fullmatch(r"_\d+", atom):
+    elif re.fullmatch(r"_[0-9]+", atom):
         value = int(atom[1:])
     else:
         value = atom.replace(" ", "")

@@ -35,13 +35,13 @@ Language rules enforced here (the reference for the lowering):
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from kernc.dialect.signature import KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
 from kernc.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
+from kernc.exact_numbers import decimal_fraction
 
 from . import ast as A
 from . import types as T
@@ -1157,12 +1157,19 @@ class _Checker(LayoutMixin):
         if s.type_name is not None:
             declared = self.type_named(s.type_name, s.type_loc or s.loc)
         if t is not None:
-            if declared is not None:
-                target = T.with_scalar(t, declared) if isinstance(t, T.VectorType) else declared
-                if not self.coerce(s.value, target, f"the initializer of '{s.name}'"):
+            if declared is not None and isinstance(t, T.VectorType):
+                # the declared type is a scalar type (the grammar has no vector types there):
+                # `let v: f32 = [1.0, 2.0]` made an f32[2], silently
+                self.error(f"type mismatch in the initializer of '{s.name}': expected '{declared}', got "
+                           f"'{t}'", s.value.loc,
+                           hint=f"a declared type is a scalar type; for a vector, leave it out or convert "
+                                f"the value: `let {s.name} = {declared}(...);`")
+                t = None
+            elif declared is not None:
+                if not self.coerce(s.value, declared, f"the initializer of '{s.name}'"):
                     t = None
                 else:
-                    t = target
+                    t = declared
             else:
                 self.default(s.value)
                 t = s.value.ty
@@ -1179,13 +1186,15 @@ class _Checker(LayoutMixin):
         if lt is not None and rt is not None:
             ty = self.unify(s.start, s.stop, "..", s.loc)
             if ty is not None:
-                if T.is_literal(ty) and T.scalar_of(ty).is_int:
+                # a vector of integer literals (`[0, 1]..3`) is no integer bound: it passed as one
+                if T.is_literal(ty) and isinstance(ty, T.ScalarType) and ty.is_int:
                     self.retype(s.start, T.I32)
                     self.retype(s.stop, T.I32)
                     ty = T.I32
                 if not isinstance(ty, T.ScalarType) or not ty.is_int:
                     if T.is_literal(ty):
-                        ty = T.FLOAT_LIT
+                        if isinstance(ty, T.ScalarType):
+                            ty = T.FLOAT_LIT
                         self.default(s.start)
                         self.default(s.stop)
                     self.error(f"loop bounds must be integers, got '{ty}'", s.loc)
@@ -1948,29 +1957,10 @@ def literal_fraction(lit) -> "Fraction":  # noqa: F821
     text = lit.text.replace("_", "")
     if lit.suffix is not None and text.endswith(lit.suffix):
         text = text[: -len(lit.suffix)]
-    m = _DECIMAL.fullmatch(text)
-    if m and m.group(4) and abs(int(m.group(4))) > _MAX_DECIMAL_EXP:
-        # Fraction("1e-99999999") would build 10**99999999. Past 10**±_MAX_DECIMAL_EXP every value
-        # overflows (or rounds to zero in) every float type, so a stand-in of that size rounds alike.
-        sign = -1 if m.group(1) else 1
-        digits = (m.group(2) + m.group(3)).lstrip("0")
-        if not digits:
-            return Fraction(0)
-        magnitude = int(m.group(4)) - len(m.group(3)) + len(digits)  # 10**(magnitude-1) <= value
-        if magnitude > _MAX_DECIMAL_EXP:
-            return sign * Fraction(10) ** _MAX_DECIMAL_EXP
-        if magnitude < -_MAX_DECIMAL_EXP:
-            return Fraction(sign, 10 ** _MAX_DECIMAL_EXP)
     try:
-        return Fraction(text)
+        return decimal_fraction(text)  # exact; 1e-99999999 does not build 10**99999999
     except ValueError:  # e.g. a hex integer token with a float suffix
         return Fraction(lit.value)
-
-
-#: A decimal literal's sign, integer digits, fraction digits and exponent (``_`` removed).
-_DECIMAL = re.compile(r"(-?)([0-9]*)\.?([0-9]*)(?:[eE]([+-]?[0-9]+))?")
-#: Decimal exponents beyond every float type: f64 ranges over about 4.9e-324 .. 1.8e308.
-_MAX_DECIMAL_EXP = 1000
 
 
 def _literal_fits(lit: T.ScalarType, t: T.ScalarType) -> bool:

@@ -67,6 +67,8 @@ ALGEBRA = {
 }
 #: Most dims a view (and most coordinates a layout application) may have.
 MAX_VIEW_RANK = 8
+#: Most layers a chain of layouts (``f o g o ...`` that does not fold) may have.
+MAX_CHAIN_LAYERS = 64
 
 
 @dataclass
@@ -151,6 +153,7 @@ class LayoutMixin:
         the definitions that have no parameters (so their errors are reported once, here)."""
         self.fn_layouts: dict = {}
         self._bad_layouts: set = set()
+        n0 = len(self.diags)
         seen: dict = {}
         for item in self.program.items:
             if not isinstance(item, (A.LayoutDef, A.FnLayoutDef)):
@@ -166,10 +169,22 @@ class LayoutMixin:
             else:
                 self.check_layout_def(item)
         for d in list(self.layouts.values()):
-            if not d.params:
-                d.value = self.eval_layout(d.expr, {}, d)  # None after an error, reported here
+            if not d.params:  # None after an error, reported here (or where another refers to it)
+                try:
+                    d.value = self._instance(d, [], d.loc, False)
+                except _Deferred:
+                    d.value = None
             else:  # validate with symbolic parameters; algebra is folded at each use
                 self.eval_layout(d.expr, {p: Poly.sym(p) for p in d.params}, d, lenient=True)
+        # a definition that others refer to with other parameter names is evaluated again for each:
+        # an error that does not depend on the arguments is reported once
+        unique, kept = set(), []
+        for diag in self.diags[n0:]:
+            key = (diag.message, diag.location, diag.hint)
+            if key not in unique:
+                unique.add(key)
+                kept.append(diag)
+        self.diags[n0:] = kept
 
     def layout_name_ok(self, d, seen: dict) -> bool:
         from .check import BUILTIN_FUNCS, BUILTIN_LAYOUTS, PENDING_LAYOUTS
@@ -335,10 +350,17 @@ class LayoutMixin:
             return None
         return _entry(_subst(p, env))
 
-    def _layout_error(self, err, loc, lenient: bool):
+    def _layout_error(self, err, loc, lenient: bool, op: str = None):
+        """Report ``err`` at ``loc`` (``op``: the algebra operation written there, which a limit
+        error names instead of the operands' full text: the source line shows them)."""
+        from kernc.layout import LayoutLimitError
+
         if lenient and "static" in str(err):
             raise _Deferred()
-        self.error(str(err), loc)
+        if op is not None and isinstance(err, LayoutLimitError):
+            self.error(f"'{op}' gives a layout past the limits: {err.base}", loc)
+        else:
+            self.error(str(err), loc)
         raise _Deferred()
 
     def _eval(self, e, env: dict, d, lenient: bool):
@@ -419,16 +441,36 @@ class LayoutMixin:
         if target is d:
             self.error(f"layout '{name}' refers to itself", loc)
             raise _Deferred()
+        return self._instance(target, vals, loc, lenient)
+
+    def _instance(self, target, vals: list, loc, lenient: bool):
+        """The value of strided definition ``target`` with arguments ``vals`` (Polys), evaluated
+        once per checker and arguments: ``b2 = blocked_product(b1, b1)`` refers to ``b1`` twice,
+        and evaluating each reference anew made a chain of such definitions cost 2**n
+        evaluations. A failed evaluation (its error reported the first time) raises
+        :class:`_Deferred` again without repeating the error."""
         if getattr(self, "_instantiating", None) is None:
             self._instantiating = []
-        if name in self._instantiating:
-            self.error(f"layout '{name}' refers to itself", loc)
+            self._layout_memo = {}
+        key = (target.name, tuple(str(v) for v in vals), lenient)
+        if key in self._layout_memo:
+            v = self._layout_memo[key]
+            if v is None:
+                raise _Deferred()
+            return _Chain(v) if isinstance(v, _Chain) else v  # a chain is a list: the caller's copy
+        if target.name in self._instantiating:
+            self.error(f"layout '{target.name}' refers to itself", loc)
             raise _Deferred()
-        self._instantiating.append(name)
+        self._instantiating.append(target.name)
         try:
-            return self._eval(target.expr, dict(zip(target.params, vals)), target, lenient)
+            v = self._eval(target.expr, dict(zip(target.params, vals)), target, lenient)
+        except _Deferred:
+            self._layout_memo[key] = None
+            raise
         finally:
             self._instantiating.pop()
+        self._layout_memo[key] = v
+        return _Chain(v) if isinstance(v, _Chain) else v
 
     def _algebra(self, e: A.Call, env: dict, d, lenient: bool):
         import kernc.layout as KL
@@ -458,7 +500,7 @@ class LayoutMixin:
         try:
             return getattr(KL, e.func)(*args)
         except (KL.LayoutError, TypeError, ValueError) as err:
-            self._layout_error(err, e.loc, lenient)
+            self._layout_error(err, e.loc, lenient, e.func)
 
     def _tiler(self, e: A.TupleLit, env: dict, d, lenient: bool) -> tuple:
         """A tuple as the second argument of ``composition`` or a divide: a CuTe *tiler*, applied
@@ -507,14 +549,19 @@ class LayoutMixin:
             try:
                 return KL.composition(outer, inner)
             except KL.LayoutError as err:
-                self._layout_error(err, loc, lenient)
+                self._layout_error(err, loc, lenient, "o")
         if isinstance(outer, KL.Layout) and isinstance(inner, KL.Layout) \
                 and outer.is_static and inner.is_static:
             try:
                 return KL.composition(outer, inner)
             except KL.LayoutError as err:
-                self._layout_error(err, loc, lenient)
-        return _Chain(self._layers(inner, loc) + self._layers(outer, loc))
+                self._layout_error(err, loc, lenient, "o")
+        layers = self._layers(inner, loc) + self._layers(outer, loc)
+        if len(layers) > MAX_CHAIN_LAYERS:  # `c_i = c_{i-1} o c_{i-1}` doubles a chain per line
+            self.error(f"this chain of layouts has {len(layers)} layers, more than {MAX_CHAIN_LAYERS} "
+                       f"(each is applied to every coordinate)", loc)
+            raise _Deferred()
+        return _Chain(layers)
 
     def _layers(self, v, loc) -> list:
         import kernc.layout as KL
@@ -848,5 +895,5 @@ def _did_you_mean(name, candidates) -> str:
     return dym(name, candidates)
 
 
-__all__ = ["LayoutMixin", "StridedLayer", "FnLayer", "IM2COL_SOURCE", "ALGEBRA", "MAX_VIEW_RANK",
+__all__ = ["LayoutMixin", "StridedLayer", "FnLayer", "IM2COL_SOURCE", "ALGEBRA", "MAX_VIEW_RANK", "MAX_CHAIN_LAYERS",
            "CompileError"]

@@ -203,6 +203,47 @@ def _is_add_identity(v) -> bool:
         return False
 
 
+class _Env(dict):
+    """The SSA state while lowering (state key -> value(s)) with nested scopes undone in place.
+
+    A region (an ``scf.if`` branch, a loop body, a guarded segment of a block) is lowered in
+    ``with env.scope():``; its writes are logged and undone when it ends, so the state outside
+    is the state before the region. Copying the whole state for each region instead (``dict(env)``)
+    cost the number of variables per ``if``: quadratic on a long body of lets and ifs."""
+
+    _MISSING = object()
+
+    def __init__(self):
+        super().__init__()
+        self._logs: list = []  # one list of (key, old value or _MISSING) per open scope
+
+    def __setitem__(self, key, value):
+        if self._logs:
+            self._logs[-1].append((key, dict.get(self, key, self._MISSING)))
+        dict.__setitem__(self, key, value)
+
+    def scope(self):
+        return _EnvScope(self)
+
+
+class _EnvScope:
+    def __init__(self, env: _Env):
+        self.env = env
+
+    def __enter__(self):
+        self.env._logs.append([])
+        return self.env
+
+    def __exit__(self, *exc):
+        log = self.env._logs.pop()
+        for key, old in reversed(log):  # the oldest value of a key is restored last
+            if old is _Env._MISSING:
+                dict.pop(self.env, key, None)
+            else:
+                dict.__setitem__(self.env, key, old)
+        return False
+
+
 def _flat(v) -> list:
     return list(v) if isinstance(v, list) else [v]
 
@@ -241,6 +282,8 @@ class _KernelLowering:
         self.assigned_outputs: set = set()
         self.unrolled: dict = {}      # loop variable Symbol -> its value in the unrolled copy
         self.copies = 1               # how many copies the enclosing unrolled loops make of a statement
+        self._stmt_keys: dict = {}    # id(statement) -> (statement, keys it assigns): stmt_keys
+        self._may_return: dict = {}   # id(statement) -> (statement, bool): may_return
 
     # ---- helpers ----------------------------------------------------------------------------
 
@@ -299,7 +342,7 @@ class _KernelLowering:
         for name, a in zip(info.sizes, rest[len(info.tables):]):
             self.size_args[name] = a
         with ir.InsertionPoint(entry):
-            env: dict = {}
+            env = _Env()
             self.prologue(env)
             self.stmts(self.kernel.body.stmts, env)
             self.epilogue(env)
@@ -413,69 +456,103 @@ class _KernelLowering:
 
     # ---- SSA state --------------------------------------------------------------------------
 
-    def modified(self, stmts: list, out: Optional[list] = None) -> list:
+    def modified(self, stmts: list, out: Optional[dict] = None) -> list:
         """State keys assigned by ``stmts`` (ordered, unique): locals, outputs, flags, returned."""
         if out is None:
-            out = []
-
-        def add(k):
-            if k not in out:
-                out.append(k)
-
+            out = {}
         for s in stmts:
-            if isinstance(s, A.Assign):
-                add(s.sym)
-                if s.sym in self.info.flagged_outputs:
-                    add(("flag", s.sym))
-            elif isinstance(s, A.Return):
-                if self.info.nested_return:
-                    add(_RETURNED)
-            elif isinstance(s, A.If):
-                self.modified(s.then.stmts, out)
+            out.update(dict.fromkeys(self.stmt_keys(s)))
+        return list(out)
+
+    def stmt_keys(self, s) -> list:
+        """The state keys statement ``s`` assigns, in order of first assignment (nested blocks
+        included), without the locals it declares inside itself (which no code after it sees).
+        Computed once per statement: a block's statements are asked again by every enclosing
+        region and every guard, and walking them anew each time was quadratic in the nesting."""
+        memo = self._stmt_keys
+        got = memo.get(id(s))
+        if got is not None:
+            return got[1]
+        keys: dict = {}
+        declared: set = set()
+        if isinstance(s, A.Assign):
+            keys[s.sym] = None
+            if s.sym in self.info.flagged_outputs:
+                keys[("flag", s.sym)] = None
+        elif isinstance(s, A.Return):
+            if self.info.nested_return:
+                keys[_RETURNED] = None
+        else:
+            blocks = []
+            if isinstance(s, A.If):
+                blocks.append(s.then.stmts)
                 if isinstance(s.orelse, A.Block):
-                    self.modified(s.orelse.stmts, out)
+                    blocks.append(s.orelse.stmts)
                 elif isinstance(s.orelse, A.If):
-                    self.modified([s.orelse], out)
+                    blocks.append([s.orelse])
             elif isinstance(s, A.For):
-                self.modified(s.body.stmts, out)
-        return out
+                blocks.append(s.body.stmts)
+            for block in blocks:
+                for x in block:
+                    if isinstance(x, A.Let):
+                        declared.add(x.sym)
+                    for k in self.stmt_keys(x):
+                        keys.setdefault(k, None)
+        result = [k for k in keys if k not in declared]
+        memo[id(s)] = (s, result)  # s kept alive: its id stays its own
+        return result
 
-    def live_keys(self, stmts: list, env: dict) -> list:
-        return [k for k in self.modified(stmts) if k in env]
-
-    @staticmethod
-    def may_return(s) -> bool:
+    def may_return(self, s) -> bool:
+        """Whether statement ``s`` may execute a ``return`` (memoised per statement, as
+        :meth:`stmt_keys`)."""
+        got = self._may_return.get(id(s))
+        if got is not None:
+            return got[1]
         if isinstance(s, A.Return):
-            return True
-        if isinstance(s, A.If):
-            if any(_KernelLowering.may_return(x) for x in s.then.stmts):
-                return True
-            if isinstance(s.orelse, A.Block):
-                return any(_KernelLowering.may_return(x) for x in s.orelse.stmts)
-            if isinstance(s.orelse, A.If):
-                return _KernelLowering.may_return(s.orelse)
-            return False
-        if isinstance(s, A.For):
-            return any(_KernelLowering.may_return(x) for x in s.body.stmts)
-        return False
+            r = True
+        elif isinstance(s, A.If):
+            r = any(self.may_return(x) for x in s.then.stmts)
+            if not r and isinstance(s.orelse, A.Block):
+                r = any(self.may_return(x) for x in s.orelse.stmts)
+            elif not r and isinstance(s.orelse, A.If):
+                r = self.may_return(s.orelse)
+        elif isinstance(s, A.For):
+            r = any(self.may_return(x) for x in s.body.stmts)
+        else:
+            r = False
+        self._may_return[id(s)] = (s, r)
+        return r
 
-    def guarded(self, stmts: list, env: dict, loc_node) -> None:
-        """Lower ``stmts`` inside ``scf.if !returned`` (the thread may already have returned)."""
-        keys = self.live_keys(stmts, env)
+    def guarded(self, stmts: list, env: dict, loc_node, start: int = 0, stop: Optional[int] = None) -> None:
+        """Lower the segment ``stmts[start:stop]`` inside ``scf.if !returned`` (the thread may
+        already have returned). The keys the segment assigns flow out as the ``scf.if`` results,
+        and so do the locals it declares when statements follow it in the block (they may read
+        them): on the path that had returned they are zeros, never read, since every later
+        segment is guarded too."""
+        stop = len(stmts) if stop is None else stop
+        segment = stmts[start:stop]
+        keys = [k for k in self.modified(segment) if k in env]
+        new = [x.sym for x in segment if isinstance(x, A.Let)] if stop < len(stmts) else []
+        new_types = [[T.mlir_type(T.scalar_of(sym.ty))] * T.width(sym.ty) for sym in new]
         with self.loc(loc_node):
             true = self.const(T.BOOL, True)
             not_ret = arith.xori(env[_RETURNED], true)
-            types = [v.type for k in keys for v in _flat(env[k])]
-            ifop = scf.IfOp(not_ret, types, has_else=bool(keys))
-        inner = dict(env)
-        with ir.InsertionPoint(ifop.then_block):
-            self.stmts(stmts, inner)
+            types = [v.type for k in keys for v in _flat(env[k])] + [t for ts in new_types for t in ts]
+            ifop = scf.IfOp(not_ret, types, has_else=bool(types))
+        with ir.InsertionPoint(ifop.then_block), env.scope():
+            self.stmts(stmts, env, start, stop)
             with self.loc(loc_node):
-                scf.YieldOp([v for k in keys for v in _flat(inner[k])])
-        if keys:
+                scf.YieldOp([v for k in keys for v in _flat(env[k])] + [v for sym in new for v in _flat(env[sym])])
+        if types:
             with ir.InsertionPoint(ifop.else_block), self.loc(loc_node):
-                scf.YieldOp([v for k in keys for v in _flat(env[k])])
-        self.rebind(env, keys, list(ifop.results))
+                zeros = [self.const(T.scalar_of(sym.ty), 0) for sym, ts in zip(new, new_types) for _ in ts]
+                scf.YieldOp([v for k in keys for v in _flat(env[k])] + zeros)
+        results = list(ifop.results)
+        self.rebind(env, keys, results)
+        pos = sum(len(_flat(env[k])) for k in keys)
+        for sym, ts in zip(new, new_types):
+            env[sym] = results[pos:pos + len(ts)] if isinstance(sym.ty, T.VectorType) else results[pos]
+            pos += len(ts)
 
     @staticmethod
     def rebind(env: dict, keys: list, values: list) -> None:
@@ -485,18 +562,35 @@ class _KernelLowering:
 
     # ---- statements -------------------------------------------------------------------------
 
-    def stmts(self, stmts: list, env: dict) -> None:
-        for i, s in enumerate(stmts):
+    def stmts(self, stmts: list, env: dict, start: int = 0, stop: Optional[int] = None) -> None:
+        """Lower ``stmts[start:stop]``. After a statement that may return, the rest of the block
+        runs only while the thread has not returned: it is cut into segments, each up to and
+        including the next statement that may return, each in its own guard, one after the other
+        (:meth:`guarded`). Guards nested one inside the other (as before) made ``n`` early returns
+        ``n`` nested ``scf.if``: too deep for the recursion limit past a few hundred, and
+        superlinear in MLIR's canonicalizer and the interpreter; and slicing the rest of the block
+        after every statement made a long body quadratic."""
+        n = len(stmts) if stop is None else stop
+        i = start
+        while i < n:
+            s = stmts[i]
             if isinstance(s, A.Return):
                 if _RETURNED in env:
                     with self.loc(s):
                         env[_RETURNED] = self.const(T.BOOL, True)
                 return  # the rest of the block is unreachable
             self.stmt(s, env)
-            rest = stmts[i + 1:]
-            if rest and _RETURNED in env and self.may_return(s):
-                self.guarded(rest, env, rest[0])
-                return
+            i += 1
+            if i < n and _RETURNED in env and self.may_return(s):
+                break
+        while i < n:  # the guarded segments
+            j = i
+            while j < n - 1 and not self.may_return(stmts[j]):
+                j += 1
+            self.guarded(stmts, env, stmts[i], i, j + 1)
+            if isinstance(stmts[j], A.Return):
+                return  # the rest of the block is unreachable
+            i = j + 1
 
     def stmt(self, s, env: dict) -> None:
         try:
@@ -611,11 +705,7 @@ class _KernelLowering:
             branches.append(s.orelse.stmts)
         elif isinstance(s.orelse, A.If):
             branches.append([s.orelse])
-        keys = []
-        for b in branches:
-            for k in self.live_keys(b, env):
-                if k not in keys:
-                    keys.append(k)
+        keys = [k for k in self.stmt_keys(s) if k in env]
         cond = self.expr(s.cond, env)
         with self.loc(s):
             types = [v.type for k in keys for v in _flat(env[k])]
@@ -623,12 +713,11 @@ class _KernelLowering:
             ifop = scf.IfOp(cond, types, has_else=has_else)
         blocks = [ifop.then_block] + ([ifop.else_block] if has_else else [])
         for i, block in enumerate(blocks):
-            inner = dict(env)
-            with ir.InsertionPoint(block):
+            with ir.InsertionPoint(block), env.scope():
                 if i < len(branches):
-                    self.stmts(branches[i], inner)
+                    self.stmts(branches[i], env)
                 with self.loc(s):
-                    scf.YieldOp([v for k in keys for v in _flat(inner[k])])
+                    scf.YieldOp([v for k in keys for v in _flat(env[k])])
         self.rebind(env, keys, list(ifop.results))
 
     def for_(self, s: A.For, env: dict) -> None:
@@ -653,43 +742,44 @@ class _KernelLowering:
             hi = self.convert(trips, count_ty, T.INDEX)
         else:
             lo, hi = self.convert(start, ty, T.INDEX), self.convert(stop, ty, T.INDEX)
-        keys = self.live_keys(s.body.stmts, env)
+        keys = [k for k in self.stmt_keys(s) if k in env]
         with self.loc(s):
             one = self.const(T.INDEX, 1)
             inits = [v for k in keys for v in _flat(env[k])]
             loop = scf.ForOp(lo, hi, one, inits)
-        inner = dict(env)
-        self.rebind(inner, keys, list(loop.inner_iter_args))
-        with ir.InsertionPoint(loop.body):
+        with ir.InsertionPoint(loop.body), env.scope():
+            self.rebind(env, keys, list(loop.inner_iter_args))
             with self.loc(s):
                 k = self.convert(loop.induction_variable, T.INDEX, count_ty)
-                inner[s.sym] = arith.addi(start, k) if by_trips else k
+                env[s.sym] = arith.addi(start, k) if by_trips else k
             body = s.body.stmts
-            if _RETURNED in inner and any(self.may_return(x) for x in body) and body:
-                self.guarded(body, inner, s)
+            if _RETURNED in env and body and self.may_return(s):
+                self.guarded(body, env, s)
             else:
-                self.stmts(body, inner)
+                self.stmts(body, env)
             with self.loc(s):
-                scf.YieldOp([v for k in keys for v in _flat(inner[k])])
+                scf.YieldOp([v for k in keys for v in _flat(env[k])])
         self.rebind(env, keys, list(loop.results))
 
     def unrolled_for(self, s: A.For, trips: range, env: dict) -> None:
         """``for k in a..b`` with literal bounds, one copy of the body per iteration (``k`` a
         constant in each): the same operations in the same order as the ``scf.for``."""
-        inner = dict(env)
         body = s.body.stmts
-        guard = _RETURNED in inner and any(self.may_return(x) for x in body)
+        guard = _RETURNED in env and self.may_return(s)
+        keys = [k for k in self.stmt_keys(s) if k in env]
         outer_copies, self.copies = self.copies, self.copies * len(trips)
-        for k in trips:
-            self.unrolled[s.sym] = k  # a use of the variable is this constant (see ``name``)
-            if guard:  # a later iteration runs only while the thread has not returned
-                self.guarded(body, inner, s)
-            else:
-                self.stmts(body, inner)
+        with env.scope():  # the body's locals end with the loop; the keys' values flow out
+            for k in trips:
+                self.unrolled[s.sym] = k  # a use of the variable is this constant (see ``name``)
+                if guard:  # a later iteration runs only while the thread has not returned
+                    self.guarded(body, env, s)
+                else:
+                    self.stmts(body, env)
+            values = [env[key] for key in keys]
         self.unrolled.pop(s.sym, None)
         self.copies = outer_copies
-        for key in self.live_keys(body, env):
-            env[key] = inner[key]
+        for key, v in zip(keys, values):
+            env[key] = v
 
     # ---- expressions ------------------------------------------------------------------------
 

@@ -248,9 +248,17 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
 
 
 def read_source(path) -> str:
-    """Read a ``.kern`` file as UTF-8; ``OSError`` if unreadable, ``CompileError`` if not UTF-8."""
-    with open(path, "rb") as f:
-        data = f.read()
+    """Read a ``.kern`` file as UTF-8; ``OSError`` if unreadable or not a file, a pipe or a
+    terminal (a device such as ``/dev/zero`` would never end: :mod:`kernc.input_files`),
+    ``CompileError`` if not UTF-8."""
+    from kernc.input_files import read_stream_or_file
+
+    try:
+        data = read_stream_or_file(path)
+    except OSError as err:
+        if err.errno is None:  # refused by kernc: name the file
+            raise OSError(f"cannot read '{os.fspath(path)}': {err}") from None
+        raise
     return decode_source(data, str(path))
 
 

@@ -15,6 +15,7 @@ import tempfile
 import time
 import traceback
 
+from kernc.exact_numbers import ascii_int_option
 from kernc.passes.targets import arch_option
 
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_ICE = 0, 1, 2, 3
@@ -262,9 +263,10 @@ def _read_source(path: str) -> str:
             from kernc.api import decode_source
 
             return decode_source(data, "-")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
+    from kernc.input_files import read_stream_or_file
+
+    try:  # a regular file, a FIFO/pipe or a terminal; not /dev/zero (it would never end)
+        data = read_stream_or_file(path)
     except OSError as err:
         raise OSError(f"cannot read '{path}': {err.strerror or err}") from None
     # The common case (a UTF-8 file) without importing kernc.api, which loads MLIR: a `kernc compile`
@@ -454,17 +456,65 @@ def _os_error_text(err: OSError) -> str:
 
 
 def _parse_scalar(text: str):
+    """The value of ``--input NAME=TEXT`` for a scalar: ``true``/``false``, an int, the exact
+    :class:`~fractions.Fraction` of a decimal, or ``inf``/``-inf``/``nan`` spelled so
+    (:func:`kernc.exact_numbers.parse_number`: ASCII digits only). The launcher rounds it to the
+    parameter's type by the API's own rule (``backend/binding.py``): a decimal once, exactly, and
+    one that overflows the type (``1e999``, ``1e39`` for f32) is an error, as ``1e39`` is from
+    Python."""
+    from kernc.exact_numbers import parse_number
+
     low = text.strip().lower()
     if low in ("true", "false"):
         return low == "true"
     try:
-        return int(text, 0)
+        return parse_number(text)
     except ValueError:
-        pass
+        why = "" if text.isascii() else "digits are ASCII 0-9; "
+        raise ValueError(f"'{text}' is neither a number nor true/false ({why}use NAME=@file.npy "
+                         f"for arrays)") from None
+
+
+def _load_npy(name: str, path: str):
+    """The array of ``--input NAME=@PATH``: a regular ``.npy`` file (a FIFO blocked the run
+    forever, and a device would never end: :mod:`kernc.input_files`), read once, without pickles.
+    ``KerncLaunchError`` naming the option and the file for every way it can be wrong."""
+    import numpy as np
+
+    from kernc.errors import KerncLaunchError
+    from kernc.input_files import open_for_reading
+
     try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"'{text}' is neither a number nor true/false (use NAME=@file.npy for arrays)")
+        f = open_for_reading(path)
+    except OSError as err:
+        raise KerncLaunchError(f"--input {name}: cannot read '{path}': {err.strerror or err}") from None
+    with f:
+        try:
+            loaded = np.load(f, allow_pickle=False)
+        except OSError as err:
+            raise KerncLaunchError(f"--input {name}: cannot read '{path}': {err.strerror or err}") from None
+        except MemoryError:
+            raise KerncLaunchError(f"--input {name}: cannot read '{path}': its header declares an "
+                                   "array too large for this machine's memory") from None
+        except Exception as err:  # noqa: BLE001 - numpy's many ways to reject a file
+            f.seek(0)
+            magic = f.read(6)
+            if not magic:
+                reason = "the file is empty"
+            elif magic != b"\x93NUMPY":  # the .npy format's magic string
+                reason = "not a .npy file"
+            elif "allow_pickle" in str(err):
+                reason = "an array of Python objects (only numeric arrays can be passed)"
+            else:  # a bad header or a short body (numpy's own wording names Python internals)
+                reason = "a damaged .npy file (its header or its length is wrong)"
+            raise KerncLaunchError(f"--input {name}: cannot read '{path}': {reason}; "
+                                   "save one array with np.save") from None
+        if not isinstance(loaded, np.ndarray):
+            if hasattr(loaded, "close"):
+                loaded.close()
+            raise KerncLaunchError(
+                f"--input {name}: '{path}' is not a .npy array (an .npz archive?); save one array with np.save")
+    return loaded
 
 
 def _check_run_outputs(ns) -> None:
@@ -558,31 +608,7 @@ def cmd_run(ns) -> int:
         if name in values:
             raise KerncLaunchError(f"--input {name} is given twice")
         if val.startswith("@"):
-            try:
-                loaded = np.load(val[1:], allow_pickle=False)
-            except OSError as err:
-                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {err.strerror or err}") from None
-            except MemoryError:
-                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': its header declares an "
-                                       "array too large for this machine's memory") from None
-            except Exception as err:  # noqa: BLE001 - numpy's many ways to reject a file
-                with open(val[1:], "rb") as f:
-                    magic = f.read(6)
-                if not magic:
-                    reason = "the file is empty"
-                elif magic != b"\x93NUMPY":  # the .npy format's magic string
-                    reason = "not a .npy file"
-                elif "allow_pickle" in str(err):
-                    reason = "an array of Python objects (only numeric arrays can be passed)"
-                else:  # a bad header or a short body (numpy's own wording names Python internals)
-                    reason = "a damaged .npy file (its header or its length is wrong)"
-                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {reason}; "
-                                       "save one array with np.save") from None
-            if not isinstance(loaded, np.ndarray):
-                if hasattr(loaded, "close"):
-                    loaded.close()
-                raise KerncLaunchError(
-                    f"--input {name}: '{val[1:]}' is not a .npy array (an .npz archive?); save one array with np.save")
+            loaded = _load_npy(name, val[1:])
             if p.kind == "buffer" and p.dtype == "bf16" and loaded.dtype.kind == "V" and loaded.dtype.itemsize == 2:
                 loaded = loaded.view(numpy_dtype("bf16"))  # np.save writes bfloat16 as raw 2-byte records
             values[name] = loaded
@@ -593,7 +619,11 @@ def cmd_run(ns) -> int:
                 raise KerncLaunchError(f"--input {name}: {err}") from err
         if p.kind == "buffer" and not isinstance(values[name], np.ndarray):
             raise KerncLaunchError(f"--input {name}: '{name}' is a buffer; pass it as {name}=@file.npy")
-    sizes: dict = dict(ns.size)  # [(SYM, INT)], checked while parsing the options
+    sizes: dict = {}
+    for sym, n in ns.size:  # [(SYM, INT)], checked while parsing the options
+        if sym in sizes:  # the second silently won, where a repeated --input is an error
+            raise KerncLaunchError(f"--size {sym} is given twice")
+        sizes[sym] = n
     for p in sig.params:
         a = values.get(p.name)
         if p.kind == "buffer" and isinstance(a, np.ndarray) and a.ndim != len(p.storage_shape):
@@ -770,8 +800,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--time-passes", action="store_true",
                    help="print the wall time of the frontend steps and of every pass, grouped by stage, to "
                         "stderr (bypasses the compile cache)")
-    c.add_argument("--O", type=int, choices=[0, 1, 2, 3], default=3, help="LLVM optimisation level")
-    c.add_argument("--index-bits", type=int, choices=[32, 64], default=32,
+    c.add_argument("--O", type=ascii_int_option, choices=[0, 1, 2, 3], default=3, help="LLVM optimisation level")
+    c.add_argument("--index-bits", type=ascii_int_option, choices=[32, 64], default=32,
                    help="width of index arithmetic in the generated code (32 needs all sizes < 2^31)")
     # kern-coalesce-views
     c.add_argument("--no-coalesce", action="store_true",
@@ -816,7 +846,7 @@ def build_parser() -> argparse.ArgumentParser:
     form.add_argument("--text", action="store_true", help="print a text grid (the default)")
     form.add_argument("--svg", metavar="FILE", default=None, help="write an SVG grid to FILE (- for standard output)")
     lay.add_argument("--banks", action="store_true", help="also show shared-memory banks (32 x 4 bytes)")
-    lay.add_argument("--elem-bytes", type=int, choices=(1, 2, 4, 8, 16), default=4, metavar="N",
+    lay.add_argument("--elem-bytes", type=ascii_int_option, choices=(1, 2, 4, 8, 16), default=4, metavar="N",
                      help="element size in bytes for --banks: 1, 2, 4, 8 or 16 (default 4)")
     lay.set_defaults(fn=cmd_layout)
 

@@ -8,6 +8,9 @@ pass, built with its ``{key=value}`` options; anything else (``canonicalize``, `
 
 from __future__ import annotations
 
+from kernc.exact_numbers import parse_int
+
+
 from .bare_ptr_abi import BarePointerABI
 from .coalesce_views import CoalesceViews  # kern-coalesce-views
 from .base import Pass, UpstreamPass
@@ -51,7 +54,7 @@ KERN_PASSES = {
     DedupAttributes.name: lambda: DedupAttributes(),
     LowerFMA.name: lambda: LowerFMA(),
     SelectToBranch.name: lambda: SelectToBranch(),
-    BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
+    BarePointerABI.name: lambda **o: BarePointerABI(parse_int(o.get("index-bits", "64"))),  # ASCII digits
 }
 
 
