@@ -380,11 +380,12 @@ class LayoutMixin:
             except KL.LayoutError as err:
                 self._layout_error(err, e.loc, lenient)
         if isinstance(e, A.LayoutSwizzle):
-            if e.bits + e.base + abs(e.shift) > 63:
-                # its bit masks ((1 << B) - 1) << (M + |S|) would not fit an index (int64)
+            if e.bits + e.base + abs(e.shift) > KL.MAX_SWIZZLE_BITS:
+                # its bit masks ((1 << B) - 1) << (M + |S|) lie past the largest layout (the
+                # algebra's one limit, which also keeps them inside an index)
                 self.error(f"swizzle<{e.bits}, {e.base}, {e.shift}> reaches bit "
-                           f"{e.bits + e.base + abs(e.shift) - 1}; an index offset has 63 "
-                           f"(B + M + |S| must be at most 63)", e.loc)
+                           f"{e.bits + e.base + abs(e.shift) - 1} (B + M + |S| must be at most "
+                           f"{KL.MAX_SWIZZLE_BITS}, MAX_SWIZZLE_BITS)", e.loc)
                 raise _Deferred()
             try:
                 return KL.Swizzle(e.bits, e.base, e.shift)
