@@ -36,8 +36,8 @@ def lower(kc, acc, vals, t, tid, blk, p):
     valid = b.cmp("ult", tid, nvalid)
     lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
     warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
-    # 1. permute values into sorted order: sorted position j = tid takes the value of thread
-    # perm[j] & shared_table.LOW_MASK (its run key is perm[j] >> 16). perm is loaded before the exchange's
+    # 1. permute values into sorted order: sorted position j = tid takes the value of the thread
+    # in the low half of perm[j] (its run key is the high half). perm is loaded before the exchange's
     # barrier and the run's element, unique[block*B + key], right after it (every position loads
     # it, unconditionally: LLVM would sink a load used only by the run ends into their branch), so
     # neither load waits behind the barrier or the scan: on an H200 a 2^24-element scatter-add
