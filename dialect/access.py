@@ -2,10 +2,10 @@
 
 A pass holds an ``ir.Operation`` from a walk; ``Access.from_op(op)`` (``kern.read``/``write``/
 ``add``), ``ViewAccess.from_op(op)`` (``kern.view_load``/``view_store``) and ``Coordinates.from_op``
-(``kern.in_bounds``/``layout_apply``) read its operand groups through the op classes of
-``dialect/kern.py`` (their declared ``buffer``/``args``/``sizes``/... operands) and its attributes,
-so that no pass slices ``operandSegmentSizes`` or looks attributes up by name. The op must have
-verified (the passes run on verified modules); decoding an unverified op may raise.
+(``kern.in_bounds``/``layout_apply``) read its operand groups (those the op classes of
+``dialect/kern.py`` declare: ``buffer``, ``args``, ``sizes``, ...) and its attributes, so that no
+pass slices ``operandSegmentSizes`` or looks attributes up by name. The op must have verified (the
+passes run on verified modules); decoding an unverified op may raise.
 """
 
 from __future__ import annotations
@@ -26,8 +26,18 @@ ACCESSOR_OPS = {"kern.read": accessors.READ, "kern.write": accessors.WRITE, "ker
 VIEW_ACCESS_OPS = ("kern.view_load", "kern.view_store")
 
 
-def _syms(view) -> list[str]:
-    return [ir.StringAttr(a).value for a in view.syms]
+def _syms(attrs) -> list[str]:
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(attrs["syms"])]
+
+
+def _groups(op) -> list[list]:
+    """The op's operands split into the groups its class declares (``operandSegmentSizes``)."""
+    operands = list(op.operands)
+    groups, at = [], 0
+    for n in ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]):
+        groups.append(operands[at:at + n])
+        at += n
+    return groups
 
 
 @dataclass
@@ -71,18 +81,22 @@ class Access:
         accessor kind."""
         op = op.operation if hasattr(op, "operation") else op
         mode = ACCESSOR_OPS[op.name]
-        view = op.opview
-        kind = accessors.kind(view.accessor.value)
-        # (a read's one result group: its results; hand-written IR may omit resultSegmentSizes)
-        values = list(op.results) if mode == accessors.READ else list(view.values)
-        layout_text = view.layout.value
         attrs = op.attributes
+        kind = accessors.kind(ir.StringAttr(attrs["accessor"]).value)
+        # the operand groups of ReadOp/WriteOp/AddOp (buffer, args, sizes[, values]), read from
+        # operandSegmentSizes at once (the op classes' accessors cost twice as much per group)
+        _, n_args, n_sizes, *_ = ir.DenseI32ArrayAttr(attrs["operandSegmentSizes"])
+        operands = list(op.operands)
+        buffer = operands[0]
+        values = list(op.results) if mode == accessors.READ else operands[1 + n_args + n_sizes:]
+        layout_text = ir.StringAttr(attrs["layout"]).value
         return cls(
-            op=op, kind=kind, mode=mode, buffer=view.buffer, args=list(view.args),
-            sizes=list(view.sizes), values=values,
+            op=op, kind=kind, mode=mode, buffer=buffer, args=operands[1:1 + n_args],
+            sizes=operands[1 + n_args:1 + n_args + n_sizes], values=values,
             components=len(values) // 2 if kind.pair else len(values),
-            layout=StridedLayout.parse(layout_text), layout_text=layout_text, syms=_syms(view),
-            compute=values[0].type, storage=ir.MemRefType(view.buffer.type).element_type,
+            layout=StridedLayout.parse(layout_text), layout_text=layout_text,
+            syms=_syms(attrs),
+            compute=values[0].type, storage=ir.MemRefType(buffer.type).element_type,
             default=attrs[DEFAULT_ATTR] if DEFAULT_ATTR in attrs else None,
         )
 
@@ -154,19 +168,23 @@ class ViewAccess:
         op = op.operation if hasattr(op, "operation") else op
         if op.name not in VIEW_ACCESS_OPS:
             raise KeyError(op.name)
-        view = op.opview
-        layout_text = view.layout.value
-        layout, swizzle = parse_view_layout(layout_text)
-        mask = list(view.mask)
         is_store = op.name == "kern.view_store"
+        # ViewLoadOp/ViewStoreOp: buffer, coords, sizes, mask (0 or 1)[, value]
+        (buffer,), coords, sizes, mask, *value = _groups(op)
         attrs = op.attributes
+        layout_text = ir.StringAttr(attrs["layout"]).value
+        layout, swizzle = parse_view_layout(layout_text)
         return cls(
-            op=op, is_store=is_store, buffer=view.buffer, coords=list(view.coords),
-            sizes=list(view.sizes), mask=mask[0] if mask else None,
-            value=view.value if is_store else op.results[0], layout=layout, swizzle=swizzle,
-            layout_text=layout_text, syms=_syms(view), checked=CHECKED_ATTR in attrs,
-            default=attrs[DEFAULT_ATTR] if DEFAULT_ATTR in attrs else None,
+            op=op, is_store=is_store, buffer=buffer, coords=coords, sizes=sizes,
+            mask=mask[0] if mask else None, value=value[0][0] if is_store else op.results[0],
+            layout=layout, swizzle=swizzle, layout_text=layout_text, syms=_syms(attrs),
+            checked=CHECKED_ATTR in attrs, default=attrs[DEFAULT_ATTR] if DEFAULT_ATTR in attrs else None,
         )
+
+    @staticmethod
+    def buffer_of(op) -> ir.Value:
+        """The buffer of a view access op (without decoding the rest)."""
+        return op.operands[0]
 
     @property
     def compute(self) -> ir.Type:
@@ -207,16 +225,17 @@ class Coordinates:
     @classmethod
     def from_op(cls, op) -> "Coordinates":
         op = op.operation if hasattr(op, "operation") else op
-        view = op.opview
-        text = view.layout.value
+        coords, sizes = _groups(op)  # InBoundsOp/LayoutApplyOp: coords, sizes
+        attrs = op.attributes
+        text = ir.StringAttr(attrs["layout"]).value
         if op.name == "kern.layout_apply":
             layout, swizzle = StridedLayout.parse(text), None
         elif op.name == "kern.in_bounds":
             layout, swizzle = parse_view_layout(text)
         else:
             raise KeyError(op.name)
-        return cls(op=op, coords=list(view.coords), sizes=list(view.sizes), layout=layout,
-                   swizzle=swizzle, syms=_syms(view))
+        return cls(op=op, coords=coords, sizes=sizes, layout=layout, swizzle=swizzle,
+                   syms=_syms(attrs))
 
 
 @dataclass
@@ -236,9 +255,9 @@ class Delinearize:
         op = op.operation if hasattr(op, "operation") else op
         if op.name != "kern.delinearize":
             raise KeyError(op.name)
-        view = op.opview
+        (linear,), extents = _groups(op)  # DelinearizeOp: linear, extents
         coords = list(op.results)
         attrs = op.attributes
         names = ([ir.StringAttr(a).value for a in ir.ArrayAttr(attrs[COORD_NAMES_ATTR])]
                  if COORD_NAMES_ATTR in attrs else [f"x{n}" for n in range(len(coords))])
-        return cls(op=op, linear=view.linear, extents=list(view.extents), coords=coords, coord_names=names)
+        return cls(op=op, linear=linear, extents=extents, coords=coords, coord_names=names)

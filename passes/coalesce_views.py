@@ -162,7 +162,7 @@ class CoalesceViews(Pass):
 
         def decline_all(why: str) -> None:
             for op in accesses:
-                self._remark(op, f"not staging '{pname(ViewAccess.from_op(op).buffer)}': {why}")
+                self._remark(op, f"not staging '{pname(ViewAccess.buffer_of(op))}': {why}")
 
         try:
             mapping = of_function(fn) or item_mapping(fn, sig)

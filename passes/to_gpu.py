@@ -100,13 +100,17 @@ def deterministic_extras(fn, sig: KernelSignature) -> list:
     return extras
 
 
-def item_mapping(fn, sig: KernelSignature) -> ItemMapping:
+def item_mapping(fn, sig: KernelSignature, delinearizations: list | None = None) -> ItemMapping:
     """The linear :class:`~kernc.dialect.mapping.ItemMapping` of kernel ``fn``: over the extents
     of the one ``kern.delinearize`` of ``kern.thread_id`` in its body when they are all size
-    symbols or constants (the problem's coordinates), else over ``[problem_size]``."""
+    symbols or constants (the problem's coordinates), else over ``[problem_size]``.
+    ``delinearizations``: the body's ``kern.delinearize`` ops when the caller has them (else
+    ``fn`` is walked)."""
     names = sig.arg_names
     args = list(fn.regions[0].blocks[0].arguments)
-    delins = [Delinearize.from_op(op) for op in walk_ops(fn, {"kern.delinearize"})]
+    if delinearizations is None:
+        delinearizations = walk_ops(fn, {"kern.delinearize"})
+    delins = [Delinearize.from_op(op) for op in delinearizations]
     extents = None
     if len(delins) == 1 and len(delins[0].extents) >= 2:
         linear = delins[0].linear.owner
@@ -178,8 +182,12 @@ class OutlineToGpu(Pass):
         old_entry = fn.regions[0].blocks[0]
         for old, new in zip(old_entry.arguments, entry.arguments):
             old.replace_all_uses_with(new)
+        delinearizations = []  # (the frontend delinearizes t at the top of the body: no walk)
         for op in list(old_entry.operations):
-            if op.operation.name == "func.return":
+            op = op.operation
+            if op.name == "func.return":
                 continue
-            op.operation.move_before(yield_op)
-        gfn.attributes[MAPPING_ATTR] = ir.StringAttr.get(item_mapping(gfn, sig).to_json())
+            if op.name == "kern.delinearize":
+                delinearizations.append(op)
+            op.move_before(yield_op)
+        gfn.attributes[MAPPING_ATTR] = ir.StringAttr.get(item_mapping(gfn, sig, delinearizations).to_json())
