@@ -25,6 +25,8 @@ On the GPU path ``math.fma`` becomes ``llvm.intr.fma`` without libdevice (``kern
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kernc.mlir import dialect, ir
 
 from . import ir_builder as b
@@ -94,6 +96,7 @@ def _contract(op) -> bool:
     return True
 
 
+@dataclass
 class ContractFMA(Pass):
     """Contract single-use ``mulf`` + ``addf``/``subf`` pairs into ``math.fma`` (``--fmad``)."""
 

@@ -20,6 +20,8 @@ op is already rejected when the IR is parsed).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import re
 
 from kernc.dialect import kern
@@ -46,6 +48,7 @@ def _source_location(loc) -> SourceLocation | None:
     return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
 
 
+@dataclass
 class FoldLayouts(Pass):
     """Fold the static layout algebra of view ops' ``layout`` attributes."""
 

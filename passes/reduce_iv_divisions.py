@@ -28,6 +28,8 @@ and before ``kern-lower-divisions``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kernc.mlir import dialect, ir
 
 from . import ir_builder as b
@@ -141,6 +143,7 @@ def _walk(nodes):
         yield from _walk(node.children)
 
 
+@dataclass
 class ReduceIVDivisions(Pass):
     """Division and remainder of an ``scf.for`` induction variable (and of those quotients) by
     loop-invariant values become loop-carried counters (see the module docstring)."""
