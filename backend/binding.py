@@ -20,8 +20,8 @@ import numpy as np
 
 from kernc.dialect.signature import NUMPY_DTYPES, KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
-from kernc.errors import KerncLaunchError
-from kernc.exact_numbers import round_to_float
+from kernc.support.errors import KerncLaunchError
+from kernc.support.exact_numbers import round_to_float
 
 from . import exact_fma
 from .shared_indices import SharedIndices, shared_indices

@@ -46,7 +46,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from kernc import private_dirs
+from kernc.support import private_dirs
 
 #: Bump when the entry layout or the payload schema changes (it is part of every key and header).
 FORMAT_VERSION = 1
@@ -206,7 +206,7 @@ def source_fingerprint() -> str:
         import importlib.util
 
         stamps = []
-        for name in ("kernc", "kernc.frontend", "kernc.dialect", "kernc.passes", "kernc.backend"):
+        for name in ("kernc", "kernc.support", "kernc.frontend", "kernc.dialect", "kernc.passes", "kernc.backend"):
             try:
                 spec = importlib.util.find_spec(name)
             except (ImportError, ValueError):

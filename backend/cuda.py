@@ -20,7 +20,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 from .binding import BoundLaunch, _index_input, _scalar, alias_plan, numpy_dtype
 

@@ -149,7 +149,7 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
 
 #: kernc's subpackages that an editable install maps from folders outside ``kernc/`` (pyproject's
 #: ``package-dir``); :func:`first_run_tree` copies each into its place under ``kernc/``.
-KERNC_SUBPACKAGES = ("frontend", "dialect", "passes", "backend", "bench")
+KERNC_SUBPACKAGES = ("support", "frontend", "dialect", "passes", "backend", "bench")
 
 
 def first_run_tree(dest: str) -> str:

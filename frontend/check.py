@@ -41,8 +41,8 @@ from typing import Optional
 
 from kernc.dialect.signature import KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
-from kernc.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
-from kernc.exact_numbers import decimal_fraction
+from kernc.support.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
+from kernc.support.exact_numbers import decimal_fraction
 
 from . import ast as A
 from . import types as T

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from kernc.backend import binding, cpu, cuda
 from kernc.compiler import Compilation, CompileOptions
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 
 @dataclass
@@ -251,7 +251,7 @@ def read_source(path) -> str:
     """Read a ``.kern`` file as UTF-8; ``OSError`` if unreadable or not a file, a pipe or a
     terminal (a device such as ``/dev/zero`` would never end: :mod:`kernc.input_files`),
     ``CompileError`` if not UTF-8."""
-    from kernc.input_files import read_stream_or_file
+    from kernc.support.input_files import read_stream_or_file
 
     try:
         data = read_stream_or_file(path)
@@ -268,7 +268,7 @@ def decode_source(data: bytes, path: str) -> str:
     like every other diagnostic: its line (each bad sequence as U+FFFD) and a caret under it."""
     import codecs
 
-    from kernc.errors import CompileError, Diagnostic, SourceLocation
+    from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 
     # The byte order mark is dropped here rather than by the "utf-8-sig" codec (same text), whose
     # error positions count from after the mark: the message named the wrong byte.

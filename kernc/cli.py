@@ -15,7 +15,7 @@ import tempfile
 import time
 import traceback
 
-from kernc.exact_numbers import ascii_int_option
+from kernc.support.exact_numbers import ascii_int_option
 from kernc.passes.targets import arch_option
 
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_ICE = 0, 1, 2, 3
@@ -263,7 +263,7 @@ def _read_source(path: str) -> str:
             from kernc.api import decode_source
 
             return decode_source(data, "-")
-    from kernc.input_files import read_stream_or_file
+    from kernc.support.input_files import read_stream_or_file
 
     try:  # a regular file, a FIFO/pipe or a terminal; not /dev/zero (it would never end)
         data = read_stream_or_file(path)
@@ -347,7 +347,7 @@ def cmd_check(ns) -> int:
     """``kernc check``: parse and check only (exit 1 with diagnostics on errors)."""
     from kernc import frontend
 
-    from kernc.errors import CompileError, Diagnostic, SourceLocation
+    from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 
     text = _read_source(ns.file)
     try:
@@ -364,9 +364,9 @@ def cmd_check(ns) -> int:
 def cmd_opt(ns) -> int:
     """``kernc opt``: parse MLIR text, run the named kernc/upstream passes, print the result."""
     from kernc.compiler import context, mlir_error_text, run_passes
-    from kernc.errors import CompileError, Diagnostic
-    from kernc.mlir import ir
-    from kernc.errors import InternalCompilerError
+    from kernc.support.errors import CompileError, Diagnostic
+    from kernc.support.mlir import ir
+    from kernc.support.errors import InternalCompilerError
     from kernc.frontend.lower import mlir_filename
     from kernc.passes.base import UpstreamPass
     from kernc.passes.registry import parse_pipeline
@@ -423,8 +423,8 @@ def _check_signatures(module, filename: str) -> None:
     """``CompileError`` if a function's ``kern.signature`` attribute (the launch contract the passes
     read) is not a valid signature: IR given to ``kernc opt`` may be hand-edited."""
     from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-    from kernc.errors import CompileError, Diagnostic
-    from kernc.mlir import ir
+    from kernc.support.errors import CompileError, Diagnostic
+    from kernc.support.mlir import ir
     from kernc.passes.base import walk_ops
 
     for fn in walk_ops(module, {"func.func", "gpu.func"}):
@@ -462,7 +462,7 @@ def _parse_scalar(text: str):
     parameter's type by the API's own rule (``backend/binding.py``): a decimal once, exactly, and
     one that overflows the type (``1e999``, ``1e39`` for f32) is an error, as ``1e39`` is from
     Python."""
-    from kernc.exact_numbers import parse_number
+    from kernc.support.exact_numbers import parse_number
 
     low = text.strip().lower()
     if low in ("true", "false"):
@@ -481,8 +481,8 @@ def _load_npy(name: str, path: str):
     ``KerncLaunchError`` naming the option and the file for every way it can be wrong."""
     import numpy as np
 
-    from kernc.errors import KerncLaunchError
-    from kernc.input_files import open_for_reading
+    from kernc.support.errors import KerncLaunchError
+    from kernc.support.input_files import open_for_reading
 
     try:
         f = open_for_reading(path)
@@ -563,7 +563,7 @@ def _allocate_output(name: str, shape: tuple, dtype) -> "np.ndarray":  # noqa: F
     ``MemoryError``, or its ``ValueError`` for a size beyond its own limits)."""
     import numpy as np
 
-    from kernc.errors import KerncLaunchError
+    from kernc.support.errors import KerncLaunchError
 
     try:
         return np.zeros(shape, dtype=dtype)
@@ -584,7 +584,7 @@ def cmd_run(ns) -> int:
     import kernc
     from kernc.backend.binding import numpy_dtype
     from kernc.dialect.strided import Poly
-    from kernc.errors import KerncLaunchError
+    from kernc.support.errors import KerncLaunchError
 
     _check_run_outputs(ns)
     mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad,
@@ -717,7 +717,7 @@ def cmd_layout(ns) -> int:
     """``kernc layout EXPR``: print a layout as a grid of offsets (or write an SVG picture)."""
     from kernc.dialect.layout_algebra import LayoutError, parse_layout
     from kernc.dialect.layout_print import layout_to_svg, layout_to_text
-    from kernc.errors import CompileError, Diagnostic
+    from kernc.support.errors import CompileError, Diagnostic
 
     try:
         # the language's algebra first (a tuple right of `o` is a tiler there, as in CuTe), then
@@ -753,7 +753,7 @@ def _algebra_layout(expr: str):
     import re
 
     from kernc.dialect.layout_algebra import LayoutError
-    from kernc.errors import CompileError
+    from kernc.support.errors import CompileError
 
     if "Sw<" in expr or (not re.search(r"[A-Za-z_]\w*\s*\(", expr) and " o " not in expr):
         return None  # the literal notation (Sw<B,M,S> is not the language's): its error stands
@@ -899,7 +899,7 @@ def main(argv: list[str] | None = None) -> int:
     except (AttributeError, ValueError, OSError):  # not a TextIOWrapper, or closed
         pass
     ns = build_parser().parse_args(argv)
-    from kernc.errors import CompileError, InternalCompilerError, KerncError
+    from kernc.support.errors import CompileError, InternalCompilerError, KerncError
 
     try:
         return ns.fn(ns)

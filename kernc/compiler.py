@@ -26,10 +26,10 @@ from kernc import frontend
 from kernc.backend import cache, toolkit
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.errors import CompileError, Diagnostic, InternalCompilerError, KerncError, SourceLocation
-from kernc.mlir import ir
 from kernc.passes import pipeline, targets
 from kernc.passes.base import Pass, functions, walk_ops
+from kernc.support.errors import CompileError, Diagnostic, InternalCompilerError, KerncError, SourceLocation
+from kernc.support.mlir import ir
 
 STAGES = ("ast", "kern", "gpu", "llvm", "ptx")
 #: Buffer alignment (bytes) the default PTX assumes; see ``Compilation.ptx(aligned=...)``.
@@ -550,7 +550,7 @@ def format_timings(timings: list[StageTiming], wall: float | None = None) -> str
 
 def extract_ptx(module: ir.Module) -> str:
     """The PTX text of the first ``#gpu.object`` of the module's ``gpu.binary``."""
-    from kernc.mlir import dialect
+    from kernc.support.mlir import dialect
 
     gpu = dialect("gpu")
     for op in walk_ops(module, {"gpu.binary"}):

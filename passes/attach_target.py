@@ -9,8 +9,8 @@ at the calls first and hands upstream ``nvvm-attach-target`` the ``l=`` option o
 
 from __future__ import annotations
 
-from kernc.errors import InternalCompilerError
-from kernc.mlir import ir
+from kernc.support.errors import InternalCompilerError
+from kernc.support.mlir import ir
 
 from .base import Pass, UpstreamPass, functions
 

@@ -17,7 +17,7 @@ Runs after the gpu IR stage (the interpreter never sees it).
 
 from __future__ import annotations
 
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import llvm_ops as llvm
 from .base import Pass, functions

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir, passmanager
+from kernc.support.mlir import ir, passmanager
 
 
 class Pass:

@@ -25,7 +25,7 @@ On the GPU path ``math.fma`` becomes ``llvm.intr.fma`` without libdevice (``kern
 
 from __future__ import annotations
 
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops

@@ -10,7 +10,7 @@ attributes, so all values are equal).
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import Pass, functions
 

@@ -23,7 +23,7 @@ and before ``kern-lower-divisions``, which then sees only the divisions that are
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import Pass, defined_functions, walk_ops
 from .index_facts import DIV, REM, IndexFacts, defining_op, erase_dead

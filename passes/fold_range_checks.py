@@ -17,7 +17,7 @@ drops the ``and true``.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, defined_functions, walk_ops

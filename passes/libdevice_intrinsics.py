@@ -20,7 +20,7 @@ intrinsics back into calls.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import llvm_ops
 from .base import Pass, functions, walk_ops

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import StridedLayout
-from kernc.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
-from kernc.mlir import ir
+from kernc.support.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from . import llvm_ops
@@ -306,7 +306,7 @@ def _ops_before(op) -> list:
 
 
 def _tid_values():
-    from kernc.mlir import dialect
+    from kernc.support.mlir import dialect
 
     gpu = dialect("gpu")
     t = kern.builtin("thread_id")
@@ -413,7 +413,7 @@ def _vectorised(acc: Access, e: ir.Value, plan: tuple[int, int], scalar) -> list
     """The access as ``plan = (w, n)``: ``n`` ``vector<w x T>`` loads/stores, when the buffer's base
     address is aligned to the vector size (tested at run time: uniform across the launch), else
     ``scalar()`` -- never a misaligned vector access."""
-    from kernc.mlir import dialect
+    from kernc.support.mlir import dialect
 
     vector = dialect("vector")
     w, n = plan
@@ -753,7 +753,7 @@ def _last_block(kc, name: str, tid, blk) -> ir.Value:
     """After each block stored its partials: thread 0 fences (device scope), counts the block in
     ``NAME.counter`` and tells its block whether it was the last one to finish (the CUDA
     "threadFenceReduction" pattern). Every thread must call it; returns a block-uniform i1."""
-    from kernc.mlir import dialect
+    from kernc.support.mlir import dialect
 
     gpu = dialect("gpu")
     i32 = ir.IntegerType.get_signless(32)
@@ -775,7 +775,7 @@ def _deterministic_sum(kc, acc, vals, tid, blk):
     ``O.partials[block]``; the last block to finish sums the partials in a fixed order (thread i
     takes blocks i, i+B, ..., then the fixed block reduction) and adds the result to ``O`` -- bitwise
     reproducible from run to run."""
-    from kernc.mlir import dialect
+    from kernc.support.mlir import dialect
 
     gpu = dialect("gpu")
     name = kc.param_of(acc.buffer)

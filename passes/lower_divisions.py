@@ -38,7 +38,7 @@ Runs after ``kern-lower-views``/``kern-lower-layouts`` and before ``kern-lower-b
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, defined_functions, walk_ops

@@ -13,7 +13,7 @@ LLVM-dialect ops are legal in ``convert-gpu-to-nvvm``, so the intrinsic passes t
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import llvm_ops
 from .base import Pass, walk_ops

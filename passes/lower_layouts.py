@@ -13,7 +13,7 @@ too: two's complement), others a multiplication.
 from __future__ import annotations
 
 from kernc.dialect.strided import Poly, StridedLayout
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from .base import Pass, walk_ops
 from .ir_builder import idx as index_const

@@ -22,7 +22,7 @@ Semantics: ``dialect/kern.py`` and ``docs/design/layouts.md``.
 from __future__ import annotations
 
 from kernc.dialect import kern
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops

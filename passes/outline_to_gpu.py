@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from .base import Pass, functions, walk_ops
 

@@ -28,7 +28,7 @@ and before ``kern-lower-divisions``.
 
 from __future__ import annotations
 
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from .base import Pass, defined_functions, walk_ops

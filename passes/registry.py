@@ -8,7 +8,7 @@ pass, built with its ``{key=value}`` options; anything else (``canonicalize``, `
 
 from __future__ import annotations
 
-from kernc.exact_numbers import parse_int
+from kernc.support.exact_numbers import parse_int
 
 
 from .bare_ptr_abi import BarePointerABI
@@ -109,7 +109,7 @@ def parse_pipeline(text: str) -> list[Pass]:
 
 def _check_upstream(item: str) -> None:
     """``ValueError`` unless upstream MLIR knows the pass (pipeline) ``item``."""
-    from kernc.mlir import ir, passmanager
+    from kernc.support.mlir import ir, passmanager
 
     ctx = ir.Context()
     try:

@@ -9,7 +9,7 @@ with ``syncscope("device")``, which the NVPTX backend emits as ``atom.relaxed.gp
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import Pass, functions, walk_ops
 

@@ -28,7 +28,7 @@ interpreter executes selects and branches alike, and its results cannot differ.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops

@@ -20,7 +20,7 @@ more SASS instructions of 812).
 
 from __future__ import annotations
 
-from kernc.mlir import ir, set_llvm_options
+from kernc.support.mlir import ir, set_llvm_options
 
 from .base import UpstreamPass
 

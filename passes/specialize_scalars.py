@@ -15,7 +15,7 @@ interpreter runs) stays valid for every argument.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import Pass, defined_functions, walk_ops
 from .fold_range_checks import FoldRangeChecks

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kernc.errors import InternalCompilerError
-from kernc.mlir import ir
+from kernc.support.errors import InternalCompilerError
+from kernc.support.mlir import ir
 
 from .base import Pass
 

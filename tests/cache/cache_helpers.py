@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from kernc import private_dirs
+from kernc.support import private_dirs
 
 #: The uid that plays the other user: ``nobody`` on Linux.
 OTHER_UID = 65534

@@ -24,7 +24,7 @@ import pytest
 import kernc
 from conftest import EXAMPLES
 from kernc.cli import main
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 SAXPY = os.path.join(EXAMPLES, "saxpy.kern")  # y += a * x, a: f32
 with open(SAXPY) as _f:
@@ -197,7 +197,7 @@ def test_a_layout_with_digits_of_another_script_is_refused(capsys, expr):
 
 def test_text_number_parsers_take_ascii_digits_only():
     from kernc.dialect.strided import Poly
-    from kernc.exact_numbers import parse_int, parse_number
+    from kernc.support.exact_numbers import parse_int, parse_number
     from kernc.passes.registry import parse_pipeline
 
     for bad in (ARABIC_12, "\u00b2", "1" + DEVANAGARI_4):
