@@ -672,7 +672,7 @@ def run(ns) -> int:
         sys.stderr.write(render(results))
         sys.stdout.write(text)
     else:
-        from kernc.cli import write_atomically
+        from kernc.support.output_files import write_atomically
 
         write_atomically(ns.json, text)
         sys.stdout.write(render(results))
@@ -691,7 +691,7 @@ def main(argv=None) -> int:
     try:
         return run(ns)
     except BrokenPipeError:
-        from kernc.cli import quiet_stdout
+        from kernc.support.output_files import quiet_stdout
 
         quiet_stdout()
         return 1
