@@ -288,10 +288,10 @@ def _reference_module(cp, cu_path: str, nvcc_ptx_path: str | None = None, arch: 
     driver). ``OSError`` if ``cu_path`` cannot be read; CuPy's compile error if NVRTC fails too."""
     if not nvcc_ptx_path and arch and workdir:
         try:
-            from . import measure
+            from . import tools
 
             stem = os.path.splitext(os.path.basename(cu_path))[0]
-            nvcc_ptx_path = measure.nvcc_ptx(cu_path, arch, workdir, f"bandwidth.{stem}")
+            nvcc_ptx_path = tools.nvcc_ptx(cu_path, arch, workdir, f"bandwidth.{stem}")
         except Exception:  # noqa: BLE001 - nvcc failed (e.g. an arch it does not know): try NVRTC
             nvcc_ptx_path = None
     if nvcc_ptx_path and os.path.exists(nvcc_ptx_path):

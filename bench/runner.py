@@ -166,7 +166,7 @@ def collect(ns) -> dict:
                     except Exception as err:  # noqa: BLE001 - kernc's and nvcc's numbers still count
                         pairs[pair] = {"triton": {"error": _err(err)}}
                 try:
-                    nvcc_ptx = (measure.nvcc_ptx(cu, ns.arch, workdir, f"{name}.{pair}", flags) if flags
+                    nvcc_ptx = (tools.nvcc_ptx(cu, ns.arch, workdir, f"{name}.{pair}", flags) if flags
                                 else nvcc_ptx_paths.get(name))  # nvcc's default: the compile-latency PTX
                     pairs.setdefault(pair, {})["kernels"] = _code_quality(kern, fmad, nvcc_ptx, ns.arch, workdir,
                                                                           f"{name}.{pair}", triton_ptx)

@@ -195,12 +195,12 @@ def test_reference_transposes_on_the_emulator(refs, kernel, rows_per_block):
 
 
 def test_references_compile_with_nvcc(tmp_path):
-    from kernc.bench import measure, tools
+    from kernc.bench import tools
 
     if tools.find("nvcc") is None:
         pytest.skip("nvcc not found")
     for name in gpu.REFERENCES:
-        ptx = measure.nvcc_ptx(os.path.join(BANDWIDTH_CU, f"{name}.cu"), "sm_90", str(tmp_path), name)
+        ptx = tools.nvcc_ptx(os.path.join(BANDWIDTH_CU, f"{name}.cu"), "sm_90", str(tmp_path), name)
         text = open(ptx).read()
         assert ".visible .entry" in text
     assert "red.global.add.f32" in open(tmp_path / "scatter.nvcc.ptx").read() or \
