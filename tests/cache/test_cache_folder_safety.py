@@ -6,7 +6,7 @@ but the folder that was checked, and no cache problem reaches the user.
 
 Ownership: the sandbox runs the suite as root, where "owned by this user or root" accepts anything
 the test creates; :func:`cache_helpers.foreign` gives files to ``nobody`` then (without root it
-simulates that owner in ``kernc.private_dirs.owner``)."""
+simulates that owner in ``kernc.support.private_dirs.owner``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""kernc.private_dirs: which cache folders are private enough to read PTX from and write it to, checked
+"""kernc.support.private_dirs: which cache folders are private enough to read PTX from and write it to, checked
 step by step along the path, symbolic links and their owners included."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   regular file, a FIFO or a pipe, or a terminal, never a device such as ``/dev/zero``.
 - ``--size n=5 --size n=6`` silently took the last; it is an error, as a repeated ``--input`` is.
 - ``--input a=1e999`` became ``inf`` and ran, where the API refuses ``1e39`` for f32: both now go
-  through the launcher's rule (``backend/binding.py``, ``kernc.exact_numbers``): a decimal is rounded
+  through the launcher's rule (``backend/binding.py``, ``kernc.support.exact_numbers``): a decimal is rounded
   once to the type, an overflow is an error, ``inf``/``nan`` written as such are values.
 - Digits of other scripts (``a=١٢``, ``int("١٢") == 12``) were taken by ``--input`` and the integer
   options and refused by ``--size``: refused everywhere a number is read from text.
