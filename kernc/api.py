@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass, field
 
 from kernc.backend import binding, cpu, cuda
+from kernc.backend.variant import Variant
 from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncLaunchError
 
@@ -31,7 +32,7 @@ class LaunchResult:
     requests and bank conflicts). ``staged``, for a kernel whose view accesses kern-coalesce-views
     staged through workgroup tiles: ``True`` when that kernel ran, ``False`` when the launch ran the
     kernel compiled without the pass instead (its tiles would have been mostly empty:
-    ``binding.staging_pays``); ``None`` for other kernels and empty problems."""
+    ``launch_policy.staging_pays``); ``None`` for other kernels and empty problems."""
 
     device: str
     problem_size: int
@@ -131,12 +132,12 @@ class Kernel:
                 return dataclasses.replace(result, staged=False)
             current = cp.cuda.runtime.getDevice()
             cuda.check_same_device(bound, current)
-            aligned = cuda.all_aligned(bound, 16)
-            module = self._module._cuda_module(bound.index_bits, aligned, current, bound.nonneg_scalars)
-            packer = self._packer(bound.index_bits)
+            variant = cuda.launch_variant(bound)
+            module = self._module._cuda_module_of(variant, current)
+            packer = self._packer(variant.index_bits)
             cuda.launch(module, bound, packer)
             if positional_only and bound.arrays:  # what __call__'s fast path can repeat
-                self._prepared = cuda.prepare(module, bound, packer, current, aligned)
+                self._prepared = cuda.prepare(module, bound, packer, current, variant)
                 self._prepared_staged = self._staged
             stats = None
         else:
@@ -147,7 +148,7 @@ class Kernel:
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the
         staged kernel's tiles would be mostly empty and the unstaged accesses nearly coalesced
-        (``binding.staging_pays``: e.g. a transpose with an extent of a few elements)."""
+        (``launch_policy.staging_pays``: e.g. a transpose with an extent of a few elements)."""
         return self._module._unstaged_module().kernels[self.name]
 
 
@@ -197,20 +198,24 @@ class Module:
         return self._interp
 
     def _unstaged_module(self) -> "Module":
-        """The same program compiled with the same options but ``coalesce=False`` (built on first
-        use, from the compile cache when it has it)."""
+        """The same program compiled with the same options but ``coalesce=False``
+        (``Compilation.unstaged``: built on first use, from the compile cache when it has it)."""
         with self._lock:
             if self._unstaged_mod is None:
-                c = self._compilation
-                options = dataclasses.replace(c.options, coalesce=False, remarks=False)
-                self._unstaged_mod = Module(Compilation(c.source, c.filename, options))
+                self._unstaged_mod = Module(self._compilation.unstaged())
             return self._unstaged_mod
 
-    def _cuda_module(self, index_bits: int, aligned: bool, device: int, nonneg_scalars: bool = False):
-        key = (index_bits, aligned, device, nonneg_scalars)
+    def _cuda_module_of(self, variant: Variant, device: int) -> cuda.CudaModule:
+        """The PTX of ``variant`` loaded on CUDA device ``device``, once per module."""
+        key = (variant, device)
         if key not in self._cuda:
-            self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits, aligned, nonneg_scalars))
+            self._cuda[key] = cuda.load_module(self._compilation.ptx(variant=variant))
         return self._cuda[key]
+
+    def _cuda_module(self, index_bits: int, aligned: bool, device: int, nonneg_scalars: bool = False):
+        """:meth:`_cuda_module_of` with the variant given as its fields (the form before
+        :class:`Variant`)."""
+        return self._cuda_module_of(Variant(index_bits, aligned, nonneg_scalars), device)
 
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
@@ -249,7 +254,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
 
 def read_source(path) -> str:
     """Read a ``.kern`` file as UTF-8; ``OSError`` if unreadable or not a file, a pipe or a
-    terminal (a device such as ``/dev/zero`` would never end: :mod:`kernc.input_files`),
+    terminal (a device such as ``/dev/zero`` would never end: :mod:`kernc.support.input_files`),
     ``CompileError`` if not UTF-8."""
     from kernc.support.input_files import read_stream_or_file
 

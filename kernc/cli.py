@@ -253,7 +253,7 @@ def _os_error_text(err: OSError) -> str:
 def _parse_scalar(text: str):
     """The value of ``--input NAME=TEXT`` for a scalar: ``true``/``false``, an int, the exact
     :class:`~fractions.Fraction` of a decimal, or ``inf``/``-inf``/``nan`` spelled so
-    (:func:`kernc.exact_numbers.parse_number`: ASCII digits only). The launcher rounds it to the
+    (:func:`kernc.support.exact_numbers.parse_number`: ASCII digits only). The launcher rounds it to the
     parameter's type by the API's own rule (``backend/binding.py``): a decimal once, exactly, and
     one that overflows the type (``1e999``, ``1e39`` for f32) is an error, as ``1e39`` is from
     Python."""
@@ -272,7 +272,7 @@ def _parse_scalar(text: str):
 
 def _load_npy(name: str, path: str):
     """The array of ``--input NAME=@PATH``: a regular ``.npy`` file (a FIFO blocked the run
-    forever, and a device would never end: :mod:`kernc.input_files`), read once, without pickles.
+    forever, and a device would never end: :mod:`kernc.support.input_files`), read once, without pickles.
     ``KerncLaunchError`` naming the option and the file for every way it can be wrong."""
     import numpy as np
 
@@ -377,7 +377,7 @@ def cmd_run(ns) -> int:
     import numpy as np
 
     import kernc
-    from kernc.backend.binding import numpy_dtype
+    from kernc.backend.dtypes import numpy_dtype
     from kernc.dialect.strided import Poly
     from kernc.support.errors import KerncLaunchError
 
