@@ -404,7 +404,7 @@ def fold_layout(text: str):
     Returns a ``kernc.layout`` object; ``LayoutError`` (a ``ValueError``) if it is malformed, nested
     more than :data:`MAX_LAYOUT_TEXT_NESTING` brackets deep, or a composition is not admissible
     (the message names both layouts)."""
-    import kernc.dialect.layout_algebra as KL
+    import kernc.layout as KL
 
     depth = deepest = 0
     for ch in text:
@@ -422,7 +422,7 @@ def fold_layout(text: str):
 def _fold_layout(text: str):
     import re
 
-    import kernc.dialect.layout_algebra as KL
+    import kernc.layout as KL
     from kernc.dialect.layout_algebra import _split_compose
 
     parts = [p.strip() for p in _split_compose(text)]
@@ -455,7 +455,7 @@ def _fold_layout(text: str):
 def fold_view_layout(text: str) -> str:
     """The flat view-layout text (``(..):(..)`` or ``Sw<B,M,S> o (..):(..)``) of a static layout
     expression (see :func:`fold_layout`); ``ValueError`` if it is not one."""
-    import kernc.dialect.layout_algebra as KL
+    import kernc.layout as KL
 
     v = fold_layout(text)
 

@@ -121,7 +121,7 @@ class _Chain(list):
 
 
 def _is_alg(v) -> bool:
-    from kernc.dialect.layout_algebra import ComposedLayout, Layout
+    from kernc.layout import ComposedLayout, Layout
 
     return isinstance(v, (Layout, ComposedLayout))
 
@@ -317,7 +317,7 @@ class LayoutMixin:
         (name -> Poly). Returns a ``kernc.layout`` object, a ``Swizzle`` or a :class:`_Chain`;
         None after an error. ``lenient``: do not report "needs static shapes" (a parameterised
         definition is folded at each use, with its arguments)."""
-        from kernc.dialect.layout_algebra import LayoutError
+        from kernc.layout import LayoutError
 
         try:
             return self._eval(e, env, d, lenient)
@@ -353,7 +353,7 @@ class LayoutMixin:
     def _layout_error(self, err, loc, lenient: bool, op: str = None):
         """Report ``err`` at ``loc`` (``op``: the algebra operation written there, which a limit
         error names instead of the operands' full text: the source line shows them)."""
-        from kernc.dialect.layout_algebra import LayoutLimitError
+        from kernc.layout import LayoutLimitError
 
         if lenient and "static" in str(err):
             raise _Deferred()
@@ -364,7 +364,7 @@ class LayoutMixin:
         raise _Deferred()
 
     def _eval(self, e, env: dict, d, lenient: bool):
-        import kernc.dialect.layout_algebra as KL
+        import kernc.layout as KL
 
         if isinstance(e, A.LayoutLiteral):
             if len(e.shape) != len(e.stride):
@@ -473,7 +473,7 @@ class LayoutMixin:
         return _Chain(v) if isinstance(v, _Chain) else v
 
     def _algebra(self, e: A.Call, env: dict, d, lenient: bool):
-        import kernc.dialect.layout_algebra as KL
+        import kernc.layout as KL
 
         lo, hi = ALGEBRA[e.func]
         if not lo <= len(e.args) <= hi:
@@ -508,7 +508,7 @@ class LayoutMixin:
         nested tiler (``docs/design/layouts.md``; CuTe's ``Tiler``: a layout, a tuple of layouts,
         or a shape, a tuple of ``n:1``), not the one compact layout ``(2,4):(1,2)`` the tuple means
         elsewhere. Also the right operand of ``o``, which is ``composition``."""
-        import kernc.dialect.layout_algebra as KL
+        import kernc.layout as KL
 
         entries = []
         for x in e.elems:
@@ -529,7 +529,7 @@ class LayoutMixin:
 
     def _compose(self, outer, inner, loc, lenient: bool):
         """``outer o inner`` (``outer`` applied after ``inner``)."""
-        import kernc.dialect.layout_algebra as KL
+        import kernc.layout as KL
 
         if isinstance(outer, KL.Swizzle):
             if isinstance(inner, KL.Layout):
@@ -564,7 +564,7 @@ class LayoutMixin:
         return _Chain(layers)
 
     def _layers(self, v, loc) -> list:
-        import kernc.dialect.layout_algebra as KL
+        import kernc.layout as KL
 
         if isinstance(v, _Chain):
             return list(v)
@@ -719,7 +719,7 @@ class LayoutMixin:
         shape = storage_shape(layout)
         sig_layout = str(layout)
         if swizzle is not None:
-            import kernc.dialect.layout_algebra as KL
+            import kernc.layout as KL
 
             inner = KL.Layout(tuple(_poly_entry(x) for x in layout.shape),
                               tuple(_poly_entry(x) for x in layout.stride))
