@@ -13,7 +13,6 @@ import os
 import sys
 import tempfile
 import time
-import traceback
 
 from kernc.cli_args import build_parser
 from kernc.support.output_files import (
@@ -579,6 +578,8 @@ COMMANDS = {"compile": cmd_compile, "check": cmd_check, "opt": cmd_opt, "run": c
 
 def _report_ice(err: BaseException, argv) -> int:
     """Write the full crash report to a file, print a one-line summary and its path; exit code 3."""
+    import traceback  # (only for a crash: with textwrap, 1-2 ms of every start served by the cache)
+
     fd, path = tempfile.mkstemp(prefix="kernc-crash-", suffix=".txt")
     with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:  # argv may hold undecodable bytes
         f.write(f"kernc internal compiler error\ncommand: kernc {' '.join(argv)}\n")
