@@ -110,7 +110,7 @@ class Kernel:
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
-            if not bound.staging_pays:
+            if not bound.variant.staged:
                 return dataclasses.replace(self._unstaged().launch(args, kwargs, device), staged=False)
             stats = cpu.launch(self._module._interpreter(), bound)
         elif device == "cuda":
@@ -124,7 +124,7 @@ class Kernel:
             cp = cuda.cupy()
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
                                  zeros=cp.zeros, plan=self._bind_plan)
-            if not bound.staging_pays:
+            if not bound.variant.staged:
                 unstaged = self._unstaged()
                 result = unstaged.launch(args, kwargs, device)
                 if positional_only:  # calls that bind as this one did make the same choice
