@@ -52,8 +52,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from kernc.backend import exact_fma
-from kernc.errors import KerncLaunchError, KerncRuntimeError
-from kernc.mlir import ir
+from kernc.support.errors import KerncLaunchError, KerncRuntimeError
+from kernc.support.mlir import ir
 
 __all__ = ["Interpreter", "RunStats", "InterpreterUnsupportedError", "MAX_LANES_PER_BATCH", "WARP_SIZE"]
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 FIELDS = ("unique", "target", "perm", "count")
 

@@ -33,16 +33,9 @@ def median_seconds(fn, reps: int, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
-def _run_checked(cmd, env=None, cwd=None) -> None:
-    proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} ... exited {proc.returncode}: {proc.stderr.strip()[:2000]}")
-
-
 def python_startup_ms(reps: int) -> float:
     """Median time of ``python -c pass`` (the floor under every CLI number), in ms."""
-    return 1e3 * median_seconds(lambda: _run_checked([sys.executable, "-c", "pass"]), reps)
+    return 1e3 * median_seconds(lambda: tools.run_checked([sys.executable, "-c", "pass"]), reps)
 
 
 def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, sub_reps: int, workdir: str,
@@ -110,8 +103,8 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
     env_hit = dict(base_env, KERNC_CACHE_DIR=cache_dir)
     env_hit.pop("KERNC_ALWAYS_COMPILE", None)
     commands = {
-        "cli_cold": lambda: _run_checked(cmd, env_cold, workdir),
-        "cli_cache_hit": lambda: _run_checked(cmd, env_hit, workdir),
+        "cli_cold": lambda: tools.run_checked(cmd, env_cold, workdir),
+        "cli_cache_hit": lambda: tools.run_checked(cmd, env_hit, workdir),
     }
     if first_run_tree:
         first_runs = itertools.count()
@@ -119,7 +112,7 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
 
         def first_run():
             fresh = os.path.join(workdir, f"{stem}.first-run-cache-{next(first_runs)}")  # does not exist yet
-            _run_checked(first_cmd, first_run_env(base_env, first_run_tree, fresh), workdir)
+            tools.run_checked(first_cmd, first_run_env(base_env, first_run_tree, fresh), workdir)
 
         commands["cli_first_run"] = first_run
     nvcc = tools.find("nvcc")
@@ -127,7 +120,7 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
     if nvcc and cu_path and os.path.exists(cu_path):
         nvcc_out = os.path.join(workdir, stem + ".nvcc.ptx")
         nvcc_cmd = [nvcc, "-ptx", "-O3", f"-arch={arch}", cu_path, "-o", nvcc_out]
-        commands["nvcc_ptx"] = lambda: _run_checked(nvcc_cmd, cwd=workdir)
+        commands["nvcc_ptx"] = lambda: tools.run_checked(nvcc_cmd, cwd=workdir)
     times: dict = {k: [] for k in commands}
     for rnd in range(max(1, sub_reps) + 1):
         for k, fn in commands.items():
@@ -149,7 +142,7 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
 
 #: kernc's subpackages that an editable install maps from folders outside ``kernc/`` (pyproject's
 #: ``package-dir``); :func:`first_run_tree` copies each into its place under ``kernc/``.
-KERNC_SUBPACKAGES = ("frontend", "dialect", "passes", "backend", "bench")
+KERNC_SUBPACKAGES = ("support", "frontend", "dialect", "passes", "backend", "bench")
 
 
 def first_run_tree(dest: str) -> str:
@@ -200,17 +193,6 @@ def check_first_run_tree(tree: str) -> None:
     pyc = [os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs if f.endswith(".pyc")]
     if pyc:
         raise RuntimeError(f"a run from {tree} wrote {pyc[0]}")
-
-
-def nvcc_ptx(cu_path: str | None, arch: str, workdir: str, stem: str, flags=()) -> str | None:
-    """``nvcc -ptx -O3 -arch=ARCH FLAGS CU`` (e.g. ``--fmad=false``) into ``WORKDIR/STEM.nvcc.ptx``;
-    its path, or ``None`` without nvcc or ``cu_path``."""
-    nvcc = tools.find("nvcc")
-    if not (nvcc and cu_path and os.path.exists(cu_path)):
-        return None
-    out = os.path.join(workdir, f"{stem}.nvcc.ptx")
-    _run_checked([nvcc, "-ptx", "-O3", f"-arch={arch}", *flags, cu_path, "-o", out], cwd=workdir)
-    return out
 
 
 def _quality_of(ptx_path: str, cubin_path: str, arch: str) -> dict:

@@ -13,7 +13,7 @@ DEFAULT_JSON = "bench-results.json"
 
 
 def _positive_int(text: str) -> int:
-    from kernc.exact_numbers import parse_int
+    from kernc.support.exact_numbers import parse_int
 
     try:
         n = parse_int(text)  # ASCII digits only (int() takes '١٢')

@@ -166,7 +166,7 @@ def collect(ns) -> dict:
                     except Exception as err:  # noqa: BLE001 - kernc's and nvcc's numbers still count
                         pairs[pair] = {"triton": {"error": _err(err)}}
                 try:
-                    nvcc_ptx = (measure.nvcc_ptx(cu, ns.arch, workdir, f"{name}.{pair}", flags) if flags
+                    nvcc_ptx = (tools.nvcc_ptx(cu, ns.arch, workdir, f"{name}.{pair}", flags) if flags
                                 else nvcc_ptx_paths.get(name))  # nvcc's default: the compile-latency PTX
                     pairs.setdefault(pair, {})["kernels"] = _code_quality(kern, fmad, nvcc_ptx, ns.arch, workdir,
                                                                           f"{name}.{pair}", triton_ptx)
@@ -672,7 +672,7 @@ def run(ns) -> int:
         sys.stderr.write(render(results))
         sys.stdout.write(text)
     else:
-        from kernc.cli import write_atomically
+        from kernc.support.output_files import write_atomically
 
         write_atomically(ns.json, text)
         sys.stdout.write(render(results))
@@ -691,7 +691,7 @@ def main(argv=None) -> int:
     try:
         return run(ns)
     except BrokenPipeError:
-        from kernc.cli import quiet_stdout
+        from kernc.support.output_files import quiet_stdout
 
         quiet_stdout()
         return 1

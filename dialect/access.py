@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import accessors
 from .accessors import AccessorKind

@@ -79,7 +79,7 @@ Thread builtins (all ``() -> index``): ``kern.thread_id`` (``t``), ``kern.block_
 import functools
 from typing import Any, Sequence
 
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import accessors
 from .accessors import Operand

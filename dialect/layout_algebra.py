@@ -79,7 +79,7 @@ import operator
 import random
 import re
 
-from kernc.errors import InternalCompilerError, KerncError
+from kernc.support.errors import InternalCompilerError, KerncError
 
 from .strided import Poly
 

@@ -176,7 +176,7 @@ class ItemMapping:
 
 def of_function(fn) -> ItemMapping | None:
     """The ``kern.mapping`` of a ``gpu.func`` (``None`` without one); ``ValueError`` if malformed."""
-    from kernc.mlir import ir
+    from kernc.support.mlir import ir
 
     if MAPPING_ATTR not in fn.attributes:
         return None

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
-from kernc.errors import SourceLocation
+from kernc.support.errors import SourceLocation
 
 Loc = SourceLocation
 

@@ -41,8 +41,8 @@ from typing import Optional
 
 from kernc.dialect.signature import KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
-from kernc.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
-from kernc.exact_numbers import decimal_fraction
+from kernc.support.errors import CompileError, Diagnostic, InternalCompilerError, SourceLocation
+from kernc.support.exact_numbers import decimal_fraction
 
 from . import ast as A
 from . import types as T
@@ -411,7 +411,7 @@ class _Checker(LayoutMixin):
         """No kernel is named like a PTX parameter of another kernel of the file: LLVM's NVPTX
         backend names the parameters of entry ``g`` ``g_param_0``, ``g_param_1``, ..., and ptxas
         (the CUDA driver's JIT too) crashed on an entry ``g_param_1`` after ``g``. (The workgroup
-        globals of a kernel cannot collide with a kernel name: ``passes/gpu_to_nvvm.py``.)"""
+        globals of a kernel cannot collide with a kernel name: ``passes/convert_gpu_to_nvvm.py``.)"""
         for name, k in kernels.items():
             m = _PTX_PARAM_NAME.fullmatch(name)
             if m is not None and m.group(1) in kernels:

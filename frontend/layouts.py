@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from kernc.dialect.strided import Poly, StridedLayout
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 
 from . import ast as A
 from . import types as T
@@ -607,7 +607,7 @@ class LayoutMixin:
         self.diags.extend(new)
         for diag in new:
             if diag.location is not None and diag.location != loc:
-                from kernc.errors import Diagnostic
+                from kernc.support.errors import Diagnostic
 
                 diag.notes.append(Diagnostic(f"layout '{d.name}' is used here", loc,
                                              severity="note", source=self.program.source))

@@ -55,8 +55,8 @@ from typing import Optional
 
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR
-from kernc.errors import CompileError, InternalCompilerError
-from kernc.mlir import dialect, ir
+from kernc.support.errors import CompileError, InternalCompilerError
+from kernc.support.mlir import dialect, ir
 
 from . import ast as A
 from . import types as T

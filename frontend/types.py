@@ -150,7 +150,7 @@ def int_range(s: ScalarType) -> tuple[int, int]:
 def mlir_type(s: ScalarType):
     """The MLIR type of scalar ``s`` (call inside an ``ir.Context``): signless ``iN``, ``i1`` for
     bool, ``index``, ``f16``/``bf16``/``f32``/``f64``."""
-    from kernc.mlir import ir
+    from kernc.support.mlir import ir
 
     if s.literal:
         s = default_scalar(s)
@@ -177,6 +177,6 @@ def exact_float(value, s: ScalarType):
     ``exact_float(Fraction("0.1"), F32)`` is ``float(np.float32("0.1"))``, never a double rounding.
     The rule is :func:`kernc.exact_numbers.round_to_float`, the launcher's too (scalar arguments).
     """
-    from kernc.exact_numbers import round_to_float
+    from kernc.support.exact_numbers import round_to_float
 
     return round_to_float(value, default_scalar(s).name)

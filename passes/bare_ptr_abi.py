@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import llvm_ops as llvm
 from .base import Pass, functions, option

@@ -12,8 +12,8 @@ import typing
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
-from kernc.exact_numbers import parse_int
-from kernc.mlir import ir, passmanager
+from kernc.support.exact_numbers import parse_int
+from kernc.support.mlir import ir, passmanager
 
 
 def option(default, *, choices: tuple | None = None):

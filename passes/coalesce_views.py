@@ -81,8 +81,8 @@ from kernc.dialect.access import Delinearize, ViewAccess
 from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping, of_function
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import Poly
-from kernc.errors import CompileError, Diagnostic
-from kernc.mlir import dialect, ir
+from kernc.support.errors import CompileError, Diagnostic
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from .base import Pass, functions, internal, walk_ops

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import UpstreamPass, functions
 

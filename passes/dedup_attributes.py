@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import Pass, functions
 

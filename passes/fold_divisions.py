@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import Pass, defined_functions, walk_ops
 from .index_facts import DIV, REM, IndexFacts, defining_op, erase_dead

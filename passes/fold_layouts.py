@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import re
 
 from kernc.dialect import kern
-from kernc.errors import CompileError, Diagnostic, SourceLocation
-from kernc.mlir import ir
+from kernc.support.errors import CompileError, Diagnostic, SourceLocation
+from kernc.support.mlir import ir
 
 from .base import Pass, walk_ops
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir, set_llvm_options
+from kernc.support.mlir import ir, set_llvm_options
 
 from .base import UpstreamPass
 

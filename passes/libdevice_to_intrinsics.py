@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import llvm_ops
 from .base import Pass, functions, walk_ops

@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from kernc.dialect import accessors
 from kernc.dialect.access import ACCESSOR_OPS, Access
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.errors import CompileError, Diagnostic, InternalCompilerError
-from kernc.mlir import ir
+from kernc.support.errors import CompileError, Diagnostic, InternalCompilerError
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from . import lower_accessors_pair as pair

@@ -7,7 +7,7 @@ divergent control flow.
 from __future__ import annotations
 
 from kernc.dialect import kern
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from . import llvm_ops

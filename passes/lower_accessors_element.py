@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kernc.dialect import accessors, kern
 from kernc.dialect.access import Access
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .lower_layouts import emit_poly

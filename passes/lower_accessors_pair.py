@@ -5,7 +5,7 @@ pair``); neighbours trade values through workgroup memory (``kern-lower-accessor
 from __future__ import annotations
 
 from kernc.dialect.accessors import PAIR, WRITE
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .index_facts import defining_op

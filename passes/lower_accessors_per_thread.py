@@ -14,7 +14,7 @@ from __future__ import annotations
 from kernc.dialect import kern
 from kernc.dialect.access import Access
 from kernc.dialect.accessors import ADD, WRITE
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from .lower_accessors_element import default_value, element_index, load, load_default, offset, to_storage

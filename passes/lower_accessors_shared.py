@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kernc.dialect import shared_table
 from kernc.dialect.accessors import SHARED
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .lower_accessors_element import load

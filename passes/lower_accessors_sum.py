@@ -6,7 +6,7 @@ block order by the last block) or stored/added to element ``block`` (``block_sum
 from __future__ import annotations
 
 from kernc.dialect.accessors import SUM, WRITE
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from . import llvm_ops

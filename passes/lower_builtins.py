@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from .base import Pass, functions, walk_ops
 from .ir_builder import idx

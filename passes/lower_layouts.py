@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kernc.dialect.access import Coordinates
 from kernc.dialect.strided import Poly
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from .base import Pass, walk_ops
 from .ir_builder import idx as index_const

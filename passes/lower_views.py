@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kernc.dialect import kern
 from kernc.dialect.access import Coordinates, Delinearize, ViewAccess
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops

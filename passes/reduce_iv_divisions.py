@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from .base import Pass, defined_functions, walk_ops

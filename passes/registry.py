@@ -71,7 +71,7 @@ def parse_pipeline(text: str) -> list[Pass]:
 
 def _check_upstream(item: str) -> None:
     """``ValueError`` unless upstream MLIR knows the pass (pipeline) ``item``."""
-    from kernc.mlir import ir, passmanager
+    from kernc.support.mlir import ir, passmanager
 
     ctx = ir.Context()
     try:

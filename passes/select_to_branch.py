@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops

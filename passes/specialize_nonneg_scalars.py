@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import Pass, defined_functions, walk_ops
 from .fold_range_checks import FoldRangeChecks

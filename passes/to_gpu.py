@@ -31,7 +31,7 @@ from kernc.dialect.access import Access, Delinearize
 from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping
 from kernc.dialect.shared_table import table_name
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature, Param
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from .base import Pass, functions, walk_ops
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.errors import InternalCompilerError
-from kernc.mlir import ir
+from kernc.support.errors import InternalCompilerError
+from kernc.support.mlir import ir
 
 from .base import Pass
 

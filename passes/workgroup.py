@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from kernc.dialect.signature import KernelSignature
-from kernc.errors import CompileError, Diagnostic, SourceLocation
-from kernc.mlir import ir
+from kernc.support.errors import CompileError, Diagnostic, SourceLocation
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 

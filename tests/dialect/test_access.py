@@ -7,7 +7,7 @@ import pytest
 from kernc.compiler import Compilation, CompileOptions, context
 from kernc.dialect import accessors as A
 from kernc.dialect.access import Access, Coordinates, Delinearize, ViewAccess
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 from kernc.passes.base import walk_ops
 
 SRC = """

@@ -10,7 +10,7 @@ import pytest
 
 from kernc.dialect import accessors as A
 from kernc.dialect import shared_table
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 
 def test_every_kind_is_in_one_place():

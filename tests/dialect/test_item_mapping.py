@@ -11,7 +11,7 @@ import pytest
 from kernc.compiler import Compilation, CompileOptions, context
 from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping, of_function
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 from kernc.passes.base import functions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

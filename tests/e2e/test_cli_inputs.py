@@ -4,7 +4,7 @@
   regular file, a FIFO or a pipe, or a terminal, never a device such as ``/dev/zero``.
 - ``--size n=5 --size n=6`` silently took the last; it is an error, as a repeated ``--input`` is.
 - ``--input a=1e999`` became ``inf`` and ran, where the API refuses ``1e39`` for f32: both now go
-  through the launcher's rule (``backend/binding.py``, ``kernc.exact_numbers``): a decimal is rounded
+  through the launcher's rule (``backend/binding.py``, ``kernc.support.exact_numbers``): a decimal is rounded
   once to the type, an overflow is an error, ``inf``/``nan`` written as such are values.
 - Digits of other scripts (``a=١٢``, ``int("١٢") == 12``) were taken by ``--input`` and the integer
   options and refused by ``--size``: refused everywhere a number is read from text.
@@ -24,7 +24,7 @@ import pytest
 import kernc
 from conftest import EXAMPLES
 from kernc.cli import main
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 SAXPY = os.path.join(EXAMPLES, "saxpy.kern")  # y += a * x, a: f32
 with open(SAXPY) as _f:
@@ -197,7 +197,7 @@ def test_a_layout_with_digits_of_another_script_is_refused(capsys, expr):
 
 def test_text_number_parsers_take_ascii_digits_only():
     from kernc.dialect.strided import Poly
-    from kernc.exact_numbers import parse_int, parse_number
+    from kernc.support.exact_numbers import parse_int, parse_number
     from kernc.passes.registry import parse_pipeline
 
     for bad in (ARABIC_12, "\u00b2", "1" + DEVANAGARI_4):

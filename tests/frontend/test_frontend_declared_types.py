@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import kernc
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 
 HEAD = "kernel k(x: f32[n] read, v2: f32[n, 2] read, y: f32[n] write) over n {\n"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernc.errors import CompileError, Diagnostic
+from kernc.support.errors import CompileError, Diagnostic
 from kernc.frontend import check, parse
 
 from frontend_helpers import error_lines
@@ -196,9 +196,9 @@ def test_mutated_examples_only_raise_compile_errors():
     """A small deterministic fuzz: random edits of the examples never crash the frontend."""
     import random
 
-    from kernc.errors import InternalCompilerError  # noqa: F401  (must not be raised either)
+    from kernc.support.errors import InternalCompilerError  # noqa: F401  (must not be raised either)
     from kernc.frontend import compile_to_kern
-    from kernc.mlir import ir
+    from kernc.support.mlir import ir
 
     from frontend_helpers import EXAMPLES
 

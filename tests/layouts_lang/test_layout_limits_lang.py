@@ -16,7 +16,7 @@ import pytest
 import kernc.dialect.layout_algebra as la
 import kernc.layout as KL
 from kernc import frontend
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 
 KERNEL = "kernel k(x: f32[n] read, y: f32[n] write) over n { y = x; }\n"
 #: (index, mode) evaluations a whole check below may do: a few bounded verifications.
