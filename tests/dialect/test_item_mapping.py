@@ -80,21 +80,21 @@ def test_each_tile_item_has_one_thread(block):
 
 @pytest.mark.parametrize("R,C,N", [(1, 1, 1), (5, 700, 1), (33, 31, 1), (64, 64, 3), (1000, 3, 2)])
 def test_the_launch_grid_is_the_mapping_s(R, C, N):
-    """The launcher's tile count (``backend/binding.py``) and ``ceil(P / B)`` agree with
+    """The launcher's tile count (``backend/launch_policy.py``) and ``ceil(P / B)`` agree with
     :meth:`ItemMapping.blocks`, what the launcher will read in phase two."""
-    from kernc.backend import binding
+    from kernc.backend import launch_policy
 
     maps = _mappings(SRC)
     tiled, sig = maps["transpose"]
     env = {"R": R, "C": C}
-    assert tiled.blocks(env) == binding._tile_count(sig, R * C, env)
+    assert tiled.blocks(env) == launch_policy.tile_count(sig, R * C, env)
     linear, _ = _mappings(SRC, coalesce=False)["transpose"]
     assert linear.blocks(env) == math.ceil(R * C / 128)
     with open(os.path.join(ROOT, "bench", "kern", "permute.kern")) as f:
         (permute, psig), = _mappings(f.read()).values()
     assert permute.tile == (1, 32, 1, 32)  # (c, w) tiled, n and h batch coordinates
     env = {"N": N, "C": C, "H": R, "W": 7}
-    assert permute.blocks(env) == binding._tile_count(psig, N * C * R * 7, env)
+    assert permute.blocks(env) == launch_policy.tile_count(psig, N * C * R * 7, env)
 
 
 def test_round_trip_and_malformed_mappings():
