@@ -35,6 +35,7 @@ Language rules enforced here (the reference for the lowering):
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
