@@ -63,7 +63,6 @@ def coalesce(layout, profile=None) -> Layout:
     return _layout_from_modes(layout.leaves())
 
 
-
 class _Inadmissible(Exception):
     pass
 
@@ -140,7 +139,6 @@ def _leaf_result(modes):
     if len(modes) == 1:
         return modes[0]
     return tuple(s for s, _ in modes), tuple(d for _, d in modes)
-
 
 
 def _compose_layouts(A: Layout, B: Layout) -> Layout:
@@ -274,7 +272,6 @@ def complement(A, cotarget=None) -> Layout:
     shapes.append(-(-M // curr))
     strides.append(curr)
     return _layout_from_modes(list(zip(shapes, strides)))
-
 
 
 @_limit_context

@@ -57,7 +57,6 @@ def _norm(t, what: str, positive: bool, depth: int = 0):
     return _norm_entry(t, what, positive)
 
 
-
 def _check_limits(shape, stride) -> None:
     """Refuse a layout past :data:`MAX_LAYOUT_MODES` or, for its static entries, past
     :data:`MAX_LAYOUT_SIZE` (entry magnitude, size, offset span). Entries are checked before the

@@ -99,7 +99,6 @@ def chain(inner: FunctionalLayout, outer: FunctionalLayout) -> ChainLayout:
     return ChainLayout(inner, outer)
 
 
-
 class Layout(FunctionalLayout):
     """A hierarchical CuTe layout ``shape:stride`` (``01_layout.md``).
 
