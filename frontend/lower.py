@@ -62,7 +62,9 @@ from . import ast as A
 from . import types as T
 from .index_width import index_reach
 from .layouts import FnLayer, StridedLayer
-from .check import BLOCK_WIDE_OUTPUTS, FLOAT_UNARY, TABLE_ARGS, KernelInfo, Symbol, literal_fraction
+from .expressions import literal_fraction
+from .language import BLOCK_WIDE_OUTPUTS, FLOAT_UNARY, TABLE_ARGS
+from .symbols import KernelInfo, Symbol
 
 arith = dialect("arith")
 func = dialect("func")
@@ -98,7 +100,6 @@ def _unroll_trips(s: A.For, copies: int) -> Optional[range]:
     if A.count_nodes(s.body, budget) > budget:
         return None
     return trips
-
 
 
 def mlir_filename(name: str) -> str:
@@ -253,7 +254,6 @@ def _unflat(template, values: list, pos: int):
         n = len(template)
         return list(values[pos:pos + n]), pos + n
     return values[pos], pos + 1
-
 
 
 #: Float binary operators -> ``arith`` builder names.
