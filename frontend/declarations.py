@@ -254,7 +254,7 @@ class DeclarationChecks(CheckerBase):
         shape = storage_shape(layout)
         sig_layout = str(layout)
         if swizzle is not None:
-            import kernc.layout as KL
+            import kernc.layout as KL  # only swizzled views need the algebra here (cold start, see layouts.py)
 
             inner = KL.Layout(tuple(poly_entry(x) for x in layout.shape),
                               tuple(poly_entry(x) for x in layout.stride))

@@ -139,8 +139,7 @@ def _entry(p: Poly):
 
 class LayoutChecks(CheckerBase):
     """Layout definitions, their evaluation and folding, and named storage layouts; uses ``poly``
-    (declarations), ``let`` (statements) and ``index_value``/``expr``/``retype`` (expressions) of the
-    checker."""
+    (declarations), ``let`` (statements) and ``index_value`` (expressions) of the checker."""
 
     def __init__(self, program: A.Program):
         super().__init__(program)
@@ -324,7 +323,7 @@ class LayoutChecks(CheckerBase):
         p = self.poly(e, what, self._names_ok(env, d))
         if p is None:
             return None
-        return _entry(subst(p, env))
+        return _entry(_subst(p, env))
 
     def _layout_error(self, err, loc, lenient: bool, op: str = None):
         """Report ``err`` at ``loc`` (``op``: the algebra operation written there, which a limit
@@ -409,7 +408,7 @@ class LayoutChecks(CheckerBase):
         vals = [self.poly(a, "layout argument", self._names_ok(env, d)) for a in args]
         if None in vals:
             raise _Deferred()
-        vals = [subst(v, env) for v in vals]
+        vals = [_subst(v, env) for v in vals]
         if fn is not None:
             return _Chain([FnLayer(fn, [("poly", v) for v in vals])])
         if target is d:
@@ -632,7 +631,8 @@ def _show(v) -> str:
     return str(v)
 
 
-def subst(p: Poly, env: dict) -> Poly:
+def _subst(p: Poly, env: dict) -> Poly:
+    """``p`` with each size symbol replaced by its Poly in ``env`` (a layout's arguments)."""
     out = Poly.const(0)
     for syms, coeff in p.terms:
         term = Poly.const(coeff)

@@ -17,8 +17,8 @@ from .names import CheckerBase
 
 class ViewChecks(CheckerBase):
     """View accesses and layout applications; uses the layouts (``lookup_fn_layout``,
-    ``instantiate``, ``is_layout_name``) and the expressions (``expr``, ``index_value``, ``poly``)
-    of the checker."""
+    ``instantiate``, ``is_layout_name``), the expressions (``expr``, ``index_value``) and the
+    declarations (``poly``) of the checker."""
 
     def is_application(self, e) -> bool:
         if isinstance(e, A.Apply):
