@@ -52,9 +52,9 @@ virtual address space of current GPUs and CPUs, so no layout of real memory come
 ``MAX_LAYOUT_MODES`` flattened modes and a nesting depth of at most ``MAX_LAYOUT_DEPTH``; a swizzle
 ``Sw<B,M,S>`` has ``B + M + |S| <= MAX_SWIZZLE_BITS`` (48: its bit masks stay below
 ``MAX_LAYOUT_SIZE``). Building a layout past a limit -- a literal or the result of any operation --
-raises :class:`LayoutLimitError` (a :class:`LayoutError`). With these bounds every operation costs a bounded amount of work (a
-repeated ``blocked_product(b, b)`` squares the size each time and is refused after a few steps,
-instead of doubling its modes and its verification time forever).
+raises :class:`LayoutLimitError` (a :class:`LayoutError`). With these bounds every operation costs a
+bounded amount of work (a repeated ``blocked_product(b, b)`` squares the size each time and is
+refused after a few steps, instead of doubling its modes and its verification time forever).
 
 Symbolic sizes
 --------------

@@ -100,10 +100,11 @@ class ComposedLayout(FunctionalLayout):
     def cosize(self, env=None) -> int:
         """``max(outer(offset + o)) + 1`` over the inner layout's offsets ``o``: exact (numpy over
         every offset, ``layout_eval._max_image``) up to ``VERIFY_EXHAUSTIVE_LIMIT`` offsets; above
-        that, for a swizzle outer function, the bound ``((x >> t) + 1) << t`` of the largest ``x = offset + o``, where bit
-        ``t`` is the first the swizzle leaves alone (a swizzle keeps every bit from ``t`` up, so
-        ``outer(x) >> t == x >> t``), so the work is bounded whatever the size. ``LayoutError`` for
-        a large layout under an outer function that is not a swizzle."""
+        that, for a swizzle outer function, the bound ``((x >> t) + 1) << t`` of the largest
+        ``x = offset + o``, where bit ``t`` is the first the swizzle leaves alone (a swizzle keeps
+        every bit from ``t`` up, so ``outer(x) >> t == x >> t``), so the work is bounded whatever
+        the size. ``LayoutError`` for a large layout under an outer function that is not a
+        swizzle."""
         inner = self.inner._static(env, "cosize")
         n = inner.size()
         leaves = inner.leaves()

@@ -65,7 +65,8 @@ class AccessorChecks(CheckerBase):
         if p.default is not None:
             if mode != "read":
                 self.error(f"'default' values are only for 'read' buffers, not '{mode}'",
-                           p.default.loc, hint="for checked out-of-range writes, declare the buffer as a 'view' and use x.checked(...)")
+                           p.default.loc, hint="for checked out-of-range writes, declare the buffer as a "
+                                                "'view' and use x.checked(...)")
                 return
             if strided is None:
                 self.error("'default v' needs a strided read: `strided(off, s) default v` or "

@@ -383,7 +383,9 @@ class DeclarationChecks(CheckerBase):
                     continue
                 if components < 2:
                     self.error(f"a multi-component element needs at least 2 components, got "
-                               f"{components}", p.dims[1].loc, hint=f"declare it as {p.elem_name}[{p.dims[0].id if isinstance(p.dims[0], A.Name) else 'n'}]")
+                               f"{components}", p.dims[1].loc,
+                               hint=f"declare it as {p.elem_name}"
+                                    f"[{p.dims[0].id if isinstance(p.dims[0], A.Name) else 'n'}]")
                     continue
             for d in dims:
                 add_sizes(d, p.loc)

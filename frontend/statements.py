@@ -203,7 +203,8 @@ class StatementChecks(CheckerBase):
             if b.is_view:
                 self.error(f"cannot assign to the view '{sym.name}' as a whole: a view is written "
                            f"element by element", base.loc,
-                           hint=f"write its elements, e.g. {sym.name}[{', '.join('ijklmn'[:max(1, len(b.dims))])}] = ...",
+                           hint=f"write its elements, e.g. "
+                                f"{sym.name}[{', '.join('ijklmn'[:max(1, len(b.dims))])}] = ...",
                            note=(f"'{sym.name}' is declared here", sym.loc))
                 return
             if not b.is_output:
