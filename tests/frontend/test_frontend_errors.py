@@ -271,7 +271,7 @@ def test_extreme_literals_round_like_their_values():
     from fractions import Fraction
 
     from kernc.frontend import types as T
-    from kernc.frontend.check import literal_fraction
+    from kernc.frontend.expressions import literal_fraction
 
     prog = check(parse("kernel k(x: f64[n] read, y: f64[n] write) over n {\n"
                        "    y = x + 1e-99999999 - 2.5e-99999999 + 0.0e99999999;\n}\n", "t.kern"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import kernc.dialect.layout_algebra as la
+import kernc.dialect.layout_eval as la
 from kernc.layout import (ComposedLayout, Layout, LayoutError, LayoutLimitError, Swizzle, blocked_product,
                           composition, logical_product, parse_layout, raked_product, zipped_product)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import kernc.dialect.layout_algebra as la
+import kernc.dialect.layout_eval as la
 import kernc.layout as KL
 from kernc import frontend
 from kernc.support.errors import CompileError
