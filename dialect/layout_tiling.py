@@ -147,8 +147,11 @@ def _rank_sensitive_product(A, B, raked: bool) -> Layout:
     A2, B2 = _pad_rank(A, rank), _pad_rank(B, rank)
     P = _product_1d(A2, B2)
     blocks, reps = P[0], P[1]
+    # CuTe's definition is the zip of the logical product, its modes left as they are (CuTe DSL prints
+    # ``((2,3),(5,4)):((5,10),(1,30))`` for the docstring's example); coalescing them would hide the
+    # block/arrangement split a kernel author indexes by.
     modes = [make_layout(reps[i], blocks[i]) if raked else make_layout(blocks[i], reps[i]) for i in range(rank)]
-    return coalesce(make_layout(*modes), (1,) * rank)
+    return make_layout(*modes)
 
 
 @_limit_context
@@ -156,8 +159,9 @@ def blocked_product(A, B) -> Layout:
     """Rank-sensitive product: tile ``A`` (the block) across ``B`` (the arrangement of blocks).
 
     Both are padded to the same rank with ``1:0`` modes; mode ``i`` of the result is
-    ``(A_i, (A* o B)_i)`` coalesced (``02_layout_algebra.md``, "Blocked and Raked Products"):
-    ``blocked_product((2,5):(5,1), (3,4):(1,3)) == (6,(5,4)):(5,(1,30))``."""
+    ``(A_i, (A* o B)_i)``, CuTe's hierarchical form (the zip of :func:`logical_product`, modes not
+    coalesced; ``02_layout_algebra.md``, "Blocked and Raked Products", and CuTe DSL's output):
+    ``blocked_product((2,5):(5,1), (3,4):(1,3)) == ((2,3),(5,4)):((5,10),(1,30))``."""
     return _rank_sensitive_product(A, B, raked=False)
 
 

@@ -92,6 +92,20 @@ class DeclarationChecks(CheckerBase):
         self.error(f"{what} entries must be sums and products of integers and size symbols", e.loc)
         return None
 
+    def flat_storage_layout(self, spec: A.LayoutLiteral, p: A.BufferParam) -> bool:
+        """False (one error reported, at the first nested mode) when the literal storage layout of
+        ``p`` nests modes (``as (n, (4, 2)):(4, (1, 4 * n))``): a buffer's storage layout gives each
+        dim one extent and one stride (:class:`~kernc.dialect.strided.StridedLayout`), so a nested
+        mode has no dim to index it; the hint spells the same memory with one dim per mode."""
+        nested = next((e for e in [*spec.shape, *spec.stride] if isinstance(e, A.TupleLit)), None)
+        if nested is None:
+            return True
+        self.error(f"the storage layout of '{p.name}' nests modes; a parameter's layout has one "
+                   f"shape entry and one stride per dim, not nested modes", nested.loc,
+                   hint="give the buffer one dim per mode: f32[n, 8] as (n, (4, 2)):(8, (1, 4)) "
+                        "is f32[n, 4, 2] as (n, 4, 2):(8, 1, 4)")
+        return False
+
     def index_range_ok(self, poly: Poly, what: str, loc: SourceLocation) -> bool:
         """Report (and return False) when a constant of ``poly`` -- its value, or a coefficient the
         lowering emits as an ``index`` constant (``4294967296 * 4294967296 * n``) -- is beyond the
@@ -170,6 +184,8 @@ class DeclarationChecks(CheckerBase):
                 return StridedLayout(tuple(dims), (Poly.const(1), dims[0]))
             return StridedLayout(tuple(dims), (dims[1], Poly.const(1)))
         if isinstance(spec, A.LayoutLiteral):
+            if not self.flat_storage_layout(spec, p):
+                return None
             if len(spec.shape) != len(spec.stride):
                 self.error(f"layout has {len(spec.shape)} shape entries but {len(spec.stride)} "
                            f"strides", spec.loc)
@@ -230,6 +246,8 @@ class DeclarationChecks(CheckerBase):
             self.error("layout 'caspar' is for accessor buffers, not views", spec.loc)
             return
         elif isinstance(spec, A.LayoutLiteral):
+            if not self.flat_storage_layout(spec, p):
+                return
             if len(spec.shape) != len(spec.stride):
                 self.error(f"layout has {len(spec.shape)} shape entries but {len(spec.stride)} "
                            f"strides", spec.loc)

@@ -99,9 +99,11 @@ class StatementChecks(CheckerBase):
             if ty is not None:
                 # a vector of integer literals (`[0, 1]..3`) is no integer bound: it passed as one
                 if T.is_literal(ty) and isinstance(ty, T.ScalarType) and ty.is_int:
-                    self.retype(s.start, T.I32)
-                    self.retype(s.stop, T.I32)
-                    ty = T.I32
+                    # literal bounds: an `index` loop where the variable is a view coordinate
+                    # (`for k in 0..64 { a[i, k] }`), an i32 loop otherwise
+                    ty = T.INDEX if _is_coordinate_in(s.var, s.body) else T.I32
+                    self.retype(s.start, ty)
+                    self.retype(s.stop, ty)
                 if not isinstance(ty, T.ScalarType) or not ty.is_int:
                     if T.is_literal(ty):
                         if isinstance(ty, T.ScalarType):
@@ -349,3 +351,20 @@ def definitely_assigns(stmts: list, out: Symbol, assigned: bool) -> tuple[bool, 
             _, inner_leaks = definitely_assigns(s.body.stmts, out, assigned)
             leaks = leaks or inner_leaks
     return assigned, leaks
+
+
+def _is_coordinate_in(var: str, body: A.Block) -> bool:
+    """Whether the name ``var`` occurs in a view coordinate inside ``body`` (``x[.., var + 1]``,
+    ``x.checked(..)``, ``x.in_bounds(..)`` or a layout application ``L(..)(var)``)."""
+    for node in A.iter_nodes(body):
+        if isinstance(node, A.MultiIndex):
+            coords = node.indices
+        elif isinstance(node, A.Method):
+            coords = node.args
+        elif isinstance(node, A.Apply):
+            coords = node.coords
+        else:
+            continue
+        if any(isinstance(n, A.Name) and n.id == var for c in coords for n in A.iter_nodes(c)):
+            return True
+    return False

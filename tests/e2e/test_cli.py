@@ -430,7 +430,7 @@ def test_run_checks_its_output_paths_before_running(tmp_path, capsys):
 
 @pytest.mark.parametrize("expr, first_line", [
     ("coalesce((2,4):(1,2))", "8:1"),
-    ("blocked_product((2,2):(1,2), (3,4):(4,1))", "((2,3),8):((1,16),2)"),
+    ("blocked_product((2,2):(1,2), (3,4):(4,1))", "((2,3),(2,4)):((1,16),(2,4))"),
     ("composition((4,8):(8,1), (2,2):(1,2))", "(2,2):(8,16)"),
     ("(4,8):(8,1) o (2,2):(1,2)", "(2,2):(8,16)"),
 ])
