@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from kernc.backend import exact_fma
+from kernc.backend.stats_table import stats_html, stats_table
 from kernc.support.errors import KerncLaunchError, KerncRuntimeError
 from kernc.support.mlir import ir
 
@@ -115,6 +116,12 @@ class RunStats:
     def to_dict(self) -> dict:
         """The counters as a JSON-serialisable ``dict`` of ``int`` (keys as the field names)."""
         return {k: int(v) for k, v in asdict(self).items()}
+
+    def __str__(self) -> str:  # an aligned table (backend/stats_table.py)
+        return stats_table(self)
+
+    def _repr_html_(self) -> str:  # Jupyter
+        return stats_html(self)
 
 
 def _count_runs(sorted_keys: np.ndarray) -> int:

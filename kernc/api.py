@@ -18,6 +18,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+from kernc import display
 from kernc.backend import binding, cpu, cuda
 from kernc.backend.variant import Variant
 from kernc.compiler import Compilation, CompileOptions
@@ -41,6 +42,9 @@ class LaunchResult:
     sizes: dict = field(default_factory=dict)
     stats: object = None
     staged: bool | None = None
+
+    def __repr__(self) -> str:  # kernc/display.py
+        return display.launch_repr(self)
 
 
 class Kernel:
@@ -68,9 +72,8 @@ class Kernel:
             packer = self._packers[index_bits] = cuda.ArgPacker(self.signature, index_bits)
         return packer
 
-    def __repr__(self) -> str:
-        params = ", ".join(p.name for p in self.signature.params)
-        return f"<kernc kernel {self.name}({params}) over {self.signature.problem_size}>"
+    def __repr__(self) -> str:  # its signature as declared, its block (kernc/display.py)
+        return display.kernel_repr(self)
 
     def _device_of(self, args, kwargs) -> str:
         devices = set()
@@ -180,6 +183,12 @@ class Module:
 
     def __dir__(self):
         return list(super().__dir__()) + list(self.kernels)
+
+    def __repr__(self) -> str:  # its file, target and kernels (kernc/display.py)
+        return display.module_repr(self)
+
+    def _repr_html_(self) -> str:  # Jupyter
+        return display.module_html(self)
 
     @property
     def ptx(self) -> str:
