@@ -2139,7 +2139,7 @@ class Interpreter:
         return list(plan.sig_names or [f"arg{i}" for i in range(len(plan.params))])
 
     def run(self, kernel: str, grid: int, block: int, args: list, *, arg_names: list[str] | None = None,
-            collect_stats: bool = True, index_bits: int = 64) -> RunStats:
+            collect_stats: bool = True, index_bits: int = 64, progress=None) -> RunStats:
         """Run ``kernel`` over ``grid`` blocks of ``block`` threads; return its :class:`RunStats`.
 
         ``args`` follow the ``gpu.func`` argument order: Python numbers or numpy scalars for scalar
@@ -2158,7 +2158,8 @@ class Interpreter:
         ``index`` width the GPU would use for this launch (``binding.BoundLaunch.index_bits``); with
         32, an ``index`` add, subtract, multiply, shift or conversion whose result leaves int32 is a
         ``KerncRuntimeError`` (the 32-bit PTX would wrap it), though the interpreter computes
-        ``index`` values in 64 bits either way.
+        ``index`` values in 64 bits either way. ``progress``: called as ``progress(blocks_done,
+        grid)`` after each batch of blocks (``backend/progress.py`` draws a bar from it).
         """
         plan = self._plan(kernel)
         n = len(plan.params)
@@ -2213,6 +2214,8 @@ class Interpreter:
                                   mt.dims, base=fr.lane * size)
                 _run_ops(plan.body, fr, fr.full)
                 b0 += nb
+                if progress is not None:
+                    progress(b0, grid)
         return stats
 
     def _frame(self, plan, nb, B, b0, grid, stats, collect) -> _Frame:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from kernc import display
 from kernc.backend import binding, cpu, cuda
+from kernc.backend.progress import progress_bar
 from kernc.backend.variant import Variant
 from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncLaunchError
@@ -104,18 +105,27 @@ class Kernel:
         device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
         return self.launch(args, kwargs, device)
 
-    def launch(self, args: tuple = (), kwargs: dict | None = None, device: str | None = None) -> LaunchResult:
+    def launch(self, args: tuple = (), kwargs: dict | None = None, device: str | None = None,
+               progress: bool | None = None) -> LaunchResult:
         """Launch with positional ``args`` and named ``kwargs`` (every name is a kernel argument or
         size) on ``device`` (``"cpu"``, ``"cuda"``, or ``None``: that of the arrays). Raises
-        :class:`~kernc.errors.KerncLaunchError` for bad arguments or an unknown device."""
+        :class:`~kernc.errors.KerncLaunchError` for bad arguments or an unknown device.
+        ``progress``: on the CPU interpreter, a progress bar on standard error for a run longer than
+        about two seconds (``None``, the default: only on a terminal, never in a pipe or under
+        pytest; ``False``: never; ``backend/progress.py``)."""
         kwargs = dict(kwargs or {})
         positional_only = not kwargs
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
             if not bound.variant.staged:
-                return dataclasses.replace(self._unstaged().launch(args, kwargs, device), staged=False)
-            stats = cpu.launch(self._module._interpreter(), bound)
+                return dataclasses.replace(self._unstaged().launch(args, kwargs, device, progress), staged=False)
+            bar = progress_bar(self.name, progress)
+            try:
+                stats = cpu.launch(self._module._interpreter(), bound, bar)
+            finally:
+                if bar is not None:
+                    bar.close()
         elif device == "cuda":
             if not cuda.available():
                 raise KerncLaunchError(
