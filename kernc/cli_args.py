@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--remarks", action="store_true",
                    help="explain optimisation decisions (view access staging) on stderr")
     c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
+    c.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the IR or PTX on standard output: auto (a terminal, unless NO_COLOR is "
+                        "set), always or never (default auto)")
 
     k = sub.add_parser("check", help="parse and check a .kern file")
     k.add_argument("file")
@@ -103,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
+    r.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar (one is shown on a terminal for CPU runs longer than about 2 s)")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
                    "kernel staged view accesses), false (a staged kernel ran without staging for "
                    "these extents) or null (nothing to stage, or an empty launch)")
