@@ -12,8 +12,9 @@ def is_host_array(x) -> bool:
     return isinstance(x, np.ndarray)
 
 
-def launch(interpreter, bound: BoundLaunch):
-    """Execute ``bound`` on ``interpreter``; returns the run's statistics (all zero when ``P == 0``)."""
+def launch(interpreter, bound: BoundLaunch, progress=None):
+    """Execute ``bound`` on ``interpreter``; returns the run's statistics (all zero when ``P == 0``).
+    ``progress``: the interpreter's ``progress(blocks_done, grid)`` callback (``backend/progress.py``)."""
     from .interpreter import RunStats
 
     for name in bound.zero_init:
@@ -22,4 +23,4 @@ def launch(interpreter, bound: BoundLaunch):
         return RunStats()
     names = bound.signature.arg_names
     return interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names,
-                           index_bits=bound.index_bits)
+                           index_bits=bound.index_bits, progress=progress)

@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from kernc.backend import exact_fma
+from kernc.backend.stats_table import stats_html, stats_table
 from kernc.support.errors import KerncLaunchError, KerncRuntimeError
 from kernc.support.mlir import ir
 
@@ -115,6 +116,12 @@ class RunStats:
     def to_dict(self) -> dict:
         """The counters as a JSON-serialisable ``dict`` of ``int`` (keys as the field names)."""
         return {k: int(v) for k, v in asdict(self).items()}
+
+    def __str__(self) -> str:  # an aligned table (backend/stats_table.py)
+        return stats_table(self)
+
+    def _repr_html_(self) -> str:  # Jupyter
+        return stats_html(self)
 
 
 def _count_runs(sorted_keys: np.ndarray) -> int:
@@ -2132,7 +2139,7 @@ class Interpreter:
         return list(plan.sig_names or [f"arg{i}" for i in range(len(plan.params))])
 
     def run(self, kernel: str, grid: int, block: int, args: list, *, arg_names: list[str] | None = None,
-            collect_stats: bool = True, index_bits: int = 64) -> RunStats:
+            collect_stats: bool = True, index_bits: int = 64, progress=None) -> RunStats:
         """Run ``kernel`` over ``grid`` blocks of ``block`` threads; return its :class:`RunStats`.
 
         ``args`` follow the ``gpu.func`` argument order: Python numbers or numpy scalars for scalar
@@ -2151,7 +2158,8 @@ class Interpreter:
         ``index`` width the GPU would use for this launch (``binding.BoundLaunch.index_bits``); with
         32, an ``index`` add, subtract, multiply, shift or conversion whose result leaves int32 is a
         ``KerncRuntimeError`` (the 32-bit PTX would wrap it), though the interpreter computes
-        ``index`` values in 64 bits either way.
+        ``index`` values in 64 bits either way. ``progress``: called as ``progress(blocks_done,
+        grid)`` after each batch of blocks (``backend/progress.py`` draws a bar from it).
         """
         plan = self._plan(kernel)
         n = len(plan.params)
@@ -2206,6 +2214,8 @@ class Interpreter:
                                   mt.dims, base=fr.lane * size)
                 _run_ops(plan.body, fr, fr.full)
                 b0 += nb
+                if progress is not None:
+                    progress(b0, grid)
         return stats
 
     def _frame(self, plan, nb, B, b0, grid, stats, collect) -> _Frame:

@@ -30,13 +30,8 @@ from .dtypes import numpy_dtype
 MAX_GRID_X = 2**31 - 1
 #: Threads per warp, and bytes per sector (the unit in which L2 and DRAM serve global accesses).
 WARP, SECTOR = 32, 32
-#: What an empty slot of a staged tile costs, in bytes of DRAM traffic (:func:`staging_pays`). At
-#: low fill the staged kernel is bound by its tile slots, not by DRAM: on an H200, f16, f32 and f64
-#: transposes with an extent of 1 (1/32 of each tile used) all moved about 29 G elements/s (115, 243,
-#: 471 GB/s), while the unstaged kernel moves bytes at its sector use. Calibrated on 136 skinny
-#: transposes measured there (f16, f32, f64; ``R x C`` and ``C x R`` with ``C`` from 1 to 32, the
-#: long extent a multiple of 32 or odd): from 2.8 to 3.0 the choice is the faster kernel, or within
-#: 8% of it, at every one.
+#: What an empty slot of a staged tile costs, in bytes of DRAM traffic (:func:`staging_pays`),
+#: calibrated on an H200: the measurements are in ``docs/performance.md`` ("The staging cost model").
 EMPTY_SLOT_BYTES = 2.9
 
 
@@ -107,12 +102,7 @@ def staging_pays(sig: KernelSignature, env: dict) -> bool:
     staged kernel, f16 the unstaged one. A problem whose unstaged grid would exceed CUDA's grid x
     stays staged (the staged kernel loops over its tiles).
 
-    Measured on an H200 (GB/s staged / unstaged, f32, about 2^24 elements): ``R x C`` with C = 1,
-    4, 8, 11, 16: 243/2537, 925/2502, 1728/2433, 2245/1899, 2901/1549; ``C x R``: 236/2522, 896/950,
-    1666/517, 2138/473, 2752/370. The measurements and the check that the choice is within 8% of
-    the faster kernel at each are in ``tests/coalesce/test_launch_choice.py``, with 63 measured
-    afterwards on kernels the calibration did not see (i8/u16 transposes, NCHW -> NHWC permutes:
-    within 10% at all but one, 15% there)."""
+    The measurements it was calibrated on: ``docs/performance.md`` ("The staging cost model")."""
     fill = tile_fill(sig, env)
     if fill is None:
         return True

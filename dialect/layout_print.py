@@ -194,3 +194,28 @@ def layout_to_svg(layout, banks: bool = False, elem_bytes: int = 4, cell: int = 
                            f'dominant-baseline="middle">{v}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+# ---- Jupyter ------------------------------------------------------------------------------------
+# A layout in a notebook shows as the picture `kernc layout --svg` draws of it. The layout classes
+# cannot import this module (it imports them), so it gives them the two methods of IPython's
+# display protocol; a layout that cannot be drawn (symbolic, rank > 2, too many cells) returns
+# None, and the notebook shows its repr instead.
+
+def _repr_svg_(layout) -> str | None:
+    """The SVG of :func:`layout_to_svg`, or ``None`` when the layout cannot be drawn."""
+    try:
+        return layout_to_svg(layout)
+    except LayoutError:
+        return None
+
+
+def _repr_html_(layout) -> str | None:
+    """The same picture inline in HTML (front ends that prefer HTML to SVG), or ``None``."""
+    svg = _repr_svg_(layout)
+    return None if svg is None else f'<div class="kernc-layout">{svg}</div>'
+
+
+for _cls in (Layout, ComposedLayout):
+    _cls._repr_svg_ = _repr_svg_
+    _cls._repr_html_ = _repr_html_

@@ -2,7 +2,7 @@
 functions, keywords and reserved names, kernel attributes, compute types, operator groups, limits,
 layouts, and the accessor tables (together below, to be derived from the accessor registry).
 
-Semantics: ``docs/design/language.md``; accessors: ``docs/design/accessors.md`` and
+Semantics: ``docs/language.md``; accessors: ``docs/design/accessors.md`` and
 ``docs/accessor-lowering.md``.
 """
 

@@ -1,6 +1,6 @@
 """Checking view accesses and layout applications in the body: ``x[i, j]``, ``x.checked(i, j)``,
 ``x.in_bounds(i, j)`` of a ``view`` buffer, with coordinates that are ``index`` values or one
-application ``f(args)(m, k)`` of a layout (``docs/design/layouts.md``, ``language.md`` section 3).
+application ``f(args)(m, k)`` of a layout (``docs/design/layouts.md``, ``docs/language.md`` section 3).
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+from kernc import display
 from kernc.backend import binding, cpu, cuda
+from kernc.backend.progress import progress_bar
 from kernc.backend.variant import Variant
 from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncLaunchError
@@ -41,6 +43,9 @@ class LaunchResult:
     sizes: dict = field(default_factory=dict)
     stats: object = None
     staged: bool | None = None
+
+    def __repr__(self) -> str:  # kernc/display.py
+        return display.launch_repr(self)
 
 
 class Kernel:
@@ -68,9 +73,8 @@ class Kernel:
             packer = self._packers[index_bits] = cuda.ArgPacker(self.signature, index_bits)
         return packer
 
-    def __repr__(self) -> str:
-        params = ", ".join(p.name for p in self.signature.params)
-        return f"<kernc kernel {self.name}({params}) over {self.signature.problem_size}>"
+    def __repr__(self) -> str:  # its signature as declared, its block (kernc/display.py)
+        return display.kernel_repr(self)
 
     def _device_of(self, args, kwargs) -> str:
         devices = set()
@@ -101,18 +105,27 @@ class Kernel:
         device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
         return self.launch(args, kwargs, device)
 
-    def launch(self, args: tuple = (), kwargs: dict | None = None, device: str | None = None) -> LaunchResult:
+    def launch(self, args: tuple = (), kwargs: dict | None = None, device: str | None = None,
+               progress: bool | None = None) -> LaunchResult:
         """Launch with positional ``args`` and named ``kwargs`` (every name is a kernel argument or
         size) on ``device`` (``"cpu"``, ``"cuda"``, or ``None``: that of the arrays). Raises
-        :class:`~kernc.errors.KerncLaunchError` for bad arguments or an unknown device."""
+        :class:`~kernc.errors.KerncLaunchError` for bad arguments or an unknown device.
+        ``progress``: on the CPU interpreter, a progress bar on standard error for a run longer than
+        about two seconds (``None``, the default: only on a terminal, never in a pipe or under
+        pytest; ``False``: never; ``backend/progress.py``)."""
         kwargs = dict(kwargs or {})
         positional_only = not kwargs
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
             if not bound.variant.staged:
-                return dataclasses.replace(self._unstaged().launch(args, kwargs, device), staged=False)
-            stats = cpu.launch(self._module._interpreter(), bound)
+                return dataclasses.replace(self._unstaged().launch(args, kwargs, device, progress), staged=False)
+            bar = progress_bar(self.name, progress)
+            try:
+                stats = cpu.launch(self._module._interpreter(), bound, bar)
+            finally:
+                if bar is not None:
+                    bar.close()
         elif device == "cuda":
             if not cuda.available():
                 raise KerncLaunchError(
@@ -180,6 +193,12 @@ class Module:
 
     def __dir__(self):
         return list(super().__dir__()) + list(self.kernels)
+
+    def __repr__(self) -> str:  # its file, target and kernels (kernc/display.py)
+        return display.module_repr(self)
+
+    def _repr_html_(self) -> str:  # Jupyter
+        return display.module_html(self)
 
     @property
     def ptx(self) -> str:

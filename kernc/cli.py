@@ -96,7 +96,7 @@ def cmd_compile(ns) -> int:
         ptx = cache.lookup_ptx(text, ns.file, arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
                                kernels=kernels, fmad=fmad)
         if ptx is not None:  # a cache hit: MLIR is never imported
-            _emit(ptx, ns.output)
+            _emit(_colored(ptx, ns), ns.output)
             return EXIT_OK
     t_start = time.perf_counter()
     from kernc.compiler import Compilation, CompileOptions
@@ -109,7 +109,7 @@ def cmd_compile(ns) -> int:
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     result = comp.ir(ns.emit)
     wall = time.perf_counter() - t_compile
-    _emit(result, ns.output)
+    _emit(_colored(result, ns), ns.output)
     if time_passes:
         from kernc.compiler import format_timings
 
@@ -119,6 +119,13 @@ def cmd_compile(ns) -> int:
             "first use).\n" + format_timings(startup + comp.timings, wall + sum(r.seconds for r in startup))
             + "\n")
     return EXIT_OK
+
+
+def _colored(text: str, ns) -> str:
+    """``--emit`` output, coloured on a terminal (``--color``, ``NO_COLOR``: :mod:`kernc.highlight`)."""
+    from kernc.highlight import for_output
+
+    return for_output(text, ns.emit, getattr(ns, "color", "never"), ns.output)
 
 
 def _startup_timings(t_import: float) -> list:
@@ -466,7 +473,7 @@ def cmd_run(ns) -> int:
             result = kernel.launch((), {**dev_values, **kwargs}, "cuda")
             values = {k: (cp.asnumpy(v) if isinstance(v, cp.ndarray) else v) for k, v in dev_values.items()}
         else:
-            result = kernel.launch((), {**values, **kwargs}, "cpu")
+            result = kernel.launch((), {**values, **kwargs}, "cpu", progress=False if ns.quiet else None)
     except MemoryError as err:  # (CuPy's OutOfMemoryError is one): the sizes asked for too much
         raise KerncLaunchError(
             f"kernel '{sig.name}' ran out of {'device ' if ns.device == 'cuda' else ''}memory for "

@@ -36,13 +36,28 @@ _FMAD_HELP = ("contract a*b+c into fused multiply-adds (nvcc's --fmad=true; roun
               "and the CPU interpreter alike; default: off, results equal numpy's a*b+c)")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: kernc's, the MLIR build's, ptxas's and the CUDA driver's versions
+    (:mod:`kernc.versions`, looked up only when asked)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import sys
+
+        from kernc.versions import version_text
+
+        parser._print_message(version_text(), sys.stdout)  # as argparse's own "version" action does
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``argparse`` parser of every subcommand (usage errors exit with code 2); the parsed
     namespace names the subcommand in ``command`` (``kernc.cli.COMMANDS`` runs it)."""
-    from kernc import __version__
-
     ap = argparse.ArgumentParser(prog="kernc", description="kernc: a GPU kernel compiler for .kern files")
-    ap.add_argument("--version", action="version", version=f"kernc {__version__}")
+    ap.add_argument("--version", action=_VersionAction,
+                    help="print the versions of kernc, the MLIR build, ptxas and the CUDA driver")
     sub = ap.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="compile a .kern file and print or write one stage")
@@ -65,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--remarks", action="store_true",
                    help="explain optimisation decisions (view access staging) on stderr")
     c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
+    c.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the IR or PTX on standard output: auto (a terminal, unless NO_COLOR is "
+                        "set), always or never (default auto)")
 
     k = sub.add_parser("check", help="parse and check a .kern file")
     k.add_argument("file")
@@ -88,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
+    r.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar (one is shown on a terminal for CPU runs longer than about 2 s)")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
                    "kernel staged view accesses), false (a staged kernel ran without staging for "
                    "these extents) or null (nothing to stage, or an empty launch)")

@@ -128,7 +128,7 @@ def test_unsigned_index_above_2_31_is_not_negative(mod2):
 
 
 def test_repr_and_missing_kernel(mod2):
-    assert "explicit(y, c, k) over P" in repr(mod2.explicit)
+    assert "explicit(y: f32[m] write, c: i8, k: u16) over P, block 256" in repr(mod2.explicit)
     with pytest.raises(AttributeError, match="no kernel named 'nope'"):
         mod2.nope
 
