@@ -87,6 +87,19 @@ class Param:
     table_field: str | None = None
     scratch_size: str | None = None
 
+    @property
+    def accessor_kind(self) -> accessors.AccessorKind:
+        """The record of a buffer's accessor kind (``dialect/accessors.py``); ``KeyError`` for a
+        param without one (scalars, tables) or with an unknown one (:meth:`KernelSignature.problem`
+        refuses those)."""
+        return accessors.BY_NAME[self.accessor]
+
+    @property
+    def may_write(self) -> bool:
+        """Whether this is a buffer the kernel may write: ``write``, ``add`` or ``view`` access (the
+        outputs ``kernc run`` allocates and saves)."""
+        return self.kind == "buffer" and self.access in (accessors.WRITE, accessors.ADD, accessors.VIEW_MODE)
+
 
 @dataclass
 class KernelSignature:
