@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field, fields
 
 from . import accessors, shared_table
+from .strided import Poly
 
 SIGNATURE_ATTR = "kern.signature"
 
@@ -233,8 +234,6 @@ class KernelSignature:
             return "argument names repeat"
         int_scalars = {p.name for p in self.params  # `over m` may name any integer scalar param
                        if p.kind == "scalar" and NUMPY_DTYPES[p.dtype].startswith(("int", "uint"))}
-        from .strided import Poly
-
         try:
             unknown = set(Poly.parse(self.problem_size).symbols) - set(self.sizes) - int_scalars
         except (ValueError, TypeError, AttributeError):

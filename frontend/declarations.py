@@ -255,7 +255,8 @@ class DeclarationChecks(CheckerBase):
         shape = storage_shape(layout)
         sig_layout = str(layout)
         if swizzle is not None:
-            import kernc.layout as KL  # only swizzled views need the algebra here (cold start, see layouts.py)
+            # only swizzled views need the algebra here (cold start, see layouts.py)
+            from kernc.dialect import layout_algebra as KL
 
             inner = KL.Layout(tuple(poly_entry(x) for x in layout.shape),
                               tuple(poly_entry(x) for x in layout.stride))
