@@ -20,6 +20,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from kernc.dialect import accessors
+from kernc.dialect.accessors import ElementCount
 from kernc.dialect.signature import KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
 from kernc.support.errors import KerncLaunchError
@@ -190,17 +192,15 @@ def _bind_dim(p: Param, axis: int, expected, actual: int, sizes: dict, origin: d
     origin.setdefault(sym, f"'{p.name}'")
 
 
-INDEXED_ACCESSORS = ("indexed", "shared", "atomic", "shared_sum")
-
-
 def _check_index_values(sig, params, flat, env, problem) -> None:
-    """Every ``I[t]`` (``t < P``) of an index param must address an element of its target buffer.
+    """Every ``I[t]`` (``t < P``) of an index param must address an element of its target buffer
+    (the kinds whose record requires :attr:`ElementCount.INDEX_VALUES`).
 
     Always on the CPU, and on the GPU for ``@checked`` kernels (it costs a device reduction).
     Raises :class:`KerncLaunchError` naming the index param, the position and the value.
     """
     for p in params:
-        if p.kind != "buffer" or p.accessor not in INDEXED_ACCESSORS or not problem:
+        if p.kind != "buffer" or p.accessor_kind.elements is not ElementCount.INDEX_VALUES or not problem:
             continue
         index = flat[p.index_param][:problem]
         count = int(Poly.parse(str(p.dims[0])).evaluate(env)) if p.dims else 0
@@ -269,11 +269,13 @@ class BindPlan:
             self.exact_dims += [(p, axis, Poly.parse(str(e))) for axis, e in enumerate(p.storage_shape)
                                 if not _simple_dim(e)]
         #: (param, element count) of the buffers whose accessor gives thread ``t`` element ``t``
-        #: (``sequential``): they need at least ``P`` elements
+        #: (``sequential``, :attr:`ElementCount.PROBLEM`): they need at least ``P`` elements
         self.per_item = [(p, Poly.parse(str(p.dims[0]))) for p, _ in self.buffers
-                         if p.accessor == "sequential" and p.dims]
-        #: buffers with an element-count condition (``min_elements`` or ``block_sum``)
-        self.checked_buffers = [p for p, _ in self.buffers if p.min_elements or p.accessor == "block_sum"]
+                         if p.accessor_kind.elements is ElementCount.PROBLEM and p.dims]
+        #: buffers with an element-count condition (``min_elements``, or one element per block:
+        #: ``block_sum``, :attr:`ElementCount.BLOCKS`)
+        self.checked_buffers = [p for p, _ in self.buffers
+                                if p.min_elements or p.accessor_kind.elements is ElementCount.BLOCKS]
         #: names of the ``index`` scalar params (``BoundLaunch.nonneg_scalars`` looks at their values)
         self.index_scalars = [p.name for p in sig.params if p.kind == "scalar" and p.dtype == "index"]
         #: (name, written) of the buffers the kernel reads or writes, in param order, when one of
@@ -289,8 +291,9 @@ def alias_plan(sig: KernelSignature) -> tuple[list, frozenset]:
     when no two of them could conflict; ``in_place``: the pairs (frozensets of two names) that may
     be passed one array."""
     buffers = [p for p in sig.params if p.kind == "buffer"]
-    reads = sig.reads if sig.reads is not None else [p.name for p in buffers if p.access in ("read", "view")]
-    writes = sig.writes if sig.writes is not None else [p.name for p in buffers if p.access in ("write", "add", "view")]
+    reads = (sig.reads if sig.reads is not None
+             else [p.name for p in buffers if p.access in (accessors.READ, accessors.VIEW_MODE)])
+    writes = sig.writes if sig.writes is not None else [p.name for p in buffers if p.may_write]
     accessed = [(p.name, p.name in writes) for p in buffers if p.name in reads or p.name in writes]
     if len(accessed) < 2 or not writes:
         accessed = []
@@ -485,7 +488,8 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                 )
     for p in plan.checked_buffers:
         need = p.min_elements
-        if not (need and problem) and p.accessor != "block_sum":
+        per_block = p.accessor_kind.elements is ElementCount.BLOCKS
+        if not (need and problem) and not per_block:
             continue  # nothing to check for this buffer
         count = int(Poly.parse(str(p.dims[0])).evaluate(env)) if p.dims else 0
         if need and problem:
@@ -495,9 +499,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                     f"argument '{p.name}': accessor '{p.accessor}' needs at least {want} elements "
                     f"({need}), the buffer has {count}"
                 )
-        if p.accessor == "block_sum" and count < grid:
+        if per_block and count < grid:
             raise KerncLaunchError(
-                f"argument '{p.name}': block_sum needs one element per block ({grid} blocks of "
+                f"argument '{p.name}': {p.accessor} needs one element per block ({grid} blocks of "
                 f"{sig.block}), the buffer has {count}"
             )
 

@@ -46,7 +46,7 @@ import threading
 import time
 from collections import OrderedDict
 
-from kernc.support import private_dirs
+from kernc.support import private_dirs, version
 
 from .variant import Variant
 
@@ -294,11 +294,9 @@ def libdevice_id() -> list | None:
 def compiler_id() -> dict:
     """Everything about the compiler that an entry depends on: cache format, kernc version, kernc's
     source fingerprint and the MLIR build."""
-    import kernc
-
     return {
         "format": FORMAT_VERSION,
-        "kernc": kernc.__version__,
+        "kernc": version.__version__,
         "sources": source_fingerprint(),
         "mlir": mlir_build_id(),
     }

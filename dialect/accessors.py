@@ -9,20 +9,42 @@ lowering (``passes/lower_accessors_<family>.py``); ``docs/design/architecture.md
 
 The records, in the order the language lists them (:data:`KINDS`)::
 
-    kind                  modes            language args  IR args             block-wide  pair  default
-    sequential            read write add   -              -                   no          no    no
-    strided               read write add   off, s         off, s: index       no          no    no
-    strided_default       read             (strided)      off, s: index       no          no    yes
-    indexed               read write add   I              I: index buffer     no          no    no
-    shared                read             I              unique, target      yes         no    no
-    unique                read             -              -                   yes         no    no
-    pair                  read write add   -              -                   yes         yes   no
-    pair_strided_default  read             (pair strided) off, s: index       yes         yes   yes
-    shared_sum            add              I              unique, perm        yes         no    no
-    atomic                add              I              I: index buffer     no          no    no
-    block_sum             write add        -              -                   yes         no    no
-    sum                   write add        -              -                   yes         no    no
-    view                  view             -              (view ops)          no          no    no
+    kind                  modes           language args   IR args          block-wide  pair  default
+    sequential            read write add  -               -                no          no    no
+    strided               read write add  off, s          off, s: index    no          no    no
+    strided_default       read            (strided)       off, s: index    no          no    yes
+    indexed               read write add  I               I: index buffer  no          no    no
+    shared                read            I               unique, target   yes         no    no
+    unique                read            -               -                yes         no    no
+    pair                  read write add  -               -                yes         yes   no
+    pair_strided_default  read            (pair strided)  off, s: index    yes         yes   yes
+    shared_sum            add             I               unique, perm     yes         no    no
+    atomic                add             I               I: index buffer  no          no    no
+    block_sum             write add       -               -                yes         no    no
+    sum                   write add       -               -                yes         no    no
+    view                  view            -               (view ops)       no          no    no
+
+Where each kind is lowered (``passes/<module>.py``, :attr:`AccessorKind.lowering`) and what the
+launcher needs of its buffer (:attr:`~AccessorKind.elements`, :attr:`~AccessorKind.zero_init`, the
+``shared_indices`` tables it builds from ``I``: :attr:`~AccessorKind.tables`)::
+
+    kind                  lowered in                   launcher: elements  zero-fills  tables of I
+    sequential            lower_accessors_per_thread   P                   -           -
+    strided               lower_accessors_per_thread   -                   -           -
+    strided_default       lower_accessors_per_thread   -                   -           -
+    indexed               lower_accessors_per_thread   I[t] < elements     -           -
+    shared                lower_accessors_shared       I[t] < elements     -           unique target perm count
+    unique                lower_accessors_unique       1                   -           -
+    pair                  lower_accessors_pair         P + 1               write       -
+    pair_strided_default  lower_accessors_pair         -                   -           -
+    shared_sum            lower_accessors_shared_sum   I[t] < elements     -           unique target perm count
+    atomic                lower_accessors_per_thread   I[t] < elements     -           -
+    block_sum             lower_accessors_sum          ceil(P / B)         -           -
+    sum                   lower_accessors_sum          -                   write       -
+    view                  lower_views                  -                   -           -
+
+(``@deterministic`` ``shared_sum(I)`` also takes the global merge tables of ``I``,
+:attr:`~AccessorKind.deterministic_tables`; ``passes/to_gpu.py`` adds them.)
 
 ``strided_default`` and ``pair_strided_default`` are the IR forms of ``strided(off, s) default v``
 and ``pair strided(off, s) default v`` (:attr:`AccessorKind.default_form`); ``view`` is the kind
@@ -169,6 +191,8 @@ class AccessorKind:
       ``atomic``, ``unique`` -> ``sum``); ``adjoint_read``: for an update kind, the kind through
       which the adjoint kernel reads the cotangents of what it wrote (``shared_sum`` -> ``shared``,
       ``sum`` -> ``unique``). ``None``: not expressible with today's kinds.
+    - ``lowering``: the module of ``kernc.passes`` that lowers its ops (``passes/<lowering>.py``;
+      ``kern-lower-accessors`` dispatches on it): ``"lower_accessors_shared"`` for ``shared``.
     """
 
     name: str
@@ -190,6 +214,7 @@ class AccessorKind:
     deterministic_tables: tuple[str, ...] = ()
     adjoint_add: str | None = None
     adjoint_read: str | None = None
+    lowering: str = ""
 
     def __repr__(self) -> str:
         return f"<accessor {self.name}>"
@@ -225,53 +250,66 @@ _ALL = (READ, WRITE, ADD)
 
 SEQUENTIAL = AccessorKind(
     "sequential", "sequential", True, _ALL, (), (), Reach.ITEM, block_wide=False,
-    elements=ElementCount.PROBLEM, adjoint_add="sequential", adjoint_read="sequential")
+    elements=ElementCount.PROBLEM, adjoint_add="sequential", adjoint_read="sequential",
+    lowering="lower_accessors_per_thread")
 STRIDED = AccessorKind(
     "strided", "strided(off, s)", True, _ALL, _OFF_S_ARGS, _OFF_S, Reach.STRIDED, block_wide=False,
     elements=ElementCount.NONE, default_form="strided_default", adjoint_add="strided",
-    adjoint_read="strided")
+    adjoint_read="strided",
+    lowering="lower_accessors_per_thread")
 STRIDED_DEFAULT = AccessorKind(
     "strided_default", "strided(off, s) default v", False, (READ,), _OFF_S_ARGS, _OFF_S,
-    Reach.STRIDED, block_wide=False, elements=ElementCount.NONE, default=True)
+    Reach.STRIDED, block_wide=False, elements=ElementCount.NONE, default=True,
+    lowering="lower_accessors_per_thread")
 INDEXED = AccessorKind(
     "indexed", "indexed(I)", True, _ALL, _I, (IrArg("I", Operand.INDEX_BUFFER),), Reach.INDEXED,
     block_wide=False, elements=ElementCount.INDEX_VALUES, adjoint_add="atomic",
-    adjoint_read="indexed")
+    adjoint_read="indexed",
+    lowering="lower_accessors_per_thread")
 SHARED = AccessorKind(
     "shared", "shared(I)", True, (READ,), _I,
     (IrArg("unique", Operand.TABLE), IrArg("target", Operand.TABLE)), Reach.INDEXED,
     block_wide=True, elements=ElementCount.INDEX_VALUES, tables=shared_table.TABLES,
-    adjoint_add="shared_sum")
+    adjoint_add="shared_sum",
+    lowering="lower_accessors_shared")
 UNIQUE = AccessorKind(
     "unique", "unique", True, (READ,), (), (), Reach.FIRST, block_wide=True,
-    elements=ElementCount.ONE, adjoint_add="sum")
+    elements=ElementCount.ONE, adjoint_add="sum",
+    lowering="lower_accessors_unique")
 PAIR = AccessorKind(
     "pair", "pair", True, _ALL, (), (), Reach.PAIR, block_wide=True,
     elements=ElementCount.PROBLEM_PLUS_ONE, pair=True, default_form="pair_strided_default",
     zero_init=(WRITE,), deterministic=Determinism.FLOAT_ADD_REFUSED, adjoint_add="pair",
-    adjoint_read="pair")
+    adjoint_read="pair",
+    lowering="lower_accessors_pair")
 PAIR_STRIDED_DEFAULT = AccessorKind(
     "pair_strided_default", "pair strided(off, s) default v", False, (READ,), _OFF_S_ARGS, _OFF_S,
-    Reach.PAIR_STRIDED, block_wide=True, elements=ElementCount.NONE, pair=True, default=True)
+    Reach.PAIR_STRIDED, block_wide=True, elements=ElementCount.NONE, pair=True, default=True,
+    lowering="lower_accessors_pair")
 SHARED_SUM = AccessorKind(
     "shared_sum", "shared_sum(I)", True, (ADD,), _I,
     (IrArg("unique", Operand.TABLE), IrArg("perm", Operand.TABLE)), Reach.INDEXED,
     block_wide=True, elements=ElementCount.INDEX_VALUES, tables=shared_table.TABLES,
     deterministic=Determinism.REORDERED, deterministic_tables=shared_table.MERGE_TABLES,
-    adjoint_read="shared")
+    adjoint_read="shared",
+    lowering="lower_accessors_shared_sum")
 ATOMIC = AccessorKind(
     "atomic", "atomic(I)", True, (ADD,), _I, (IrArg("I", Operand.INDEX_BUFFER),), Reach.INDEXED,
     block_wide=False, elements=ElementCount.INDEX_VALUES, atomic=True,
-    deterministic=Determinism.FLOAT_ADD_REFUSED, adjoint_read="indexed")
+    deterministic=Determinism.FLOAT_ADD_REFUSED, adjoint_read="indexed",
+    lowering="lower_accessors_per_thread")
 BLOCK_SUM = AccessorKind(
     "block_sum", "block_sum", True, _UPDATES, (), (), Reach.BLOCK, block_wide=True,
-    elements=ElementCount.BLOCKS)
+    elements=ElementCount.BLOCKS,
+    lowering="lower_accessors_sum")
 SUM = AccessorKind(
     "sum", "sum", True, _UPDATES, (), (), Reach.FIRST, block_wide=True, elements=ElementCount.NONE,
-    zero_init=(WRITE,), deterministic=Determinism.REORDERED, adjoint_read="unique")
+    zero_init=(WRITE,), deterministic=Determinism.REORDERED, adjoint_read="unique",
+    lowering="lower_accessors_sum")
 VIEW = AccessorKind(
     "view", "view", False, (VIEW_MODE,), (), (), Reach.VIEW, block_wide=False,
-    elements=ElementCount.NONE)
+    elements=ElementCount.NONE,
+    lowering="lower_views")
 
 #: Every kind, in the order the language lists them (messages list them in this order).
 KINDS: tuple[AccessorKind, ...] = (
@@ -306,6 +344,7 @@ def _check_registry() -> None:
         if k.adjoint_read:
             assert READ in BY_NAME[k.adjoint_read].modes, k.name
         assert set(k.table_args) <= set(k.tables), k.name
+        assert k.lowering.startswith("lower_"), k.name
         assert k.index_param == bool(k.tables or any(a.type is Operand.INDEX_BUFFER for a in k.ir_args)), k.name
 
 

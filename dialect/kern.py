@@ -387,12 +387,13 @@ MAX_LAYOUT_TEXT_NESTING = 64
 
 
 def fold_layout(text: str):
-    """Evaluate a static layout expression in CuTe notation with ``kernc.layout``: literals,
-    ``A o B`` (composition, right to left), ``Sw<B,M,S> o L``, and calls of :data:`ALGEBRA_OPS`.
-    Returns a ``kernc.layout`` object; ``LayoutError`` (a ``ValueError``) if it is malformed, nested
-    more than :data:`MAX_LAYOUT_TEXT_NESTING` brackets deep, or a composition is not admissible
-    (the message names both layouts)."""
-    import kernc.layout as KL
+    """Evaluate a static layout expression in CuTe notation with the layout algebra
+    (:mod:`kernc.dialect.layout_algebra`, imported on first use: a cold compile without layout
+    algebra never loads it): literals, ``A o B`` (composition, right to left), ``Sw<B,M,S> o L``,
+    and calls of :data:`ALGEBRA_OPS`. Returns a layout algebra object; ``LayoutError`` (a
+    ``ValueError``) if it is malformed, nested more than :data:`MAX_LAYOUT_TEXT_NESTING` brackets
+    deep, or a composition is not admissible (the message names both layouts)."""
+    from . import layout_algebra as KL
 
     depth = deepest = 0
     for ch in text:
@@ -410,8 +411,8 @@ def fold_layout(text: str):
 def _fold_layout(text: str):
     import re
 
-    import kernc.layout as KL
-    from kernc.dialect.layout_algebra import _split_compose
+    from . import layout_algebra as KL
+    from .layout_algebra import _split_compose
 
     parts = [p.strip() for p in _split_compose(text)]
     if len(parts) > 1:
@@ -443,7 +444,7 @@ def _fold_layout(text: str):
 def fold_view_layout(text: str) -> str:
     """The flat view-layout text (``(..):(..)`` or ``Sw<B,M,S> o (..):(..)``) of a static layout
     expression (see :func:`fold_layout`); ``ValueError`` if it is not one."""
-    import kernc.layout as KL
+    from . import layout_algebra as KL
 
     v = fold_layout(text)
 

@@ -112,7 +112,7 @@ class ItemMapping:
     def tile_position(self, tid: int, k: int) -> tuple:
         """The tile coordinates (one per ``extents``; linear: the position in the block's items)
         of value ``k`` of thread ``tid``: ``thread_values(tid + B*k)`` unflattened."""
-        import kernc.layout as KL  # (only for inspection: the passes read the record's numbers)
+        from . import layout_algebra as KL  # (only for inspection: the passes read the record's numbers)
 
         if not (0 <= tid < self.block and 0 <= k < self.values):
             raise ValueError(f"no value {k} of thread {tid} in {self}")

@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field, fields
 
 from . import accessors, shared_table
+from .strided import Poly
 
 SIGNATURE_ATTR = "kern.signature"
 
@@ -86,6 +87,19 @@ class Param:
     table_of: str | None = None
     table_field: str | None = None
     scratch_size: str | None = None
+
+    @property
+    def accessor_kind(self) -> accessors.AccessorKind:
+        """The record of a buffer's accessor kind (``dialect/accessors.py``); ``KeyError`` for a
+        param without one (scalars, tables) or with an unknown one (:meth:`KernelSignature.problem`
+        refuses those)."""
+        return accessors.BY_NAME[self.accessor]
+
+    @property
+    def may_write(self) -> bool:
+        """Whether this is a buffer the kernel may write: ``write``, ``add`` or ``view`` access (the
+        outputs ``kernc run`` allocates and saves)."""
+        return self.kind == "buffer" and self.access in (accessors.WRITE, accessors.ADD, accessors.VIEW_MODE)
 
 
 @dataclass
@@ -220,8 +234,6 @@ class KernelSignature:
             return "argument names repeat"
         int_scalars = {p.name for p in self.params  # `over m` may name any integer scalar param
                        if p.kind == "scalar" and NUMPY_DTYPES[p.dtype].startswith(("int", "uint"))}
-        from .strided import Poly
-
         try:
             unknown = set(Poly.parse(self.problem_size).symbols) - set(self.sizes) - int_scalars
         except (ValueError, TypeError, AttributeError):

@@ -1,22 +1,28 @@
 """Checking the accessor clauses of buffer parameters (``docs/design/accessors.md``): the accessor
-patterns each access mode allows (:data:`~kernc.frontend.language.ACCESS_PATTERNS`), their
-arguments (``strided(off, s)``, the index buffer ``I`` of ``indexed``/``shared``/``shared_sum``/
-``atomic``), ``default v`` and ``@deterministic``.
+patterns each access mode allows, their arguments (``strided(off, s)``, the index buffer ``I`` of
+``indexed``/``shared``/``shared_sum``/``atomic``), ``default v`` and ``@deterministic``. Every fact
+about a pattern is its record in the accessor registry (``dialect/accessors.py``): its modes, its
+language arguments, its ``default`` form, whether it is block-wide and what ``@deterministic``
+does with it.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
+from kernc.dialect import accessors
+from kernc.dialect.accessors import ADD, READ, WRITE, Determinism
 from kernc.dialect.strided import Poly
 
 from . import ast as A
 from . import types as T
 from .diagnostics import did_you_mean
 from .expressions import literal_fraction
-from .language import ACCESS_PATTERNS, ACCESSORS, BLOCK_WIDE_OUTPUTS, INDEX_ACCESSORS, PER_THREAD_ADDS
 from .names import CheckerBase
 from .symbols import BufferInfo, Symbol
+
+#: The accessor patterns of the language by name, in the order messages list them.
+PATTERNS = {k.name: k for k in accessors.LANGUAGE}
 
 
 class AccessorChecks(CheckerBase):
@@ -29,20 +35,21 @@ class AccessorChecks(CheckerBase):
         p: A.BufferParam = sym.node
         b = sym.buffer
         pats = p.patterns
-        names = ", ".join(ACCESSORS)
+        names = ", ".join(PATTERNS)
         for pat in pats:
-            if pat.name not in ACCESSORS:
+            if pat.name not in PATTERNS:
                 self.error(f"unknown accessor '{pat.name}'"
-                           + did_you_mean(pat.name, list(ACCESSORS) + ["compute", "default"]),
+                           + did_you_mean(pat.name, list(PATTERNS) + ["compute", "default"]),
                            pat.loc, hint=f"accessors: {names}")
                 return
-        if len(pats) > 2 or (len(pats) == 2 and (pats[0].name, pats[1].name) != ("pair", "strided")):
+        kinds = [PATTERNS[pat.name] for pat in pats]
+        if len(pats) > 2 or (len(pats) == 2 and (kinds[0], kinds[1]) != (accessors.PAIR, accessors.STRIDED)):
             self.error("only 'pair strided(off, s) default v' combines two accessor patterns",
-                       pats[1].loc if pats[0].name == "pair" or len(pats) > 2 else pats[0].loc,
+                       pats[1].loc if kinds[0] is accessors.PAIR or len(pats) > 2 else pats[0].loc,
                        hint="one accessor per buffer, e.g. `read shared(I)`")
             return
-        for pat in pats:
-            want = ACCESSORS[pat.name]
+        for pat, k in zip(pats, kinds):
+            want = len(k.language_args)
             args = pat.args or []
             if len(args) != want or (want == 0 and pat.args is not None):
                 if want == 0:
@@ -50,20 +57,20 @@ class AccessorChecks(CheckerBase):
                 else:
                     self.error(f"accessor '{pat.name}' takes {want} argument{'s' if want > 1 else ''}, "
                                f"got {len(args)}", pat.loc,
-                               hint="strided(off, s)" if pat.name == "strided" else f"{pat.name}(I)")
+                               hint=k.spelling)
                 return
-        kind = pats[0].name if pats else "sequential"
-        strided = pats[-1] if pats and pats[-1].name == "strided" else None
+        kind = kinds[0] if pats else accessors.SEQUENTIAL
+        strided = pats[-1] if pats and kinds[-1] is accessors.STRIDED else None
         mode = p.access
-        if kind not in ACCESS_PATTERNS[mode]:
+        if mode not in kind.modes:
             self.access_mode_error(kind, mode, pats[0], p)
             return
-        if kind == "pair" and strided is not None and mode != "read":
+        if kind is accessors.PAIR and strided is not None and mode != READ:
             self.error(f"'pair strided(off, s) default v' is only for 'read' buffers, not '{mode}'",
                        pats[0].loc, hint="pair outputs are `write pair` or `add pair`")
             return
         if p.default is not None:
-            if mode != "read":
+            if mode != READ:
                 self.error(f"'default' values are only for 'read' buffers, not '{mode}'",
                            p.default.loc, hint="for checked out-of-range writes, declare the buffer as a "
                                                 "'view' and use x.checked(...)")
@@ -71,10 +78,10 @@ class AccessorChecks(CheckerBase):
             if strided is None:
                 self.error("'default v' needs a strided read: `strided(off, s) default v` or "
                            "`pair strided(off, s) default v`", p.default.loc,
-                           hint=f"'{kind}' reads are always in bounds" if kind != "sequential" else
+                           hint=f"'{kind.name}' reads are always in bounds" if kind is not accessors.SEQUENTIAL else
                            "a sequential read is `strided(0, 1)`: write `strided(0, 1) default v`")
                 return
-        elif kind == "pair" and strided is not None:
+        elif kind is accessors.PAIR and strided is not None:
             self.error("'pair strided(off, s)' needs a default value for the items out of range",
                        pats[1].loc, hint="e.g. `pair strided(-1, 1) default 0`")
             return
@@ -86,36 +93,34 @@ class AccessorChecks(CheckerBase):
             if value is None:
                 return
             b.default_value = value
-        if kind in INDEX_ACCESSORS:
+        if kind.index_param:
             if not self.index_param(sym, pats[0], by_name, problem):
                 return
-        if kind == "pair" and strided is not None:
-            b.accessor = "pair_strided_default"
-        elif strided is not None and p.default is not None:
-            b.accessor = "strided_default"
-        else:
-            b.accessor = kind
+        # `strided(off, s) default v`, `pair strided(off, s) default v` (a pair needs its default)
+        b.accessor = kind.default_form if strided is not None and p.default is not None else kind.name
 
-    def access_mode_error(self, kind: str, mode: str, pat: A.Pattern, p: A.BufferParam) -> None:
+    def access_mode_error(self, kind: accessors.AccessorKind, mode: str, pat: A.Pattern,
+                          p: A.BufferParam) -> None:
         """Report accessor ``kind`` (pattern ``pat`` of ``p``) used with an access ``mode`` it does
-        not support."""
+        not support (not in ``kind.modes``)."""
         loc = pat.loc
-        if kind in ("shared_sum", "atomic"):
+        name = kind.name
+        if kind.modes == (ADD,):  # shared_sum(I), atomic(I)
             idx = pat.args[0].id if pat.args and isinstance(pat.args[0], A.Name) else "I"
-            if mode == "write":
+            if mode == WRITE:
                 hint = (f"duplicate indices are summed into the buffer: declare `{p.name}: "
-                        f"{p.elem_name}[...] add {kind}({idx})`, or use `write indexed({idx})` when "
+                        f"{p.elem_name}[...] add {name}({idx})`, or use `write indexed({idx})` when "
                         f"the indices are unique")
             else:
                 hint = f"to gather use shared({idx}) or indexed({idx})"
-            self.error(f"accessor '{kind}' needs 'add' access, not '{mode}'", loc, hint=hint)
-        elif kind in ("shared", "unique"):
+            self.error(f"accessor '{name}' needs 'add' access, not '{mode}'", loc, hint=hint)
+        elif kind.modes == (READ,):  # shared(I), unique
             hint = ("to scatter use indexed(I); to add with duplicate indices use shared_sum(I) or "
-                    "atomic(I)") if kind == "shared" else "to add every thread's value into one " \
+                    "atomic(I)") if kind.index_param else "to add every thread's value into one " \
                 "element use 'add sum'"
-            self.error(f"accessor '{kind}' is only for 'read' buffers, not '{mode}'", loc, hint=hint)
-        else:
-            self.error(f"accessor '{kind}' is only for 'write' or 'add' buffers, not '{mode}'", loc,
+            self.error(f"accessor '{name}' is only for 'read' buffers, not '{mode}'", loc, hint=hint)
+        else:  # block_sum, sum
+            self.error(f"accessor '{name}' is only for 'write' or 'add' buffers, not '{mode}'", loc,
                        hint="to read one element in every thread use 'unique'")
 
     def strided_args(self, pat: A.Pattern, by_name: dict, size_syms: dict, b: BufferInfo) -> bool:
@@ -209,16 +214,16 @@ class AccessorChecks(CheckerBase):
             self.error(f"buffer '{p.name}' cannot index itself", a.loc)
             return False
         problems = []
-        if tb.access != "read":
+        if tb.access != READ:
             problems.append("read")
         if tb.components != 1:
             problems.append("1-D")
         if tb.elem.name not in ("u32", "i32"):
             problems.append("u32 or i32")
         pats = target.node.patterns
-        if (pats and pats[0].name != "sequential") or target.node.default is not None \
+        if (pats and pats[0].name != accessors.SEQUENTIAL.name) or target.node.default is not None \
                 or str(tb.layout) != f"({tb.dims[0]}):(1)":
-            problems.append("sequential")
+            problems.append(accessors.SEQUENTIAL.name)
         if problems:
             self.error(f"the index buffer '{a.id}' of {pat.name}({a.id}) must be a 1-D u32 or i32 "
                        f"buffer read sequentially", a.loc,
@@ -244,15 +249,16 @@ class AccessorChecks(CheckerBase):
         ``block_sum`` uses no atomics: those stay allowed."""
         for sym in params:
             b = sym.buffer
-            if sym.kind != "buffer" or b is None or b.access != "add" or not b.compute_elem.is_float:
+            if sym.kind != "buffer" or b is None or b.access != ADD or not b.compute_elem.is_float \
+                    or b.kind.deterministic is not Determinism.FLOAT_ADD_REFUSED:
                 continue
-            if b.accessor == "atomic":
+            if b.kind.atomic:
                 self.error(f"@deterministic cannot make '{sym.name}' reproducible: 'add atomic' adds "
                            "floats with one atomic per thread, in an order that varies from run to run",
                            b.loc, note=("the attribute is here", attribute.loc),
                            hint=f"use 'add shared_sum({b.index_param})', which @deterministic makes "
                                 "bitwise reproducible")
-            elif b.accessor == "pair":
+            elif b.kind.pair:
                 self.error(f"@deterministic cannot make '{sym.name}' reproducible: 'add pair' adds "
                            "two floats with atomics onto each block-edge element, in either order",
                            b.loc, note=("the attribute is here", attribute.loc),
@@ -266,6 +272,4 @@ def guarded_output(b) -> bool:
     ``add`` accessors. An unassigned thread then leaves the element as it was, like a store that
     never happened in C; adding its pending 0 instead turned a -0.0 element into +0.0 and cost a
     read-modify-write (or an atomic) per such thread (found by a fuzzing trial)."""
-    if b.access == "write":
-        return b.accessor not in BLOCK_WIDE_OUTPUTS
-    return b.access == "add" and b.accessor in PER_THREAD_ADDS
+    return b.access in (WRITE, ADD) and not b.kind.block_wide

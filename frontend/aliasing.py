@@ -29,6 +29,9 @@ from __future__ import annotations
 
 from typing import Optional
 
+from kernc.dialect import accessors
+from kernc.dialect.accessors import Reach
+
 from . import ast as A
 
 #: kinds of names whose value is the same at every use within one thread
@@ -177,11 +180,12 @@ def _same_elements(r, w, acc: _Accesses) -> bool:
             return False
         keys = acc.loads.get(r, []) + acc.loads.get(w, []) + acc.stores.get(w, [])
         return bool(keys) and keys[0] is not None and all(k == keys[0] for k in keys)
-    if rb.accessor == "sequential" and wb.accessor == "sequential":
+    rkind, wkind = rb.kind, wb.kind
+    if rkind is accessors.SEQUENTIAL and wkind is accessors.SEQUENTIAL:
         return True
-    if rb.accessor in ("strided", "strided_default") and wb.accessor == "strided":
+    if rkind.reach is Reach.STRIDED and wkind is accessors.STRIDED:  # strided(off, s) [default v]
         rk, wk = _keys(rb.accessor_args), _keys(wb.accessor_args)
         return rk is not None and rk == wk
-    if rb.accessor == "indexed" and wb.accessor == "indexed":
+    if rkind is accessors.INDEXED and wkind is accessors.INDEXED:
         return rb.index_param == wb.index_param
     return False

@@ -30,10 +30,10 @@ Language rules enforced here (the reference for the lowering):
 - A ``read`` buffer's name is the thread's element (a scalar, or a K-vector for ``T[n, K]``); an
   output (``write``/``add``) can only be assigned (``y = v``, ``y += v``, ``y -= v``,
   ``y[k] = v``), never read. An output's pending value starts at zero.
-- Accessors (``docs/accessor-lowering.md``): each access mode allows the patterns of
-  :data:`~kernc.frontend.language.ACCESS_PATTERNS`; ``default v`` only on ``read strided(off, s)`` /
-  ``read pair strided`` (which requires one), with ``v`` a number literal rounded once to the
-  compute type; the index param of ``indexed``/``shared``/``shared_sum``/``atomic`` is a sequential
+- Accessors (``docs/accessor-lowering.md``): each access mode allows the patterns whose record
+  in the accessor registry lists it (``AccessorKind.modes``, ``dialect/accessors.py``);
+  ``default v`` only on ``read strided(off, s)`` / ``read pair strided`` (which requires one),
+  with ``v`` a number literal rounded once to the compute type; the index param of ``indexed``/``shared``/``shared_sum``/``atomic`` is a sequential
   1-D ``u32``/``i32`` ``read`` buffer with one entry per item. A ``pair`` read is used as ``u.first`` / ``u.second``;
   a ``pair`` output is assigned ``out = (a, b)`` or ``out.first`` / ``out.second``.
 - Buffers compute in their compute type (``f16``/``bf16`` -> ``f32``, or ``compute f32|f64`` on

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from kernc.dialect import accessors, shared_table
 from kernc.dialect.strided import Poly, StridedLayout
 from kernc.support.errors import SourceLocation
 
@@ -19,7 +20,7 @@ from .diagnostics import did_you_mean
 from .expressions import index_constant_max
 from .language import (BUILTIN_FUNCS, BUILTIN_LAYOUTS, BUILTIN_VALUES, COMPUTE_TYPES, INDEX_MAX, KERNEL_ATTRIBUTES,
                        KEYWORDS, MAX_COMPONENTS, MAX_VIEW_RANK, PTX_PARAM_NAME, RESERVED_KERNEL_NAMES,
-                       RESERVED_KERNEL_PREFIXES, TABLE_ARGS, TABLE_FIELDS)
+                       RESERVED_KERNEL_PREFIXES)
 from .names import CheckerBase
 from .statements import definitely_assigns, has_nested_return
 from .symbols import BufferInfo, KernelInfo, Symbol, TableInfo, poly_entry, promoted, storage_shape
@@ -272,7 +273,8 @@ class DeclarationChecks(CheckerBase):
         shape = storage_shape(layout)
         sig_layout = str(layout)
         if swizzle is not None:
-            import kernc.layout as KL  # only swizzled views need the algebra here (cold start, see layouts.py)
+            # only swizzled views need the algebra here (cold start, see layouts.py)
+            from kernc.dialect import layout_algebra as KL
 
             inner = KL.Layout(tuple(poly_entry(x) for x in layout.shape),
                               tuple(poly_entry(x) for x in layout.stride))
@@ -281,8 +283,8 @@ class DeclarationChecks(CheckerBase):
             if cos > inner.cosize():  # the swizzle reaches past the plain layout's storage
                 shape, sig_layout = [cos], f"({cos}):(1)"
         compute = self.compute_clause(p, elem)
-        b = BufferInfo(p.name, elem, dims, 1, "view", "view", [], None, layout, shape, p.loc,
-                       compute=compute, compute_name=compute.name if compute is not None else None)
+        b = BufferInfo(p.name, elem, dims, 1, accessors.VIEW_MODE, accessors.VIEW.name, [], None, layout, shape,
+                       p.loc, compute=compute, compute_name=compute.name if compute is not None else None)
         b.swizzle = swizzle
         b.sig_layout = sig_layout
         if p.default is not None:
@@ -372,7 +374,7 @@ class DeclarationChecks(CheckerBase):
                 self.error(f"buffers of '{elem}' are not supported", p.elem_loc or p.loc,
                            hint="use u8 for flags" if elem.is_bool else "use i64 (or u32) for indices")
                 elem = None
-            if p.access == "view":
+            if p.access == accessors.VIEW_MODE:
                 self.view_param(sym, p, elem, size_name_ok, add_sizes)
                 if sym.buffer is not None and not self.buffer_range_ok(sym.buffer, p):
                     sym.buffer = None
@@ -416,7 +418,7 @@ class DeclarationChecks(CheckerBase):
             if isinstance(p.layout, A.LayoutName) and p.layout.name == "caspar":
                 shape = [poly_entry(dims[0]), layout.stride[0].value]
             compute = self.compute_clause(p, elem)
-            b = BufferInfo(p.name, elem, dims, components, p.access, "sequential", [], None,
+            b = BufferInfo(p.name, elem, dims, components, p.access, accessors.SEQUENTIAL.name, [], None,
                            layout, shape, p.loc, compute=compute,
                            compute_name=compute.name if compute is not None else None)
             if not self.buffer_range_ok(b, p):
@@ -463,14 +465,15 @@ class DeclarationChecks(CheckerBase):
                 self.check_accessor(sym, by_name, size_syms, problem)
         if "deterministic" in attributes:
             self.deterministic_ok(params, seen_attrs["deterministic"])
-        # hidden shared_indices tables, four per index param of shared/shared_sum (first use order)
+        # hidden shared_indices tables, four per index param of shared/shared_sum (the record's
+        # `tables`), in first use order
         for sym in params:
             b = sym.buffer
-            if sym.kind == "buffer" and b is not None and b.accessor in TABLE_ARGS \
+            if sym.kind == "buffer" and b is not None and b.kind.tables \
                     and b.index_param is not None \
                     and all(t.table_of != b.index_param for t in info.tables):
-                info.tables += [TableInfo(f"{b.index_param}.{f}", b.index_param, f)
-                                for f in TABLE_FIELDS]
+                info.tables += [TableInfo(shared_table.table_name(b.index_param, f), b.index_param, f)
+                                for f in b.kind.tables]
 
         # body
         builtins = {n: Symbol(n, "builtin", T.INDEX) for n in BUILTIN_VALUES}

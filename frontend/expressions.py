@@ -8,6 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Optional
 
+from kernc.dialect import accessors
 from kernc.support.errors import SourceLocation
 from kernc.support.exact_numbers import decimal_fraction
 
@@ -346,7 +347,7 @@ class ExpressionChecks(CheckerBase):
                 self.error(f"'{e.id}' is read '{b.pattern_text}': use '{e.id}.first' or "
                            f"'{e.id}.second'", e.loc,
                            hint="'.first' is the thread's element t, '.second' element t+1"
-                           if b.accessor == "pair" else
+                           if b.kind is accessors.PAIR else
                            "'.first' is the element at off + t*s, '.second' at off + (t+1)*s")
                 return None
             if sym not in self.used_reads:

@@ -1,6 +1,7 @@
 """The tables of the ``.kern`` language the checker and the lowering read: builtin values and
-functions, keywords and reserved names, kernel attributes, compute types, operator groups, limits,
-layouts, and the accessor tables (together below, to be derived from the accessor registry).
+functions, keywords and reserved names, kernel attributes, compute types, operator groups, limits
+and layouts. The accessor patterns, their arguments and the access modes that take them are the
+accessor registry's (``dialect/accessors.py``: :data:`~kernc.dialect.accessors.LANGUAGE`).
 
 Semantics: ``docs/language.md``; accessors: ``docs/design/accessors.md`` and
 ``docs/accessor-lowering.md``.
@@ -77,31 +78,3 @@ ALGEBRA = {
 }
 #: Operations whose second argument, written as a tuple, is a CuTe tiler (applied by mode).
 TILER_OPS = ("composition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide")
-
-# ---- accessors --------------------------------------------------------------------------------
-
-#: Accessor patterns of the language with their argument counts (``pair strided(off, s) default v``
-#: combines two of them).
-ACCESSORS = {
-    "sequential": 0, "strided": 2, "indexed": 1, "shared": 1, "unique": 0, "pair": 0,
-    "shared_sum": 1, "atomic": 1, "block_sum": 0, "sum": 0,
-}
-#: The patterns each access mode allows.
-ACCESS_PATTERNS = {
-    "read": ("sequential", "strided", "indexed", "shared", "unique", "pair"),
-    "write": ("sequential", "strided", "indexed", "block_sum", "sum", "pair"),
-    "add": ("sequential", "strided", "indexed", "shared_sum", "atomic", "block_sum", "sum", "pair"),
-}
-#: Accessors whose argument is an index buffer param ``I``.
-INDEX_ACCESSORS = ("indexed", "shared", "shared_sum", "atomic")
-#: Block-wide output accessors: their ``write`` op is emitted unconditionally (no "assigned" flag;
-#: a thread that assigns nothing contributes 0).
-BLOCK_WIDE_OUTPUTS = ("block_sum", "sum", "pair")
-#: ``add`` accessors whose op each thread runs on its own (no barrier, shuffle or block-wide
-#: exchange), so a thread that assigns nothing can skip it; the collective ones (``sum``,
-#: ``block_sum``, ``pair``, ``shared_sum``) need every thread and add its pending 0.
-PER_THREAD_ADDS = ("sequential", "strided", "indexed", "atomic")
-#: The ``shared_indices`` tables appended as hidden params per index param of shared/shared_sum, and
-#: the ones each accessor takes as its ``args`` (``docs/accessor-lowering.md``).
-TABLE_FIELDS = ("unique", "target", "perm", "count")
-TABLE_ARGS = {"shared": ("unique", "target"), "shared_sum": ("unique", "perm")}

@@ -46,8 +46,9 @@ from .names import CheckerBase
 from .parser import parse
 from .symbols import Symbol
 
-# kernc.layout (the layout algebra) is imported where a layout is folded, not here: a program
-# without layout algebra never loads it (a cold `kernc compile` of saxpy does not).
+# The layout algebra (kernc.dialect.layout_algebra, public as kernc.layout) is imported where a
+# layout is folded, not here: a program without layout algebra never loads it (a cold `kernc
+# compile` of saxpy does not).
 
 #: The built-in ``im2col`` (layouts.md section 3 / language.md 6.3, with the domain of ``(m, k)``:
 #: ``m >= 0``, ``0 <= k < R*S*C``; ``n < N`` and the padding bounds of ``h``/``w`` belong to the
@@ -115,7 +116,7 @@ class _Chain(list):
 
 
 def _is_alg(v) -> bool:
-    from kernc.layout import ComposedLayout, Layout
+    from kernc.dialect.layout_algebra import ComposedLayout, Layout
 
     return isinstance(v, (Layout, ComposedLayout))
 
@@ -294,7 +295,7 @@ class LayoutChecks(CheckerBase):
         (name -> Poly). Returns a ``kernc.layout`` object, a ``Swizzle`` or a :class:`_Chain`;
         None after an error. ``lenient``: do not report "needs static shapes" (a parameterised
         definition is folded at each use, with its arguments)."""
-        from kernc.layout import LayoutError
+        from kernc.dialect.layout_algebra import LayoutError
 
         try:
             return self._eval(e, env, d, lenient)
@@ -328,7 +329,7 @@ class LayoutChecks(CheckerBase):
     def _layout_error(self, err, loc, lenient: bool, op: str = None):
         """Report ``err`` at ``loc`` (``op``: the algebra operation written there, which a limit
         error names instead of the operands' full text: the source line shows them)."""
-        from kernc.layout import LayoutLimitError
+        from kernc.dialect.layout_algebra import LayoutLimitError
 
         if lenient and "static" in str(err):
             raise _Deferred()
@@ -339,7 +340,7 @@ class LayoutChecks(CheckerBase):
         raise _Deferred()
 
     def _eval(self, e, env: dict, d, lenient: bool):
-        import kernc.layout as KL
+        from kernc.dialect import layout_algebra as KL
 
         if isinstance(e, A.LayoutLiteral):
             if len(e.shape) != len(e.stride):
@@ -447,7 +448,7 @@ class LayoutChecks(CheckerBase):
         return _Chain(v) if isinstance(v, _Chain) else v
 
     def _algebra(self, e: A.Call, env: dict, d, lenient: bool):
-        import kernc.layout as KL
+        from kernc.dialect import layout_algebra as KL
 
         lo, hi = ALGEBRA[e.func]
         if not lo <= len(e.args) <= hi:
@@ -482,7 +483,7 @@ class LayoutChecks(CheckerBase):
         nested tiler (``docs/design/layouts.md``; CuTe's ``Tiler``: a layout, a tuple of layouts,
         or a shape, a tuple of ``n:1``), not the one compact layout ``(2,4):(1,2)`` the tuple means
         elsewhere. Also the right operand of ``o``, which is ``composition``."""
-        import kernc.layout as KL
+        from kernc.dialect import layout_algebra as KL
 
         entries = []
         for x in e.elems:
@@ -503,7 +504,7 @@ class LayoutChecks(CheckerBase):
 
     def _compose(self, outer, inner, loc, lenient: bool):
         """``outer o inner`` (``outer`` applied after ``inner``)."""
-        import kernc.layout as KL
+        from kernc.dialect import layout_algebra as KL
 
         if isinstance(outer, KL.Swizzle):
             if isinstance(inner, KL.Layout):
@@ -538,7 +539,7 @@ class LayoutChecks(CheckerBase):
         return _Chain(layers)
 
     def _layers(self, v, loc) -> list:
-        import kernc.layout as KL
+        from kernc.dialect import layout_algebra as KL
 
         if isinstance(v, _Chain):
             return list(v)

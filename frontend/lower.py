@@ -53,6 +53,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kernc.dialect import kern
+from kernc.dialect.poly_arith import emit_poly
 from kernc.dialect.signature import SIGNATURE_ATTR
 from kernc.support.errors import CompileError, InternalCompilerError
 from kernc.support.mlir import dialect, ir
@@ -62,7 +63,7 @@ from . import types as T
 from .check import check
 from .index_width import index_reach
 from .lower_buffers import BufferLowering, is_add_identity
-from .lower_expr import emit_poly, flat, mlir_filename
+from .lower_expr import flat, mlir_filename
 from .symbols import Symbol
 
 arith = dialect("arith")

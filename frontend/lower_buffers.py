@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from math import copysign
 
-from kernc.dialect import kern
+from kernc.dialect import accessors, kern
+from kernc.dialect.accessors import Operand
 from kernc.support.mlir import dialect, ir
 
 from . import types as T
-from .language import BLOCK_WIDE_OUTPUTS, TABLE_ARGS
 from .lower_expr import ExprLowering, flat
 from .symbols import Symbol
 
@@ -24,10 +24,10 @@ def _accessor_op(cls, b, buffer, args, sizes, values=None, **kw):
     syms = b.layout.symbols
     if cls is kern.ReadOp:
         default = None
-        if b.accessor in ("strided_default", "pair_strided_default"):
+        if b.kind.default:
             default = (T.mlir_type(T.default_scalar(b.compute_elem)), b.default_value)
         return kern.read(buffer, args, sizes, b.accessor, str(b.layout), syms, values, default=default)
-    kind = "write" if cls is kern.WriteOp else "add"
+    kind = accessors.WRITE if cls is kern.WriteOp else accessors.ADD
     return kern.write(kind, buffer, args, sizes, values, b.accessor, str(b.layout), syms)
 
 
@@ -70,17 +70,22 @@ class BufferLowering(ExprLowering):
                 self.accessor_args[p] = self.op_args(p, env)
 
     def op_args(self, p: Symbol, env: dict) -> list:
-        """The ``args`` operands of buffer ``p``'s accessor ops (``docs/accessor-lowering.md``)."""
+        """The ``args`` operands of buffer ``p``'s accessor ops (``docs/accessor-lowering.md``), those
+        its record lists (``AccessorKind.ir_args``): the ``(off, s)`` of the strided kinds as
+        ``index``, the index buffer ``I``, or the ``shared_indices`` tables of ``I``."""
         b = p.buffer
-        acc = b.accessor
-        if acc in ("strided", "strided_default", "pair_strided_default"):
+        kind = b.kind
+        if kind.strided:
             return [self.convert(self.expr(a, env), a.ty, T.INDEX) for a in b.accessor_args]
-        if acc in ("indexed", "atomic"):
-            idx_sym = next(s for s in self.info.params if s.name == b.index_param)
-            return [self.args[idx_sym]]
-        if acc in TABLE_ARGS:
-            return [self.table_args[(b.index_param, f)] for f in TABLE_ARGS[acc]]
-        return []
+        out = []
+        for arg in kind.ir_args:
+            if arg.type is Operand.INDEX_BUFFER:
+                out.append(self.args[next(s for s in self.info.params if s.name == b.index_param)])
+            elif arg.type is Operand.TABLE:
+                out.append(self.table_args[(b.index_param, arg.name)])
+            else:  # pragma: no cover - a registry invariant: index args are (off, s) of the strided kinds
+                raise ValueError(f"accessor '{kind.name}': no frontend value for arg '{arg.name}'")
+        return out
 
     def read_buffers(self, env: dict) -> None:
         """One ``kern.read`` per buffer the body uses, unconditional, at the start (so block-wide
@@ -102,7 +107,7 @@ class BufferLowering(ExprLowering):
         info = self.info
         for p in info.outputs:
             b = p.buffer
-            always = b.access == "write" and b.accessor in BLOCK_WIDE_OUTPUTS
+            always = b.access == accessors.WRITE and b.kind.block_wide
             if p not in assigned and not always:
                 continue
             self.assigned_outputs.add(p)
@@ -128,7 +133,7 @@ class BufferLowering(ExprLowering):
             with self.loc(p):
                 values = flat(env[p])
                 sizes = [self.size_args[s] for s in syms]
-                op_cls = kern.WriteOp if b.access == "write" else kern.AddOp
+                op_cls = kern.WriteOp if b.access == accessors.WRITE else kern.AddOp
                 flag = env.get(("flag", p))
                 if flag is not None:
                     ifop = scf.IfOp(flag, [], has_else=False)

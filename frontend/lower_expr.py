@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from kernc.dialect import kern
+from kernc.dialect.poly_arith import emit_poly
 from kernc.dialect.strided import Poly
 from kernc.support.errors import InternalCompilerError
 from kernc.support.mlir import dialect, ir
@@ -40,19 +41,6 @@ def mlir_filename(name: str) -> str:
         return name
     except UnicodeEncodeError:
         return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def emit_poly(poly, env: dict):
-    """``poly`` (a :class:`kernc.dialect.strided.Poly`) as ``index`` arithmetic over ``env``
-    (size symbol -> value)."""
-    idx = ir.IndexType.get()
-    total = None
-    for syms, coeff in poly.terms:
-        term = arith.constant(idx, coeff) if (coeff != 1 or not syms) else None
-        for name in syms:
-            term = env[name] if term is None else arith.muli(term, env[name])
-        total = term if total is None else arith.addi(total, term)
-    return total if total is not None else arith.constant(idx, 0)
 
 
 def _and(a, b):

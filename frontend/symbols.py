@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from kernc.dialect import accessors
+from kernc.dialect.accessors import AccessorKind
 from kernc.dialect.signature import KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
 from kernc.support.errors import SourceLocation
@@ -24,7 +26,8 @@ class BufferInfo:
     after ``f16``/``bf16`` -> ``f32`` promotion; see :attr:`compute_elem`), ``compute_name`` the type
     named by an explicit ``compute`` clause. ``value_type`` is what the body sees (``compute_elem``
     or a K-vector of it; a ``pair`` buffer has two such values). ``accessor`` is the kern IR accessor
-    name (``"strided_default"``, ``"pair_strided_default"``, ``"shared"``, ...);
+    name (:attr:`kind` its record in ``dialect/accessors.py``; ``strided(off, s) default v`` is
+    ``strided_default``);
     ``accessor_args`` are the ``(off, s)`` index expressions of the strided forms; ``default_value``
     the exact default (a Python int, or a float holding the value rounded once to the compute
     type); ``index_param`` names the index buffer of ``indexed``/``shared``/``shared_sum``/
@@ -53,8 +56,13 @@ class BufferInfo:
     sig_layout: Optional[str] = None
 
     @property
+    def kind(self) -> AccessorKind:
+        """The record of the buffer's accessor kind (``dialect/accessors.py``)."""
+        return accessors.BY_NAME[self.accessor]
+
+    @property
     def is_view(self) -> bool:
-        return self.access == "view"
+        return self.access == accessors.VIEW_MODE
 
     @property
     def layout_text(self) -> str:
@@ -79,12 +87,12 @@ class BufferInfo:
 
     @property
     def is_output(self) -> bool:
-        return self.access in ("write", "add")
+        return self.access in (accessors.WRITE, accessors.ADD)
 
     @property
     def is_pair(self) -> bool:
         """``pair`` / ``pair strided(off, s) default v``: two elements per thread."""
-        return self.accessor in ("pair", "pair_strided_default")
+        return self.kind.pair
 
     @property
     def flat_width(self) -> int:
@@ -94,21 +102,18 @@ class BufferInfo:
     @property
     def pattern_text(self) -> str:
         """The accessor as the program spells it (for messages)."""
-        return {"strided_default": "strided(off, s) default v",
-                "pair_strided_default": "pair strided(off, s) default v"}.get(self.accessor,
-                                                                               self.accessor)
+        kind = self.kind
+        return kind.spelling if kind.default else kind.name
 
     def signature_extras(self, problem: str) -> dict:
-        """The ``compute``/``zero_init``/``min_elements`` fields of the buffer's signature param."""
-        min_elements = None
-        if self.accessor == "pair":
-            min_elements = f"{problem}+1"
-        elif self.accessor == "unique":
-            min_elements = "1"
+        """The ``compute``/``zero_init``/``min_elements`` fields of the buffer's signature param
+        (``zero_init`` and ``min_elements`` from the accessor's record: ``zero_init``,
+        ``elements``)."""
+        kind = self.kind
         return {
             "compute": self.compute_name,
-            "zero_init": self.access == "write" and self.accessor in ("sum", "pair"),
-            "min_elements": min_elements,
+            "zero_init": self.access in kind.zero_init,
+            "min_elements": kind.elements.min_elements(problem),
         }
 
 

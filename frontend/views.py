@@ -108,7 +108,7 @@ class ViewChecks(CheckerBase):
         if isinstance(base, A.Name):
             sym = self.lookup(base.id)
             if sym is not None and sym.kind == "buffer" and sym.buffer is not None \
-                    and sym.buffer.access == "view":
+                    and sym.buffer.is_view:
                 base.sym = sym
                 base.ty = sym.ty
                 return sym

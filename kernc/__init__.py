@@ -6,8 +6,6 @@ GPUs or executed by kernc's CPU reference interpreter. See ``kernc.compile`` / `
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from kernc.support.errors import (  # noqa: E402
     CompileError,
     Diagnostic,
@@ -16,6 +14,7 @@ from kernc.support.errors import (  # noqa: E402
     KerncLaunchError,
     KerncRuntimeError,
 )
+from kernc.support.version import __version__  # noqa: E402
 
 
 def __getattr__(name):

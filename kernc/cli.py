@@ -446,7 +446,7 @@ def cmd_run(ns) -> int:
     for p in sig.params:
         if p.name in values or p.kind == "table":  # tables: the launcher builds them from I
             continue
-        if p.kind == "buffer" and p.access in ("write", "add", "view"):
+        if p.may_write:
             try:
                 shape = tuple(Poly.parse(str(d)).evaluate(env) for d in p.storage_shape)
             except KeyError as err:
@@ -460,7 +460,7 @@ def cmd_run(ns) -> int:
     extra = [s for s in sizes if s not in sig.sizes]
     if extra:
         raise KerncLaunchError(f"kernel '{sig.name}' has no size symbol '{extra[0]}'")
-    outputs = [p.name for p in sig.params if p.kind == "buffer" and p.access in ("write", "add", "view")]
+    outputs = [p.name for p in sig.params if p.may_write]
     out_paths = _check_output_files(ns, outputs)
     try:
         if ns.device == "cuda":

@@ -34,6 +34,7 @@ from pygments.token import (
 )
 
 from kernc.dialect.accessors import ADD, READ, VIEW_MODE, WRITE
+from kernc.dialect import accessors
 from kernc.frontend import language
 from kernc.frontend.types import SCALARS
 
@@ -51,7 +52,7 @@ WORD_GROUPS: dict[str, tuple[str, ...]] = {
     # they are names (``let add = 1;``), so they are coloured as pseudo-keywords
     "access": (READ, WRITE, ADD, VIEW_MODE, *CLAUSE_WORDS),
     "type": tuple(SCALARS),
-    "accessor": tuple(language.ACCESSORS),
+    "accessor": tuple(k.name for k in accessors.LANGUAGE),
     "attribute": tuple(language.KERNEL_ATTRIBUTES),
     "builtin_value": tuple(language.BUILTIN_VALUES),
     "builtin_function": tuple(language.BUILTIN_FUNCS),

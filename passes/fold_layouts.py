@@ -65,7 +65,7 @@ class FoldLayouts(Pass):
                 pass
             # imported here, for the first layout with algebra left to fold: the frontend's output
             # has none, and the import costs a cold `kernc compile` ~2 ms
-            import kernc.layout as KL
+            from kernc.dialect import layout_algebra as KL
 
             try:
                 new = folded_text(text)

@@ -27,8 +27,8 @@ So every ``gpu.barrier`` and ``gpu.shuffle`` sits outside divergent control flow
 one buffer per element type, sized to the largest accessor's need and reused by all accessors of the
 kernel (a barrier separates uses; ``passes/workgroup.py``).
 
-This module holds the pass and its dispatch on the accessor kind (``dialect/accessors.py``); each
-kind's lowering has its own module:
+This module holds the pass and its dispatch on the accessor kind: each kind's record
+(``dialect/accessors.py``) names the module that lowers it (``AccessorKind.lowering``):
 
 - ``lower_accessors_per_thread.py``: ``sequential``, ``strided``, ``strided_default``,
   ``indexed``, ``atomic`` (and their vector loads and stores);
@@ -63,22 +63,22 @@ from .lower_accessors_block import tid_values
 from .to_gpu import GUARD_ATTR
 from .workgroup import KernelContext, source_location
 
-#: The block-wide reads: each stages what its items read before the guard and leaves each
-#: thread's values in its private slot, ``stage(kc, acc, slot, t, tid, blk, p, in_range)``.
-BLOCK_READS = {
-    accessors.SHARED: shared.stage,
-    accessors.UNIQUE: unique.stage,
-    accessors.PAIR: pair.stage,
-    accessors.PAIR_STRIDED_DEFAULT: pair.stage,
-}
-#: The block-wide updates: each reduces or exchanges the threads' values after the guard,
-#: ``update(kc, acc, values, t, tid, blk, p)``.
-BLOCK_UPDATES = {
-    accessors.SUM: sums.reduce,
-    accessors.BLOCK_SUM: sums.reduce,
-    accessors.SHARED_SUM: shared_sum.lower,
-    accessors.PAIR: pair.update,
-}
+#: The lowering modules by name. A kind's record names its module (``AccessorKind.lowering``,
+#: ``dialect/accessors.py``), which lowers its ops with
+#:
+#: - ``lower(acc, kc)`` (per-thread kinds): in place, returning the read's values;
+#: - ``stage(kc, acc, slot, t, tid, blk, p, in_range)`` (block-wide reads): stages what the items
+#:   read before the guard and leaves each thread's values in its private slot;
+#: - ``update(kc, acc, values, t, tid, blk, p)`` (block-wide updates): reduces or exchanges the
+#:   threads' values after the guard.
+LOWERINGS = {m.__name__.rpartition(".")[2]: m for m in (per_thread, shared, shared_sum, unique, pair, sums)}
+
+
+def lowering(kind: accessors.AccessorKind):
+    """The module that lowers the ops of accessor ``kind`` (:data:`LOWERINGS`); ``KeyError`` for a
+    kind without accessor ops (``view``)."""
+    return LOWERINGS[kind.lowering]
+
 
 _ACCESSORS_AND_IFS = set(ACCESSOR_OPS) | {"scf.if"}
 
@@ -194,7 +194,7 @@ def lower_access(kc: KernelContext | None, acc: Access) -> None:
     with acc.location:
         if not block_wide:
             with ir.InsertionPoint(op):
-                results = per_thread.lower(acc, kc)
+                results = lowering(acc.kind).lower(acc, kc)
         elif acc.is_read:
             results = _block_read(kc, acc)
         else:
@@ -240,7 +240,7 @@ def _block_read(kc: KernelContext, acc: Access) -> list:
         t, tid, blk, p = tid_values()
         in_range = b.cmp("ult", t, p)
         kc.in_range.append(in_range)
-        BLOCK_READS[acc.kind](kc, acc, slot, t, tid, blk, p, in_range)
+        lowering(acc.kind).stage(kc, acc, slot, t, tid, blk, p, in_range)
     with ir.InsertionPoint(acc.op):
         return [b.load(slot, b.idx(i)) for i in range(nres)]
 
@@ -275,4 +275,4 @@ def _block_update(kc: KernelContext, acc: Access) -> None:
         loaded = {i: b.load(slot, b.idx(k)) for k, i in enumerate(kept)}
         vals = [loaded[i] if i in loaded else b.arith.NegFOp(loaded[derived[i]]).result
                 for i in range(n)]
-        BLOCK_UPDATES[acc.kind](kc, acc, vals, t, tid, blk, p)
+        lowering(acc.kind).update(kc, acc, vals, t, tid, blk, p)

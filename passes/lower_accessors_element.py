@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from kernc.dialect import accessors, kern
 from kernc.dialect.access import Access
+from kernc.dialect.poly_arith import emit_poly
 from kernc.support.mlir import ir
 
 from . import ir_builder as b
-from .lower_layouts import emit_poly
 
 
 def offset(acc: Access, e: ir.Value, c: int) -> ir.Value:

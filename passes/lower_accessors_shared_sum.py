@@ -17,7 +17,7 @@ from .to_gpu import PARTIALS, scratch_name
 from .workgroup import WARP
 
 
-def lower(kc, acc, vals, t, tid, blk, p):
+def update(kc, acc, vals, t, tid, blk, p):
     """``X[u] += sum of y_t over I[t] = u``: the block's values are permuted into sorted index order
     (the ``perm`` table), runs of equal index are reduced with a segmented inclusive scan (warp
     ``shuffle up`` steps, then the run's parts in earlier warps from workgroup memory, in order),

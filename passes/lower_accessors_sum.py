@@ -15,7 +15,7 @@ from .lower_accessors_element import add_to, offset, to_storage
 from .to_gpu import PARTIALS, scratch_name
 
 
-def reduce(kc, acc, vals, t, tid, blk, p):
+def update(kc, acc, vals, t, tid, blk, p):
     """Block reduction (:func:`block_totals`). ``sum``: one atomic per component per block into
     ``O[0]`` (``@deterministic``: per-block partials combined in block order by the last block);
     ``block_sum``: thread 0 writes/adds ``O[block]``. Thread 0 issues them inside warp 0's region."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernc.dialect import kern
+from kernc.dialect.poly_arith import emit_poly
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.dialect.strided import Poly
 from kernc.support.mlir import dialect, ir
 
 from .base import Pass, functions, walk_ops
@@ -29,10 +31,6 @@ def problem_size_value(sig: KernelSignature, args) -> ir.Value:
     problem ``over (i, j) in (M, N)`` the product of its extents (``problem_size`` is then a
     :class:`~kernc.dialect.strided.Poly` text over size symbols, ``"M*N"``)."""
     if sig.problem_size not in sig.arg_names:
-        from kernc.dialect.strided import Poly
-
-        from .lower_layouts import emit_poly
-
         env = {name: args[sig.arg_names.index(name)] for name in sig.sizes}
         return emit_poly(Poly.parse(sig.problem_size), env)
     value = args[sig.arg_names.index(sig.problem_size)]

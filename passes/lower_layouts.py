@@ -15,24 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernc.dialect.access import Coordinates
-from kernc.dialect.strided import Poly
+from kernc.dialect.poly_arith import emit_poly
 from kernc.support.mlir import dialect, ir
 
 from .base import Pass, walk_ops
 from .ir_builder import idx as index_const
 
 arith = dialect("arith")
-
-
-def emit_poly(poly: Poly, env: dict) -> ir.Value:
-    """Emit ``poly`` as ``index`` arithmetic with symbol values from ``env`` (name -> ``ir.Value``)."""
-    total = None
-    for syms, coeff in poly.terms:
-        term = index_const(coeff) if (coeff != 1 or not syms) else None
-        for s in syms:
-            term = env[s] if term is None else arith.MulIOp(term, env[s]).result
-        total = term if total is None else arith.AddIOp(total, term).result
-    return total if total is not None else index_const(0)
 
 
 @dataclass

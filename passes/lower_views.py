@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 from kernc.dialect import kern
 from kernc.dialect.access import Coordinates, Delinearize, ViewAccess
+from kernc.dialect.poly_arith import emit_poly
 from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops
-from .lower_layouts import emit_poly
 
 
 def in_bounds_value(coords, sizes, layout, syms):

@@ -12,7 +12,8 @@ line all import it downward:
 - :mod:`~kernc.support.exact_numbers`: numbers read from text, and their one rounding to a type;
 - :mod:`~kernc.support.input_files`: reading sources and arrays without hanging on a FIFO or device;
 - :mod:`~kernc.support.output_files`: writing outputs all or none, atomically, and the standard
-  streams completely.
+  streams completely;
+- :mod:`~kernc.support.version`: kernc's version (public as ``kernc.__version__``).
 
 The layout algebra, which needs no MLIR either, is :mod:`kernc.dialect.layout_algebra` (public as
 ``kernc.layout``): the dialect is already below every layer that uses it.

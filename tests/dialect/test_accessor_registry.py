@@ -1,7 +1,7 @@
 """The accessor registry (``dialect/accessors.py``) and the ``shared_indices`` packing
-(``dialect/shared_table.py``): the records agree with the kern verifiers, with the tables the
-frontend and the launcher still keep of their own (until they derive them from the registry), and
-with the tables the launcher builds."""
+(``dialect/shared_table.py``): the records agree with the kern verifiers, the frontend's checks and
+the launcher's (which derive every accessor fact from them), the lowering's dispatch, the tables of
+the registry's docstring, and the tables the launcher builds."""
 
 from __future__ import annotations
 
@@ -25,53 +25,170 @@ def test_every_kind_is_in_one_place():
         A.kind("bogus")
 
 
-def _frontend_table(name: str):
-    """The frontend's table ``name``, from whichever of its modules defines it (the checker is
-    being split into modules)."""
+#: The per-accessor tables the frontend and the launcher kept of their own before they derived
+#: every fact from the registry (issue 19, phase two), and the modules that held them.
+_OLD_TABLES = {
+    "kernc.frontend.language": ("ACCESSORS", "ACCESS_PATTERNS", "INDEX_ACCESSORS", "BLOCK_WIDE_OUTPUTS",
+                                "PER_THREAD_ADDS", "TABLE_FIELDS", "TABLE_ARGS", "PENDING_ACCESSORS",
+                                "PENDING_LAYOUTS", "SUPPORTED_ACCESSORS"),
+    "kernc.backend.binding": ("INDEXED_ACCESSORS",),
+}
+
+
+def _frontend_modules():
     import importlib
     import pkgutil
 
     import kernc.frontend
 
-    for info in pkgutil.iter_modules(kernc.frontend.__path__):
-        module = importlib.import_module(f"kernc.frontend.{info.name}")
-        if name in vars(module):
-            return vars(module)[name]
-    pytest.skip(f"the frontend has no table {name} any more (it derives it from the registry)")
+    return [importlib.import_module(f"kernc.frontend.{info.name}")
+            for info in pkgutil.iter_modules(kernc.frontend.__path__)]
 
 
-class _Check:
-    def __getattr__(self, name):
-        return _frontend_table(name)
+def test_no_layer_keeps_a_table_of_its_own():
+    import importlib
+
+    for module_name, names in _OLD_TABLES.items():
+        module = importlib.import_module(module_name)
+        assert [n for n in names if hasattr(module, n)] == [], module_name
+    for module in _frontend_modules():
+        assert [n for n in _OLD_TABLES["kernc.frontend.language"] if n in vars(module)] == [], module.__name__
 
 
-def test_the_frontend_tables_are_the_registry_s():
-    """What the frontend should derive from the registry (issue 19, phase two): each of its tables
-    equals the registry's derivation today."""
-    check = _Check()
+def _program(kind: A.AccessorKind, mode: str) -> str:
+    """A kernel with buffer ``x`` accessed through ``kind`` in ``mode`` (the language's spelling of
+    the pattern, ``I`` its index buffer)."""
+    args = ", ".join("0" if t is A.LanguageArg.INTEGER else "I" for _, t in kind.language_args)
+    pattern = kind.name + (f"({args})" if args else "")
+    body = {A.READ: "y = x.first;" if kind.pair else "y = x;",
+            A.WRITE: "x = (1.0, 2.0);" if kind.pair else "x = 1.0;",
+            A.ADD: "x += (1.0, 2.0);" if kind.pair else "x += 1.0;"}[mode]
+    return f"kernel k(I: u32[n] read, x: f32[n] {mode} {pattern}, y: f32[n] write) over n {{ {body} }}\n"
 
-    assert check.ACCESSORS == {k.name: len(k.language_args) for k in A.LANGUAGE}
+
+@pytest.mark.parametrize("kind", A.LANGUAGE, ids=lambda k: k.name)
+def test_the_checker_takes_each_pattern_in_its_record_s_modes(kind):
+    """The checker accepts pattern ``kind`` in exactly the modes of its record, with the record's
+    number of arguments; the kernel's hidden ``shared_indices`` tables are the record's ``tables``
+    of ``I``."""
+    from kernc import frontend
+    from kernc.support.errors import CompileError
+
     for mode in A.OP_MODES:
-        assert set(check.ACCESS_PATTERNS[mode]) == {k.name for k in A.LANGUAGE if mode in k.modes}
-    assert set(check.INDEX_ACCESSORS) == {k.name for k in A.LANGUAGE if k.index_param}
-    assert set(check.BLOCK_WIDE_OUTPUTS) == {k.name for k in A.for_mode(A.WRITE) if k.block_wide}
-    assert set(check.PER_THREAD_ADDS) == {k.name for k in A.for_mode(A.ADD) if not k.block_wide}
-    assert check.TABLE_FIELDS == shared_table.TABLES
-    assert check.TABLE_ARGS == {k.name: k.table_args for k in A.KINDS if k.table_args}
+        src = _program(kind, mode)
+        if mode not in kind.modes:
+            with pytest.raises(CompileError, match=f"accessor '{kind.name}' (needs|is only for)"):
+                frontend.check(frontend.parse(src, "t.kern"))
+            continue
+        info = frontend.check(frontend.parse(src, "t.kern")).kernels[0].info
+        x = next(s.buffer for s in info.params if s.name == "x")
+        assert x.kind is kind and x.index_param == ("I" if kind.index_param else None)
+        assert [(t.name, t.field) for t in info.tables] == [
+            (shared_table.table_name("I", f), f) for f in kind.tables]
+    if kind.language_args:
+        with pytest.raises(CompileError, match=f"accessor '{kind.name}' takes {len(kind.language_args)} "):
+            frontend.check(frontend.parse(_program(kind, kind.modes[0]).replace(f"{kind.name}(", f"{kind.name}(0, 0, "),
+                                          "t.kern"))
 
 
-def test_the_launcher_tables_are_the_registry_s():
-    from kernc.backend import binding, shared_indices
+def _sig_param(kind: A.AccessorKind, mode: str):
+    from kernc.dialect.signature import Param
 
-    assert set(binding.INDEXED_ACCESSORS) == {k.name for k in A.KINDS if k.elements is A.ElementCount.INDEX_VALUES}
-    assert shared_indices.FIELDS == shared_table.TABLES
+    return Param("x", "buffer", "f32", mode, kind.name, "I" if kind.index_param else None, ["n"],
+                 layout="(n):(1)", storage_shape=["n"],
+                 min_elements=kind.elements.min_elements("n"), zero_init=mode in kind.zero_init)
+
+
+@pytest.mark.parametrize("kind", [k for k in A.KINDS if k is not A.VIEW], ids=lambda k: k.name)
+def test_the_launcher_checks_follow_the_record(kind):
+    """What the launcher checks of a buffer's element count is the record's ``elements``: ``P``
+    elements (``sequential``), one per block (``block_sum``), ``min_elements`` (``pair``,
+    ``unique``), and every ``I[t]`` in range (the index kinds)."""
+    from kernc.backend import binding
+    from kernc.dialect.signature import KernelSignature, Param
+    from kernc.support.errors import KerncLaunchError
+
+    index = Param("I", "buffer", "u32", "read", "sequential", None, ["n"], layout="(n):(1)", storage_shape=["n"])
+    x = _sig_param(kind, kind.modes[0])
+    sig = KernelSignature("k", [index, x], ["n"], "n")
+    plan = binding.BindPlan(sig)
+    assert (x in [p for p, _ in plan.per_item]) == (kind.elements is A.ElementCount.PROBLEM)
+    assert (x in plan.checked_buffers) == (kind.elements in (A.ElementCount.BLOCKS, A.ElementCount.ONE,
+                                                               A.ElementCount.PROBLEM_PLUS_ONE))
+    flat = {"I": np.array([0, 5, 1], dtype=np.uint32), "x": np.zeros(4, np.float32)}
+    if kind.elements is A.ElementCount.INDEX_VALUES:
+        with pytest.raises(KerncLaunchError, match=r"argument 'I': entry 1 is 5, but 'x' .* has 3 elements"):
+            binding._check_index_values(sig, sig.params, flat, {"n": 3}, 3)
+    else:
+        binding._check_index_values(sig, sig.params, flat, {"n": 3}, 3)
+
+
+@pytest.mark.parametrize("kind", [k for k in A.KINDS if k is not A.VIEW], ids=lambda k: k.name)
+def test_the_record_names_the_module_that_lowers_it(kind):
+    """``AccessorKind.lowering`` is a module of ``passes/`` and ``kern-lower-accessors``
+    dispatches on it: per-thread kinds to its ``lower``, block-wide reads to its ``stage`` and
+    block-wide updates to its ``update``."""
+    import pathlib
+
+    import kernc.passes
+    from kernc.passes import lower_accessors
+
+    assert (pathlib.Path(kernc.passes.__file__).parent / f"{kind.lowering}.py").is_file()
+    module = lower_accessors.lowering(kind)
+    assert module.__name__ == f"kernc.passes.{kind.lowering}"
+    wanted = {"lower"} if not kind.block_wide else (
+        {"stage"} if A.READ in kind.modes else set()) | ({"update"} if {A.WRITE, A.ADD} & set(kind.modes) else set())
+    assert wanted and all(callable(getattr(module, f, None)) for f in wanted), (kind.name, wanted)
+
+
+def test_the_view_kind_is_lowered_by_the_view_lowering():
+    from kernc.passes import lower_accessors
+
+    assert A.VIEW.lowering == "lower_views"
+    with pytest.raises(KeyError):
+        lower_accessors.lowering(A.VIEW)
+
+
+def _docstring_table(header: str) -> dict:
+    """The rows of the registry docstring's table whose header line starts with ``header``: kind
+    name -> its columns (split at two or more spaces)."""
+    import re
+
+    lines = A.__doc__.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith(header))
+    rows = {}
+    for line in lines[at + 1:]:
+        if not line.strip():
+            break
+        cols = re.split(r"\s{2,}", line.strip())
+        rows[cols[0]] = cols[1:]
+    return rows
+
+
+def test_the_docstring_tables_are_the_records():
+    """A newcomer reads the registry's docstring: its tables say what the records say."""
+    kinds = _docstring_table("kind                  modes")
+    assert list(kinds) == [k.name for k in A.KINDS]
+    for k in A.KINDS:
+        modes, _, _, block_wide, pair, default = kinds[k.name]
+        assert modes.split() == list(k.modes), k.name
+        assert (block_wide, pair, default) == tuple("yes" if f else "no" for f in (k.block_wide, k.pair, k.default))
+    where = _docstring_table("kind                  lowered in")
+    assert list(where) == [k.name for k in A.KINDS]
+    for k in A.KINDS:
+        lowering, elements, zero_fill, tables = where[k.name]
+        assert lowering == k.lowering, k.name
+        assert elements == ("-" if k.elements is A.ElementCount.NONE else k.elements.value), k.name
+        assert zero_fill == (" ".join(k.zero_init) or "-"), k.name
+        assert tables == (" ".join(k.tables) or "-"), k.name
 
 
 @pytest.mark.parametrize("kind", A.LANGUAGE, ids=lambda k: k.name)
 def test_signature_fields_follow_the_record(kind):
     """``min_elements``/``zero_init`` of a buffer's signature param, as the frontend writes them,
     are the record's ``elements`` and ``zero_init``."""
-    BufferInfo = _frontend_table("BufferInfo")
+    from kernc.frontend.symbols import BufferInfo
+
     for mode in kind.modes:
         b = BufferInfo("x", None, ["n"], 1, mode, kind.name, [], None, None, [], None)
         extras = b.signature_extras("n")
@@ -82,7 +199,8 @@ def test_signature_fields_follow_the_record(kind):
 
 @pytest.mark.parametrize("name", ["strided_default", "pair_strided_default"])
 def test_the_default_forms_spell_their_pattern(name):
-    BufferInfo = _frontend_table("BufferInfo")
+    from kernc.frontend.symbols import BufferInfo
+
     b = BufferInfo("x", None, ["n"], 1, "read", name, [], None, None, [], None)
     assert b.pattern_text == A.kind(name).spelling
 

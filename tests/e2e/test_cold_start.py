@@ -28,7 +28,7 @@ def test_cli_compile_imports_neither_numpy_nor_the_llvm_op_classes(tmp_path):
         "import sys; from kernc.cli import main; rc = main(sys.argv[1:]); assert rc == 0, rc; "
         "bad = [m for m in ('numpy', 'numba_cuda_mlir._mlir.dialects._llvm_ops_gen', "
         "'mlir.dialects._llvm_ops_gen', 'xml.sax.saxutils', 'urllib.request', "
-        "'kernc.layout') if m in sys.modules]; "  # kernc.layout: only for layout algebra
+        "'kernc.dialect.layout_algebra') if m in sys.modules]; "  # only for layout algebra
         "assert not bad, f'a cold compile imported {bad}'; "
         "assert 'kernc.compiler' in sys.modules  # it did compile"
     )
@@ -40,10 +40,12 @@ def test_cli_compile_imports_neither_numpy_nor_the_llvm_op_classes(tmp_path):
 
 
 def test_cli_compile_of_a_layout_program_skips_the_svg_printer_imports(tmp_path):
-    """A program with named layouts imports kernc.layout (the frontend folds with it); its SVG
-    printer's html escaping is imported only by `kernc layout --svg`."""
+    """A program with named layouts imports the layout algebra (the frontend folds with it:
+    ``kernc.dialect.layout_algebra``, public as ``kernc.layout``); its SVG printer's html escaping
+    is imported only by `kernc layout --svg`."""
     probe = ("import sys; from kernc.cli import main; assert main(sys.argv[1:]) == 0; "
-             "assert 'kernc.layout' in sys.modules and 'html' not in sys.modules, sorted(sys.modules)")
+             "assert 'kernc.dialect.layout_algebra' in sys.modules and 'html' not in sys.modules, "
+             "sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", probe, "compile", os.path.join(EXAMPLES, "transpose.kern"), "-o",
                     str(tmp_path / "t.ptx")], check=True, env=_env(tmp_path / "cache", KERNC_ALWAYS_COMPILE="1"),
                    timeout=300)

@@ -15,6 +15,7 @@ from pygments.lexers import get_lexer_by_name, get_lexer_for_filename  # noqa: E
 from pygments.token import Comment, Error, Keyword, Name, Number, Operator  # noqa: E402
 
 from kernc import kern_lexer, textmate  # noqa: E402
+from kernc.dialect import accessors  # noqa: E402
 from kernc.frontend import language  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -48,7 +49,8 @@ def test_registered_as_kern():
 def test_words_come_from_the_language_tables():
     groups = kern_lexer.WORD_GROUPS
     assert set(language.KEYWORDS) <= set(groups["keyword"]) | set(groups["constant"])
-    assert set(language.ACCESSORS) == set(groups["accessor"])
+    assert {k.name for k in accessors.LANGUAGE} == set(groups["accessor"])  # the registry's patterns
+    assert {"shared", "block_sum", "pair"} <= set(groups["accessor"])
     assert set(language.BUILTIN_FUNCS) == set(groups["builtin_function"])
     assert set(language.ALGEBRA) <= set(groups["layout"])
     toks = _tokens("kernel k(x: f32[n] read shared(I), y: f32[n] write sum) over n { y = exp(x); }")

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kernc.dialect.layout_eval as la
-import kernc.layout as KL
+import kernc.dialect.layout_algebra as KL
 from kernc import frontend
 from kernc.support.errors import CompileError
 
@@ -25,7 +25,7 @@ WORK_CAP = 8 * la.VERIFY_WORK_LIMIT
 
 @pytest.fixture
 def counted(monkeypatch):
-    """Counts calls of each algebra operation the checker calls (``kernc.layout.<op>``) and the
+    """Counts calls of each algebra operation the checker calls (``layout_algebra.<op>``) and the
     (index, mode) pairs evaluated; more than :data:`WORK_CAP` pairs fails at once (the old code
     would take minutes)."""
     calls: dict = {}
