@@ -135,7 +135,9 @@ def _access_error(op, mode: str, with_values: bool) -> str | None:
         expected = ", ".join(k.name for k in accessors.for_mode(mode))
         return f"unknown accessor '{accessor}' (expected one of {expected})"
     seg = _segments(op)
-    if seg[1] != len(kind.ir_args):
+    # a `*_default` read may take its default as one more arg (a scalar parameter's value)
+    default_operand = kind.default and seg[1] == len(kind.ir_args) + 1
+    if seg[1] != len(kind.ir_args) and not default_operand:
         return f"accessor '{accessor}' takes {len(kind.ir_args)} args, got {seg[1]}"
     if seg[2] != len(_syms(op)):
         return f"{seg[2]} size operands for {len(_syms(op))} syms"
@@ -173,7 +175,13 @@ def _access_error(op, mode: str, with_values: bool) -> str | None:
                 or not isinstance(a.type.element_type, ir.IntegerType):
             what = "index buffer" if spec.type is Operand.INDEX_BUFFER else "shared_indices tables"
             return f"{accessor}(I) needs 1-D integer memref args (the {what})"
-    if kind.default:
+    if default_operand:
+        if DEFAULT_ATTR in op.attributes:
+            return f"'{accessor}' takes its default as an attribute or as its last arg, not both"
+        if args[-1].type != values[0].type:
+            return (f"the default value of '{accessor}' must have the compute type {values[0].type}, "
+                    f"got {args[-1].type}")
+    elif kind.default:
         if DEFAULT_ATTR not in op.attributes:
             return f"'{accessor}' needs a '{DEFAULT_ATTR}' attribute (the value read out of bounds)"
         dtype = op.attributes[DEFAULT_ATTR].type

@@ -154,14 +154,16 @@ class AccessorChecks(CheckerBase):
 
         Floats are rounded once from the literal's decimal text (:func:`types.exact_float`)."""
         ct = b.compute_elem
+        if isinstance(e, A.Name):
+            return self.default_param(e, b)
         neg = False
         lit = e
         while isinstance(lit, A.Unary) and lit.op == "-":
             neg = not neg
             lit = lit.operand
         if not isinstance(lit, (A.IntLit, A.FloatLit)):
-            self.error("the default value must be a number literal", e.loc,
-                       hint="e.g. `default -1` or `default 0.5`")
+            self.error("the default value must be a number literal or a scalar parameter", e.loc,
+                       hint="e.g. `default -1`, `default 0.5` or `default amb` (amb: a scalar parameter)")
             return None
         if lit.suffix is not None and lit.suffix not in (ct.name, b.elem.name):
             self.error(f"the default value {lit.text} has type '{lit.suffix}', but '{b.name}' "
@@ -187,6 +189,30 @@ class AccessorChecks(CheckerBase):
         if value == 0 and (lit.text.startswith("-") != neg):
             value = -0.0
         return value
+
+    def default_param(self, e: A.Name, b: BufferInfo):
+        """``default NAME``: the value of the scalar parameter ``NAME`` out of bounds (Rodinia
+        hotspot's ambient temperature). It must have ``b``'s compute type exactly (no conversion
+        hides a narrowing); records ``b.default_param`` and returns 0, the IR placeholder the
+        lowering selects over (None after an error)."""
+        ct = b.compute_elem
+        sym = self.kernel_params.get(e.id)
+        if sym is None or sym.kind != "scalar":
+            what = (f"unknown name '{e.id}'" + did_you_mean(e.id, self.kernel_params) if sym is None
+                    else f"'{e.id}' is a buffer")
+            self.error(f"the default value must be a number literal or a scalar parameter ({what})",
+                       e.loc)
+            return None
+        if sym.ty is None:
+            return None  # its own declaration's error was reported
+        if sym.ty != ct:
+            self.error(f"the default '{e.id}' is '{sym.ty}', but '{b.name}' computes in '{ct}'",
+                       e.loc, hint=f"declare '{e.id}: {ct}'")
+            return None
+        e.sym = sym
+        e.ty = ct
+        b.default_param = e.id
+        return 0
 
     def index_param(self, sym: Symbol, pat: A.Pattern, by_name: dict, problem: Optional[str]) -> bool:
         """Check the index buffer ``I`` of ``indexed/shared/shared_sum/atomic(I)``; set

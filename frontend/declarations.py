@@ -328,6 +328,7 @@ class DeclarationChecks(CheckerBase):
 
         params: list[Symbol] = []
         by_name: dict[str, Symbol] = {}
+        self.kernel_params = by_name  # `default NAME` clauses name a scalar parameter
         # pass 1: names and kinds
         for p in k.params:
             if p.name in by_name:

@@ -10,6 +10,7 @@ from math import copysign
 
 from kernc.dialect import accessors, kern
 from kernc.dialect.accessors import Operand
+from kernc.dialect.poly_arith import emit_poly
 from kernc.support.mlir import dialect, ir
 
 from . import types as T
@@ -17,6 +18,7 @@ from .lower_expr import ExprLowering, flat
 from .symbols import Symbol
 
 scf = dialect("scf")
+arith = dialect("arith")
 
 
 def _accessor_op(cls, b, buffer, args, sizes, values=None, **kw):
@@ -99,7 +101,32 @@ class BufferLowering(ExprLowering):
                                   [self.size_args[s] for s in syms],
                                   values=[T.mlir_type(b.compute_elem)] * b.flat_width)
                 results = list(op.results)
+                if b.default_param is not None:
+                    results = self.param_default(p, results)
             env[p] = results if (b.components > 1 or b.is_pair) else results[0]
+
+    def param_default(self, p: Symbol, results: list) -> list:
+        """``strided(off, s) default NAME``: the read's results (its IR default the placeholder 0)
+        with every element out of bounds replaced by the scalar parameter ``NAME``'s value. Element
+        ``e = off + t*s`` (a pair's second ``off + (t+1)*s``) is in bounds when ``0 <= e < M``,
+        ``M`` the buffer's first dim (signed: ``e`` may be negative), as the lowering of
+        ``strided_default`` decides (``passes/lower_accessors_element.py``, ``load_default``)."""
+        b = p.buffer
+        param = next(s for s in self.info.params if s.name == b.default_param)
+        default = self.args[param]
+        off, step = self.accessor_args[p][:2]
+        t = kern.builtin("thread_id")
+        count = emit_poly(b.dims[0], self.size_args)
+        zero = arith.constant(ir.IndexType.get(), 0)
+        K = b.components
+        out = []
+        for part in range(2 if b.is_pair else 1):
+            item = t if part == 0 else arith.addi(t, arith.constant(ir.IndexType.get(), 1))
+            e = arith.addi(off, arith.muli(item, step))
+            inb = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, e, zero),
+                             arith.cmpi(arith.CmpIPredicate.slt, e, count))
+            out += [arith.select(inb, v, default) for v in results[part * K:(part + 1) * K]]
+        return out
 
     def init_outputs(self, env: dict, assigned: list) -> None:
         """The pending value of each output the body assigns (``assigned``: the state keys it

@@ -298,8 +298,15 @@ class ExprLowering:
         if isinstance(e, A.Method) and e.name == "in_bounds":
             return _and(kern.in_bounds(vals, sizes, b.layout_text, syms), mask)
         if isinstance(e, A.Method):  # checked
-            return kern.view_load(buf, vals, sizes, b.layout_text, syms, ct, checked=True,
-                                  default=b.default_value, mask=mask)
+            v = kern.view_load(buf, vals, sizes, b.layout_text, syms, ct, checked=True,
+                               default=b.default_value, mask=mask)
+            if b.default_param is None:
+                return v
+            # `default NAME`: the parameter's value where the access is out of bounds (the
+            # load's own default, 0, is then a placeholder)
+            param = next(s for s in self.info.params if s.name == b.default_param)
+            inb = _and(kern.in_bounds(vals, sizes, b.layout_text, syms), mask)
+            return arith.select(inb, v, self.args[param])
         return kern.view_load(buf, vals, sizes, b.layout_text, syms, ct)
 
     def map(self, fn, *vals):

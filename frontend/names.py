@@ -36,6 +36,8 @@ class CheckerBase:
         self.info: Optional[KernelInfo] = None
         self.used_reads: list = []
         self.in_accessor = False
+        #: the parameters of the kernel being checked, by name (``default NAME`` clauses)
+        self.kernel_params: dict = {}
 
     def error(self, msg: str, loc: SourceLocation, hint: Optional[str] = None,
               note: Optional[tuple] = None) -> None:

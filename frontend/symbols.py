@@ -49,6 +49,9 @@ class BufferInfo:
     compute: Optional[T.ScalarType] = None
     compute_name: Optional[str] = None
     default_value: Optional[object] = None
+    #: the scalar parameter whose value a ``default NAME`` read gives out of bounds (or None);
+    #: ``default_value`` is then 0, the IR's placeholder the lowering selects over
+    default_param: Optional[str] = None
     #: views: the static swizzle ``(B, M, S)`` over ``layout`` (or None), and the layout text the
     #: signature records for the launcher (``layout``, or a flat ``(cosize):(1)`` when a swizzle
     #: reaches past it)

@@ -67,3 +67,55 @@ def test_a_literal_loop_whose_variable_is_a_coordinate_is_an_index_loop():
     program = check(parse(LOOP, "t.kern"))
     fors = [n for n in A.iter_nodes(program) if isinstance(n, A.For)]
     assert sorted(str(f.sym.ty) for f in fors) == ["i32", "index"]
+
+
+DEFAULTS = """kernel k(x: f32[m] read strided(off, 1) default amb, off: i32, amb: f32, t: f32[R, C] view default amb,
+         y: f32[n] write, z: f32[R, C] view) over (i, j) in (R, C) {
+    y = x;
+    z[i, j] = t.checked(i - 1, j) + t.checked(i, j + 1);
+}
+kernel p(x: i32[m, 2] read pair strided(-1, 1) default d, d: i32, y: i32[n, 2] write) over n {
+    y = x.first * 10 + x.second;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def defaults():
+    return kernc.compile(DEFAULTS)
+
+
+@pytest.mark.parametrize("amb", [-7.0, 0.5, float("inf")])
+def test_a_scalar_parameter_is_the_default_of_strided_and_view_reads(defaults, amb):
+    """Rodinia hotspot's ambient temperature: ``default amb`` of a strided read and of a view's
+    checked reads gives the parameter's value out of bounds (only literals were accepted)."""
+    R, C = 3, 5
+    x = np.arange(1, 7, dtype=np.float32)
+    t = np.arange(R * C, dtype=np.float32).reshape(R, C)
+    y = np.zeros(R * C, np.float32)
+    z = np.zeros((R, C), np.float32)
+    defaults.k(x, 2, amb, t, y, z, device="cpu")
+    a = np.float32(amb)
+    want_y = np.array([x[2 + q] if 2 + q < len(x) else a for q in range(R * C)], np.float32)
+    pad = np.full((R + 1, C + 1), a, np.float32)  # t with a border of amb above and right
+    pad[1:, :C] = t
+    want_z = pad[:R, :C] + pad[1:, 1:]
+    assert np.array_equal(y, want_y) and np.array_equal(z, want_z)
+
+
+def test_a_scalar_parameter_is_the_default_of_a_pair_strided_read(defaults):
+    x = np.arange(1, 9, dtype=np.int32).reshape(4, 2)
+    y = np.zeros((6, 2), np.int32)
+    defaults.p(x, -3, y, device="cpu")
+    ext = np.concatenate([np.full((1, 2), -3), x, np.full((2, 2), -3)])  # element -1 .. 5
+    assert np.array_equal(y, ext[:6] * 10 + ext[1:7])
+
+
+def test_a_parameter_default_compiles_to_ptx(defaults):
+    from kernc.backend import toolkit
+
+    ptx = defaults.ptx
+    assert ".entry k(" in ptx and ".entry p(" in ptx
+    if toolkit.ptxas_path() is not None:
+        result = toolkit.run_ptxas(ptx, arch="sm_90")
+        assert result.ok, result.log[-2000:]
