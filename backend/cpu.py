@@ -1,4 +1,4 @@
-"""Running kernels on the CPU reference interpreter (``backend/interpreter.py``)."""
+"""Running kernels on the CPU reference interpreter (``backend/interpreter/``)."""
 
 from __future__ import annotations
 

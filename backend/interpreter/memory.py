@@ -1,0 +1,224 @@
+"""Memory: loads, stores and private allocations of global, workgroup and private memrefs, with
+every active lane's index bounds-checked and several lanes storing to one address in one step
+reported as a data race."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernc.errors import KerncRuntimeError
+
+from .frame import _Buf, _empty_alloc, _Frame
+from .traffic import _count
+from .translate import handles
+from .types import _MemTy
+
+
+def _access(fr: _Frame, mask, buf: _Buf, idxs, what: str):
+    """Active lanes and indices of a memory access; raises on an out-of-bounds active lane.
+
+    Returns ``(act, rel)``: ``act`` is ``None`` (every lane active), or an int64 array of active
+    lanes (possibly empty); ``rel`` the element offsets inside the instance, a scalar (uniform) or
+    an array aligned with ``act`` (or with all lanes when ``act`` is ``None``).
+    """
+    if mask is fr.full:
+        act = None
+    else:
+        act = np.flatnonzero(mask)
+        if act.size == 0:
+            return act, None
+    sel = []
+    for i in idxs:
+        if type(i) is np.ndarray and act is not None:
+            i = i[act]
+        sel.append(i)
+    if len(sel) == 1:
+        rel = sel[0]
+        bad = (rel < 0) | (rel >= buf.size)
+        if type(bad) is np.ndarray:
+            if bad.any():
+                k = int(np.argmax(bad))
+                _oob(fr, buf, what, k if act is None else act[k], int(rel[k]))
+        elif bad:
+            _oob(fr, buf, what, 0 if act is None else act[0], int(rel))
+    else:
+        bad = np.zeros((), dtype=np.bool_)
+        for d, i in zip(buf.dims, sel):
+            bad = bad | (i < 0) | (i >= d)
+        if bad.any():
+            k = int(np.argmax(bad)) if bad.ndim else 0
+            lane = k if act is None else act[k]
+            index = tuple(int(i[k]) if type(i) is np.ndarray else int(i) for i in sel)
+            _oob(fr, buf, what, lane, index)
+        rel = 0
+        for st, i in zip(buf.strides, sel):
+            rel = rel + i * st
+    return act, rel
+
+
+def _check_store_race(fr, buf, act, addr, rel, val) -> None:
+    """Several lanes storing to one address in one step is a data race (the GPU keeps an unspecified
+    value, and a read-modify-write loses updates): raise ``KerncRuntimeError`` naming the buffer, two
+    threads and the index. This catches, e.g., duplicate indices in ``write/add indexed(I)`` (use
+    ``atomic(I)`` or ``shared_sum(I)`` to accumulate)."""
+    lanes = (np.arange(fr.L) if act is None else act)
+    if type(addr) is not np.ndarray:
+        if lanes.size > 1 and (type(val) is np.ndarray or act is None or act.size > 1):
+            _race(fr, buf, lanes[0], lanes[1], rel if type(rel) is not np.ndarray else rel[0])
+        return
+    if addr.size < 2:
+        return
+    order = np.argsort(addr, kind="stable")
+    sa = addr[order]
+    dup = np.flatnonzero(sa[1:] == sa[:-1])
+    if dup.size:
+        k = int(dup[0])
+        index = rel[order[k]] if type(rel) is np.ndarray else rel
+        _race(fr, buf, lanes[order[k]], lanes[order[k + 1]], index)
+
+
+def _race(fr, buf, lane_a, lane_b, index):
+    raise KerncRuntimeError(
+        f"data race on {buf.describe()}: threads {fr.thread_id(int(lane_a))} and "
+        f"{fr.thread_id(int(lane_b))} both store to index {int(index)} in the same step "
+        f"(indexed/strided writes need distinct targets; use atomic(I) or shared_sum(I) to accumulate)"
+    )
+
+
+def _oob(fr, buf, what, lane, index):
+    verb = {"load": ("load from", "read"), "store": ("store to", "wrote"),
+            "atomic": ("atomic_rmw on", "accessed")}[what]
+    if isinstance(index, tuple):
+        shape = f"has shape {buf.dims}"
+    else:
+        shape = f"has {buf.size} elements"
+    where = ""
+    if buf.kind == "workgroup":
+        where = f" (workgroup memory of block {fr.first_block + int(lane) // fr.B})"
+    raise KerncRuntimeError(
+        f"out-of-bounds {verb[0]} {buf.describe()}{where}: thread {fr.thread_id(lane)} {verb[1]} "
+        f"index {index}, buffer {shape}")
+
+
+def _addr(fr, buf, act, rel):
+    """Flat addresses into ``buf.data`` of the accessed lanes (an array, or a scalar if uniform)."""
+    if buf.base is None:
+        return rel
+    base = buf.base if act is None else buf.base[act]
+    return base + rel
+
+
+# ------------------------------------------------------------------------------------------------
+# handlers
+
+
+@handles('memref.load')
+def _load(tr, o):
+    m = tr.use(o.operands[0])
+    idx = [tr.use(v) for v in o.operands[1:]]
+    ty = tr.ty(o.results[0].type, o)
+    zero = ty.zero()
+    r = tr.define(o.results[0])
+
+    def f(fr, mask):
+        env = fr.env
+        buf = env[m]
+        act, rel = _access(fr, mask, buf, [env[i] for i in idx], "load")
+        if act is not None and act.size == 0:
+            env[r] = zero
+            return
+        if fr.collect:
+            _count(fr, buf, act, rel, "load")
+        addr = _addr(fr, buf, act, rel)
+        if type(addr) is not np.ndarray:
+            env[r] = buf.data[addr]
+            return
+        vals = buf.data[addr]
+        if act is None:
+            env[r] = vals
+        else:
+            out = np.zeros(fr.L, dtype=vals.dtype)
+            out[act] = vals
+            env[r] = out
+    return f
+
+
+@handles('memref.store')
+def _store(tr, o):
+    v = tr.use(o.operands[0])
+    m = tr.use(o.operands[1])
+    tr.written.add(m)
+    idx = [tr.use(x) for x in o.operands[2:]]
+
+    def f(fr, mask):
+        env = fr.env
+        buf = env[m]
+        act, rel = _access(fr, mask, buf, [env[i] for i in idx], "store")
+        if act is not None and act.size == 0:
+            return
+        if fr.collect:
+            _count(fr, buf, act, rel, "store")
+        addr = _addr(fr, buf, act, rel)
+        val = env[v]
+        if type(val) is np.ndarray and act is not None:
+            val = val[act]
+        _check_store_race(fr, buf, act, addr, rel, val)
+        if type(addr) is not np.ndarray and type(val) is np.ndarray:
+            val = val[-1]  # several lanes, one address, one value
+        buf.data[addr] = val
+    return f
+
+
+@handles('memref.alloca')
+def _alloca(tr, o):
+    if len(o.operands):
+        tr.unsupported(o, "memref.alloca with dynamic sizes")
+    mt = _MemTy(o.results[0].type)
+    k = tr.nalloca
+    tr.nalloca += 1
+    name = f"alloca{k}"
+    size = mt.size
+    tr.private_bytes += size * mt.elem.dtype.itemsize
+    dims = mt.dims
+    dt = mt.elem.dtype
+    r = tr.define(o.results[0])
+
+    def f(fr, mask):
+        data = _empty_alloc(fr.L * size, dt, fr.uninit)
+        fr.env[r] = _Buf(name, "private", data, dims, base=fr.lane * size)
+    return f
+
+
+@handles('memref.dim')
+def _dim(tr, o):
+    m = tr.use(o.operands[0])
+    i = tr.use(o.operands[1])
+    r = tr.define(o.results[0])
+
+    def f(fr, mask):
+        env = fr.env
+        env[r] = np.int64(env[m].dims[int(env[i])])
+    return f
+
+
+@handles('memref.cast', 'memref.assume_alignment')
+def _passthrough_memref(tr, o):
+    m = tr.use(o.operands[0])
+    r = tr.define(o.results[0])
+
+    def f(fr, mask):
+        fr.env[r] = fr.env[m]
+    return f
+
+
+@handles('memref.extract_aligned_pointer_as_index')
+def _aligned_pointer(tr, o):
+    """``memref.extract_aligned_pointer_as_index``: the host address of the buffer's data (so the
+    alignment tests of vectorised accesses take the same path the GPU would for that array)."""
+    m = tr.use(o.operands[0])
+    r = tr.define(o.results[0])
+
+    def f(fr, mask):
+        buf = fr.env[m]
+        fr.env[r] = np.int64(buf.data.ctypes.data)
+    return f

@@ -1,0 +1,168 @@
+"""Translation of a ``gpu.func`` into a :class:`_Plan`: one Python closure ``f(frame, mask)`` per op,
+nested per region, built once per kernel by the handler registered for the op's name.
+
+A handler is ``handler(translator, op) -> closure | None``; modules register theirs with
+:func:`handles` beside the semantics they implement (the package imports them all, see
+:mod:`kernc.backend.interpreter.launch`).
+"""
+
+from __future__ import annotations
+
+from .errors import InterpreterUnsupportedError
+from .types import _MemTy, _Ty, _is_memref, _scalar_ty
+
+#: op name -> handler(translator, op) returning the op's closure (or None: nothing to run)
+HANDLERS: dict = {}
+
+
+def handles(*names: str):
+    """Register the decorated function as the handler of the ops ``names``."""
+    def register(fn):
+        for name in names:
+            if name in HANDLERS:
+                raise RuntimeError(f"two interpreter handlers for {name}")
+            HANDLERS[name] = fn
+        return fn
+    return register
+
+
+def _run_ops(ops, fr, mask):
+    for f in ops:
+        f(fr, mask)
+
+
+class _Plan:
+    """The translated form of one kernel (built once, run many times)."""
+
+    def __init__(self):
+        self.name = ""
+        self.params = []          # per argument: ("scalar", _Ty) or ("buffer", _MemTy, written)
+        self.arg_slots = []
+        self.wg = []              # (slot, _MemTy, name)
+        self.priv = []            # (slot, _MemTy, name)
+        self.body = []
+        self.nslots = 0
+        self.sig_names = None
+        self.signature = None
+        self.known_block = None
+        self.private_bytes_per_lane = 0
+        self.wg_bytes_per_block = 0
+
+
+class _Translator:
+    def __init__(self, func_op):
+        self.fop = func_op
+        self.slots = {}
+        self.nslots = 0
+        self.written = set()      # slots of memrefs stored/atomically updated
+        self.nalloca = 0
+        self.private_bytes = 0
+
+    # -- SSA slots
+    def define(self, value) -> int:
+        s = self.nslots
+        self.nslots += 1
+        self.slots[value] = s
+        return s
+
+    def use(self, value) -> int:
+        try:
+            return self.slots[value]
+        except KeyError:
+            raise InterpreterUnsupportedError(f"value used before definition: {value}") from None
+
+    def unsupported(self, o, what=None):
+        raise InterpreterUnsupportedError(
+            f"the CPU interpreter does not support {what or repr(o.name)} (at {o.location})")
+
+    def ty(self, t, o=None) -> _Ty:
+        s = str(t)
+        if s.startswith(("vector<", "tensor<")):
+            raise InterpreterUnsupportedError(
+                f"the CPU interpreter does not support vector/tensor values ({s})"
+                + (f" (at {o.location})" if o is not None else ""))
+        return _scalar_ty(s)
+
+    # -- blocks
+    def block(self, block):
+        """Translate a block: its ops (without terminator) and the terminator's operand slots."""
+        ops = []
+        term = None
+        for opv in block.operations:
+            o = opv.operation
+            if o.name in ("scf.yield", "scf.condition", "gpu.return", "func.return"):
+                term = o
+                break
+            f = self.op(o)
+            if f is not None:
+                ops.append(f)
+        tslots = [self.use(v) for v in term.operands] if term is not None else []
+        return ops, tslots
+
+    def op(self, o):
+        h = HANDLERS.get(o.name)
+        if h is None:
+            self.unsupported(o)
+        return h(self, o)
+
+    def function(self) -> _Plan:
+        fo = self.fop
+        plan = _Plan()
+        plan.name = fo.attributes["sym_name"].value
+        ftype = fo.attributes["function_type"].value
+        inputs = list(ftype.inputs)
+        region = fo.regions[0]
+        if len(region.blocks) != 1:
+            raise InterpreterUnsupportedError(
+                f"the CPU interpreter needs kernel '{plan.name}' as a single block (structured control "
+                f"flow), found {len(region.blocks)} blocks")
+        entry = region.blocks[0]
+        args = list(entry.arguments)
+        nargs = len(inputs)
+        attrs = fo.attributes
+        nwg = int(attrs["workgroup_attributions"].value) if "workgroup_attributions" in attrs else 0
+        plan.arg_slots = [self.define(a) for a in args[:nargs]]
+        for a in args[:nargs]:
+            if _is_memref(a.type):
+                mt = _MemTy(a.type)
+                if len(mt.dims) != 1:
+                    raise InterpreterUnsupportedError(
+                        f"kernel '{plan.name}': buffer arguments must be 1-D memrefs, got {a.type}")
+                plan.params.append(["buffer", mt, False])
+            else:
+                plan.params.append(["scalar", self.ty(a.type)])
+        for k, a in enumerate(args[nargs:nargs + nwg]):
+            mt = _MemTy(a.type)
+            if any(d is None for d in mt.dims):
+                raise InterpreterUnsupportedError("workgroup attributions need static shapes")
+            plan.wg.append((self.define(a), mt, f"workgroup{k}"))
+            plan.wg_bytes_per_block += mt.size * mt.elem.dtype.itemsize
+        for k, a in enumerate(args[nargs + nwg:]):
+            mt = _MemTy(a.type)
+            if any(d is None for d in mt.dims):
+                raise InterpreterUnsupportedError("private attributions need static shapes")
+            plan.priv.append((self.define(a), mt, f"private{k}"))
+            self.private_bytes += mt.size * mt.elem.dtype.itemsize
+        plan.body, _ = self.block(entry)
+        for p, s in zip(plan.params, plan.arg_slots):
+            if p[0] == "buffer":
+                p[2] = s in self.written
+        plan.nslots = self.nslots
+        plan.private_bytes_per_lane = self.private_bytes
+        if "known_block_size" in attrs:
+            try:
+                plan.known_block = [int(x) for x in attrs["known_block_size"]]
+            except Exception:  # noqa: BLE001 -- an attribute form we do not know: do not enforce
+                plan.known_block = None
+        if "kern.signature" in attrs:
+            try:
+                from kernc.dialect.signature import KernelSignature
+
+                sig = KernelSignature.from_json(attrs["kern.signature"].value)
+                plan.signature = sig
+                names = sig.arg_names
+                if len(names) == nargs:
+                    plan.sig_names = names
+            except Exception:  # noqa: BLE001 -- a malformed signature only costs the names
+                plan.signature = None
+        return plan
