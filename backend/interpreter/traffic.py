@@ -22,9 +22,6 @@ SHARED_BANKS = 32
 BANK_BYTES = 4
 
 
-_KEY_SHIFT = 40  # (warp << _KEY_SHIFT) | address-derived key, for np.unique over (warp, address) pairs
-
-
 @dataclass
 class RunStats:
     """Memory-traffic counters of one :meth:`Interpreter.run`.
@@ -71,43 +68,67 @@ def _count_runs(sorted_keys: np.ndarray) -> int:
     return 1 + int(np.count_nonzero(sorted_keys[1:] != sorted_keys[:-1]))
 
 
-def _count_distinct_pairs(warps: np.ndarray, keys: np.ndarray) -> int:
-    """Number of distinct ``(warp, key)`` pairs; ``warps`` is non-decreasing, ``keys`` >= 0.
+# Distinct sectors and bank-conflict words are counted per warp (or phase) on a matrix with one row
+# per warp and one column per lane (times the keys per lane), sorted along its rows: numpy's sort of
+# short rows costs a few ns per element, where np.unique's hash path cost 77-229 ns and was most of
+# a transpose's run. Empty cells (inactive lanes) hold -1, below every key (keys are >= 0).
 
-    Warps whose keys are non-decreasing (the common, coalesced case) are counted in O(n) without
-    sorting; only the other warps go through ``np.unique``.
+
+def _lane_matrix(fr: _Frame, act, keys: np.ndarray) -> np.ndarray:
+    """``keys`` (shape ``(n,)`` or ``(n, k)``: per accessed lane, ``k`` keys >= 0) as an int64 matrix
+    of shape ``(warps, 32 * k)``: row = warp (only warps with an active lane), column = lane in the
+    warp times ``k`` plus the key's position; -1 where a lane is inactive or past the block's end."""
+    k = 1 if keys.ndim == 1 else keys.shape[1]
+    if act is None:
+        warps, lanes = fr.warp, fr.lane_in_warp
+        if warps.size == fr.nwarps * WARP_SIZE:  # every warp full: lanes are already in row order
+            return keys.reshape(fr.nwarps, WARP_SIZE * k)
+    else:
+        warps, lanes = fr.warp[act], fr.lane_in_warp[act]
+    n = warps.size
+    row = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        np.cumsum(warps[1:] != warps[:-1], out=row[1:])  # warps are non-decreasing
+    nrows = int(row[-1]) + 1 if n else 0
+    m = np.full((nrows, WARP_SIZE, k), -1, dtype=np.int64)
+    m[row, lanes] = keys.reshape(n, k)
+    return m.reshape(nrows, WARP_SIZE * k)
+
+
+def _distinct_sectors(fr: _Frame, act, warps: np.ndarray, keys: np.ndarray) -> int:
+    """Number of distinct ``(warp, key)`` pairs of the accessed lanes (``warps`` non-decreasing,
+    aligned with ``keys``, shape ``(n,)`` or ``(n, k)``, keys >= 0).
+
+    Warps whose keys are non-decreasing in lane order (a coalesced access) are counted in one pass;
+    otherwise the rows of the :func:`_lane_matrix` are sorted.
     """
-    n = keys.size
-    if n == 0:
+    if keys.size == 0:
         return 0
-    dk = keys[1:] != keys[:-1]
-    dw = warps[1:] != warps[:-1]
-    broken = (keys[1:] < keys[:-1]) & ~dw
-    if not broken.any():
-        return 1 + int(np.count_nonzero(dk | dw))
-    bad_warps = np.unique(warps[1:][broken])
-    in_bad = np.isin(warps, bad_warps)
-    total = int(np.unique((warps[in_bad] << _KEY_SHIFT) | keys[in_bad]).size)
-    good = ~in_bad
-    if good.any():
-        gw, gk = warps[good], keys[good]
-        total += 1 + int(np.count_nonzero((gk[1:] != gk[:-1]) | (gw[1:] != gw[:-1])))
-    return total
+    flat = keys.reshape(-1)
+    w = warps if keys.ndim == 1 else np.repeat(warps, keys.shape[1])
+    dw = w[1:] != w[:-1]
+    if not bool(((flat[1:] < flat[:-1]) & ~dw).any()):
+        return 1 + int(np.count_nonzero((flat[1:] != flat[:-1]) | dw))
+    s = np.sort(_lane_matrix(fr, act, keys), axis=1)
+    # -1s sort first: a row's distinct keys are its first valid one and each change after it
+    return int(np.count_nonzero(s[:, 1:] != s[:, :-1])) - int(np.count_nonzero(s[:, 0] < 0)) + s.shape[0]
 
 
-def _bank_conflicts(warps: np.ndarray, words: np.ndarray) -> int:
-    """Sum over warps (or phases: any integer group id) of (max over banks of distinct words in the
-    bank) - 1."""
-    if warps.size == 0:
+def _bank_conflicts(m: np.ndarray) -> int:
+    """Sum over the rows of ``m`` (one warp request or phase: 32 columns of 4-byte word indices, -1
+    for none) of (the maximum over the 32 banks of the distinct words in that bank) - 1."""
+    rows = m.shape[0]
+    if rows == 0:
         return 0
-    keys = np.unique((warps << _KEY_SHIFT) | words)
-    w = keys >> _KEY_SHIFT
-    bank = (keys & ((1 << _KEY_SHIFT) - 1)) % SHARED_BANKS
-    wb, counts = np.unique((w << 5) | bank, return_counts=True)
-    ww = wb >> 5
-    starts = np.flatnonzero(np.concatenate(([True], ww[1:] != ww[:-1])))
-    worst = np.maximum.reduceat(counts, starts)
-    return int((worst - 1).sum())
+    if bool((m[:, 1:] > m[:, :-1]).all()) and bool((m[:, -1] - m[:, 0] < SHARED_BANKS).all()):
+        return 0  # increasing words within 32 consecutive ones in every row: one per bank
+    s = np.sort(m, axis=1)
+    first = np.empty(s.shape, dtype=np.bool_)  # the first of each distinct word (-1s sort first)
+    first[:, 0] = s[:, 0] >= 0
+    np.not_equal(s[:, 1:], s[:, :-1], out=first[:, 1:])
+    ids = (s & (SHARED_BANKS - 1)) + (np.arange(rows, dtype=np.int64) * SHARED_BANKS)[:, None]
+    per_bank = np.bincount(ids[first], minlength=rows * SHARED_BANKS).reshape(rows, SHARED_BANKS)
+    return int(np.maximum(per_bank.max(axis=1) - 1, 0).sum())
 
 
 def _count_vector(fr: _Frame, buf: _Buf, act, rel, n: int, kind: str):
@@ -122,8 +143,7 @@ def _count_vector(fr: _Frame, buf: _Buf, act, rel, n: int, kind: str):
     if type(rel) is np.ndarray:
         lo = (rel * buf.itemsize) // SECTOR_BYTES
         hi = ((rel + n) * buf.itemsize - 1) // SECTOR_BYTES
-        keys = np.stack([lo, hi], axis=1).reshape(-1)
-        nsec = int(np.unique((np.repeat(warps, 2) << _KEY_SHIFT) | keys).size)
+        nsec = _distinct_sectors(fr, act, warps, np.stack([lo, hi], axis=1))
     else:
         nsec = nreq
     if kind == "load":
@@ -150,7 +170,7 @@ def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):
             st.global_atomics += int(warps.size)
             return
         if type(rel) is np.ndarray:
-            nsec = _count_distinct_pairs(warps, (rel * buf.itemsize) // SECTOR_BYTES)
+            nsec = _distinct_sectors(fr, act, warps, (rel * buf.itemsize) // SECTOR_BYTES)
         else:
             nsec = nreq
         if kind == "load":
@@ -167,13 +187,11 @@ def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):
     isz = buf.itemsize
     if isz <= BANK_BYTES:
         words = (rel * isz) // BANK_BYTES
-        w = warps
     else:
-        # an 8- or 16-byte access is served in 2 or 4 phases of 16 or 8 lanes (128 bytes each):
-        # a bank conflict is a second word in one bank within a phase, not across phases
+        # an 8- or 16-byte access is served in 2 or 4 phases of 16 or 8 lanes (128 bytes each): a
+        # bank conflict is a second word in one bank within a phase, not across phases. Row
+        # ``warp`` of the lane matrix holds lane l's k words at columns l*k..l*k+k-1, so its rows
+        # of 32 columns are the phases.
         k = isz // BANK_BYTES
-        lanes = fr.lane_in_warp if act is None else fr.lane_in_warp[act]
-        phase = warps * k + lanes // (WARP_SIZE // k)
-        words = (rel[:, None] * k + np.arange(k)).reshape(-1)
-        w = np.repeat(phase, k)
-    st.shared_bank_conflicts += _bank_conflicts(w, words)
+        words = rel[:, None] * k + np.arange(k)
+    st.shared_bank_conflicts += _bank_conflicts(_lane_matrix(fr, act, words).reshape(-1, WARP_SIZE))
