@@ -12,14 +12,16 @@ def is_host_array(x) -> bool:
     return isinstance(x, np.ndarray)
 
 
-def launch(interpreter, bound: BoundLaunch):
-    """Execute ``bound`` on ``interpreter``; returns the run's statistics (all zero when ``P == 0``)."""
+def launch(interpreter, bound: BoundLaunch, stats: bool = True):
+    """Execute ``bound`` on ``interpreter``; returns the run's statistics (all zero when ``P == 0``),
+    or ``None`` with ``stats=False`` (the counters are skipped)."""
     from .interpreter import RunStats
 
     for name in bound.zero_init:
         bound.arrays[name].fill(0)
     if bound.grid == 0:
-        return RunStats()
+        return RunStats() if stats else None
     names = bound.signature.arg_names
-    return interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names,
-                           index_bits=bound.index_bits)
+    counters = interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names,
+                               index_bits=bound.index_bits, collect_stats=stats)
+    return counters if stats else None

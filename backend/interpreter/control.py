@@ -9,11 +9,11 @@ import numpy as np
 from kernc.errors import KerncRuntimeError
 
 from .numeric import _int_const, _uv
-from .translate import handles, _run_ops
+from .translate import _run_ops, handles
 from .types import _is_memref
 
 
-@handles('scf.if')
+@handles("scf.if")
 def _if(tr, o):
     c = tr.use(o.operands[0])
     for res in o.results:
@@ -65,7 +65,7 @@ def _if(tr, o):
     return f
 
 
-@handles('scf.for')
+@handles("scf.for")
 def _for(tr, o):
     lb, ub, st = (tr.use(v) for v in list(o.operands)[:3])
     inits = [tr.use(v) for v in list(o.operands)[3:]]
@@ -110,26 +110,39 @@ def _for(tr, o):
             else:
                 def cont(x):
                     return x < hi_a
+            # an iteration that every lane of ``mask`` runs runs under ``mask`` itself (the memory
+            # ops' fast paths test ``mask is fr.full``) and needs no merge of the carried values
+            nmask = fr.L if mask is fr.full else int(np.count_nonzero(mask))
             active = mask & cont(cur)
+            nact = int(np.count_nonzero(active))
+            if nact == nmask:
+                active = mask
             if type(step) is np.ndarray:
                 if bool((active & (step <= 0)).any()):
                     raise KerncRuntimeError(f"scf.for with non-positive step (at {loc})")
-            elif step <= 0 and bool(active.any()):
+            elif step <= 0 and nact:
                 raise KerncRuntimeError(f"scf.for with non-positive step {step} (at {loc})")
-            while active.any():
+            while nact:
                 env[iv] = cur
                 for s, v in zip(iters, vals):
                     env[s] = v
                 _run_ops(ops, fr, active)
-                vals = [np.where(active, env[y], v) for y, v in zip(ys, vals)]
-                cur = np.where(active, cur + step, cur)
+                if active is mask:
+                    vals = [env[y] for y in ys]
+                    cur = cur + step
+                else:
+                    vals = [np.where(active, env[y], v) for y, v in zip(ys, vals)]
+                    cur = np.where(active, cur + step, cur)
                 active = active & cont(cur)
+                nact = int(np.count_nonzero(active))
+                if nact == nmask:
+                    active = mask
         for rs, v in zip(res_slots, vals):
             env[rs] = v
     return f
 
 
-@handles('scf.while')
+@handles("scf.while")
 def _while(tr, o):
     inits = [tr.use(v) for v in o.operands]
     before = o.regions[0].blocks[0]
@@ -184,7 +197,7 @@ def _while(tr, o):
     return f
 
 
-@handles('scf.execute_region')
+@handles("scf.execute_region")
 def _execute_region(tr, o):
     blocks = o.regions[0].blocks
     if len(blocks) != 1:

@@ -64,7 +64,9 @@ def _int_round_to_odd_24(n: int) -> float:
     return float(sign * m)
 
 
-@handles('arith.extsi', 'arith.extui', 'arith.trunci', 'arith.index_cast', 'arith.index_castui', 'arith.sitofp', 'arith.uitofp', 'arith.fptosi', 'arith.fptoui', 'arith.extf', 'arith.truncf', 'arith.bitcast')
+@handles("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui",
+          "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui", "arith.extf", "arith.truncf",
+          "arith.bitcast")
 def _cast(tr, o):
     name = o.name
     src = tr.ty(o.operands[0].type, o)

@@ -93,7 +93,8 @@ def _dim(tr, o):
     return d
 
 
-@handles('gpu.thread_id', 'gpu.block_id', 'gpu.block_dim', 'gpu.grid_dim', 'gpu.lane_id', 'gpu.global_id', 'gpu.subgroup_size')
+@handles("gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id",
+          "gpu.global_id", "gpu.subgroup_size")
 def _gpu_id(tr, o):
     name = o.name
     r = tr.define(o.results[0])
@@ -129,14 +130,14 @@ def _gpu_id(tr, o):
     return f
 
 
-@handles('llvm.fence')
+@handles("llvm.fence")
 def _fence(tr, o):
     """``llvm.fence``: a no-op here -- every store is visible to every later op, since the
     interpreter runs blocks in order (batches in sequence, lanes of a batch in lockstep)."""
     return lambda fr, mask: None
 
 
-@handles('gpu.barrier')
+@handles("gpu.barrier")
 def _barrier(tr, o):
     def f(fr, mask):
         if mask is fr.full:
@@ -153,7 +154,7 @@ def _barrier(tr, o):
     return f
 
 
-@handles('gpu.shuffle')
+@handles("gpu.shuffle")
 def _shuffle(tr, o):
     mode = str(o.attributes["mode"]).strip().rstrip(">").split()[-1]
     if mode not in ("xor", "down", "up", "idx"):
@@ -202,7 +203,7 @@ def _shuffle(tr, o):
     return f
 
 
-@handles('memref.atomic_rmw')
+@handles("memref.atomic_rmw")
 def _atomic(tr, o):
     kattr = o.attributes["kind"]
     try:

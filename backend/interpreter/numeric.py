@@ -499,7 +499,7 @@ def _unary(tr, o, fn):
     return f
 
 
-@handles('arith.constant')
+@handles("arith.constant")
 def _constant(tr, o):
     attr = o.attributes["value"]
     rt = str(o.results[0].type)
@@ -526,7 +526,7 @@ def _constant(tr, o):
     return f
 
 
-@handles('ub.poison')
+@handles("ub.poison")
 def _poison(tr, o):
     ty = tr.ty(o.results[0].type, o)
     v = ty.zero()
@@ -537,7 +537,7 @@ def _poison(tr, o):
     return f
 
 
-@handles('arith.cmpi')
+@handles("arith.cmpi")
 def _cmpi(tr, o):
     ty = tr.ty(o.operands[0].type, o)
     pred = int(o.attributes["predicate"].value)
@@ -557,7 +557,7 @@ def _cmpi(tr, o):
     return f
 
 
-@handles('arith.cmpf')
+@handles("arith.cmpf")
 def _cmpf(tr, o):
     tr.ty(o.operands[0].type, o)
     fn = _CMPF[int(o.attributes["predicate"].value)]
@@ -570,7 +570,7 @@ def _cmpf(tr, o):
     return f
 
 
-@handles('arith.select')
+@handles("arith.select")
 def _select(tr, o):
     c, a, b = (tr.use(v) for v in o.operands)
     if _is_memref(o.results[0].type):
@@ -587,14 +587,14 @@ def _select(tr, o):
     return f
 
 
-@handles('math.absi', 'math.ctpop', 'math.ctlz', 'math.cttz')
+@handles("math.absi", "math.ctpop", "math.ctlz", "math.cttz")
 def _math_int(tr, o):
     fn = {"math.absi": lambda x, ty: _back(np.abs(_sv(x, ty)), ty),
           "math.ctpop": _ctpop, "math.ctlz": _ctlz, "math.cttz": _cttz}[o.name]
     return _int_unop(tr, o, fn)
 
 
-@handles('math.fma')
+@handles("math.fma")
 def _fma(tr, o):
     """``math.fma``: correctly rounded, one rounding as PTX ``fma.rn`` (``backend/exact_fma.py``)."""
     dt = tr.ty(o.results[0].type, o).dtype
@@ -607,7 +607,7 @@ def _fma(tr, o):
     return f
 
 
-@handles('math.fpowi')
+@handles("math.fpowi")
 def _fpowi(tr, o):
     ty = tr.ty(o.results[0].type, o)
     a, b = tr.use(o.operands[0]), tr.use(o.operands[1])
@@ -619,7 +619,7 @@ def _fpowi(tr, o):
     return f
 
 
-@handles('math.ipowi')
+@handles("math.ipowi")
 def _ipowi_op(tr, o):
     ty = tr.ty(o.results[0].type, o)
     a, b = tr.use(o.operands[0]), tr.use(o.operands[1])
@@ -631,7 +631,7 @@ def _ipowi_op(tr, o):
     return f
 
 
-@handles('math.sincos')
+@handles("math.sincos")
 def _sincos(tr, o):
     a = tr.use(o.operands[0])
     r0, r1 = tr.define(o.results[0]), tr.define(o.results[1])

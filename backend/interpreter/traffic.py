@@ -104,12 +104,19 @@ def _distinct_sectors(fr: _Frame, act, warps: np.ndarray, keys: np.ndarray) -> i
     """
     if keys.size == 0:
         return 0
-    flat = keys.reshape(-1)
-    w = warps if keys.ndim == 1 else np.repeat(warps, keys.shape[1])
-    dw = w[1:] != w[:-1]
-    if not bool(((flat[1:] < flat[:-1]) & ~dw).any()):
-        return 1 + int(np.count_nonzero((flat[1:] != flat[:-1]) | dw))
-    s = np.sort(_lane_matrix(fr, act, keys), axis=1)
+    if act is None and warps.size == fr.nwarps * WARP_SIZE:  # full warps: rows of the lane matrix
+        m = _lane_matrix(fr, act, keys)
+        change = m[:, 1:] != m[:, :-1]
+        if bool((m[:, 1:] >= m[:, :-1]).all()):
+            return int(np.count_nonzero(change)) + m.shape[0]
+    else:
+        flat = keys.reshape(-1)
+        w = warps if keys.ndim == 1 else np.repeat(warps, keys.shape[1])
+        dw = w[1:] != w[:-1]
+        if not bool(((flat[1:] < flat[:-1]) & ~dw).any()):
+            return 1 + int(np.count_nonzero((flat[1:] != flat[:-1]) | dw))
+        m = _lane_matrix(fr, act, keys)
+    s = np.sort(m, axis=1)
     # -1s sort first: a row's distinct keys are its first valid one and each change after it
     return int(np.count_nonzero(s[:, 1:] != s[:, :-1])) - int(np.count_nonzero(s[:, 0] < 0)) + s.shape[0]
 
@@ -120,8 +127,9 @@ def _bank_conflicts(m: np.ndarray) -> int:
     rows = m.shape[0]
     if rows == 0:
         return 0
-    if bool((m[:, 1:] > m[:, :-1]).all()) and bool((m[:, -1] - m[:, 0] < SHARED_BANKS).all()):
-        return 0  # increasing words within 32 consecutive ones in every row: one per bank
+    banks = m & (SHARED_BANKS - 1)
+    if int(m.min()) >= 0 and bool((np.bitwise_or.reduce(np.left_shift(1, banks), axis=1) == (1 << SHARED_BANKS) - 1).all()):
+        return 0  # full rows, each lane in its own bank (consecutive or odd-strided words)
     s = np.sort(m, axis=1)
     first = np.empty(s.shape, dtype=np.bool_)  # the first of each distinct word (-1s sort first)
     first[:, 0] = s[:, 0] >= 0
@@ -129,6 +137,13 @@ def _bank_conflicts(m: np.ndarray) -> int:
     ids = (s & (SHARED_BANKS - 1)) + (np.arange(rows, dtype=np.int64) * SHARED_BANKS)[:, None]
     per_bank = np.bincount(ids[first], minlength=rows * SHARED_BANKS).reshape(rows, SHARED_BANKS)
     return int(np.maximum(per_bank.max(axis=1) - 1, 0).sum())
+
+
+def _sector_of(rel, itemsize: int):
+    """The 32-byte sector of element ``rel`` (>= 0) of a buffer of ``itemsize``-byte elements."""
+    if itemsize & (itemsize - 1) == 0 and itemsize <= SECTOR_BYTES:
+        return rel >> (SECTOR_BYTES // itemsize).bit_length() - 1
+    return (rel * itemsize) // SECTOR_BYTES
 
 
 def _count_vector(fr: _Frame, buf: _Buf, act, rel, n: int, kind: str):
@@ -170,7 +185,7 @@ def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):
             st.global_atomics += int(warps.size)
             return
         if type(rel) is np.ndarray:
-            nsec = _distinct_sectors(fr, act, warps, (rel * buf.itemsize) // SECTOR_BYTES)
+            nsec = _distinct_sectors(fr, act, warps, _sector_of(rel, buf.itemsize))
         else:
             nsec = nreq
         if kind == "load":

@@ -26,6 +26,23 @@ def handles(*names: str):
     return register
 
 
+def _uses(o):
+    """The values ``o`` reads: its operands and those of the ops in its regions."""
+    yield from o.operands
+    for region in o.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                yield from _uses(child.operation)
+
+
+def _release(dead: tuple):
+    def release(fr, mask):
+        env = fr.env
+        for s in dead:
+            env[s] = None
+    return release
+
+
 def _run_ops(ops, fr, mask):
     for f in ops:
         f(fr, mask)
@@ -85,19 +102,51 @@ class _Translator:
 
     # -- blocks
     def block(self, block):
-        """Translate a block: its ops (without terminator) and the terminator's operand slots."""
-        ops = []
+        """Translate a block: its ops (without terminator) and the terminator's operand slots.
+
+        After the last use of a value defined in the block (by an op, or a block argument), the
+        plan releases it (``env[slot] = None``), so a batch keeps only its live values: numpy then
+        reuses the memory just freed, still in cache, where holding every value of the batch until
+        its end made each op write fresh pages (measured 3-10x slower per op at 2^16 lanes).
+        """
+        entries = []
         term = None
         for opv in block.operations:
             o = opv.operation
             if o.name in ("scf.yield", "scf.condition", "gpu.return", "func.return"):
                 term = o
                 break
-            f = self.op(o)
+            entries.append((self.op(o), o))
+        tslots = [self.use(v) for v in term.operands] if term is not None else []
+        return self._with_releases(block, entries, tslots), tslots
+
+    def _with_releases(self, block, entries, live_out) -> list:
+        """The closures of ``entries`` (``(closure or None, op)``), each followed by the release of
+        the block's values whose last use it is (uses inside an op's regions count as the op's)."""
+        slots = self.slots
+        local = {slots[a] for a in block.arguments if a in slots}
+        last: dict[int, int] = {}
+        for i, (_, o) in enumerate(entries):
+            for v in _uses(o):
+                s = slots.get(v)
+                if s is not None:
+                    last[s] = i
+            for r in o.results:
+                s = slots.get(r)
+                if s is not None:
+                    local.add(s)
+                    last.setdefault(s, i)  # never used: released at once
+        dead: dict[int, list] = {}
+        for s, i in last.items():
+            if s in local and s not in live_out:
+                dead.setdefault(i, []).append(s)
+        ops = []
+        for i, (f, _) in enumerate(entries):
             if f is not None:
                 ops.append(f)
-        tslots = [self.use(v) for v in term.operands] if term is not None else []
-        return ops, tslots
+            if i in dead:
+                ops.append(_release(tuple(dead[i])))
+        return ops
 
     def op(self, o):
         h = HANDLERS.get(o.name)

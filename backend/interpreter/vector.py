@@ -13,7 +13,7 @@ from .traffic import _count_vector
 from .translate import handles
 
 
-@handles('vector.load')
+@handles("vector.load")
 def _vector_load(tr, o):
     """``vector.load``: ``n`` consecutive elements per lane, one memory request per warp."""
     m = tr.use(o.operands[0])
@@ -46,7 +46,7 @@ def _vector_load(tr, o):
     return f
 
 
-@handles('vector.store')
+@handles("vector.store")
 def _vector_store(tr, o):
     """``vector.store``: ``n`` consecutive elements per lane, one memory request per warp."""
     v = tr.use(o.operands[0])
@@ -76,7 +76,7 @@ def _vector_store(tr, o):
     return f
 
 
-@handles('vector.extract')
+@handles("vector.extract")
 def _vector_extract(tr, o):
     """``vector.extract`` at a static position."""
     v = tr.use(o.operands[0])
@@ -93,7 +93,7 @@ def _vector_extract(tr, o):
     return f
 
 
-@handles('vector.broadcast', 'vector.splat')
+@handles("vector.broadcast", "vector.splat")
 def _vector_broadcast(tr, o):
     """``vector.broadcast`` (and the older ``vector.splat``) of a scalar to ``vector<NxT>``: canonicalize
     turns a ``vector.from_elements`` of one value repeated into it. A vector source of the same
@@ -112,7 +112,7 @@ def _vector_broadcast(tr, o):
     return f
 
 
-@handles('vector.from_elements')
+@handles("vector.from_elements")
 def _vector_from_elements(tr, o):
     ins = [tr.use(v) for v in o.operands]
     r = tr.define(o.results[0])
