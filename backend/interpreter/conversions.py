@@ -8,6 +8,7 @@ import numpy as np
 
 from kernc.backend import exact_fma
 
+from . import affine
 from .numeric import _back, _checked_index32, _from_unsigned, _s, _sv, _unary, _uv
 from .translate import handles
 from .types import _Ty
@@ -117,6 +118,8 @@ def _cast(tr, o):
     else:
         tr.unsupported(o)
     f = _unary(tr, o, fn)
+    if affine.uniform(tr, tr.use(o.operands[0])):
+        affine.define(tr, tr.use(o.results[0]))
     if dst.name == "index" and src.bits > 32 and name in ("arith.index_cast", "arith.index_castui"):
         return _checked_index32(f, tr.use(o.results[0]), o)
     return f

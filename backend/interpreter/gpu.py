@@ -7,6 +7,7 @@ import numpy as np
 
 from kernc.errors import KerncRuntimeError
 
+from . import affine
 from .memory import _access, _addr
 from .traffic import WARP_SIZE, _count
 from .translate import handles
@@ -99,6 +100,10 @@ def _gpu_id(tr, o):
     name = o.name
     r = tr.define(o.results[0])
     d = "x" if name in ("gpu.lane_id", "gpu.subgroup_size") else _dim(tr, o)
+    if d != "x" or name in ("gpu.block_dim", "gpu.grid_dim", "gpu.subgroup_size"):
+        affine.define(tr, r)  # uniform
+    elif name in ("gpu.thread_id", "gpu.block_id"):
+        affine.define(tr, r, *((0, 1) if name == "gpu.thread_id" else (1, 0)))
     if d != "x":
         v = np.int64(1) if name in ("gpu.block_dim", "gpu.grid_dim") else np.int64(0)
 

@@ -9,7 +9,8 @@ import numpy as np
 from kernc.errors import KerncRuntimeError
 
 from .frame import _Buf, _empty_alloc, _Frame
-from .traffic import _count
+from . import affine
+from .traffic import _count, _count_run
 from .translate import handles
 from .types import _MemTy
 
@@ -107,6 +108,47 @@ def _oob(fr, buf, what, lane, index):
         f"index {index}, buffer {shape}")
 
 
+def _lane_view(fr: _Frame, buf: _Buf, lin, rel):
+    """For an access by every lane of the batch with the 1-D index ``rel`` (coefficients ``lin``,
+    see :mod:`.affine`), ``(view, stride)``: a strided view of ``buf.data`` whose element ``l``
+    (row-major) is the one lane ``l`` accesses, in bounds for every lane; ``None`` when the access
+    is not such a run (a gather, or a lane out of bounds: the general path reports it).
+
+    Loads then copy the view and stores assign to it: about 5x cheaper than a gather, and no race
+    check is needed, since every lane has its own element."""
+    if buf.kind == "private":  # lane l's array is data[l*size : (l+1)*size]
+        if type(rel) is np.ndarray or not 0 <= rel < buf.size:
+            return None
+        return buf.data[int(rel)::buf.size], 0
+    if buf.kind == "global":
+        ct = affine.lane_stride(fr, lin, rel)
+        if ct is None:
+            return None
+        start = int(rel[0])
+        last = start + ct * (fr.L - 1)
+        if start < 0 or last >= buf.size:
+            return None
+        return buf.data[start:last + 1:ct], ct
+    ct = affine.block_stride(fr, lin, rel)  # workgroup memory: block b's array is data[b*size:]
+    if ct is None:
+        return None
+    u = int(rel[0])
+    last = u + ct * (fr.B - 1)
+    if u < 0 or last >= buf.size:
+        return None
+    return buf.data.reshape(fr.nb, buf.size)[:, u:last + 1:ct], ct
+
+
+def _count_view(fr: _Frame, buf: _Buf, ct: int, rel, kind: str) -> None:
+    """The statistics of an access :func:`_lane_view` serves."""
+    if buf.kind == "private":
+        return
+    if ct == 1:
+        _count_run(fr, buf, int(rel[0]), kind)
+    else:
+        _count(fr, buf, None, rel, kind)
+
+
 def _addr(fr, buf, act, rel):
     """Flat addresses into ``buf.data`` of the accessed lanes (an array, or a scalar if uniform)."""
     if buf.base is None:
@@ -126,10 +168,20 @@ def _load(tr, o):
     ty = tr.ty(o.results[0].type, o)
     zero = ty.zero()
     r = tr.define(o.results[0])
+    runs = len(idx) == 1  # a 1-D access may be a strided run of the lanes (_lane_view)
+    lin = affine.coefficients(tr, idx[0]) if runs else None
 
     def f(fr, mask):
         env = fr.env
         buf = env[m]
+        if runs and mask is fr.full:
+            rel = env[idx[0]]
+            run = _lane_view(fr, buf, lin, rel)
+            if run is not None:
+                if fr.collect:
+                    _count_view(fr, buf, run[1], rel, "load")
+                env[r] = run[0].copy().reshape(-1)  # a copy: later stores must not change it
+                return
         act, rel = _access(fr, mask, buf, [env[i] for i in idx], "load")
         if act is not None and act.size == 0:
             env[r] = zero
@@ -156,10 +208,21 @@ def _store(tr, o):
     m = tr.use(o.operands[1])
     tr.written.add(m)
     idx = [tr.use(x) for x in o.operands[2:]]
+    runs = len(idx) == 1  # a 1-D access may be a strided run of the lanes (_lane_view)
+    lin = affine.coefficients(tr, idx[0]) if runs else None
 
     def f(fr, mask):
         env = fr.env
         buf = env[m]
+        if runs and mask is fr.full:
+            rel = env[idx[0]]
+            run = _lane_view(fr, buf, lin, rel)
+            if run is not None:
+                if fr.collect:
+                    _count_view(fr, buf, run[1], rel, "store")
+                view, val = run[0], env[v]
+                view[...] = val.reshape(view.shape) if type(val) is np.ndarray else val
+                return
         act, rel = _access(fr, mask, buf, [env[i] for i in idx], "store")
         if act is not None and act.size == 0:
             return

@@ -18,6 +18,7 @@ from kernc.backend import exact_fma
 from kernc.errors import KerncRuntimeError
 from kernc.mlir import ir
 
+from . import affine
 from .errors import InterpreterUnsupportedError
 from .translate import handles
 from .types import _scalar_ty, _Ty, _is_memref
@@ -437,6 +438,7 @@ def _binop(tr, o):
         if ty.kind != "i":
             tr.unsupported(o, f"{name} on {ty}")
         fn = _INT_BINOPS[name]
+        affine.binop(tr, name, ty.name == "index", a, b, r)
 
         def f(fr, mask):
             env = fr.env
@@ -520,6 +522,7 @@ def _constant(tr, o):
     else:
         tr.unsupported(o, f"arith.constant {attr}")
     r = tr.define(o.results[0])
+    affine.define(tr, r, const=int(v) if ty.kind == "i" else None)
 
     def f(fr, mask):
         fr.env[r] = v

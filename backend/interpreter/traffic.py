@@ -169,6 +169,31 @@ def _count_vector(fr: _Frame, buf: _Buf, act, rel, n: int, kind: str):
         st.global_store_sectors += nsec
 
 
+def _count_run(fr: _Frame, buf: _Buf, start: int, kind: str):
+    """Statistics of an access by every lane of the batch of consecutive elements, lane ``l``
+    accessing element ``start + l`` of a global buffer, or element ``start + thread`` of a
+    workgroup array (one per block): as :func:`_count` counts it, in closed form when the
+    warps are whole (a block a multiple of 32 threads)."""
+    st = fr.stats
+    if buf.kind == "private":
+        return
+    if buf.kind == "workgroup":
+        st.shared_requests += fr.nwarps  # consecutive words: one per bank, or a broadcast
+        return
+    if fr.B % WARP_SIZE:
+        rel = start + np.arange(fr.L, dtype=np.int64)
+        _count(fr, buf, None, rel, kind)
+        return
+    first = (start + WARP_SIZE * np.arange(fr.nwarps, dtype=np.int64)) * buf.itemsize
+    nsec = int(((first + WARP_SIZE * buf.itemsize - 1) // SECTOR_BYTES - first // SECTOR_BYTES).sum()) + fr.nwarps
+    if kind == "load":
+        st.global_load_requests += fr.nwarps
+        st.global_load_sectors += nsec
+    else:
+        st.global_store_requests += fr.nwarps
+        st.global_store_sectors += nsec
+
+
 def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):
     """Update the memory statistics for one executed memory op (``kind``: load/store/atomic)."""
     st = fr.stats

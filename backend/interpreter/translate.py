@@ -74,6 +74,8 @@ class _Translator:
         self.written = set()      # slots of memrefs stored/atomically updated
         self.nalloca = 0
         self.private_bytes = 0
+        self.lin: dict[int, tuple] = {}   # slot -> (cb, ct): affine in the ids (see .affine)
+        self.const: dict[int, int] = {}   # slot -> value of an integer constant
 
     # -- SSA slots
     def define(self, value) -> int:
@@ -180,6 +182,7 @@ class _Translator:
                 plan.params.append(["buffer", mt, False])
             else:
                 plan.params.append(["scalar", self.ty(a.type)])
+                self.lin[self.slots[a]] = (0, 0)  # a scalar argument is uniform
         for k, a in enumerate(args[nargs:nargs + nwg]):
             mt = _MemTy(a.type)
             if any(d is None for d in mt.dims):
