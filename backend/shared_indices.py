@@ -30,14 +30,12 @@ arrays, fully vectorised (one stable lexsort).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 from kernc.errors import KerncLaunchError
-
-FIELDS = ("unique", "target", "perm", "count")
-
 
 @dataclass
 class SharedIndices:
@@ -87,6 +85,13 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
     (``.indices``, the array passed here) through tables built from the values it had then, so
     after changing the array in place, build the table again (the CPU interpreter catches a stale
     table as an out-of-bounds read at best; on a GPU it reads the wrong elements).
+
+    One sort of a packed key per block: ``value << 32 | thread`` (``uint64``), sorted along the rows
+    of a ``(blocks, B)`` matrix, orders each block by value and, among equal values, by thread (the
+    stable order). Every table then follows from the sorted keys in a few passes (the value and the
+    thread are the two 32-bit halves of a key, read in place). On the host the blocks go through in
+    chunks of about :data:`CHUNK` entries, so the scratch memory stays small next to the tables:
+    peak memory about the input and the four tables plus 17 bytes per chunk entry.
     """
     if not (isinstance(block_size, int) and 32 <= block_size <= 1024 and block_size & (block_size - 1) == 0):
         raise KerncLaunchError(f"shared_indices: block_size must be a power of two in 32..1024, got {block_size!r}")
@@ -95,35 +100,61 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
     xp = _xp(indices)
     P = int(indices.shape[0])
     B = block_size
-    nb = -(-P // B)
-    n = nb * B
-    vals = xp.full(n, 1 << 32, dtype=xp.int64)       # past P: larger than any uint32 value
-    vals[:P] = indices.astype(xp.int64)
-    if indices.dtype == np.int32 and P and bool((vals[:P] < 0).any()):
+    if indices.dtype == np.int32 and P and int(indices.min()) < 0:
         raise KerncLaunchError("shared_indices: negative index values")
-    pos = xp.arange(n, dtype=xp.int64)
-    blk = pos // B
-    order = xp.lexsort(xp.stack([pos, vals, blk]))   # by block, then value, then position (stable)
-    svals = vals[order]
-    start = xp.ones(n, dtype=bool)
-    if n:
-        start[1:] = (svals[1:] != svals[:-1]) | (blk[1:] != blk[:-1])
-    # rank of each sorted entry within its block
-    runs = xp.cumsum(start.astype(xp.int64)) - 1
-    first_run = runs[blk * B]  # run index of each block's first sorted entry
-    rank = runs - first_run
-    target = xp.zeros(n, dtype=xp.int64)
-    target[order] = rank
-    perm = ((order - blk * B) | (rank << 16)).astype(xp.uint32)
-    unique = xp.zeros(n, dtype=xp.uint32)
-    valid = svals < (1 << 32)
-    sel = start & valid
-    unique[(blk * B + rank)[sel]] = svals[sel].astype(xp.uint32)
-    count = xp.zeros(nb, dtype=xp.uint32)
-    if n:
-        count[:] = xp.bincount(blk[sel], minlength=nb).astype(xp.uint32)[:nb]
-    target = (target | (count.astype(xp.int64)[blk] << 16)).astype(xp.uint32)
+    vals = indices.view(xp.uint32)
+    nb = -(-P // B)
+    unique = xp.zeros(nb * B, dtype=xp.uint32)
+    target = xp.empty(nb * B, dtype=xp.uint32)
+    perm = xp.empty(nb * B, dtype=xp.uint32)
+    count = xp.empty(nb, dtype=xp.uint32)
+    full = P // B
+    step = max(1, CHUNK // B) if xp is np else max(full, 1)  # the device takes every block at once
+    for b in range(0, full, step):
+        e = min(b + step, full)
+        _blocks(xp, vals[b * B:e * B].reshape(e - b, B), unique[b * B:e * B], target[b * B:e * B],
+                perm[b * B:e * B], count[b:e])
+    rem = P - full * B
+    if rem:  # the last block, partial: its padding sorts after every entry, in thread order
+        b = full * B
+        _blocks(xp, vals[b:P].reshape(1, rem), unique[b:], target[b:P], perm[b:P], count[full:])
+        pad = xp.arange(rem, B, dtype=xp.uint32)
+        distinct = count[full:]  # the padding's rank: past the block's distinct values
+        perm[b + rem:] = pad | (distinct << 16)
+        target[b + rem:] = distinct | (distinct << 16)
     return SharedIndices(indices, B, unique, target, perm, count)
+
+
+#: Entries per chunk of blocks on the host (see :func:`shared_indices`).
+CHUNK = 1 << 16
+_HI = 1 if sys.byteorder == "little" else 0  # the uint32 half of a uint64 that holds its high bits
+
+
+def _blocks(xp, vals, unique, target, perm, count) -> None:
+    """The tables of ``r`` blocks of ``w`` entries each: ``vals`` is ``(r, w)`` uint32 (``w`` is the
+    block size ``B``, or the entries of a partial last block); ``unique``, ``target``, ``perm``
+    (flat, ``r * B``, ``r * w`` and ``r * w`` entries; ``unique`` zero) and ``count`` (``r``) are
+    written."""
+    r, w = vals.shape
+    B = unique.shape[0] // r
+    key = xp.empty((r, w), dtype=xp.uint64)
+    halves = key.view(xp.uint32).reshape(r, w, 2)
+    halves[:, :, _HI] = vals
+    halves[:, :, 1 - _HI] = xp.arange(w, dtype=xp.uint32)
+    if not bool((key[:, 1:] >= key[:, :-1]).all()):  # (sorted input: the rows are in order already)
+        key.sort(axis=1)  # by value, then thread: keys are distinct within a row
+    svals, thread = halves[:, :, _HI], halves[:, :, 1 - _HI]
+    start = xp.empty((r, w), dtype=bool)  # the first entry of each distinct value of a block
+    start[:, 0] = True
+    xp.not_equal(svals[:, 1:], svals[:, :-1], out=start[:, 1:])
+    rank = xp.cumsum(start, axis=1, dtype=xp.uint32)
+    rank -= 1
+    distinct = rank[:, -1] + 1
+    count[:] = distinct
+    perm.reshape(r, w)[:] = thread | (rank << 16)
+    row = xp.arange(r, dtype=xp.int64)[:, None]
+    target[(row * w + thread)] = rank | (distinct << 16)[:, None]
+    unique[(row * B + rank)[start]] = svals[start]
 
 
 def _merge_tables(t: SharedIndices) -> dict:
