@@ -31,10 +31,13 @@ class _Buf:
 
 
 class _Frame:
-    """Execution state of one batch of blocks."""
+    """Execution state of one batch of blocks: ``L = nb * B`` lanes, the lane arrays of the layout
+    (``lane``, ``blk``, ``tid``, ``lane_in_warp``, ``warp``: read-only, shared by every batch of
+    ``nb`` blocks of ``B`` threads, as is ``tables``, a dict for what ops derive from them once),
+    ``env`` (the SSA values by slot), ``full`` (the all-true mask), the counters ``stats``."""
 
     __slots__ = ("env", "L", "B", "nb", "first_block", "grid", "full", "lane", "blk", "tid", "bid",
-                 "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit", "index32")
+                 "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit", "index32", "tables")
 
     def thread_id(self, lane: int) -> int:
         return self.first_block * self.B + int(lane)

@@ -159,8 +159,53 @@ def _barrier(tr, o):
     return f
 
 
+def _shuffle_lanes(fr, mode: str, b, w):
+    """``(src, valid)`` of ``gpu.shuffle`` ``mode`` with offset ``b`` (already ``& 31``) and width
+    ``w`` (scalars or lane arrays): the lane each lane reads, and whether that read is valid (the
+    source lane is in the width and in the block; an invalid read returns the lane's own value)."""
+    lane = fr.lane_in_warp
+    if mode == "xor":
+        j = lane ^ b
+        valid = j <= w - 1
+    elif mode == "down":
+        j = lane + b
+        valid = j <= w - 1
+    elif mode == "up":
+        j = lane - b
+        valid = j >= WARP_SIZE - w
+    else:
+        j = np.broadcast_to(b, lane.shape)
+        valid = j <= w - 1
+    valid = valid & (j >= 0) & (j < WARP_SIZE)
+    src_tid = fr.tid - lane + j
+    valid = valid & (src_tid < fr.B)
+    return np.where(valid, fr.lane - lane + j, fr.lane), valid
+
+
+def _check_converged(fr, mask, w, loc) -> None:
+    """``shfl.sync``: every lane of the member mask (lanes below the width ``w``) of a warp that
+    executes the shuffle must execute it together; raise ``KerncRuntimeError`` otherwise."""
+    lane = fr.lane_in_warp
+    if type(w) is not np.ndarray and fr.L == fr.nwarps * WARP_SIZE:  # whole warps: rows of the mask
+        rows = mask.reshape(fr.nwarps, WARP_SIZE)
+        below = rows[:, :max(0, min(int(w), WARP_SIZE))]
+        if not bool((rows.any(axis=1) & ~below.all(axis=1)).any()):
+            return
+    warp_active = np.bincount(fr.warp, weights=mask, minlength=fr.nwarps) > 0
+    missing = ~mask & warp_active[fr.warp] & (lane < w)
+    if missing.any():
+        k = int(np.argmax(missing))
+        raise KerncRuntimeError(
+            f"gpu.shuffle in divergent control flow (at {loc}): thread {fr.thread_id(k)} "
+            f"(lane {int(lane[k])} of its warp) did not reach the shuffle that other lanes of "
+            "its warp executed; all lanes below the shuffle width must take part")
+
+
 @handles("gpu.shuffle")
 def _shuffle(tr, o):
+    """``gpu.shuffle``. With a uniform offset and width (a reduction's butterfly) the source lanes
+    and the validity of a batch layout are computed once and kept with the layout's lane arrays,
+    so a shuffle is one gather."""
     mode = str(o.attributes["mode"]).strip().rstrip(">").split()[-1]
     if mode not in ("xor", "down", "up", "idx"):
         tr.unsupported(o, f"gpu.shuffle mode {mode}")
@@ -170,40 +215,24 @@ def _shuffle(tr, o):
 
     def f(fr, mask):
         env = fr.env
-        lane = fr.lane_in_warp
-        b = np.asarray(env[off]).astype(np.int64) & 31
-        w = np.asarray(env[wd]).astype(np.int64)
-        if mode == "xor":
-            j = lane ^ b
-            valid = j <= w - 1
-        elif mode == "down":
-            j = lane + b
-            valid = j <= w - 1
-        elif mode == "up":
-            j = lane - b
-            valid = j >= WARP_SIZE - w
+        b, w = env[off], env[wd]
+        if type(b) is not np.ndarray and type(w) is not np.ndarray:
+            key = ("shuffle", mode, int(b) & 31, int(w))
+            lanes = fr.tables.get(key)
+            if lanes is None:
+                lanes = fr.tables[key] = _shuffle_lanes(fr, mode, np.int64(key[2]), np.int64(key[3]))
+                for a in lanes:
+                    a.flags.writeable = False  # shared by every frame of this layout
+            src, valid = lanes
+            w = np.int64(key[3])
         else:
-            j = np.broadcast_to(b, lane.shape)
-            valid = j <= w - 1
-        valid = valid & (j >= 0) & (j < WARP_SIZE)
-        src_tid = fr.tid - lane + j
-        valid = valid & (src_tid < fr.B)
+            b = np.asarray(b).astype(np.int64) & 31
+            w = np.asarray(w).astype(np.int64)
+            src, valid = _shuffle_lanes(fr, mode, b, w)
         if mask is not fr.full:
-            # shfl.sync: every lane of the member mask (lanes < width) must execute it together
-            warp_active = np.bincount(fr.warp, weights=mask, minlength=fr.nwarps) > 0
-            missing = ~mask & warp_active[fr.warp] & (lane < w)
-            if missing.any():
-                k = int(np.argmax(missing))
-                raise KerncRuntimeError(
-                    f"gpu.shuffle in divergent control flow (at {loc}): thread {fr.thread_id(k)} "
-                    f"(lane {int(lane[k])} of its warp) did not reach the shuffle that other lanes of "
-                    "its warp executed; all lanes below the shuffle width must take part")
+            _check_converged(fr, mask, w, loc)
         val = env[v]
-        if type(val) is np.ndarray:
-            src = np.where(valid, fr.lane - lane + j, fr.lane)
-            env[r0] = val[src]
-        else:
-            env[r0] = val
+        env[r0] = val[src] if type(val) is np.ndarray else val
         env[r1] = valid
     return f
 
@@ -221,6 +250,10 @@ def _atomic(tr, o):
     idx = [tr.use(x) for x in o.operands[2:]]
     ty = tr.ty(o.results[0].type, o)
     zero = ty.zero()
+    # nobody reads the old values (an accumulation): the updates are applied in lane order by
+    # ufunc.at, which computes data[a] = fn(data[a], v) one lane after the other like the GPU's
+    # serialised atomics, without the sort that returning the old values needs
+    fold = fn is not None and not any(True for _ in o.results[0].uses)
     r = tr.define(o.results[0])
     if ty.bits == 1 and view != "f":
         tr.unsupported(o, "memref.atomic_rmw on i1")
@@ -243,6 +276,13 @@ def _atomic(tr, o):
         else:
             val = np.full(n, val, dtype=ty.dtype)
         data = buf.data
+        if fold:
+            if view == "u":
+                fn.at(data.view(ty.udtype), addr, val.view(ty.udtype))
+            else:
+                fn.at(data, addr, val)
+            env[r] = zero
+            return
         if view == "u":
             old = _atomic_apply(data.view(ty.udtype), addr, val.view(ty.udtype), fn).view(ty.dtype)
         else:

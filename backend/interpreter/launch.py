@@ -250,14 +250,14 @@ class Interpreter:
             tid = lane - blk * B
             wpb = -(-B // WARP_SIZE)
             warp = blk * wpb + (tid >> 5)
-            cached = (lane, blk, tid, tid & (WARP_SIZE - 1), warp, nb * wpb)
+            cached = (lane, blk, tid, tid & (WARP_SIZE - 1), warp, nb * wpb, {})
             for a in cached[:5]:
                 a.flags.writeable = False  # shared by every run: SSA values are never mutated
             if len(self._lane_cache) > 8:
                 self._lane_cache.clear()
             self._lane_cache[key] = cached
         fr = _Frame()
-        fr.lane, fr.blk, fr.tid, fr.lane_in_warp, fr.warp, fr.nwarps = cached
+        fr.lane, fr.blk, fr.tid, fr.lane_in_warp, fr.warp, fr.nwarps, fr.tables = cached
         fr.L = nb * B
         fr.B = B
         fr.nb = nb

@@ -10,7 +10,7 @@ from kernc.errors import KerncRuntimeError
 
 from .frame import _Buf, _empty_alloc, _Frame
 from . import affine
-from .traffic import _count, _count_run
+from .traffic import _count, _count_masked, _count_run
 from .translate import handles
 from .types import _MemTy
 
@@ -149,6 +149,20 @@ def _count_view(fr: _Frame, buf: _Buf, ct: int, rel, kind: str) -> None:
         _count(fr, buf, None, rel, kind)
 
 
+def _dense_load(fr: _Frame, mask, buf: _Buf, rel, zero):
+    """A gather by the lanes of ``mask`` (most lanes) with index ``rel`` (int64, every lane) done by
+    every lane, the inactive ones reading element 0 of their instance: cheaper than gathering the
+    active lanes' indices and scattering the values back. Inactive lanes of the result hold 0."""
+    safe = np.where(mask, rel, 0)
+    if safe.view(np.uint64).max() >= buf.size:  # (a negative index is a huge unsigned one)
+        k = int(np.argmax(mask & ((rel < 0) | (rel >= buf.size))))
+        _oob(fr, buf, "load", k, int(rel[k]))
+    if fr.collect:
+        _count_masked(fr, buf, mask, safe, "load")
+    addr = safe if buf.base is None else buf.base + safe
+    return np.where(mask, buf.data[addr], zero)
+
+
 def _addr(fr, buf, act, rel):
     """Flat addresses into ``buf.data`` of the accessed lanes (an array, or a scalar if uniform)."""
     if buf.base is None:
@@ -174,14 +188,26 @@ def _load(tr, o):
     def f(fr, mask):
         env = fr.env
         buf = env[m]
-        if runs and mask is fr.full:
+        if runs:
             rel = env[idx[0]]
             run = _lane_view(fr, buf, lin, rel)
             if run is not None:
-                if fr.collect:
-                    _count_view(fr, buf, run[1], rel, "load")
-                env[r] = run[0].copy().reshape(-1)  # a copy: later stores must not change it
+                if mask is fr.full:
+                    if fr.collect:
+                        _count_view(fr, buf, run[1], rel, "load")
+                    env[r] = run[0].copy().reshape(-1)  # a copy: later stores must not change it
+                elif mask.any():
+                    if fr.collect and buf.kind != "private":
+                        _count_masked(fr, buf, mask, rel, "load")
+                    env[r] = np.where(mask, run[0].reshape(-1), zero)  # inactive lanes: 0, as below
+                else:
+                    env[r] = zero
                 return
+            if mask is not fr.full and type(rel) is np.ndarray and rel.dtype == np.int64:
+                nact = int(np.count_nonzero(mask))
+                if 4 * nact >= fr.L:  # mostly active: every lane gathers (the inactive ones element 0)
+                    env[r] = _dense_load(fr, mask, buf, rel, zero)
+                    return
         act, rel = _access(fr, mask, buf, [env[i] for i in idx], "load")
         if act is not None and act.size == 0:
             env[r] = zero
@@ -214,14 +240,21 @@ def _store(tr, o):
     def f(fr, mask):
         env = fr.env
         buf = env[m]
-        if runs and mask is fr.full:
+        if runs:
             rel = env[idx[0]]
             run = _lane_view(fr, buf, lin, rel)
             if run is not None:
-                if fr.collect:
-                    _count_view(fr, buf, run[1], rel, "store")
                 view, val = run[0], env[v]
-                view[...] = val.reshape(view.shape) if type(val) is np.ndarray else val
+                if type(val) is np.ndarray:
+                    val = val.reshape(view.shape)
+                if mask is fr.full:
+                    if fr.collect:
+                        _count_view(fr, buf, run[1], rel, "store")
+                    view[...] = val
+                else:
+                    if fr.collect and buf.kind != "private":
+                        _count_masked(fr, buf, mask, rel, "store")
+                    np.copyto(view, val, casting="unsafe", where=mask.reshape(view.shape))
                 return
         act, rel = _access(fr, mask, buf, [env[i] for i in idx], "store")
         if act is not None and act.size == 0:

@@ -71,13 +71,16 @@ def _count_runs(sorted_keys: np.ndarray) -> int:
 # Distinct sectors and bank-conflict words are counted per warp (or phase) on a matrix with one row
 # per warp and one column per lane (times the keys per lane), sorted along its rows: numpy's sort of
 # short rows costs a few ns per element, where np.unique's hash path cost 77-229 ns and was most of
-# a transpose's run. Empty cells (inactive lanes) hold -1, below every key (keys are >= 0).
+# a transpose's run. Empty cells (inactive lanes) hold _EMPTY, above every key, so a row whose
+# active lanes are in order is in order.
+_EMPTY = np.iinfo(np.int64).max
 
 
 def _lane_matrix(fr: _Frame, act, keys: np.ndarray) -> np.ndarray:
     """``keys`` (shape ``(n,)`` or ``(n, k)``: per accessed lane, ``k`` keys >= 0) as an int64 matrix
     of shape ``(warps, 32 * k)``: row = warp (only warps with an active lane), column = lane in the
-    warp times ``k`` plus the key's position; -1 where a lane is inactive or past the block's end."""
+    warp times ``k`` plus the key's position; ``_EMPTY`` where a lane is inactive or past the
+    block's end."""
     k = 1 if keys.ndim == 1 else keys.shape[1]
     if act is None:
         warps, lanes = fr.warp, fr.lane_in_warp
@@ -90,9 +93,19 @@ def _lane_matrix(fr: _Frame, act, keys: np.ndarray) -> np.ndarray:
     if n > 1:
         np.cumsum(warps[1:] != warps[:-1], out=row[1:])  # warps are non-decreasing
     nrows = int(row[-1]) + 1 if n else 0
-    m = np.full((nrows, WARP_SIZE, k), -1, dtype=np.int64)
+    m = np.full((nrows, WARP_SIZE, k), _EMPTY, dtype=np.int64)
     m[row, lanes] = keys.reshape(n, k)
     return m.reshape(nrows, WARP_SIZE * k)
+
+
+def _distinct_per_row(m: np.ndarray) -> int:
+    """Sum over the rows of ``m`` (a lane matrix) of the number of distinct keys (not ``_EMPTY``)."""
+    if m.size == 0:
+        return 0
+    if not bool((m[:, 1:] >= m[:, :-1]).all()):  # in order already (a coalesced access): no sort
+        m = np.sort(m, axis=1)
+    # a sorted row holds (changes + 1) distinct values, one of them _EMPTY when its last cell is
+    return int(np.count_nonzero(m[:, 1:] != m[:, :-1])) + m.shape[0] - int(np.count_nonzero(m[:, -1] == _EMPTY))
 
 
 def _distinct_sectors(fr: _Frame, act, warps: np.ndarray, keys: np.ndarray) -> int:
@@ -104,36 +117,35 @@ def _distinct_sectors(fr: _Frame, act, warps: np.ndarray, keys: np.ndarray) -> i
     """
     if keys.size == 0:
         return 0
-    if act is None and warps.size == fr.nwarps * WARP_SIZE:  # full warps: rows of the lane matrix
-        m = _lane_matrix(fr, act, keys)
-        change = m[:, 1:] != m[:, :-1]
-        if bool((m[:, 1:] >= m[:, :-1]).all()):
-            return int(np.count_nonzero(change)) + m.shape[0]
-    else:
+    if act is not None or warps.size != fr.nwarps * WARP_SIZE:
         flat = keys.reshape(-1)
         w = warps if keys.ndim == 1 else np.repeat(warps, keys.shape[1])
         dw = w[1:] != w[:-1]
         if not bool(((flat[1:] < flat[:-1]) & ~dw).any()):
             return 1 + int(np.count_nonzero((flat[1:] != flat[:-1]) | dw))
-        m = _lane_matrix(fr, act, keys)
-    s = np.sort(m, axis=1)
-    # -1s sort first: a row's distinct keys are its first valid one and each change after it
-    return int(np.count_nonzero(s[:, 1:] != s[:, :-1])) - int(np.count_nonzero(s[:, 0] < 0)) + s.shape[0]
+    return _distinct_per_row(_lane_matrix(fr, act, keys))
 
 
 def _bank_conflicts(m: np.ndarray) -> int:
-    """Sum over the rows of ``m`` (one warp request or phase: 32 columns of 4-byte word indices, -1
-    for none) of (the maximum over the 32 banks of the distinct words in that bank) - 1."""
+    """Sum over the rows of ``m`` (one warp request or phase: 32 columns of 4-byte word indices,
+    ``_EMPTY`` for none) of (the maximum over the 32 banks of the distinct words in that bank) - 1."""
     rows = m.shape[0]
     if rows == 0:
         return 0
-    banks = m & (SHARED_BANKS - 1)
-    if int(m.min()) >= 0 and bool((np.bitwise_or.reduce(np.left_shift(1, banks), axis=1) == (1 << SHARED_BANKS) - 1).all()):
-        return 0  # full rows, each lane in its own bank (consecutive or odd-strided words)
+    valid = m != _EMPTY
+    bits = np.left_shift(1, m & (SHARED_BANKS - 1))
+    if bool(valid.all()):
+        distinct_banks = bool((np.bitwise_or.reduce(bits, axis=1) == (1 << SHARED_BANKS) - 1).all())
+    else:
+        bits[~valid] = 0
+        distinct_banks = bool((np.bitwise_count(np.bitwise_or.reduce(bits, axis=1)) == valid.sum(axis=1)).all())
+    if distinct_banks:
+        return 0  # every lane of a request in its own bank (consecutive or odd-strided words)
     s = np.sort(m, axis=1)
-    first = np.empty(s.shape, dtype=np.bool_)  # the first of each distinct word (-1s sort first)
-    first[:, 0] = s[:, 0] >= 0
+    first = np.empty(s.shape, dtype=np.bool_)  # the first of each distinct word
+    first[:, 0] = True
     np.not_equal(s[:, 1:], s[:, :-1], out=first[:, 1:])
+    first &= s != _EMPTY
     ids = (s & (SHARED_BANKS - 1)) + (np.arange(rows, dtype=np.int64) * SHARED_BANKS)[:, None]
     per_bank = np.bincount(ids[first], minlength=rows * SHARED_BANKS).reshape(rows, SHARED_BANKS)
     return int(np.maximum(per_bank.max(axis=1) - 1, 0).sum())
@@ -192,6 +204,38 @@ def _count_run(fr: _Frame, buf: _Buf, start: int, kind: str):
     else:
         st.global_store_requests += fr.nwarps
         st.global_store_sectors += nsec
+
+
+def _count_masked(fr: _Frame, buf: _Buf, mask: np.ndarray, rel: np.ndarray, kind: str):
+    """As :func:`_count` for the lanes of ``mask`` (a bool lane array, most lanes set), with ``rel``
+    the index of every lane (any value where ``mask`` is false): the lane matrix is the lanes'
+    keys with the inactive ones emptied, without gathering the active lanes first."""
+    if buf.kind == "private":
+        return
+    if fr.L != fr.nwarps * WARP_SIZE or kind == "atomic":
+        act = np.flatnonzero(mask)
+        _count(fr, buf, act, rel[act], kind)
+        return
+    st = fr.stats
+    nreq = int(np.count_nonzero(mask.reshape(fr.nwarps, WARP_SIZE).any(axis=1)))
+    isz = buf.itemsize
+    if buf.kind == "global":
+        keys = np.where(mask, _sector_of(rel, isz), _EMPTY)
+        nsec = _distinct_per_row(keys.reshape(fr.nwarps, WARP_SIZE))
+        if kind == "load":
+            st.global_load_requests += nreq
+            st.global_load_sectors += nsec
+        else:
+            st.global_store_requests += nreq
+            st.global_store_sectors += nsec
+        return
+    st.shared_requests += nreq
+    if isz <= BANK_BYTES:
+        words = np.where(mask, (rel * isz) // BANK_BYTES, _EMPTY)
+    else:
+        k = isz // BANK_BYTES
+        words = np.where(mask[:, None], rel[:, None] * k + np.arange(k), _EMPTY)
+    st.shared_bank_conflicts += _bank_conflicts(words.reshape(-1, WARP_SIZE))
 
 
 def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):

@@ -114,6 +114,34 @@ def test_counters_match_the_per_warp_reference(space, itemsize, B):
                 assert measured(fr, act, r, itemsize, kind, space) == want, (pattern, mask_kind, kind)
 
 
+@pytest.mark.parametrize("space", ["global", "workgroup"])
+@pytest.mark.parametrize("itemsize", [1, 4, 8, 16])
+@pytest.mark.parametrize("B", [64, 100])
+def test_masked_counters_match_the_reference(space, itemsize, B):
+    """``_count_masked`` (every lane's index, a mask) counts what ``_count`` does on the active lanes."""
+    rng = np.random.default_rng(B + itemsize)
+    fr = frame(3, B)
+    for pattern in PATTERNS:
+        rel = indices(rng, pattern, fr.L)
+        for p_active in (0.0, 0.3, 0.9, 1.0):
+            mask = rng.random(fr.L) < p_active
+            if p_active == 0.9:
+                mask[::37] = False
+            act = np.flatnonzero(mask)
+            for kind in ("load", "store"):
+                want = reference(fr, act, rel[act], itemsize, kind, space)
+                fr.stats = RunStats()
+                traffic._count_masked(fr, SimpleNamespace(kind=space, itemsize=itemsize), mask, rel, kind)
+                st = fr.stats
+                if space == "global":
+                    got = {"requests": st.global_load_requests if kind == "load" else st.global_store_requests,
+                           "sectors": st.global_load_sectors if kind == "load" else st.global_store_sectors,
+                           "conflicts": 0}
+                else:
+                    got = {"requests": st.shared_requests, "sectors": 0, "conflicts": st.shared_bank_conflicts}
+                assert got == want, (pattern, p_active, kind)
+
+
 @pytest.mark.parametrize("n", [2, 4])
 def test_vector_sectors_match_the_reference(n):
     rng = np.random.default_rng(n)
@@ -141,3 +169,21 @@ def test_known_values():
     assert measured(fr, None, lane + (lane % 32 >= 16), 4, "load", "workgroup")["conflicts"] == 2
     # f64, consecutive: two phases of 16 lanes, 32 words each, conflict-free
     assert measured(fr, None, lane, 8, "load", "workgroup")["conflicts"] == 0
+
+
+def test_atomic_accumulation_applies_updates_in_lane_order():
+    """An atomic whose old values nobody reads is applied by ``ufunc.at``; it must leave memory as
+    the lane-order serialisation with old values (``_atomic_apply``) does, to the last bit of a
+    float32 sum whose result depends on the order."""
+    from kernc.backend.interpreter.gpu import _atomic_apply
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    addr = rng.integers(0, 40, n)
+    vals = (rng.standard_normal(n) * 10.0 ** rng.integers(-6, 7, n)).astype(np.float32)
+    for fn in (np.add, np.maximum, np.multiply):
+        a = rng.standard_normal(40).astype(np.float32)
+        b = a.copy()
+        _atomic_apply(a, addr, vals, fn)
+        fn.at(b, addr, vals)
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
