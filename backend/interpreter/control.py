@@ -72,13 +72,15 @@ def _for(tr, o):
     ivty = tr.ty(o.operands[0].type, o)
     unsigned = "unsignedCmp" in o.attributes
     body = o.regions[0].blocks[0]
-    iv = tr.define(body.arguments[0])
-    iters = [tr.define(a) for a in list(body.arguments)[1:]]
-    res_slots = [tr.define(x) for x in o.results]
     for res in o.results:
         if _is_memref(res.type):
             tr.unsupported(o, "scf.for carrying memrefs")
+    tr.enter_loop()
+    iv = tr.define(body.arguments[0])
+    iters = [tr.define(a) for a in list(body.arguments)[1:]]
     ops, ys = tr.block(body)
+    memo_keys = tr.exit_loop()
+    res_slots = [tr.define(x) for x in o.results]
     loc = str(o.location)
 
     def f(fr, mask):
@@ -139,6 +141,8 @@ def _for(tr, o):
                     active = mask
         for rs, v in zip(res_slots, vals):
             env[rs] = v
+        for k in memo_keys:
+            fr.memo.pop(k, None)
     return f
 
 
@@ -147,14 +151,16 @@ def _while(tr, o):
     inits = [tr.use(v) for v in o.operands]
     before = o.regions[0].blocks[0]
     after = o.regions[1].blocks[0]
-    bargs = [tr.define(a) for a in before.arguments]
     for res in o.results:
         if _is_memref(res.type):
             tr.unsupported(o, "scf.while carrying memrefs")
+    tr.enter_loop()
+    bargs = [tr.define(a) for a in before.arguments]
     b_ops, b_term = tr.block(before)
     cond, fwd = b_term[0], b_term[1:]
     aargs = [tr.define(a) for a in after.arguments]
     a_ops, a_y = tr.block(after)
+    memo_keys = tr.exit_loop()
     res_slots = [tr.define(x) for x in o.results]
 
     def f(fr, mask):
@@ -194,6 +200,8 @@ def _while(tr, o):
             active = cont
         for rs, v in zip(res_slots, results):
             env[rs] = v
+        for k in memo_keys:
+            fr.memo.pop(k, None)
     return f
 
 

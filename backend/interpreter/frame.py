@@ -2,7 +2,53 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
+
+
+class _Pool:
+    """Lane arrays of one run that no value refers to any more, kept for the next op that needs an
+    array of the same dtype and length (the hot elementwise ops and gathers write their results
+    into one, ``out=``).
+
+    Why: a batch's index arithmetic keeps tens of lane arrays alive until its stores; freeing them
+    at the end of the batch lets the C allocator return the memory to the system, and the next
+    batch touched fresh pages again (a transpose took 14,000 page faults per run, most of its
+    index arithmetic's time). Arrays enter the pool only when the value being released is their
+    sole reference and they own their data, so no value can see a pooled array change."""
+
+    __slots__ = ("free", "nbytes")
+    #: the most memory the pool keeps (bytes): an interpreter holds at most this much between runs
+    LIMIT_BYTES = 32 << 20
+
+    def __init__(self):
+        self.free: dict = {}
+        self.nbytes = 0
+
+    def take(self, dtype, n: int) -> np.ndarray:
+        """A ``(n,)`` array of ``dtype`` (contents undefined)."""
+        stack = self.free.get((dtype, n))
+        if stack:
+            a = stack.pop()
+            self.nbytes -= a.nbytes
+            return a
+        return np.empty(n, dtype)
+
+    def give(self, v) -> None:
+        """Keep ``v`` (an array, or a workgroup or private :class:`_Buf`'s memory) if nothing but
+        the caller's reference holds it (see the class docstring)."""
+        if type(v) is _Buf:
+            if v.kind != "global" and sys.getrefcount(v) <= 3:
+                data, v.data = v.data, None
+                self.give(data)
+            return
+        if (type(v) is np.ndarray and sys.getrefcount(v) <= 3 and v.base is None and v.ndim == 1
+                and v.flags.writeable):
+            if self.nbytes + v.nbytes <= self.LIMIT_BYTES:
+                self.free.setdefault((v.dtype, v.shape[0]), []).append(v)
+                self.nbytes += v.nbytes
+
 
 class _Buf:
     """A memref value at run time.
@@ -37,20 +83,24 @@ class _Frame:
     ``env`` (the SSA values by slot), ``full`` (the all-true mask), the counters ``stats``."""
 
     __slots__ = ("env", "L", "B", "nb", "first_block", "grid", "full", "lane", "blk", "tid", "bid",
-                 "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit", "index32", "tables")
+                 "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit", "index32", "tables",
+                 "memo", "pool")
 
     def thread_id(self, lane: int) -> int:
         return self.first_block * self.B + int(lane)
 
 
-def _empty_alloc(n, dtype, uninit):
+def _empty_alloc(n, dtype, uninit, pool: _Pool | None = None):
+    """Fresh workgroup or private memory of ``n`` elements: zeros, or with ``uninit="poison"`` NaN
+    (floats), ``True`` (i1) or ``0xA5`` bytes (integers); from ``pool`` when it has such an array."""
+    a = pool.take(np.dtype(dtype), n) if pool is not None else np.empty(n, dtype=dtype)
     if uninit == "poison":
-        a = np.empty(n, dtype=dtype)
         if a.dtype.kind == "f":
             a.fill(np.nan)
         elif a.dtype.kind == "b":
             a.fill(True)
         else:
             a.view(np.uint8).fill(0xA5)
-        return a
-    return np.zeros(n, dtype=dtype)
+    else:
+        a.fill(0)
+    return a

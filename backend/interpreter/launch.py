@@ -9,7 +9,7 @@ from kernc.errors import KerncLaunchError
 from kernc.mlir import ir
 
 from . import control, conversions, gpu, memory, numeric, vector  # noqa: F401 -- importing them registers their handlers
-from .frame import _Buf, _empty_alloc, _Frame
+from .frame import _Buf, _empty_alloc, _Frame, _Pool
 from .numeric import _int_const
 from .traffic import WARP_SIZE, RunStats
 from .translate import _Plan, _run_ops, _Translator
@@ -126,6 +126,7 @@ class Interpreter:
         self._funcs = {}
         self._plans: dict[str, _Plan] = {}
         self._lane_cache: dict[tuple, tuple] = {}
+        self._pool = _Pool()
         self._collect_funcs(module.operation)
 
     def _collect_funcs(self, op):
@@ -219,28 +220,32 @@ class Interpreter:
             return stats
         per_block = block * max(plan.private_bytes_per_lane, 1) + plan.wg_bytes_per_block
         nb_max = max(1, min(MAX_LANES_PER_BATCH // block, _SCRATCH_BUDGET // max(per_block, 1)))
+        pool = self._pool  # lane arrays and scratch memory, reused by every batch and run
         with np.errstate(all="ignore"):
             b0 = 0
             while b0 < grid:
                 nb = min(nb_max, grid - b0)
-                fr = self._frame(plan, nb, block, b0, grid, stats, collect_stats)
+                fr = self._frame(plan, nb, block, b0, grid, stats, collect_stats, pool)
                 fr.index32 = index_bits == 32
                 env = fr.env
                 for s, v, p, name in zip(plan.arg_slots, values, plan.params, names):
                     env[s] = _Buf(name, "global", v, (v.shape[0],)) if p[0] == "buffer" else v
                 for s, mt, name in plan.wg:
                     size = mt.size
-                    env[s] = _Buf(name, "workgroup", _empty_alloc(nb * size, mt.elem.dtype, self._uninit),
+                    env[s] = _Buf(name, "workgroup", _empty_alloc(nb * size, mt.elem.dtype, self._uninit, pool),
                                   mt.dims, base=fr.blk * size)
                 for s, mt, name in plan.priv:
                     size = mt.size
-                    env[s] = _Buf(name, "private", _empty_alloc(fr.L * size, mt.elem.dtype, self._uninit),
+                    env[s] = _Buf(name, "private", _empty_alloc(fr.L * size, mt.elem.dtype, self._uninit, pool),
                                   mt.dims, base=fr.lane * size)
                 _run_ops(plan.body, fr, fr.full)
+                for s, _, _ in plan.wg + plan.priv:  # their memory serves the next batch
+                    buf, env[s] = env[s], None
+                    pool.give(buf)
                 b0 += nb
         return stats
 
-    def _frame(self, plan, nb, B, b0, grid, stats, collect) -> _Frame:
+    def _frame(self, plan, nb, B, b0, grid, stats, collect, pool) -> _Frame:
         key = (nb, B)
         cached = self._lane_cache.get(key)
         if cached is None:
@@ -269,4 +274,6 @@ class Interpreter:
         fr.stats = stats
         fr.collect = collect
         fr.uninit = self._uninit
+        fr.memo = {}
+        fr.pool = pool
         return fr

@@ -160,7 +160,9 @@ def _dense_load(fr: _Frame, mask, buf: _Buf, rel, zero):
     if fr.collect:
         _count_masked(fr, buf, mask, safe, "load")
     addr = safe if buf.base is None else buf.base + safe
-    return np.where(mask, buf.data[addr], zero)
+    out = np.take(buf.data, addr, out=fr.pool.take(buf.data.dtype, fr.L), mode="clip")  # (in bounds)
+    np.putmask(out, ~mask, zero)
+    return out
 
 
 def _addr(fr, buf, act, rel):
@@ -195,7 +197,10 @@ def _load(tr, o):
                 if mask is fr.full:
                     if fr.collect:
                         _count_view(fr, buf, run[1], rel, "load")
-                    env[r] = run[0].copy().reshape(-1)  # a copy: later stores must not change it
+                    view = run[0]  # copied: later stores must not change the value
+                    out = fr.pool.take(view.dtype, fr.L)
+                    np.copyto(out.reshape(view.shape), view)
+                    env[r] = out
                 elif mask.any():
                     if fr.collect and buf.kind != "private":
                         _count_masked(fr, buf, mask, rel, "load")
@@ -218,13 +223,12 @@ def _load(tr, o):
         if type(addr) is not np.ndarray:
             env[r] = buf.data[addr]
             return
-        vals = buf.data[addr]
         if act is None:
-            env[r] = vals
-        else:
-            out = np.zeros(fr.L, dtype=vals.dtype)
-            out[act] = vals
-            env[r] = out
+            env[r] = np.take(buf.data, addr, out=fr.pool.take(buf.data.dtype, fr.L), mode="clip")  # (in bounds)
+            return
+        out = np.zeros(fr.L, dtype=buf.data.dtype)
+        out[act] = buf.data[addr]
+        env[r] = out
     return f
 
 
@@ -287,7 +291,7 @@ def _alloca(tr, o):
     r = tr.define(o.results[0])
 
     def f(fr, mask):
-        data = _empty_alloc(fr.L * size, dt, fr.uninit)
+        data = _empty_alloc(fr.L * size, dt, fr.uninit, fr.pool)
         fr.env[r] = _Buf(name, "private", data, dims, base=fr.lane * size)
     return f
 

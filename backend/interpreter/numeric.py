@@ -398,22 +398,28 @@ def _checked_index32(f, r, o):
     """``f`` (the closure of op ``o``, result in slot ``r``) followed, in a run whose launch the
     GPU would make with 32-bit ``index`` arithmetic (``Interpreter.run(index_bits=32)``), by a check
     that no active lane's result left int32: the interpreter computes ``index`` values exactly
-    (64 bits), the 32-bit PTX would wrap them, and the two devices would disagree silently."""
+    (64 bits), the 32-bit PTX would wrap them, and the two devices would disagree silently.
+
+    The returned closure carries the check as ``index32_check(fr, mask) -> bool`` (True: every
+    lane's value, active or not, is in int32), for a memoised op that reuses the value."""
     loc = str(o.location)
 
-    def g(fr, mask):
-        f(fr, mask)
-        if not fr.index32:
-            return
+    def check(fr, mask) -> bool:
         v = fr.env[r]
         if type(v) is np.ndarray:
-            a = v if mask is fr.full else v[mask]
-            if not a.size:
-                return
-            lo, hi = int(a.min()), int(a.max())
+            if not v.size:
+                return True
+            lo, hi = int(v.min()), int(v.max())  # every lane first: no gather of the active ones
+            if _INT32_MIN <= lo and hi <= _INT32_MAX:
+                return True
+            if mask is not fr.full:
+                a = v[mask]
+                if not a.size:
+                    return False
+                lo, hi = int(a.min()), int(a.max())
         else:
             if mask is not fr.full and not mask.any():
-                return
+                return False
             lo = hi = int(v)
         if lo < _INT32_MIN or hi > _INT32_MAX:
             bad = hi if hi > _INT32_MAX else lo
@@ -421,11 +427,39 @@ def _checked_index32(f, r, o):
                 f"index arithmetic gives {bad}, outside int32 (at {loc}): this launch's sizes let "
                 "the GPU run it with 32-bit index arithmetic, which would wrap it; compute such "
                 "values in i64 and convert the in-range result with index(...)")
+        return type(v) is not np.ndarray
+
+    def g(fr, mask):
+        f(fr, mask)
+        if fr.index32:
+            check(fr, mask)
+    g.index32_check, g.unchecked = check, f
     return g
 
 
 # ------------------------------------------------------------------------------------------------
 # handlers
+
+
+#: binops that are one numpy ufunc on the stored values (wrapping, as the signed dtype does; for
+#: ``i1`` only the bitwise ones): their lane results go into arrays of the run's pool
+_UFUNCS = {"arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
+           "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
+           "arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply,
+           "arith.divf": np.divide}
+_BOOL = np.dtype(np.bool_)
+
+
+def _into_pool(uf, a: int, b: int, r: int, dtype):
+    """The closure ``env[r] = uf(env[a], env[b])``, a lane result written into a pooled array."""
+    def f(fr, mask):
+        env = fr.env
+        x, y = env[a], env[b]
+        if type(x) is np.ndarray or type(y) is np.ndarray:
+            env[r] = uf(x, y, out=fr.pool.take(dtype, fr.L))
+        else:
+            env[r] = _s(uf(x, y))
+    return f
 
 
 @handles(*_INT_BINOPS, *_FLOAT_BINOPS)
@@ -439,16 +473,20 @@ def _binop(tr, o):
             tr.unsupported(o, f"{name} on {ty}")
         fn = _INT_BINOPS[name]
         affine.binop(tr, name, ty.name == "index", a, b, r)
-
-        def f(fr, mask):
-            env = fr.env
-            env[r] = _s(fn(env[a], env[b], ty))
+        if name in _UFUNCS and (ty.bits > 1 or name in ("arith.andi", "arith.ori", "arith.xori")):
+            f = _into_pool(_UFUNCS[name], a, b, r, ty.dtype)
+        else:
+            def f(fr, mask):
+                env = fr.env
+                env[r] = _s(fn(env[a], env[b], ty))
         if ty.name == "index" and name in _INDEX_WRAPS:
             return _checked_index32(f, r, o)
     else:
         if ty.kind != "f":
             tr.unsupported(o, f"{name} on {ty}")
         fn = _FLOAT_BINOPS[name]
+        if name in _UFUNCS:
+            return _into_pool(_UFUNCS[name], a, b, r, ty.dtype)
 
         def f(fr, mask):
             env = fr.env
@@ -547,16 +585,15 @@ def _cmpi(tr, o):
     _, view, fn = _CMPI[pred]
     a, b = tr.use(o.operands[0]), tr.use(o.operands[1])
     r = tr.define(o.results[0])
-    if view is None:
-        def f(fr, mask):
-            env = fr.env
-            env[r] = fn(env[a], env[b])
-    else:
-        conv = _sv if view == "s" else _uv
+    conv = (lambda x, ty: x) if view is None else _sv if view == "s" else _uv
 
-        def f(fr, mask):
-            env = fr.env
-            env[r] = fn(conv(env[a], ty), conv(env[b], ty))
+    def f(fr, mask):
+        env = fr.env
+        x, y = conv(env[a], ty), conv(env[b], ty)
+        if type(x) is np.ndarray or type(y) is np.ndarray:
+            env[r] = fn(x, y, out=fr.pool.take(_BOOL, fr.L))
+        else:
+            env[r] = fn(x, y)
     return f
 
 

@@ -35,11 +35,42 @@ def _uses(o):
                 yield from _uses(child.operation)
 
 
+#: ops with no side effect and no region, whose results depend only on their operands
+_PURE = ("arith.", "math.", "ub.poison", "vector.broadcast", "vector.splat", "vector.from_elements",
+         "vector.extract")
+
+
+def _memo(f, ins: tuple, outs: tuple, key: int):
+    """``f`` computed once per run of the loop around it: while the operand values are the same
+    objects as at the last computation (SSA values are never changed in place), the results are
+    the ones it gave then. A checked ``index`` op's check is skipped only when every lane passed
+    it before. The entries live in ``frame.memo`` and the loop drops them when it finishes."""
+    check = getattr(f, "index32_check", None)
+    compute = getattr(f, "unchecked", f)
+
+    def g(fr, mask):
+        env = fr.env
+        hit = fr.memo.get(key)
+        if hit is not None and all(env[s] is x for s, x in zip(ins, hit[0])):
+            for s, x in zip(outs, hit[1]):
+                env[s] = x
+            if check is not None and fr.index32 and not hit[2]:
+                check(fr, mask)
+            return
+        compute(fr, mask)
+        whole = check(fr, mask) if check is not None and fr.index32 else True
+        fr.memo[key] = (tuple(env[s] for s in ins), tuple(env[s] for s in outs), whole)
+    return g
+
+
 def _release(dead: tuple):
     def release(fr, mask):
         env = fr.env
+        give = fr.pool.give
         for s in dead:
+            v = env[s]
             env[s] = None
+            give(v)
     return release
 
 
@@ -76,13 +107,28 @@ class _Translator:
         self.private_bytes = 0
         self.lin: dict[int, tuple] = {}   # slot -> (cb, ct): affine in the ids (see .affine)
         self.const: dict[int, int] = {}   # slot -> value of an integer constant
+        self.depth: dict[int, int] = {}   # slot -> loops around the op its value changes in
+        self.loops: list[list] = []       # per enclosing loop being translated: its memo keys
+        self.nmemo = 0
 
     # -- SSA slots
     def define(self, value) -> int:
         s = self.nslots
         self.nslots += 1
         self.slots[value] = s
+        self.depth[s] = len(self.loops)
         return s
+
+    # -- loops: a pure op in a loop body whose operands are all defined outside the loop computes
+    # the same value in every iteration; its closure is memoised (see _memo)
+    def enter_loop(self) -> None:
+        """Called by a loop's handler before it defines its body's arguments."""
+        self.loops.append([])
+
+    def exit_loop(self) -> tuple:
+        """Called after the loop's regions are translated: the memo keys of its invariant ops, which
+        the loop's closure drops from the frame when it finishes."""
+        return tuple(self.loops.pop())
 
     def use(self, value) -> int:
         try:
@@ -118,9 +164,26 @@ class _Translator:
             if o.name in ("scf.yield", "scf.condition", "gpu.return", "func.return"):
                 term = o
                 break
-            entries.append((self.op(o), o))
+            entries.append((self._invariant(self.op(o), o), o))
         tslots = [self.use(v) for v in term.operands] if term is not None else []
         return self._with_releases(block, entries, tslots), tslots
+
+    def _invariant(self, f, o):
+        """``f``, memoised when ``o`` is a pure op whose operands are all defined outside the
+        innermost loop being translated (its results then count as defined there too)."""
+        if f is None or not self.loops or not o.name.startswith(_PURE) or len(o.regions):
+            return f
+        ins = [self.slots[v] for v in o.operands]
+        level = max((self.depth[s] for s in ins), default=0)
+        if level >= len(self.loops):
+            return f
+        outs = [self.slots[v] for v in o.results]
+        for s in outs:
+            self.depth[s] = level
+        key = self.nmemo
+        self.nmemo += 1
+        self.loops[-1].append(key)
+        return _memo(f, tuple(ins), tuple(outs), key)
 
     def _with_releases(self, block, entries, live_out) -> list:
         """The closures of ``entries`` (``(closure or None, op)``), each followed by the release of
