@@ -149,6 +149,10 @@ def _count_view(fr: _Frame, buf: _Buf, ct: int, rel, kind: str) -> None:
         _count(fr, buf, None, rel, kind)
 
 
+#: a load under a mask gathers with every lane when at least 1/_DENSE of the lanes are active
+_DENSE = 4
+
+
 def _dense_load(fr: _Frame, mask, buf: _Buf, rel, zero):
     """A gather by the lanes of ``mask`` (most lanes) with index ``rel`` (int64, every lane) done by
     every lane, the inactive ones reading element 0 of their instance: cheaper than gathering the
@@ -210,7 +214,7 @@ def _load(tr, o):
                 return
             if mask is not fr.full and type(rel) is np.ndarray and rel.dtype == np.int64:
                 nact = int(np.count_nonzero(mask))
-                if 4 * nact >= fr.L:  # mostly active: every lane gathers (the inactive ones element 0)
+                if nact * _DENSE >= fr.L:  # mostly active: every lane gathers (the inactive ones element 0)
                     env[r] = _dense_load(fr, mask, buf, rel, zero)
                     return
         act, rel = _access(fr, mask, buf, [env[i] for i in idx], "load")
