@@ -84,7 +84,8 @@ def test_the_fast_paths_are_taken(monkeypatch):
 
     monkeypatch.setattr(memory, "_lane_view", served)
     monkeypatch.setattr(translate, "_memo", lambda *a: memos.append(1) or memo(*a))
-    _run(os.path.join(EXAMPLES, "saxpy.kern"), "saxpy", _example("saxpy").make_inputs(P, np.random.default_rng(0)))
+    saxpy = _example("saxpy").make_inputs(4096, np.random.default_rng(0))  # (no partial block)
+    _run(os.path.join(EXAMPLES, "saxpy.kern"), "saxpy", saxpy)
     _run(os.path.join(EXAMPLES, "conv2d_fwd.kern"), "conv2d_fwd",
          _example("conv2d_fwd").make_inputs(P, np.random.default_rng(0)))
     assert any(views) and memos
