@@ -30,10 +30,11 @@ class LaunchResult:
     """What a kernel call returns: the ``device`` it ran on (``"cpu"`` or ``"cuda"``), the bound
     ``sizes``, the ``problem_size``, ``grid``/``block`` and, on the CPU, the interpreter's memory
     ``stats`` (``RunStats``: global load/store requests and 32-byte sectors, atomics, shared-memory
-    requests and bank conflicts; ``None`` on the GPU and for a call with ``stats=False``). ``staged``, for a kernel whose view accesses kern-coalesce-views
-    staged through workgroup tiles: ``True`` when that kernel ran, ``False`` when the launch ran the
-    kernel compiled without the pass instead (its tiles would have been mostly empty:
-    ``binding.staging_pays``); ``None`` for other kernels and empty problems."""
+    requests and bank conflicts; ``None`` on the GPU and for a call with ``stats=False``).
+    ``staged``, for a kernel whose view accesses kern-coalesce-views staged through workgroup
+    tiles: ``True`` when that kernel ran, ``False`` when the launch ran the kernel compiled without
+    the pass instead (its tiles would have been mostly empty: ``binding.staging_pays``); ``None``
+    for other kernels and empty problems."""
 
     device: str
     problem_size: int

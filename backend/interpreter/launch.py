@@ -8,7 +8,8 @@ import numpy as np
 from kernc.errors import KerncLaunchError
 from kernc.mlir import ir
 
-from . import control, conversions, gpu, memory, numeric, vector  # noqa: F401 -- importing them registers their handlers
+# importing the handler modules registers their ops' handlers (translate.HANDLERS)
+from . import control, conversions, gpu, memory, numeric, vector  # noqa: F401
 from .frame import _Buf, _empty_alloc, _Frame, _Pool
 from .numeric import _int_const
 from .traffic import WARP_SIZE, RunStats

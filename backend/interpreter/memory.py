@@ -63,8 +63,8 @@ def _check_store_race(fr, buf, act, addr, rel, val) -> None:
     value, and a read-modify-write loses updates): raise ``KerncRuntimeError`` naming the buffer, two
     threads and the index. This catches, e.g., duplicate indices in ``write/add indexed(I)`` (use
     ``atomic(I)`` or ``shared_sum(I)`` to accumulate)."""
-    lanes = (np.arange(fr.L) if act is None else act)
     if type(addr) is not np.ndarray:
+        lanes = fr.lane if act is None else act
         if lanes.size > 1 and (type(val) is np.ndarray or act is None or act.size > 1):
             _race(fr, buf, lanes[0], lanes[1], rel if type(rel) is not np.ndarray else rel[0])
         return
@@ -76,6 +76,7 @@ def _check_store_race(fr, buf, act, addr, rel, val) -> None:
     sa = np.sort(addr.astype(np.int32) if buf.data.size < 1 << 31 else addr)
     if not bool((sa[1:] == sa[:-1]).any()):
         return
+    lanes = fr.lane if act is None else act
     order = np.argsort(addr, kind="stable")  # the race to report: the smallest index, in lane order
     sa = addr[order]
     dup = np.flatnonzero(sa[1:] == sa[:-1])

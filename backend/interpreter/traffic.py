@@ -126,21 +126,30 @@ def _distinct_sectors(fr: _Frame, act, warps: np.ndarray, keys: np.ndarray) -> i
     return _distinct_per_row(_lane_matrix(fr, act, keys))
 
 
+def _or_rows(bits: np.ndarray) -> np.ndarray:
+    """The bitwise OR of each row of ``bits`` (32 columns), by halving the rows: five vectorised
+    ORs, where ``np.bitwise_or.reduce(axis=1)`` loops over the short rows one by one."""
+    while bits.shape[1] > 1:
+        half = bits.shape[1] // 2
+        bits = bits[:, :half] | bits[:, half:]
+    return bits[:, 0]
+
+
 def _bank_conflicts(m: np.ndarray) -> int:
     """Sum over the rows of ``m`` (one warp request or phase: 32 columns of 4-byte word indices,
     ``_EMPTY`` for none) of (the maximum over the 32 banks of the distinct words in that bank) - 1."""
     rows = m.shape[0]
     if rows == 0:
         return 0
-    valid = m != _EMPTY
     bits = np.left_shift(1, m & (SHARED_BANKS - 1))
-    if bool(valid.all()):
-        distinct_banks = bool((np.bitwise_or.reduce(bits, axis=1) == (1 << SHARED_BANKS) - 1).all())
-    else:
+    every_bank = _or_rows(bits)
+    if bool((every_bank == (1 << SHARED_BANKS) - 1).all()):
+        return 0  # 32 lanes in 32 banks in every request (consecutive or odd-strided words)
+    valid = m != _EMPTY
+    if not bool(valid.all()):
         bits[~valid] = 0
-        distinct_banks = bool((np.bitwise_count(np.bitwise_or.reduce(bits, axis=1)) == valid.sum(axis=1)).all())
-    if distinct_banks:
-        return 0  # every lane of a request in its own bank (consecutive or odd-strided words)
+        if bool((np.bitwise_count(_or_rows(bits)) == valid.sum(axis=1)).all()):
+            return 0  # every active lane of a request in its own bank
     s = np.sort(m, axis=1)
     first = np.empty(s.shape, dtype=np.bool_)  # the first of each distinct word
     first[:, 0] = True
@@ -231,7 +240,7 @@ def _count_masked(fr: _Frame, buf: _Buf, mask: np.ndarray, rel: np.ndarray, kind
         return
     st.shared_requests += nreq
     if isz <= BANK_BYTES:
-        words = np.where(mask, (rel * isz) // BANK_BYTES, _EMPTY)
+        words = np.where(mask, rel if isz == BANK_BYTES else (rel * isz) // BANK_BYTES, _EMPTY)
     else:
         k = isz // BANK_BYTES
         words = np.where(mask[:, None], rel[:, None] * k + np.arange(k), _EMPTY)
@@ -270,7 +279,7 @@ def _count(fr: _Frame, buf: _Buf, act, rel, kind: str):
         return  # every lane touches the same word(s): broadcast
     isz = buf.itemsize
     if isz <= BANK_BYTES:
-        words = (rel * isz) // BANK_BYTES
+        words = rel if isz == BANK_BYTES else (rel * isz) // BANK_BYTES
     else:
         # an 8- or 16-byte access is served in 2 or 4 phases of 16 or 8 lanes (128 bytes each): a
         # bank conflict is a second word in one bank within a phase, not across phases. Row
