@@ -42,6 +42,15 @@ The public API is :class:`Interpreter` (translate a module once, run its kernels
 over numpy (one per op, nested per region) that is cached on the :class:`Interpreter`; running a
 kernel never walks the MLIR bindings objects again.
 
+What keeps a run fast (each measured; docs/performance.md): a value is released after its last use
+and its array goes to a pool the next ops write into (a batch touches few fresh pages); a memory op
+whose lanes address a strided run of memory -- the index affine in the block and thread ids with
+the block term ``B`` times the thread term (:mod:`.affine`) -- is one slice, not a gather, and
+needs no race check; a mostly active mask gathers with every lane; pure ops that a loop does not
+change are computed once per loop; the traffic counters sort short rows (one per warp) rather than
+hashing; shuffles with a uniform offset reuse their source lanes. ``Interpreter.run(...,
+collect_stats=False)`` (``kernel(..., stats=False)``) skips the counters.
+
 The package, one job per module (imports point down this list only):
 
 - :mod:`.launch`: :class:`Interpreter` -- argument checks, batches of blocks, the run loop;
@@ -52,15 +61,15 @@ The package, one job per module (imports point down this list only):
   :mod:`.memory` (loads, stores, allocas; bounds and race checks), :mod:`.vector` (16-byte vector
   accesses), :mod:`.gpu` (ids, barriers, shuffles, atomics), :mod:`.control` (``scf``);
 - :mod:`.traffic`: :class:`RunStats` and the request, sector and bank-conflict counts;
-- :mod:`.frame` (the state of one batch and the memref values), :mod:`.types` (IR types as numpy
-  dtypes), :mod:`.errors`.
+- :mod:`.affine` (which ``index`` values are affine in the ids), :mod:`.frame` (the state of one
+  batch, the memref values, the pool of lane arrays), :mod:`.types` (IR types as numpy dtypes),
+  :mod:`.errors`.
 """
 
 from __future__ import annotations
 
 from .errors import InterpreterUnsupportedError
 from .launch import MAX_LANES_PER_BATCH, Interpreter
-from .traffic import BANK_BYTES, SECTOR_BYTES, SHARED_BANKS, WARP_SIZE, RunStats, _count
+from .traffic import BANK_BYTES, SECTOR_BYTES, SHARED_BANKS, WARP_SIZE, RunStats, _count  # noqa: F401
 
-__all__ = ["Interpreter", "RunStats", "InterpreterUnsupportedError", "MAX_LANES_PER_BATCH", "WARP_SIZE",
-           "SECTOR_BYTES", "SHARED_BANKS", "BANK_BYTES", "_count"]
+__all__ = ["Interpreter", "RunStats", "InterpreterUnsupportedError", "MAX_LANES_PER_BATCH", "WARP_SIZE"]
