@@ -154,7 +154,9 @@ def _blocks(xp, vals, unique, target, perm, count) -> None:
     perm.reshape(r, w)[:] = thread | (rank << 16)
     row = xp.arange(r, dtype=xp.int64)[:, None]
     target[(row * w + thread)] = rank | (distinct << 16)[:, None]
-    unique[(row * B + rank)[start]] = svals[start]
+    # every entry writes its value at its rank: the entries of one run write one value to one slot,
+    # so this is the distinct values in order, without compressing the runs' first entries
+    unique[(row * B + rank)] = svals
 
 
 def _merge_tables(t: SharedIndices) -> dict:

@@ -146,11 +146,15 @@ def _bank_conflicts(m: np.ndarray) -> int:
     if bool((every_bank == (1 << SHARED_BANKS) - 1).all()):
         return 0  # 32 lanes in 32 banks in every request (consecutive or odd-strided words)
     valid = m != _EMPTY
-    if not bool(valid.all()):
+    full = bool(valid.all())
+    if not full:
         bits[~valid] = 0
         if bool((np.bitwise_count(_or_rows(bits)) == valid.sum(axis=1)).all()):
             return 0  # every active lane of a request in its own bank
-    s = np.sort(m, axis=1)
+    s = m if bool((m[:, 1:] >= m[:, :-1]).all()) else np.sort(m, axis=1)  # (_EMPTY sorts last)
+    hi = s[:, -1] if full else np.where(valid if s is m else s != _EMPTY, s, -1).max(axis=1)
+    if bool((hi - s[:, 0] < SHARED_BANKS).all()):
+        return 0  # each request's words within 32 consecutive ones (a broadcast, ranks): no conflict
     first = np.empty(s.shape, dtype=np.bool_)  # the first of each distinct word
     first[:, 0] = True
     np.not_equal(s[:, 1:], s[:, :-1], out=first[:, 1:])
