@@ -73,6 +73,21 @@ def binop(tr, name: str, is_index: bool, a: int, b: int, r: int) -> None:
     define(tr, r, *lin, const=const)
 
 
+def note_pure(tr, o) -> None:
+    """After the translation of ``o``: when it is a pure ``arith``/``math`` op of *block-periodic*
+    operands -- each the same function of the thread id in every block (the thread id, the lane
+    id, uniform values) -- so are its results (``tr.periodic``). A workgroup access with such an
+    index does the same in every block of a batch (:func:`kernc.backend.interpreter.memory`)."""
+    if not o.name.startswith(("arith.", "math.")) or len(o.regions):
+        return
+    slots = tr.slots
+    for v in o.operands:
+        s = slots[v]
+        if s not in tr.periodic and tr.lin.get(s) != (0, 0):
+            return
+    tr.periodic.update(slots[v] for v in o.results)
+
+
 def lane_stride(fr, lin, rel) -> int | None:
     """For an access whose index ``rel`` (a lane array, every lane active) has the coefficients
     ``lin``: the ``ct`` of ``rel[l] == rel[0] + ct * l`` over the whole batch (global memory: the

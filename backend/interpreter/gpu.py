@@ -104,6 +104,8 @@ def _gpu_id(tr, o):
         affine.define(tr, r)  # uniform
     elif name in ("gpu.thread_id", "gpu.block_id"):
         affine.define(tr, r, *((0, 1) if name == "gpu.thread_id" else (1, 0)))
+    if name in ("gpu.thread_id", "gpu.lane_id"):
+        tr.periodic.add(r)
     if d != "x":
         v = np.int64(1) if name in ("gpu.block_dim", "gpu.grid_dim") else np.int64(0)
 

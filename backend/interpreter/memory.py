@@ -10,7 +10,7 @@ from kernc.errors import KerncRuntimeError
 
 from .frame import _Buf, _empty_alloc, _Frame
 from . import affine
-from .traffic import _count, _count_masked, _count_run
+from .traffic import _count, _count_masked, _count_periodic, _count_run
 from .translate import handles
 from .types import _MemTy
 
@@ -140,6 +140,20 @@ def _lane_view(fr: _Frame, buf: _Buf, lin, rel):
     return buf.data.reshape(fr.nb, buf.size)[:, u:last + 1:ct], ct
 
 
+def _per_block(fr: _Frame, buf: _Buf, rel):
+    """For an access of workgroup memory by every lane at a block-periodic index ``rel`` (the same
+    function of the thread in every block, see :func:`.affine.note_pure`): the first block's
+    indices, in bounds, and the ``(blocks, size)`` view of the memory; ``None`` when an index is
+    out of bounds (the general path reports it). Every block then does what the first does: one
+    ``take`` along the rows, and the first block's race check and bank conflicts."""
+    if buf.kind != "workgroup" or type(rel) is not np.ndarray or rel.shape[0] != fr.L:
+        return None
+    g = rel[:fr.B]
+    if g.dtype != np.int64 or g.view(np.uint64).max() >= buf.size:  # (negative: huge unsigned)
+        return None
+    return g, buf.data.reshape(fr.nb, buf.size)
+
+
 def _count_view(fr: _Frame, buf: _Buf, ct: int, rel, kind: str) -> None:
     """The statistics of an access :func:`_lane_view` serves."""
     if buf.kind == "private":
@@ -191,12 +205,23 @@ def _load(tr, o):
     r = tr.define(o.results[0])
     runs = len(idx) == 1  # a 1-D access may be a strided run of the lanes (_lane_view)
     lin = affine.coefficients(tr, idx[0]) if runs else None
+    periodic = runs and idx[0] in tr.periodic
 
     def f(fr, mask):
         env = fr.env
         buf = env[m]
         if runs:
             rel = env[idx[0]]
+            if periodic and mask is fr.full:
+                blocks = _per_block(fr, buf, rel)
+                if blocks is not None:
+                    g, rows = blocks
+                    if fr.collect:
+                        _count_periodic(fr, buf, g, "load")
+                    out = fr.pool.take(rows.dtype, fr.L)
+                    np.take(rows, g, axis=1, out=out.reshape(fr.nb, fr.B), mode="clip")  # (in bounds)
+                    env[r] = out
+                    return
             run = _lane_view(fr, buf, lin, rel)
             if run is not None:
                 if mask is fr.full:
@@ -245,12 +270,23 @@ def _store(tr, o):
     idx = [tr.use(x) for x in o.operands[2:]]
     runs = len(idx) == 1  # a 1-D access may be a strided run of the lanes (_lane_view)
     lin = affine.coefficients(tr, idx[0]) if runs else None
+    periodic = runs and idx[0] in tr.periodic
 
     def f(fr, mask):
         env = fr.env
         buf = env[m]
         if runs:
             rel = env[idx[0]]
+            if periodic and mask is fr.full:
+                blocks = _per_block(fr, buf, rel)
+                if blocks is not None:
+                    g, rows = blocks
+                    if fr.collect:
+                        _count_periodic(fr, buf, g, "store")
+                    val = env[v]
+                    _check_store_race(fr, buf, fr.lane[:fr.B], g, g, val)  # blocks have their own memory
+                    rows[:, g] = val.reshape(fr.nb, fr.B) if type(val) is np.ndarray else val
+                    return
             run = _lane_view(fr, buf, lin, rel)
             if run is not None:
                 view, val = run[0], env[v]

@@ -219,6 +219,32 @@ def _count_run(fr: _Frame, buf: _Buf, start: int, kind: str):
         st.global_store_sectors += nsec
 
 
+class _FirstBlock:
+    """The lane layout of the first block of a batch (what :func:`_lane_matrix` reads)."""
+
+    __slots__ = ("warp", "lane_in_warp", "nwarps")
+
+    def __init__(self, fr: _Frame):
+        self.warp, self.lane_in_warp = fr.warp[:fr.B], fr.lane_in_warp[:fr.B]
+        self.nwarps = fr.nwarps // fr.nb
+
+
+def _count_periodic(fr: _Frame, buf: _Buf, g: np.ndarray, kind: str):
+    """As :func:`_count` for an access of workgroup memory by every lane of the batch at an index
+    that is the same function of the thread in every block (``g``: the first block's indices):
+    the first block's bank conflicts, times the blocks."""
+    st = fr.stats
+    st.shared_requests += fr.nwarps
+    isz = buf.itemsize
+    if isz <= BANK_BYTES:
+        words = g if isz == BANK_BYTES else (g * isz) // BANK_BYTES
+    else:
+        k = isz // BANK_BYTES
+        words = g[:, None] * k + np.arange(k)
+    first = _lane_matrix(_FirstBlock(fr), None, words).reshape(-1, WARP_SIZE)
+    st.shared_bank_conflicts += fr.nb * _bank_conflicts(first)
+
+
 def _count_masked(fr: _Frame, buf: _Buf, mask: np.ndarray, rel: np.ndarray, kind: str):
     """As :func:`_count` for the lanes of ``mask`` (a bool lane array, most lanes set), with ``rel``
     the index of every lane (any value where ``mask`` is false): the lane matrix is the lanes'

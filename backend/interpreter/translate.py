@@ -8,6 +8,7 @@ A handler is ``handler(translator, op) -> closure | None``; modules register the
 
 from __future__ import annotations
 
+from . import affine
 from .errors import InterpreterUnsupportedError
 from .types import _MemTy, _Ty, _is_memref, _scalar_ty
 
@@ -107,6 +108,7 @@ class _Translator:
         self.private_bytes = 0
         self.lin: dict[int, tuple] = {}   # slot -> (cb, ct): affine in the ids (see .affine)
         self.const: dict[int, int] = {}   # slot -> value of an integer constant
+        self.periodic: set[int] = set()   # slots whose value is a function of the thread id alone
         self.depth: dict[int, int] = {}   # slot -> loops around the op its value changes in
         self.loops: list[list] = []       # per enclosing loop being translated: its memo keys
         self.nmemo = 0
@@ -164,7 +166,9 @@ class _Translator:
             if o.name in ("scf.yield", "scf.condition", "gpu.return", "func.return"):
                 term = o
                 break
-            entries.append((self._invariant(self.op(o), o), o))
+            f = self.op(o)
+            affine.note_pure(self, o)
+            entries.append((self._invariant(f, o), o))
         tslots = [self.use(v) for v in term.operands] if term is not None else []
         return self._with_releases(block, entries, tslots), tslots
 

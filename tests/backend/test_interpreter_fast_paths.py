@@ -1,7 +1,8 @@
 """The interpreter's fast paths change nothing a kernel can observe: every shipped example and every
 accessor kernel of the benchmark gives the same outputs, bit for bit, and the same traffic counters
-with the fast paths (strided runs of lanes served by slices, dense gathers under a mask, memoised
-loop-invariant ops, pooled lane arrays) as without them."""
+with the fast paths (strided runs of lanes served by slices, workgroup accesses done once per block
+pattern, dense gathers under a mask, memoised loop-invariant ops, pooled lane arrays) as without
+them."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def _example(name):
 
 def _slow(monkeypatch):
     monkeypatch.setattr(memory, "_lane_view", lambda *a: None)
+    monkeypatch.setattr(memory, "_per_block", lambda *a: None)
     monkeypatch.setattr(memory, "_DENSE", 0)
     monkeypatch.setattr(translate, "_memo", lambda f, *a: f)
     monkeypatch.setattr(frame._Pool, "take", lambda self, dtype, n: np.empty(n, dtype))
@@ -72,10 +74,11 @@ def test_accessor_kernels_same_with_and_without_fast_paths(monkeypatch):
 
 
 def test_the_fast_paths_are_taken(monkeypatch):
-    """The comparison above is not vacuous: saxpy's accesses are strided runs (slices), and a
-    loop-invariant op of conv2d_fwd is memoised."""
-    views, memos = [], []
-    lane_view, memo = memory._lane_view, translate._memo
+    """The comparison above is not vacuous: saxpy's accesses are strided runs (slices), a
+    loop-invariant op of conv2d_fwd is memoised, and the staged transpose's workgroup tile is
+    accessed once per block pattern."""
+    views, memos, blocks = [], [], []
+    lane_view, memo, per_block = memory._lane_view, translate._memo, memory._per_block
 
     def served(*a):
         run = lane_view(*a)
@@ -84,8 +87,11 @@ def test_the_fast_paths_are_taken(monkeypatch):
 
     monkeypatch.setattr(memory, "_lane_view", served)
     monkeypatch.setattr(translate, "_memo", lambda *a: memos.append(1) or memo(*a))
+    monkeypatch.setattr(memory, "_per_block", lambda *a: blocks.append(per_block(*a)) or blocks[-1])
     saxpy = _example("saxpy").make_inputs(4096, np.random.default_rng(0))  # (no partial block)
     _run(os.path.join(EXAMPLES, "saxpy.kern"), "saxpy", saxpy)
     _run(os.path.join(EXAMPLES, "conv2d_fwd.kern"), "conv2d_fwd",
          _example("conv2d_fwd").make_inputs(P, np.random.default_rng(0)))
-    assert any(views) and memos
+    transpose = {"a": np.arange(64 * 96, dtype=np.float32).reshape(64, 96), "b": np.zeros((96, 64), np.float32)}
+    _run(os.path.join(EXAMPLES, "transpose.kern"), "transpose", transpose)
+    assert any(views) and memos and any(b is not None for b in blocks)
