@@ -394,14 +394,16 @@ _INDEX_WRAPS = ("arith.addi", "arith.subi", "arith.muli", "arith.shli")
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def _checked_index32(f, r, o):
+def _checked_index32(f, r, o, lin=None):
     """``f`` (the closure of op ``o``, result in slot ``r``) followed, in a run whose launch the
     GPU would make with 32-bit ``index`` arithmetic (``Interpreter.run(index_bits=32)``), by a check
     that no active lane's result left int32: the interpreter computes ``index`` values exactly
     (64 bits), the 32-bit PTX would wrap them, and the two devices would disagree silently.
 
     The returned closure carries the check as ``index32_check(fr, mask) -> bool`` (True: every
-    lane's value, active or not, is in int32), for a memoised op that reuses the value."""
+    lane's value, active or not, is in int32), for a memoised op that reuses the value. ``lin``:
+    the result's coefficients when it is affine in the ids (:mod:`.affine`): its range over the
+    batch is then known from its first lane, without a pass over the lanes."""
     loc = str(o.location)
 
     def check(fr, mask) -> bool:
@@ -409,6 +411,12 @@ def _checked_index32(f, r, o):
         if type(v) is np.ndarray:
             if not v.size:
                 return True
+            if lin is not None and v.shape[0] == fr.L:
+                # v[l] = v[0] + cb * (block of l - first block) + ct * (thread of l): every pair occurs
+                cb, ct = lin[0] * (fr.nb - 1), lin[1] * (fr.B - 1)
+                v0 = int(v[0])
+                if _INT32_MIN <= v0 + min(cb, 0) + min(ct, 0) and v0 + max(cb, 0) + max(ct, 0) <= _INT32_MAX:
+                    return True
             lo, hi = int(v.min()), int(v.max())  # every lane first: no gather of the active ones
             if _INT32_MIN <= lo and hi <= _INT32_MAX:
                 return True
@@ -480,7 +488,7 @@ def _binop(tr, o):
                 env = fr.env
                 env[r] = _s(fn(env[a], env[b], ty))
         if ty.name == "index" and name in _INDEX_WRAPS:
-            return _checked_index32(f, r, o)
+            return _checked_index32(f, r, o, tr.lin.get(r))
     else:
         if ty.kind != "f":
             tr.unsupported(o, f"{name} on {ty}")

@@ -209,8 +209,10 @@ def _count_run(fr: _Frame, buf: _Buf, start: int, kind: str):
         rel = start + np.arange(fr.L, dtype=np.int64)
         _count(fr, buf, None, rel, kind)
         return
-    first = (start + WARP_SIZE * np.arange(fr.nwarps, dtype=np.int64)) * buf.itemsize
-    nsec = int(((first + WARP_SIZE * buf.itemsize - 1) // SECTOR_BYTES - first // SECTOR_BYTES).sum()) + fr.nwarps
+    # warp w reads bytes [f, f + 32 * itemsize) with f = (start + 32 w) * itemsize: every warp starts
+    # at the same offset o = f mod 32 into a sector, so each touches the same number of sectors
+    o = (start * buf.itemsize) % SECTOR_BYTES
+    nsec = fr.nwarps * ((o + WARP_SIZE * buf.itemsize - 1) // SECTOR_BYTES + 1)
     if kind == "load":
         st.global_load_requests += fr.nwarps
         st.global_load_sectors += nsec
