@@ -8,8 +8,8 @@ import numpy as np
 
 from kernc.errors import KerncRuntimeError
 
-from .frame import _Buf, _empty_alloc, _Frame
 from . import affine
+from .frame import _Buf, _empty_alloc, _Frame
 from .traffic import _count, _count_masked, _count_periodic, _count_run
 from .translate import handles
 from .types import _MemTy
@@ -36,9 +36,11 @@ def _access(fr: _Frame, mask, buf: _Buf, idxs, what: str):
     if len(sel) == 1:
         rel = sel[0]
         if type(rel) is np.ndarray:
-            # one pass: a negative index is a huge unsigned one
-            if rel.size and (rel.view(np.uint64).max() if rel.dtype == np.int64 else
-                             max(int(rel.max()) + 1, -int(rel.min()) + buf.size)) >= buf.size:
+            if rel.dtype == np.int64:  # one pass: a negative index is a huge unsigned one
+                bad = rel.size and rel.view(np.uint64).max() >= buf.size
+            else:
+                bad = rel.size and (int(rel.min()) < 0 or int(rel.max()) >= buf.size)
+            if bad:
                 k = int(np.argmax((rel < 0) | (rel >= buf.size)))
                 _oob(fr, buf, what, k if act is None else act[k], int(rel[k]))
         elif rel < 0 or rel >= buf.size:
