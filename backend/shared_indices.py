@@ -37,6 +37,7 @@ import numpy as np
 
 from kernc.errors import KerncLaunchError
 
+
 @dataclass
 class SharedIndices:
     """A ``shared_indices`` table for index array ``indices`` (kept, so a kernel can take this object

@@ -21,7 +21,7 @@ from kernc.mlir import ir
 from . import affine
 from .errors import InterpreterUnsupportedError
 from .translate import handles
-from .types import _scalar_ty, _Ty, _is_memref
+from .types import _is_memref, _scalar_ty, _Ty
 
 
 def _s(x):

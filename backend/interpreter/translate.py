@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import affine
 from .errors import InterpreterUnsupportedError
-from .types import _MemTy, _Ty, _is_memref, _scalar_ty
+from .types import _is_memref, _MemTy, _scalar_ty, _Ty
 
 #: op name -> handler(translator, op) returning the op's closure (or None: nothing to run)
 HANDLERS: dict = {}
