@@ -1,61 +1,42 @@
-"""Binding a kernel call's arguments to its signature: validation, size symbols, grid.
+"""Binding a kernel call's arguments to its signature: validation, size symbols, grid, variant.
 
-Used by both devices (CPU interpreter and CuPy). Every problem is a :class:`KerncLaunchError` naming
-the parameter: a missing or extra argument, a wrong dtype (no silent casts: outputs are updated in
-place, a cast copy would silently drop them), a shape that does not match the declared storage shape,
-a size symbol bound to two different values (``n`` = 1000 from ``x`` but 999 from ``y``), a
-non-contiguous array, a scalar out of range of its type, memory shared by a written buffer and
-another accessed one (:func:`check_aliasing`).
+Used by both devices (CPU interpreter and CuPy). The grid and the choice between a staged kernel and
+its unstaged build are the launch policy's (:mod:`kernc.backend.launch_policy`); binding applies it
+and records the build a call may run as a :class:`~kernc.backend.variant.Variant`.
+
+Every problem is a :class:`KerncLaunchError` naming the parameter: a missing or extra argument, a
+wrong dtype (no silent casts: outputs are updated in place, a cast copy would silently drop them), a
+shape that does not match the declared storage shape, a size symbol bound to two different values
+(``n`` = 1000 from ``x`` but 999 from ``y``), a non-contiguous array, a scalar out of range of its
+type, memory shared by a written buffer and another accessed one (:func:`check_aliasing`).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 import numpy as np
 
-from kernc.dialect.signature import NUMPY_DTYPES, KernelSignature, Param
+from kernc.dialect.signature import KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
+from kernc.support.exact_numbers import round_to_float
 
-from . import exact_fma
+from . import exact_fma, launch_policy
+from .dtypes import numpy_dtype
+from .launch_policy import MAX_GRID_X
 from .shared_indices import SharedIndices, shared_indices
-
-#: CUDA's limit on gridDim.x (CUDA C++ Programming Guide, "Features and Technical Specifications").
-MAX_GRID_X = 2**31 - 1
-#: Threads per warp, and bytes per sector (the unit in which L2 and DRAM serve global accesses).
-WARP, SECTOR = 32, 32
-#: What an empty slot of a staged tile costs, in bytes of DRAM traffic (:func:`staging_pays`). At
-#: low fill the staged kernel is bound by its tile slots, not by DRAM: on an H200, f16, f32 and f64
-#: transposes with an extent of 1 (1/32 of each tile used) all moved about 29 G elements/s (115, 243,
-#: 471 GB/s), while the unstaged kernel moves bytes at its sector use. Calibrated on 136 skinny
-#: transposes measured there (f16, f32, f64; ``R x C`` and ``C x R`` with ``C`` from 1 to 32, the
-#: long extent a multiple of 32 or odd): from 2.8 to 3.0 the choice is the faster kernel, or within
-#: 8% of it, at every one.
-EMPTY_SLOT_BYTES = 2.9
-
-
-@functools.lru_cache(maxsize=None)  # a handful of names; dtypes are immutable
-def numpy_dtype(name: str) -> np.dtype:
-    """The numpy dtype of a language dtype name; ``bf16`` needs ``ml_dtypes``."""
-    if name == "bf16":
-        try:
-            import ml_dtypes
-
-            return np.dtype(ml_dtypes.bfloat16)
-        except ImportError as err:  # pragma: no cover - depends on the environment
-            raise KerncLaunchError("bf16 values need the 'ml_dtypes' package on the host (pip install ml_dtypes)") from err
-    return np.dtype(NUMPY_DTYPES[name])
+from .variant import Variant
 
 
 @dataclass
 class BoundLaunch:
     """A validated launch: ``args`` in kernel ABI order (flat 1-D buffer views, exact-typed scalars,
     then one int per size symbol), the bound ``sizes``, ``problem_size`` ``P``, ``grid`` blocks of
-    ``block`` threads, and ``index_bits`` (32 when every size and buffer length fits in int32)."""
+    ``block`` threads, and the ``variant`` of the program it may run."""
 
     signature: KernelSignature
     args: list
@@ -63,118 +44,46 @@ class BoundLaunch:
     problem_size: int
     grid: int
     block: int
-    index_bits: int
+    #: the build the call may run: ``index_bits`` 32 when every size, buffer length and index
+    #: product fits in int32; ``nonneg_scalars`` when the kernel has ``index`` scalar params and
+    #: every argument given for them is ``>= 0``; ``staged`` as the launch policy chooses
+    #: (:func:`launch_policy.run_staged`; ``False``: the caller launches the kernel compiled without
+    #: kern-coalesce-views). ``aligned`` is left ``True``: the CUDA launcher decides it from the
+    #: device addresses (``cuda.launch_variant``); the CPU interpreter runs no PTX.
+    variant: Variant = Variant()
     arrays: dict = field(default_factory=dict)
     zero_init: list = field(default_factory=list)
-    #: the kernel has ``index`` scalar params and every argument given for them is ``>= 0``: the
-    #: launch may use the PTX specialised for that (``Compilation.ptx(nonneg_scalars=True)``)
-    nonneg_scalars: bool = False
-    #: whether to run the staged kernel this launch was bound for (:func:`staging_pays`); when
-    #: False the caller launches the kernel compiled without kern-coalesce-views
-    staging_pays: bool = True
     #: every scalar that can reach index arithmetic (:func:`_index_input`) of a call that binds
     #: like this one has ``|v| <`` this bound, or the index width could change
     #: (:func:`index_products_overflow`); ``None``: no bound beyond the index type's range
     index_scalar_bound: int | None = None
 
+    @property
+    def index_bits(self) -> int:
+        """The width of ``index`` arithmetic of the launch (``variant.index_bits``)."""
+        return self.variant.index_bits
 
-def tile_fill(sig: KernelSignature, env: dict) -> float | None:
-    """The fraction of the element slots of a tiled kernel's tiles (``sig.tiles`` = ``[[extent,
-    tile], ...]``, kern-coalesce-views) that hold an element: ``prod(extent) / prod(ceil(extent /
-    tile) * tile)`` over the tiled extents evaluated in ``env`` (sizes); ``None`` when the kernel is
-    not tiled or an extent is 0."""
-    if not sig.tiles:
-        return None
-    extents = _tile_extents(sig, env)
-    if not all(extents):
-        return None
-    return math.prod(extents) / math.prod(-(-e // t) * t for e, (_, t) in zip(extents, sig.tiles))
+    @property
+    def nonneg_scalars(self) -> bool:
+        """Whether the launch may run the PTX for ``index`` scalars ``>= 0`` (``variant.nonneg_scalars``)."""
+        return self.variant.nonneg_scalars
 
-
-def _tile_extents(sig: KernelSignature, env: dict) -> list[int]:
-    """The tiled extents of ``sig.tiles`` evaluated in ``env`` (sizes)."""
-    return [int(Poly.parse(str(e)).evaluate(env)) for e, _ in sig.tiles]
+    @property
+    def staging_pays(self) -> bool:
+        """Whether to run the staged kernel this launch was bound for (``variant.staged``)."""
+        return self.variant.staged
 
 
-def unstaged_sector_use(sig: KernelSignature, env: dict) -> float | None:
-    """The fraction of the 32-byte sectors that the staged accesses (``sig.staged``) would use if
-    the kernel ran without kern-coalesce-views: over the first warp's threads (coordinates
-    delinearized from the thread id, the last fastest), the sectors a perfectly coalesced access of
-    as many elements needs, over the distinct sectors the accesses touch. 1 for a transpose with
-    one extent of 1 (a copy); ``1/8`` for f32 elements 8 or more apart. ``None`` without
-    ``staged``."""
-    if not sig.staged:
-        return None
-    extents = tuple(int(Poly.parse(e).evaluate(env)) for e in sig.staged["extents"])
-    views = tuple((numpy_dtype(sig.param(name).dtype).itemsize,
-                   tuple(int(Poly.parse(x).evaluate(env)) for x in strides))
-                  for name, strides in sig.staged["views"])
-    return _sector_use(extents, views)
+def _show_exact(value) -> str:
+    """An int or :class:`~fractions.Fraction` argument for a message: an int in full unless huge, a
+    fraction as a 17-digit decimal (``1e+39``, ``0.1``)."""
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**40 else f"an integer of {len(str(abs(value)))} digits"
+    from decimal import Decimal, localcontext
 
-
-@functools.lru_cache(maxsize=256)  # repeated launches repeat their shapes
-def _sector_use(extents: tuple, views: tuple) -> float | None:
-    """:func:`unstaged_sector_use` of the problem ``extents`` and the views ``((element bytes,
-    (stride of each coordinate, in elements)), ...)``."""
-    coords = []
-    for t in range(min(WARP, math.prod(extents))):
-        c = []
-        for e in reversed(extents):
-            t, r = divmod(t, e)
-            c.append(r)
-        coords.append(c[::-1])
-    ideal = touched = 0
-    for w, st in views:
-        starts = [w * sum(a * b for a, b in zip(c, st)) for c in coords]
-        touched += len({s // SECTOR for s in starts} | {(s + w - 1) // SECTOR for s in starts})
-        ideal += -(-len(coords) * w // SECTOR)
-    return ideal / touched if touched else None
-
-
-def staging_pays(sig: KernelSignature, env: dict) -> bool:
-    """Whether a launch of a kernel staged by kern-coalesce-views should run it, rather than the
-    kernel compiled without the pass. Per element, the staged kernel costs about
-    :data:`EMPTY_SLOT_BYTES` over its tile fill (:func:`tile_fill`; every block stages a whole
-    tile however few of its slots hold elements), the unstaged one its element bytes over its
-    sector use (:func:`unstaged_sector_use`); the cheaper one runs. For an f32 transpose with one
-    extent ``e`` under 32 (fill ``e/32``) the unstaged kernel runs while its warps still write long
-    runs (``R x e``: runs of ``32/e`` elements, up to ``e = 8``, 9 when ``R`` is a multiple of 8)
-    or elements close together (``e x C``: ``e`` apart, up to ``e = 4``); f64 elements favour the
-    staged kernel, f16 the unstaged one. A problem whose unstaged grid would exceed CUDA's grid x
-    stays staged (the staged kernel loops over its tiles).
-
-    Measured on an H200 (GB/s staged / unstaged, f32, about 2^24 elements): ``R x C`` with C = 1,
-    4, 8, 11, 16: 243/2537, 925/2502, 1728/2433, 2245/1899, 2901/1549; ``C x R``: 236/2522, 896/950,
-    1666/517, 2138/473, 2752/370. The measurements and the check that the choice is within 8% of
-    the faster kernel at each are in ``tests/coalesce/test_launch_choice.py``, with 63 measured
-    afterwards on kernels the calibration did not see (i8/u16 transposes, NCHW -> NHWC permutes:
-    within 10% at all but one, 15% there)."""
-    fill = tile_fill(sig, env)
-    if fill is None:
-        return True
-    use = unstaged_sector_use(sig, env)
-    if use is None:
-        return True
-    sizes = [numpy_dtype(sig.param(name).dtype).itemsize for name, _ in sig.staged["views"]]
-    return fill >= EMPTY_SLOT_BYTES * len(sizes) / sum(sizes) * use
-
-
-#: Significant bits of each float type (IEEE 754 binary16/32/64; bfloat16 keeps 8).
-_FLOAT_PRECISION = {"f16": 11, "bf16": 8, "f32": 24, "f64": 53}
-
-
-def _round_int(v: int, bits: int) -> float:
-    """``v`` rounded to ``bits`` significant bits, to nearest with ties to even, as a float (exact:
-    it has at most ``bits`` significant bits); ``OverflowError`` past the double range."""
-    n = abs(v)
-    shift = n.bit_length() - bits
-    if shift > 0:
-        q, r = divmod(n, 1 << shift)
-        half = 1 << (shift - 1)
-        if r > half or (r == half and q & 1):
-            q += 1
-        n = q << shift
-    return float(n if v >= 0 else -n)
+    with localcontext() as ctx:
+        ctx.prec = 17
+        return format((Decimal(value.numerator) / Decimal(value.denominator)).normalize(), "g")
 
 
 def index_products_overflow(values, largest: int, block: int) -> bool:
@@ -228,9 +137,9 @@ def _scalar(p: Param, value, index_bits: int = 64):
         return np.bool_(value)
     if dtype.kind in "iu":
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise KerncLaunchError(
-                f"argument '{p.name}': expected an integer ({p.dtype}), got {type(value).__name__} {value!r}"
-            )
+            got = (f"the decimal {_show_exact(value)}" if isinstance(value, Fraction)
+                   else f"{type(value).__name__} {value!r}")
+            raise KerncLaunchError(f"argument '{p.name}': expected an integer ({p.dtype}), got {got}")
         info = np.iinfo(dtype)
         if not info.min <= int(value) <= info.max:
             raise KerncLaunchError(
@@ -239,27 +148,28 @@ def _scalar(p: Param, value, index_bits: int = 64):
         return dtype.type(int(value))
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise KerncLaunchError(f"argument '{p.name}': expected a number ({p.dtype}), got {type(value).__name__}")
-    try:
-        exact = value
-        if isinstance(value, int):  # rounded once (numpy would go through a double: twice)
-            exact = _round_int(value, _FLOAT_PRECISION[p.dtype])
-        with np.errstate(over="ignore"):
-            if p.dtype == "bf16" and not isinstance(exact, (np.float32, np.float16)):
-                # ml_dtypes converts a double to bfloat16 through float32: two roundings
-                out = dtype.type(exact_fma.round_f64_to(np.float64(exact), dtype)[()])
-            else:
-                out = dtype.type(exact)
-        overflow = bool(np.isinf(out)) and math.isfinite(float(value))
-    except OverflowError:  # a Python int beyond every float's range
-        overflow = True
-    if overflow:
-        shown = value if not isinstance(value, int) or abs(value) < 10**40 else f"an integer of {len(str(abs(value)))} digits"
-        raise KerncLaunchError(f"argument '{p.name}': {shown} is out of range for {p.dtype}")
+    if isinstance(value, (int, Fraction)):
+        # an exact value (an int, or the Fraction of a decimal such as `kernc run --input a=0.1`)
+        # is rounded once to the type (numpy would go through a double: twice); a rounding that
+        # overflows is an error, as for a finite float below (kernc.support.exact_numbers: one rule)
+        exact = round_to_float(value, p.dtype)
+        if exact is None:
+            raise KerncLaunchError(f"argument '{p.name}': {_show_exact(value)} is out of range for {p.dtype}")
+        return dtype.type(exact)  # exactly representable: no further rounding
+    with np.errstate(over="ignore"):
+        if p.dtype == "bf16" and not isinstance(value, (np.float32, np.float16)):
+            # ml_dtypes converts a double to bfloat16 through float32: two roundings
+            out = dtype.type(exact_fma.round_f64_to(np.float64(value), dtype)[()])
+        else:
+            out = dtype.type(value)
+    # a finite value that overflows the type is an error; inf and nan given as such are values
+    if bool(np.isinf(out)) and math.isfinite(float(value)):
+        raise KerncLaunchError(f"argument '{p.name}': {value} is out of range for {p.dtype}")
     return out
 
 
 def _bind_dim(p: Param, axis: int, expected, actual: int, sizes: dict, origin: dict) -> None:
-    if isinstance(expected, int) or (isinstance(expected, str) and expected.isdigit()):
+    if isinstance(expected, int) or (isinstance(expected, str) and expected.isascii() and expected.isdigit()):
         if int(expected) != actual:
             raise KerncLaunchError(
                 f"argument '{p.name}': dimension {axis} must be {int(expected)}, got {actual}"
@@ -308,7 +218,8 @@ def _check_index_values(sig, params, flat, env, problem) -> None:
 
 def _simple_dim(entry) -> bool:
     """A storage dim that :func:`_bind_dim` checks or binds by itself: an integer or a size symbol."""
-    return isinstance(entry, int) or str(entry).isdigit() or str(entry).isidentifier()
+    return (isinstance(entry, int) or (str(entry).isascii() and str(entry).isdigit())
+            or str(entry).isidentifier())
 
 
 def _compact_storage(storage_shape: list, layout: StridedLayout) -> bool:
@@ -437,21 +348,6 @@ def check_aliasing(sig: KernelSignature, plan: "BindPlan", values: dict) -> None
                 f"disagree); pass a copy of '{r}'")
 
 
-def _tile_count(sig: KernelSignature, problem: int, env: dict) -> int:
-    """The number of tiles of a kernel that kern-coalesce-views maps to tiles (``sig.tiles`` =
-    ``[[extent, tile], ...]``), its grid (one block per tile): ``batch * prod ceil(extent / tile)`` with ``batch`` = ``P``
-    over the product of the tiled extents (the problem's other coordinates, one tile plane each).
-    Each thread handles several elements of its tile, so ``ceil(P / block)`` blocks would leave most
-    blocks without a tile; the kernel loops over its tiles (grid-stride), so any grid is correct."""
-    if not problem:
-        return 0
-    extents = _tile_extents(sig, env)
-    plane = math.prod(extents)
-    if not plane:
-        return 0
-    return problem // plane * math.prod(-(-e // t) for e, (_, t) in zip(extents, sig.tiles))
-
-
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,
          plan: BindPlan | None = None) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
@@ -577,8 +473,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     env = dict(sizes)
     env.setdefault(sig.problem_size, problem)
     # a tiled kernel loops over its tiles (tile = block id, += grid): one block per tile, capped
-    tiles = _tile_count(sig, problem, env) if sig.tiles else 0
-    grid = min(tiles, MAX_GRID_X) if sig.tiles else math.ceil(problem / sig.block) if problem else 0
+    grid, tiles = launch_policy.launch_grid(sig, problem, env)
     if problem:
         for p, count_poly in plan.per_item:
             count = count_poly.evaluate(env)
@@ -662,11 +557,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             f"kernel '{sig.name}': problem size {problem} needs {grid} blocks of {sig.block}, "
             f"more than the {MAX_GRID_X} CUDA allows in grid x"
         )
-    # a tiled kernel may run unstaged instead, unless that one's grid (a block per `block` threads)
-    # would exceed CUDA's (the staged kernel loops over its tiles: any grid is correct)
-    unstaged_fits = bool(problem) and -(-problem // sig.block) <= MAX_GRID_X
-    return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, index_bits,
+    variant = Variant(index_bits,
+                      nonneg_scalars=bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
+                      staged=launch_policy.run_staged(sig, problem, env))
+    return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, variant,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
-                       [p.name for p in params if getattr(p, "zero_init", False)],
-                       bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
-                       not (sig.tiles and unstaged_fits) or staging_pays(sig, env), scalar_bound)
+                       [p.name for p in params if getattr(p, "zero_init", False)], scalar_bound)

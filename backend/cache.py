@@ -6,8 +6,8 @@ Two kinds of entry, each immutable once written:
   locations --, the ``includes`` it reads, the selected kernels and :func:`compiler_id`). The payload
   holds the kern IR and gpu IR text (with debug info), whether the program calls libdevice math and
   the kernel signatures, so a warm start runs neither the frontend nor the kern passes.
-- ``ptx``: keyed by :func:`ptx_key` (a ``gpu`` key plus arch, opt level, index width and
-  :func:`libdevice_id`). The payload is the PTX text.
+- ``ptx``: keyed by :func:`ptx_key` (a ``gpu`` key plus arch, opt level, the
+  :class:`~kernc.backend.variant.Variant` and :func:`libdevice_id`). The payload is the PTX text.
 
 Entries live in a bounded in-process LRU and, one file per entry, under :func:`cache_dir`
 (``$KERNC_CACHE_DIR``, else ``platformdirs.user_cache_dir("kernc")``). ``KERNC_ALWAYS_COMPILE=1``
@@ -23,7 +23,7 @@ bytes; the last rename wins); temporary files that a killed writer left are remo
 :data:`STALE_TEMPORARY_SECONDS`. The folder is created ``0o700`` and files ``0o600``.
 
 Safety (nothing read from the folder may be someone else's): the cache root must be private to this
-user as :mod:`kernc.private_dirs` defines it (checked step by step as it is opened, symbolic links
+user as :mod:`kernc.support.private_dirs` defines it (checked step by step as it is opened, symbolic links
 and their owners included) and ``v1/`` a real folder of this user that others cannot write to;
 otherwise the disk cache is off. The entries folder is then held open, and every entry is opened,
 created and renamed relative to that descriptor (``openat``/``renameat``), so a long-lived process
@@ -46,7 +46,9 @@ import threading
 import time
 from collections import OrderedDict
 
-from kernc import private_dirs
+from kernc.support import private_dirs
+
+from .variant import Variant
 
 #: Bump when the entry layout or the payload schema changes (it is part of every key and header).
 FORMAT_VERSION = 1
@@ -138,7 +140,7 @@ def _entries_dir() -> _Folder | None:
 
 def _open_entries_dir(folder: str) -> _Folder | None:
     """Open (making them if missing) the cache root and its entries folder ``folder`` when both are
-    private to this user (:mod:`kernc.private_dirs`: checked step by step on the way there, symbolic
+    private to this user (:mod:`kernc.support.private_dirs`: checked step by step on the way there, symbolic
     links and their owners included); ``None`` otherwise."""
     root = os.path.dirname(folder)
     if not hasattr(os, "getuid"):  # Windows: the folders' ACLs apply
@@ -206,7 +208,7 @@ def source_fingerprint() -> str:
         import importlib.util
 
         stamps = []
-        for name in ("kernc", "kernc.frontend", "kernc.dialect", "kernc.passes", "kernc.backend"):
+        for name in ("kernc", "kernc.support", "kernc.frontend", "kernc.dialect", "kernc.passes", "kernc.backend"):
             try:
                 spec = importlib.util.find_spec(name)
             except (ImportError, ValueError):
@@ -326,22 +328,29 @@ def option_includes(*, coalesce: bool = True, fmad: bool = False) -> tuple:
             + ((("--fmad", ""),) if fmad else ()))
 
 
-def ptx_key(front: str, arch: str, opt_level: int, index_bits: int, align: int = 16,
-            nonneg_scalars: bool = False) -> str:
+def ptx_key(front: str, arch: str, opt_level: int, variant: Variant | int) -> str:
     """The key of the ``ptx`` entry for the program of ``gpu`` key ``front`` compiled for ``arch``
-    at LLVM ``opt_level`` with ``index`` lowered to ``index_bits`` (libdevice is part of it);
-    ``nonneg_scalars``: the variant for ``index`` scalar arguments ``>= 0``."""
+    at LLVM ``opt_level`` as ``variant`` (a :class:`~kernc.backend.variant.Variant`, or an index
+    width for the general variant at that width, ``Variant(index_bits)``); libdevice is part of it.
+    A program compiled without kern-coalesce-views has a ``front`` key of its own, so
+    ``Compilation`` keys its PTX with ``staged=True``. ``ValueError`` for an index width other than
+    32 or 64."""
+    if not isinstance(variant, Variant):
+        variant = Variant(variant)
     fields = {
         "kind": "ptx",
         "front": front,
         "arch": arch,
         "opt_level": int(opt_level),
-        "index_bits": int(index_bits),
-        "align": int(align),
+        "index_bits": int(variant.index_bits),
+        "align": variant.align,
         "libdevice": libdevice_id(),
     }
-    if nonneg_scalars:  # only then: the keys of the general variant stay as they were
+    # only when set: the keys of the general variant stay as they were
+    if variant.nonneg_scalars:
         fields["nonneg_scalars"] = True
+    if not variant.staged:
+        fields["staged"] = False
     return _digest(fields)
 
 

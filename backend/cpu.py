@@ -23,5 +23,5 @@ def launch(interpreter, bound: BoundLaunch, stats: bool = True):
         return RunStats() if stats else None
     names = bound.signature.arg_names
     counters = interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names,
-                               index_bits=bound.index_bits, collect_stats=stats)
+                               index_bits=bound.variant.index_bits, collect_stats=stats)
     return counters if stats else None

@@ -12,6 +12,7 @@ that binds as the last one did skips the binding (:class:`PreparedLaunch`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import struct
 import sys
@@ -20,9 +21,11 @@ from collections import OrderedDict
 
 import numpy as np
 
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
-from .binding import BoundLaunch, _index_input, _scalar, alias_plan, numpy_dtype
+from .binding import BoundLaunch, _index_input, _scalar, alias_plan
+from .dtypes import numpy_dtype
+from .variant import ALIGN, Variant
 
 
 @functools.lru_cache(maxsize=1)
@@ -70,11 +73,18 @@ def as_cupy(x):
     return cp.from_dlpack(x)
 
 
-def all_aligned(bound: BoundLaunch, align: int) -> bool:
+def all_aligned(bound: BoundLaunch, align: int = ALIGN) -> bool:
     """Whether every device buffer of the launch starts at a multiple of ``align`` bytes (then the
     PTX that assumes it -- and may use 16-byte vector accesses -- is safe to launch)."""
     cp = cupy()
     return all(int(a.data.ptr) % align == 0 for a in bound.args if isinstance(a, cp.ndarray))
+
+
+def launch_variant(bound: BoundLaunch) -> Variant:
+    """The :class:`~kernc.backend.variant.Variant` a GPU launch of ``bound`` runs: the one binding
+    chose (index width, sign of the ``index`` scalars, staging) with ``aligned`` as the device
+    addresses of its buffers allow (:func:`all_aligned`)."""
+    return dataclasses.replace(bound.variant, aligned=all_aligned(bound))
 
 
 def check_same_device(bound: BoundLaunch, current: int) -> None:
@@ -272,7 +282,7 @@ class PreparedLaunch:
                  "_buffers", "_scalars", "_int_scalars", "_bounded", "_align_mask", "_zero_init", "_scratch",
                  "_sizes_tail", "_ndarray", "_get_device", "_current_stream", "_module", "_alias")
 
-    def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, aligned: bool,
+    def __init__(self, packer: ArgPacker, function_ptr: int, bound: BoundLaunch, device: int, variant: Variant,
                  module: CudaModule | None = None):
         sig = bound.signature
         cp = cupy()
@@ -285,13 +295,13 @@ class PreparedLaunch:
         self.grid, self.block, self.problem_size = bound.grid, bound.block, bound.problem_size
         self.sizes = dict(bound.sizes)
         self._nargs = len(sig.params)
-        self._align_mask = 15 if aligned else 0
+        self._align_mask = ALIGN - 1 if variant.aligned else 0
         #: (position, low, high) of the integer scalars that decide the launch: an integer problem
         #: size (the grid follows from it: low <= v < high admits its value alone) and ``index``
         #: scalars (their range decides the index width, their sign the PTX variant)
         self._int_scalars = []
         self._buffers, self._scalars = [], []
-        lim = 2 ** (bound.index_bits - 1)
+        lim = 2 ** (variant.index_bits - 1)
         low, high = -lim, lim
         # a 32-bit launch holds only for integer scalars below index_scalar_bound in magnitude
         # (binding.index_products_overflow): past it the full binding picks 64-bit indices
@@ -309,7 +319,7 @@ class PreparedLaunch:
             elif p.name == sig.problem_size:
                 self._int_scalars.append((k, int(bound.problem_size), int(bound.problem_size) + 1))
             elif p.dtype == "index":
-                self._int_scalars.append((k, 0 if bound.nonneg_scalars else low, high))
+                self._int_scalars.append((k, 0 if variant.nonneg_scalars else low, high))
             else:
                 self._scalars.append((k, p, numpy_dtype(p.dtype).type))
                 if limit is not None and _index_input(sig, p):
@@ -379,13 +389,14 @@ class PreparedLaunch:
 
 
 def prepare(module: CudaModule, bound: BoundLaunch, packer: ArgPacker, device: int,
-            aligned: bool) -> PreparedLaunch | None:
-    """A :class:`PreparedLaunch` of the call ``bound`` just launched, or ``None`` when calls like it
-    must be bound in full each time (``shared_indices`` tables, ``@checked``, ``P == 0``, buffers
-    that are not CuPy arrays)."""
+            variant: Variant) -> PreparedLaunch | None:
+    """A :class:`PreparedLaunch` of the call ``bound`` just launched as ``variant``
+    (:func:`launch_variant`) from ``module``, or ``None`` when calls like it must be bound in full
+    each time (``shared_indices`` tables, ``@checked``, ``P == 0``, buffers that are not CuPy
+    arrays)."""
     sig = bound.signature
     if bound.grid == 0 or "checked" in sig.attributes or any(p.kind == "table" for p in sig.params + sig.extra):
         return None
     if any(type(a) is not cupy().ndarray for a in bound.arrays.values()):
         return None
-    return PreparedLaunch(packer, module.function(sig.name).ptr, bound, device, aligned, module)
+    return PreparedLaunch(packer, module.function(sig.name).ptr, bound, device, variant, module)

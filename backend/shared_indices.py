@@ -3,14 +3,15 @@
 For each block ``b`` of ``B`` consecutive entries of ``I[0:P]`` (the last block may be partial):
 
 - ``unique[b*B + j]`` for ``j < count[b]``: the block's distinct index values, ascending;
-- ``target[t]``: the rank of ``I[t]`` among its block's distinct values (low 16 bits), packed with
-  its block's ``count`` (high 16 bits): ``rank | count << 16``. A ``shared(I)`` read then needs one
-  coalesced load per thread before it stages the block's distinct elements, instead of a load of
-  ``count`` by every thread and a second load after the staging barrier;
+- ``target[t]``: the rank of ``I[t]`` among its block's distinct values (low half), packed with
+  its block's ``count`` (high half): ``shared_table.pack(rank, count)``. A ``shared(I)`` read then
+  needs one coalesced load per thread before it stages the block's distinct elements, instead of a
+  load of ``count`` by every thread and a second load after the staging barrier;
 - ``perm[b*B + j]``: the ``j``-th entry of the block in sorted order (a stable argsort, so equal
-  indices keep thread order and reductions have a fixed order), packed as ``thread | rank << 16``:
-  its local thread id in the low 16 bits and the rank of its index value (the low half of that
-  thread's ``target``) in the high 16 bits. A block has at most 1024 threads, so both fit. ``shared_sum`` reads
+  indices keep thread order and reductions have a fixed order), packed as
+  ``shared_table.pack(thread, rank)``: its local thread id in the low half and the rank of its
+  index value (the low half of that thread's ``target``) in the high half (the packing:
+  ``dialect/shared_table.py``). A block has at most 1024 threads, so both fit. ``shared_sum`` reads
   its sorted entry's source thread and run key with this one coalesced load instead of gathering
   ``target`` at a permuted address (Caspar's ``SharedIndex`` record packs its target and argsort
   fields as 16-bit halves the same way);
@@ -35,7 +36,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernc.errors import KerncLaunchError
+from kernc.dialect import shared_table
+from kernc.dialect.shared_table import pack
+from kernc.support.errors import KerncLaunchError
+
+#: The four per-block tables, in the order of their hidden params (``dialect/shared_table.py``).
+FIELDS = shared_table.TABLES
 
 
 @dataclass
@@ -56,7 +62,7 @@ class SharedIndices:
 
     def field(self, name: str):
         """One table by name: ``unique``, ``target``, ``perm``, ``count`` or a merge table."""
-        if name in ("gunique", "gstart", "gpos", "gcount"):
+        if name in shared_table.MERGE_TABLES:
             return self.merge_tables()[name]
         return getattr(self, name)
 
@@ -121,8 +127,8 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
         _blocks(xp, vals[b:P].reshape(1, rem), unique[b:], target[b:P], perm[b:P], count[full:])
         pad = xp.arange(rem, B, dtype=xp.uint32)
         distinct = count[full:]  # the padding's rank: past the block's distinct values
-        perm[b + rem:] = pad | (distinct << 16)
-        target[b + rem:] = distinct | (distinct << 16)
+        perm[b + rem:] = pack(pad, distinct)
+        target[b + rem:] = pack(distinct, distinct)
     return SharedIndices(indices, B, unique, target, perm, count)
 
 
@@ -152,9 +158,9 @@ def _blocks(xp, vals, unique, target, perm, count) -> None:
     rank -= 1
     distinct = rank[:, -1] + 1
     count[:] = distinct
-    perm.reshape(r, w)[:] = thread | (rank << 16)
+    perm.reshape(r, w)[:] = pack(thread, rank)
     row = xp.arange(r, dtype=xp.int64)[:, None]
-    target[(row * w + thread)] = rank | (distinct << 16)[:, None]
+    target[(row * w + thread)] = pack(rank, distinct[:, None])
     # every entry writes its value at its rank: the entries of one run write one value to one slot,
     # so this is the distinct values in order, without compressing the runs' first entries
     unique[(row * B + rank)] = svals

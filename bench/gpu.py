@@ -56,7 +56,7 @@ COMPARISONS = ("gather", "scatter", "transpose", "transpose_tall", "transpose_wi
 REFERENCES = ("gather", "scatter", "transpose")
 #: Problem sizes: elements of the gather/scatter, (rows, columns) of the transposes. The tall and
 #: wide (skinny) ones show the launch-time choice between the staged and the unstaged kernel
-#: (``binding.staging_pays``): R x 8 runs unstaged, 8 x C staged.
+#: (``launch_policy.staging_pays``): R x 8 runs unstaged, 8 x C staged.
 FULL_SIZES = {"gather": 1 << 24, "scatter": 1 << 24, "transpose": (4096, 4096),
               "transpose_tall": (1 << 21, 8), "transpose_wide": (8, 1 << 21)}
 QUICK_SIZES = {"gather": 1 << 20, "scatter": 1 << 20, "transpose": (1024, 1024),
@@ -288,10 +288,10 @@ def _reference_module(cp, cu_path: str, nvcc_ptx_path: str | None = None, arch: 
     driver). ``OSError`` if ``cu_path`` cannot be read; CuPy's compile error if NVRTC fails too."""
     if not nvcc_ptx_path and arch and workdir:
         try:
-            from . import measure
+            from . import tools
 
             stem = os.path.splitext(os.path.basename(cu_path))[0]
-            nvcc_ptx_path = measure.nvcc_ptx(cu_path, arch, workdir, f"bandwidth.{stem}")
+            nvcc_ptx_path = tools.nvcc_ptx(cu_path, arch, workdir, f"bandwidth.{stem}")
         except Exception:  # noqa: BLE001 - nvcc failed (e.g. an arch it does not know): try NVRTC
             nvcc_ptx_path = None
     if nvcc_ptx_path and os.path.exists(nvcc_ptx_path):
@@ -512,10 +512,10 @@ def _transpose(b: _Bench, shape) -> dict:
 
 def _transpose_choice(b: _Bench, shape) -> dict:
     """A skinny transpose launched through kernc's API, which picks the staged or the unstaged
-    kernel per launch (``binding.staging_pays``), next to each of the two launched raw."""
+    kernel per launch (``launch_policy.staging_pays``), next to each of the two launched raw."""
     import numpy as np
 
-    from kernc.backend import binding
+    from kernc.backend import launch_policy
 
     cp = b.cp
     path = os.path.join(b.examples_dir, "transpose.kern")
@@ -523,7 +523,7 @@ def _transpose_choice(b: _Bench, shape) -> dict:
     d = transpose_data(cp, shape)
     a, out = d["a"], d["b"]
     rows_, cols = (int(s) for s in a.shape)
-    picks = binding.staging_pays(staged.transpose.signature, {"R": rows_, "C": cols})
+    picks = launch_policy.staging_pays(staged.transpose.signature, {"R": rows_, "C": cols})
     variants = {
         "kernc_choice": (f"kernc (picks {'staged' if picks else 'unstaged'})", lambda: staged.transpose(a, out)),
         "kernc_staged": ("kernc staged", _kernc_raw(cp, staged.transpose, (a, out))),

@@ -5,6 +5,7 @@ traffic on the CPU interpreter. Each function returns plain JSON-ready dicts; ra
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import statistics
 import subprocess
@@ -12,6 +13,9 @@ import sys
 import time
 
 from . import tools
+
+#: Blocks of warm compiles alternating between kernc and a peer compiler (``compile_latency``).
+WARM_ROUNDS = 4
 
 #: Ideal sectors per warp request: 32 lanes reading 32 consecutive 4-byte elements = 128 bytes.
 IDEAL_SECTORS_PER_REQUEST = 4
@@ -29,20 +33,13 @@ def median_seconds(fn, reps: int, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
-def _run_checked(cmd, env=None, cwd=None) -> None:
-    proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} ... exited {proc.returncode}: {proc.stderr.strip()[:2000]}")
-
-
 def python_startup_ms(reps: int) -> float:
     """Median time of ``python -c pass`` (the floor under every CLI number), in ms."""
-    return 1e3 * median_seconds(lambda: _run_checked([sys.executable, "-c", "pass"]), reps)
+    return 1e3 * median_seconds(lambda: tools.run_checked([sys.executable, "-c", "pass"]), reps)
 
 
 def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, sub_reps: int, workdir: str,
-                    cache_dir: str) -> dict:
+                    cache_dir: str, first_run_tree: str | None = None, warm_peer=None) -> dict:
     """Compile-latency medians (ms) of one ``.kern`` file to PTX, and of its CUDA C++ equivalent:
 
     - ``inprocess_warm_ms``: ``Compilation(..., use_cache=False).ptx()`` in this (warm) process;
@@ -54,11 +51,22 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
     - ``cli_cold_ms``: ``python -m kernc compile FILE -o OUT`` with ``KERNC_ALWAYS_COMPILE=1`` (no
       compile cache; byte-compiled modules exist, as after any first run);
     - ``cli_cache_hit_ms``: the same command with a warm disk cache (``KERNC_CACHE_DIR``);
+    - ``cli_first_run_ms``: the same command as a first run (``None`` without ``first_run_tree``): kernc
+      imported from ``first_run_tree`` (:func:`first_run_tree`: a copy of its modules without
+      ``.pyc`` files) by ``python -B`` (which writes none), with a ``KERNC_CACHE_DIR`` that does
+      not exist yet (kernc creates it, as on a first use); the installed dependencies keep their
+      ``.pyc`` files, as pip writes them;
     - ``nvcc_ptx_ms``: ``nvcc -ptx -O3 -arch=ARCH CU -o OUT`` (``None`` without nvcc or ``cu_path``;
       nvcc's PTX is kept as ``nvcc_ptx_path``).
 
-    The three subprocess commands run interleaved (nvcc, CLI cold, CLI hit, nvcc, ...) after one
-    untimed round, so that load on the machine affects the ratios as little as possible.
+    ``warm_peer`` (e.g. ``bench.triton_peer.WarmCompiles``), when given, is the peer compiler whose
+    warm compiles are measured alongside: the ``reps`` warm compiles are split into
+    :data:`WARM_ROUNDS` blocks, each after one untimed compile, and after each block
+    ``warm_peer(k)`` runs a block of the peer's (one untimed compile and ``k`` timed ones), so that
+    a change of load on the machine weighs on both alike while each compiler stays warm (one compile
+    after another's is measured 1.3-1.8x slower for kernc's saxpy, Triton's hardly changes).
+    The subprocess commands run interleaved (CLI cold, CLI hit, CLI first run, nvcc, CLI cold, ...)
+    after one untimed round, so that load on the machine affects the ratios as little as possible.
     """
     import kernc
     from kernc.compiler import Compilation, CompileOptions
@@ -66,13 +74,18 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
     text = open(kern_path, encoding="utf-8").read()
     opts = CompileOptions(arch=arch)
     runs = []  # (wall seconds, seconds in LLVM's backend) of each timed compile
-    for i in range(max(1, reps) + 1):  # run 0 warms up
-        t0 = time.perf_counter()
-        comp = Compilation(text, kern_path, opts, use_cache=False)
-        comp.ptx()
-        wall = time.perf_counter() - t0
-        if i:
-            runs.append((wall, sum(run.seconds for run in comp.timings if run.stage == "ptx")))
+    reps = max(1, reps)
+    rounds = min(WARM_ROUNDS, reps) if warm_peer is not None else 1
+    for block in (reps // rounds + (r < reps % rounds) for r in range(rounds)):
+        for i in range(block + 1):  # the first compile of a block warms up
+            t0 = time.perf_counter()
+            comp = Compilation(text, kern_path, opts, use_cache=False)
+            comp.ptx()
+            wall = time.perf_counter() - t0
+            if i:
+                runs.append((wall, sum(run.seconds for run in comp.timings if run.stage == "ptx")))
+        if warm_peer is not None:
+            warm_peer(block)
     warm = statistics.median(wall for wall, _ in runs)
     llvm_share = statistics.median(llvm / wall for wall, llvm in runs)
     kernc.compile(text, filename=kern_path, arch=arch).ptx  # fill the cache
@@ -90,15 +103,24 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
     env_hit = dict(base_env, KERNC_CACHE_DIR=cache_dir)
     env_hit.pop("KERNC_ALWAYS_COMPILE", None)
     commands = {
-        "cli_cold": lambda: _run_checked(cmd, env_cold, workdir),
-        "cli_cache_hit": lambda: _run_checked(cmd, env_hit, workdir),
+        "cli_cold": lambda: tools.run_checked(cmd, env_cold, workdir),
+        "cli_cache_hit": lambda: tools.run_checked(cmd, env_hit, workdir),
     }
+    if first_run_tree:
+        first_runs = itertools.count()
+        first_cmd = [sys.executable, "-B", *cmd[1:]]
+
+        def first_run():
+            fresh = os.path.join(workdir, f"{stem}.first-run-cache-{next(first_runs)}")  # does not exist yet
+            tools.run_checked(first_cmd, first_run_env(base_env, first_run_tree, fresh), workdir)
+
+        commands["cli_first_run"] = first_run
     nvcc = tools.find("nvcc")
     nvcc_out = None
     if nvcc and cu_path and os.path.exists(cu_path):
         nvcc_out = os.path.join(workdir, stem + ".nvcc.ptx")
         nvcc_cmd = [nvcc, "-ptx", "-O3", f"-arch={arch}", cu_path, "-o", nvcc_out]
-        commands["nvcc_ptx"] = lambda: _run_checked(nvcc_cmd, cwd=workdir)
+        commands["nvcc_ptx"] = lambda: tools.run_checked(nvcc_cmd, cwd=workdir)
     times: dict = {k: [] for k in commands}
     for rnd in range(max(1, sub_reps) + 1):
         for k, fn in commands.items():
@@ -113,19 +135,64 @@ def compile_latency(kern_path: str, cu_path: str | None, arch: str, reps: int, s
         **{f"{k}_ms": 1e3 * statistics.median(v) for k, v in times.items()},
     }
     result.setdefault("nvcc_ptx_ms", None)
+    result.setdefault("cli_first_run_ms", None)
     result["nvcc_ptx_path"] = nvcc_out
     return result
 
 
-def nvcc_ptx(cu_path: str | None, arch: str, workdir: str, stem: str, flags=()) -> str | None:
-    """``nvcc -ptx -O3 -arch=ARCH FLAGS CU`` (e.g. ``--fmad=false``) into ``WORKDIR/STEM.nvcc.ptx``;
-    its path, or ``None`` without nvcc or ``cu_path``."""
-    nvcc = tools.find("nvcc")
-    if not (nvcc and cu_path and os.path.exists(cu_path)):
-        return None
-    out = os.path.join(workdir, f"{stem}.nvcc.ptx")
-    _run_checked([nvcc, "-ptx", "-O3", f"-arch={arch}", *flags, cu_path, "-o", out], cwd=workdir)
-    return out
+#: kernc's subpackages that an editable install maps from folders outside ``kernc/`` (pyproject's
+#: ``package-dir``); :func:`first_run_tree` copies each into its place under ``kernc/``.
+KERNC_SUBPACKAGES = ("support", "frontend", "dialect", "passes", "backend", "bench")
+
+
+def first_run_tree(dest: str) -> str:
+    """Copy kernc's modules and data files, as imported in this process (an installed or an
+    editable kernc), into ``DEST/kernc`` without any ``__pycache__`` folder; returns ``dest``, the
+    folder to put first on ``PYTHONPATH``. ``RuntimeError`` when a run with it does not import
+    kernc from the copy (:func:`check_first_run_tree`)."""
+    import importlib
+    import shutil
+
+    import kernc
+
+    root = os.path.join(dest, "kernc")
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc")
+    home = os.path.realpath(kernc.__path__[0])
+    shutil.copytree(home, root, ignore=skip)
+    for sub in KERNC_SUBPACKAGES:
+        folder = os.path.realpath(importlib.import_module(f"kernc.{sub}").__path__[0])
+        if os.path.dirname(folder) != home:  # mapped from elsewhere (an editable install)
+            shutil.copytree(folder, os.path.join(root, sub), ignore=skip, dirs_exist_ok=True)
+    check_first_run_tree(dest)
+    return dest
+
+
+def first_run_env(base_env: dict, tree: str, cache_dir: str) -> dict:
+    """The environment of a first run of kernc from ``tree`` with the cache folder ``cache_dir``."""
+    env = dict(base_env, KERNC_CACHE_DIR=cache_dir, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("KERNC_ALWAYS_COMPILE", None)
+    env["PYTHONPATH"] = os.pathsep.join([tree, *filter(None, [base_env.get("PYTHONPATH")])])
+    return env
+
+
+def check_first_run_tree(tree: str) -> None:
+    """``RuntimeError`` unless ``python -B`` with :func:`first_run_env` imports kernc and its
+    subpackages from ``tree`` and finds no ``.pyc`` file of kernc's there."""
+    mods = ["kernc", *(f"kernc.{sub}" for sub in KERNC_SUBPACKAGES)]
+    script = ("import importlib, os, sys; "
+              f"print('\\n'.join(os.path.realpath(importlib.import_module(m).__file__) for m in {mods!r}))")
+    env = first_run_env(dict(os.environ), tree, os.path.join(tree, "unused-cache"))
+    proc = subprocess.run([sys.executable, "-B", "-c", script], env=env, cwd=tree, capture_output=True, text=True,
+                          timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kernc does not import from {tree}: {proc.stderr.strip()[:2000]}")
+    where = os.path.realpath(tree) + os.sep
+    stray = [p for p in proc.stdout.split("\n") if p and not p.startswith(where)]
+    if stray:
+        raise RuntimeError(f"a run from {tree} imports {stray[0]} from elsewhere")
+    pyc = [os.path.join(d, f) for d, _, fs in os.walk(tree) for f in fs if f.endswith(".pyc")]
+    if pyc:
+        raise RuntimeError(f"a run from {tree} wrote {pyc[0]}")
 
 
 def _quality_of(ptx_path: str, cubin_path: str, arch: str) -> dict:
@@ -148,16 +215,25 @@ def _quality_of(ptx_path: str, cubin_path: str, arch: str) -> dict:
     return kernels
 
 
-def code_quality(kernc_ptx: str, nvcc_ptx_path: str | None, arch: str, workdir: str, stem: str) -> dict:
+def code_quality(kernc_ptx: str, nvcc_ptx_path: str | None, arch: str, workdir: str, stem: str,
+                 triton_ptx_path: str | None = None) -> dict:
     """Registers, spill bytes (``ptxas -v``) and SASS instruction counts of kernc's PTX and, when
-    given, of nvcc's PTX for the same kernels, both assembled by the same ``ptxas -arch=ARCH``:
-    ``{"kernc": {kernel: {...}}, "nvcc": {kernel: {...}} | None}``."""
+    given, of nvcc's and Triton's PTX for the same kernels, all assembled by the same ``ptxas``
+    (``-arch=ARCH``; Triton's PTX for the ``.target`` it names, ``sm_90a`` for ``sm_90``):
+    ``{"kernc": {kernel: {...}}, "nvcc": {kernel: {...}} | None, "triton": {kernel: {...}} | None}``."""
     kpath = os.path.join(workdir, f"{stem}.kernc.ptx")
     with open(kpath, "w", encoding="utf-8") as f:
         f.write(kernc_ptx)
-    out = {"kernc": _quality_of(kpath, os.path.join(workdir, f"{stem}.kernc.cubin"), arch), "nvcc": None}
+    out = {"kernc": _quality_of(kpath, os.path.join(workdir, f"{stem}.kernc.cubin"), arch), "nvcc": None,
+           "triton": None}
     if nvcc_ptx_path:
         out["nvcc"] = _quality_of(nvcc_ptx_path, os.path.join(workdir, f"{stem}.nvcc.cubin"), arch)
+    if triton_ptx_path:
+        from .triton_peer import ptx_target
+
+        with open(triton_ptx_path, encoding="utf-8") as f:
+            target = ptx_target(f.read())
+        out["triton"] = _quality_of(triton_ptx_path, os.path.join(workdir, f"{stem}.triton.cubin"), target)
     return out
 
 

@@ -13,8 +13,10 @@ DEFAULT_JSON = "bench-results.json"
 
 
 def _positive_int(text: str) -> int:
+    from kernc.support.exact_numbers import parse_int
+
     try:
-        n = int(text)
+        n = parse_int(text)  # ASCII digits only (int() takes '١٢')
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'") from None
     if n < 1:

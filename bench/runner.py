@@ -1,9 +1,10 @@
 """``python -m bench`` / ``kernc bench``: run every measurement, print one table, write JSON.
 
 Every number is printed next to its reference measured in the same run (``nvcc -ptx`` of the
-hand-written CUDA C++ kernel in ``bench/cuda/``, nvcc's cubin, the ideal sector count, the CUDA C++
-kernel on the GPU) as a ratio, and the issue's targets are marked PASS/FAIL (never asserted: a
-benchmark reports, it does not fail).
+hand-written CUDA C++ kernel in ``bench/cuda/``, Triton's compile of the Triton version in
+``bench/triton/``, nvcc's and Triton's code assembled by the same ptxas, the ideal sector count,
+the CUDA C++ kernel on the GPU) as a ratio, and the issue's targets are marked PASS/FAIL (never
+asserted: a benchmark reports, it does not fail).
 """
 
 from __future__ import annotations
@@ -24,13 +25,17 @@ CUDA_DIR = os.path.join(HERE, "cuda")
 #: kernc kernels of the benchmark itself: one per accessor, the NCHW -> NHWC permute (memory traffic).
 KERN_DIR = os.path.join(HERE, "kern")
 ACCESSORS_KERN = os.path.join(KERN_DIR, "accessors.kern")
-SCHEMA = 2  # 2: code_quality[example] holds one entry per CODE_QUALITY_PAIRS
+#: 2: code_quality[example] holds one entry per CODE_QUALITY_PAIRS; 3: Triton (compile[example]
+#: ["triton"], ratios_to_triton, code quality kernels' "triton") and the CLI first run
+SCHEMA = 3
 
-#: The issue's targets: (id, text, limit); compile ones are ratios to nvcc -ptx except the cache hit.
+#: The issue's targets: (id, text, limit). The warm compile is a ratio to Triton's warm compile
+#: to PTX, the other compile ones to nvcc -ptx except the cache hit.
 TARGETS = {
-    "inprocess_warm": ("warm in-process compile <= 1/20 x nvcc -ptx", 1 / 20),
+    "inprocess_warm": ("warm in-process compile <= 0.25 x Triton's (to PTX)", 0.25),
     "inprocess_cache_hit": ("in-process cache hit <= 2 ms", 2.0),
-    "cli_cold": ("CLI cold <= 1 x nvcc -ptx", 1.0),
+    "cli_cold": ("CLI cold <= 0.8 x nvcc -ptx", 0.8),
+    "cli_first_run": ("CLI first run (fresh cache folder, no .pyc files) <= 0.8 x nvcc -ptx", 0.8),
     "cli_cache_hit": ("CLI cache hit <= 1/3 x nvcc -ptx", 1 / 3),
     "registers": ("registers <= nvcc's", 1.0),
     "sass_instructions": ("SASS instructions <= 1.1 x nvcc's", 1.1),
@@ -38,10 +43,11 @@ TARGETS = {
     "transpose_bank_conflicts": ("transpose (coalesced): 0 bank conflicts", 0),
     "launch_overhead": ("host launch overhead (kernc API, 4 arguments) <= 10 us", 10.0),
 }
-COMPILE_COLUMNS = ("inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_cache_hit")
+COMPILE_COLUMNS = ("inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_first_run", "cli_cache_hit")
 #: Code quality compares builds with the same floating-point semantics: kernc --fmad against nvcc's
-#: default (--fmad=true: both contract a*b+c into FMAs), kernc's default against nvcc --fmad=false.
-#: name -> (kernc fmad option, extra nvcc flags, label)
+#: default (--fmad=true: both contract a*b+c into FMAs) and Triton's enable_fp_fusion=True, kernc's
+#: default against nvcc --fmad=false and enable_fp_fusion=False.
+#: name -> (kernc fmad option, extra nvcc flags, label); Triton's enable_fp_fusion is the fmad option
 CODE_QUALITY_PAIRS = {
     "fmad": (True, (), "kernc --fmad / nvcc"),
     "no_fmad": (False, ("--fmad=false",), "kernc / nvcc --fmad=false"),
@@ -85,8 +91,11 @@ def collect(ns) -> dict:
     import kernc
     from kernc.backend import cache
 
+    from . import triton_peer
+
     nvcc = tools.find("nvcc")
     sass_name, sass_path = tools.sass_tool()
+    triton_version = triton_peer.version()
     results: dict = {
         "schema": SCHEMA,
         "meta": {
@@ -103,6 +112,7 @@ def collect(ns) -> dict:
             "ptxas": tools.ptxas(),
             "ptxas_version": tools.version(tools.ptxas()),
             "sass_tool": sass_path,
+            "triton_version": triton_version,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "cpu_count": os.cpu_count(),
             "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
@@ -120,31 +130,48 @@ def collect(ns) -> dict:
     cache.reset()
     try:
         results["meta"]["python_startup_ms"] = measure.python_startup_ms(sub_reps)
+        first_run_tree = _first_run_tree(results, workdir)
+        triton_names = _triton_setup(results, names, ns.arch, workdir)
         nvcc_ptx_paths: dict = {}
         for name in names:
             kern = os.path.join(examples_dir, f"{name}.kern")
             cu = os.path.join(CUDA_DIR, f"{name}.cu")
             row: dict = {"cuda_reference": os.path.relpath(cu, os.path.dirname(HERE)) if os.path.exists(cu) else None}
             row["nvcc_ptx_ms"] = None
+            # Triton's warm compiles run in blocks alternating with kernc's, so that load on the
+            # machine weighs on both alike
+            peer = triton_peer.WarmCompiles(name, ns.arch, workdir) if name in triton_names else None
             try:
                 row.update(measure.compile_latency(kern, cu if os.path.exists(cu) else None, ns.arch, reps,
-                                                   sub_reps, workdir, cache_dir))
+                                                   sub_reps, workdir, cache_dir, first_run_tree, warm_peer=peer))
                 nvcc_ptx = row.pop("nvcc_ptx_path", None)
                 if nvcc_ptx:
                     nvcc_ptx_paths[name] = nvcc_ptx
             except Exception as err:  # noqa: BLE001 - one broken example must not stop the run
                 row["error"] = _err(err)
+            row["triton"] = peer.result() if peer else _triton_absent(results, name)
             row["ratios_to_nvcc"] = {c: _ratio(row.get(f"{c}_ms"), row.get("nvcc_ptx_ms")) for c in COMPILE_COLUMNS}
+            row["ratios_to_triton"] = {"inprocess_warm": _ratio(row.get("inprocess_warm_ms"),
+                                                                row["triton"].get("warm_ms")),
+                                       "inprocess_warm_to_cubin": _ratio(row.get("inprocess_warm_ms"),
+                                                                         row["triton"].get("warm_cubin_ms"))}
             results["compile"][name] = row
 
             pairs = results["code_quality"][name] = {}
             for pair, (fmad, flags, _label) in CODE_QUALITY_PAIRS.items():
+                triton_ptx = None
+                if name in triton_names:
+                    try:
+                        triton_ptx = triton_peer.ptx(name, ns.arch, fmad, workdir, f"{name}.{pair}")
+                    except Exception as err:  # noqa: BLE001 - kernc's and nvcc's numbers still count
+                        pairs[pair] = {"triton": {"error": _err(err)}}
                 try:
-                    nvcc_ptx = (measure.nvcc_ptx(cu, ns.arch, workdir, f"{name}.{pair}", flags) if flags
+                    nvcc_ptx = (tools.nvcc_ptx(cu, ns.arch, workdir, f"{name}.{pair}", flags) if flags
                                 else nvcc_ptx_paths.get(name))  # nvcc's default: the compile-latency PTX
-                    pairs[pair] = {"kernels": _code_quality(kern, fmad, nvcc_ptx, ns.arch, workdir, f"{name}.{pair}")}
+                    pairs.setdefault(pair, {})["kernels"] = _code_quality(kern, fmad, nvcc_ptx, ns.arch, workdir,
+                                                                          f"{name}.{pair}", triton_ptx)
                 except Exception as err:  # noqa: BLE001
-                    pairs[pair] = {"error": _err(err)}
+                    pairs.setdefault(pair, {})["error"] = _err(err)
 
             try:
                 results["memory"][name] = measure.memory_traffic(examples_dir, name, 1024 if quick else 4096)
@@ -187,8 +214,50 @@ def collect(ns) -> dict:
     return results
 
 
-def _code_quality(kern: str, fmad: bool, nvcc_ptx: str | None, arch: str, workdir: str, stem: str) -> dict:
-    """Per kernel: kernc's (``fmad``) and nvcc's registers, spills and SASS counts, and their ratios.
+def _first_run_tree(results: dict, workdir: str) -> str | None:
+    """The copy of kernc without ``.pyc`` files that the CLI first runs import
+    (``measure.first_run_tree``), or ``None`` with ``results["first_run"]["error"]`` saying why."""
+    try:
+        return measure.first_run_tree(os.path.join(workdir, "first-run"))
+    except Exception as err:  # noqa: BLE001 - the other columns are still measured
+        results["first_run"] = {"error": _err(err)}
+        return None
+
+
+def _triton_setup(results: dict, names, arch: str, workdir: str) -> set:
+    """The examples of ``names`` whose Triton version is compiled, after Triton's one untimed
+    first compile (``triton_peer.initialize``); empty without Triton, or with
+    ``results["triton_setup"]["error"]`` when the first compile fails."""
+    from . import triton as versions
+    from . import triton_peer
+
+    if not results["meta"]["triton_version"]:
+        return set()
+    try:
+        triton_peer.initialize(workdir, arch)
+    except Exception as err:  # noqa: BLE001
+        results["triton_setup"] = {"error": _err(err)}
+        return set()
+    return set(names) & set(versions.examples())
+
+
+def _triton_absent(results: dict, name: str) -> dict:
+    """The ``triton`` entry of an example whose Triton version is not compiled: why not."""
+    from . import triton as versions
+
+    if not results["meta"]["triton_version"]:
+        return {"note": "Triton is not installed (pip install 'kernc[bench]')"}
+    if name in versions.NOT_COMPARABLE:
+        return {"note": f"no Triton version: {versions.NOT_COMPARABLE[name]}"}
+    if name not in versions.examples():
+        return {"note": f"no Triton version in bench/triton/{name}.py"}
+    return {"note": "Triton's first compile failed (triton_setup)"}
+
+
+def _code_quality(kern: str, fmad: bool, nvcc_ptx: str | None, arch: str, workdir: str, stem: str,
+                  triton_ptx: str | None = None) -> dict:
+    """Per kernel: kernc's (``fmad``), nvcc's and Triton's registers, spills and SASS counts, and
+    the ratios of kernc's to nvcc's (``ratios``, the targets) and to Triton's (``ratios_to_triton``).
 
     kernc's side is the PTX its launcher runs for the example's inputs: every example passes
     ``index`` scalars ``>= 0``, so that is the variant specialised for them
@@ -197,13 +266,15 @@ def _code_quality(kern: str, fmad: bool, nvcc_ptx: str | None, arch: str, workdi
 
     ptx = Compilation(open(kern, encoding="utf-8").read(), kern,
                       CompileOptions(arch=arch, fmad=fmad)).ptx(nonneg_scalars=True)
-    q = measure.code_quality(ptx, nvcc_ptx, arch, workdir, stem)
+    q = measure.code_quality(ptx, nvcc_ptx, arch, workdir, stem, triton_ptx)
     kernels = {}
     for kname, mine in q["kernc"].items():
         theirs = (q["nvcc"] or {}).get(kname)
+        peer = (q["triton"] or {}).get(kname)
         kernels[kname] = {
-            "kernc": mine, "nvcc": theirs,
+            "kernc": mine, "nvcc": theirs, "triton": peer,
             "ratios": {m: _ratio(mine.get(m), (theirs or {}).get(m)) for m in ("registers", "sass_instructions")},
+            "ratios_to_triton": {m: _ratio(mine.get(m), (peer or {}).get(m)) for m in ("registers", "sass_instructions")},
         }
     return kernels
 
@@ -217,6 +288,8 @@ def evaluate_targets(results: dict) -> list[dict]:
             text, limit = TARGETS[col]
             if col == "inprocess_cache_hit":
                 value, unit = row.get("inprocess_cache_hit_ms"), "ms"
+            elif col == "inprocess_warm":
+                value, unit = (row.get("ratios_to_triton") or {}).get(col), "x Triton (to PTX)"
             else:
                 value, unit = row["ratios_to_nvcc"].get(col), "x nvcc -ptx"
             out.append({"target": col, "text": text, "example": name, "kernel": None, "measured": value,
@@ -277,34 +350,58 @@ def render(results: dict) -> str:
         + ("; PYTHONDONTWRITEBYTECODE is set here but not for the CLI runs (they use .pyc files, as an"
            " installed kernc does)" if meta.get("python_dont_write_bytecode") else ""),
         "",
-        "Compile latency to PTX: median time (ratio to nvcc -ptx -O3 of the CUDA C++ equivalent; target)",
+        "Compile latency to PTX: median time (ratio to Triton's warm compile to PTX of bench/triton/NAME.py "
+        "for the warm compile, to nvcc -ptx -O3 of the CUDA C++ equivalent for the others; target)",
     ]
     status = {(t["target"], t["example"], t["kernel"], t.get("pair")): t["status"] for t in results["targets"]}
     rows = []
     for name, row in results["compile"].items():
         if "error" in row and "inprocess_warm_ms" not in row:
-            rows.append([name, _ms(row.get("nvcc_ptx_ms")), f"error: {row['error']}", "", "", ""])
+            rows.append([name, _ms(row.get("nvcc_ptx_ms")), _triton_cell(row.get("triton")),
+                         f"error: {row['error']}", "", "", ""])
             continue
-        cells = [name, _ms(row.get("nvcc_ptx_ms"))]
+        cells = [name, _ms(row.get("nvcc_ptx_ms")), _triton_cell(row.get("triton"))]
         for col in COMPILE_COLUMNS:
             st = status.get((col, name, None, None), "n/a")
-            cells.append(f"{_ms(row.get(f'{col}_ms'))} ({_x(row['ratios_to_nvcc'].get(col))} {st})")
+            if col == "inprocess_warm":
+                cells.append(f"{_ms(row.get(f'{col}_ms'))} ({_x((row.get('ratios_to_triton') or {}).get(col))} "
+                             f"Triton {st}; {_x(row['ratios_to_nvcc'].get(col))} nvcc)")
+            else:
+                cells.append(f"{_ms(row.get(f'{col}_ms'))} ({_x(row['ratios_to_nvcc'].get(col))} {st})")
             if col == "inprocess_warm":
                 share, warm = row.get("inprocess_warm_llvm_share"), row.get("inprocess_warm_ms")
                 llvm = share * warm if share is not None and warm is not None else None
                 cells.append(f"{100 * share:.0f}% = {_ms(llvm)} ({_x(_ratio(llvm, row.get('nvcc_ptx_ms')))})"
                              if llvm is not None else "n/a")
         rows.append(cells)
-    parts.append(_table(["example", "nvcc -ptx", "in-process warm", "of which LLVM backend", "in-process cache hit",
-                         "CLI cold", "CLI cache hit"], rows))
-    parts.append("targets: warm <= 0.05x, cache hit <= 2 ms, CLI cold <= 1x, CLI cache hit <= 0.333x nvcc -ptx")
+    parts.append(_table(["example", "nvcc -ptx", "Triton warm (with ptxas)", "in-process warm",
+                         "of which LLVM backend", "in-process cache hit", "CLI cold", "CLI first run", "CLI cache hit"],
+                        rows))
+    parts.append("targets: warm <= 0.25x Triton's; cache hit <= 2 ms; CLI cold and CLI first run <= 0.8x, CLI cache "
+                 "hit <= 0.333x nvcc -ptx")
+    if meta.get("triton_version"):
+        parts.append(f"Triton {meta['triton_version']}: triton.compile of an ASTSource for GPUTarget('cuda', CC, 32), "
+                     "no disk cache (TRITON_ALWAYS_COMPILE, a fresh TRITON_CACHE_DIR each), after one untimed first "
+                     "compile of another kernel; warm = to PTX (the whole compile less its ptxas stage, where kernc "
+                     "and nvcc -ptx stop), with ptxas = the whole compile")
+    else:
+        parts.append("Triton not installed (Triton columns n/a; pip install 'kernc[bench]')")
+    parts.append("CLI first run: kernc from a copy without .pyc files, python -B, a KERNC_CACHE_DIR that does "
+                 "not exist yet; CLI cold: .pyc files present, KERNC_ALWAYS_COMPILE=1")
+    if (results.get("first_run") or {}).get("error"):
+        parts.append(f"CLI first run not measured: error: {results['first_run']['error']}")
+    if (results.get("triton_setup") or {}).get("error"):
+        parts.append(f"Triton not measured: error: {results['triton_setup']['error']}")
     parts.append("of which LLVM backend: the median share of each warm compile spent in gpu-module-to-binary "
                  "(LLVM's O3 pipeline and NVPTX code generation, in process; the stage 'ptx' of kernc compile "
                  "--time-passes), a floor under the warm time")
 
-    parts += ["", "Code quality (ptxas -v and SASS of both PTX files, same ptxas; kernc / nvcc (ratio; target)), "
-                  "compared at equal FMA contraction; kernc's PTX is the variant launched when every index "
-                  "scalar argument is >= 0, as in the examples"]
+    notes: list[str] = []
+    parts += ["", "Code quality (ptxas -v and SASS of the PTX files, same ptxas; kernc / nvcc / Triton (kernc / nvcc "
+                  "ratio; target; kernc / Triton ratio)), compared at equal FMA contraction (Triton's "
+                  "enable_fp_fusion as kernc's --fmad); kernc's PTX is the variant launched when every index "
+                  "scalar argument is >= 0, as in the examples; Triton's PTX is assembled for the target it "
+                  "names (sm_90a for sm_90)"]
     rows = []
     for name, pairs in results["code_quality"].items():
         for pair, q in pairs.items():
@@ -312,20 +409,26 @@ def render(results: dict) -> str:
             if "error" in q:
                 rows.append([name, "", label, f"error: {q['error']}", "", ""])
                 continue
-            for kname, k in q["kernels"].items():
-                mine, theirs = k["kernc"], k["nvcc"] or {}
+            if (q.get("triton") or {}).get("error"):
+                notes.append(f"  {name} ({label}): Triton: error: {q['triton']['error']}")
+            for kname, k in q.get("kernels", {}).items():
+                mine, theirs, peer = k["kernc"], k["nvcc"] or {}, k.get("triton") or {}
+                to_peer = k.get("ratios_to_triton") or {}
                 reg_st = status.get(("registers", name, kname, pair), "n/a")
                 sass_st = status.get(("sass_instructions", name, kname, pair), "n/a")
+                spills = lambda e: f"{e['spill_stores_bytes']}+{e['spill_loads_bytes']}" if e else "n/a"  # noqa: E731
                 rows.append([
                     name, kname, label,
-                    f"{mine['registers']} / {theirs.get('registers', 'n/a')} ({_x(k['ratios']['registers'])} {reg_st})",
-                    f"{mine['spill_stores_bytes']}+{mine['spill_loads_bytes']} / "
-                    + (f"{theirs['spill_stores_bytes']}+{theirs['spill_loads_bytes']}" if theirs else "n/a"),
-                    f"{mine.get('sass_instructions', 'n/a')} / {theirs.get('sass_instructions', 'n/a')} "
-                    f"({_x(k['ratios']['sass_instructions'])} {sass_st})",
+                    f"{mine['registers']} / {theirs.get('registers', 'n/a')} / {peer.get('registers', 'n/a')} "
+                    f"({_x(k['ratios']['registers'])} {reg_st}; {_x(to_peer.get('registers'))})",
+                    f"{spills(mine)} / {spills(theirs)} / {spills(peer)}",
+                    f"{mine.get('sass_instructions', 'n/a')} / {theirs.get('sass_instructions', 'n/a')} / "
+                    f"{peer.get('sass_instructions', 'n/a')} "
+                    f"({_x(k['ratios']['sass_instructions'])} {sass_st}; {_x(to_peer.get('sass_instructions'))})",
                 ])
     parts.append(_table(["example", "kernel", "compared", "registers", "spill bytes st+ld", "SASS instructions"],
                         rows))
+    parts += notes
 
     parts += ["", "Memory traffic on the CPU interpreter: sectors per warp request (ratio to the ideal 4 = "
                   "32 consecutive 4-byte elements)"]
@@ -391,6 +494,17 @@ def render(results: dict) -> str:
             val = f"{t['measured']:.3g} {t['unit']}"
             parts.append(f"  FAIL {t['text']}: {where} measured {val}")
     return "\n".join(parts) + "\n"
+
+
+def _triton_cell(t) -> str:
+    """The compile table's Triton cell: warm to PTX (whole compile with ptxas), a note or an error."""
+    if not t:
+        return "n/a"
+    if "error" in t:
+        return f"error: {t['error']}"
+    if t.get("warm_ms") is None:
+        return "n/a"
+    return f"{_ms(t['warm_ms'])} ({_ms(t.get('warm_cubin_ms'))})"
 
 
 def _sectors_cell(m: dict, kind: str) -> str:
@@ -560,7 +674,7 @@ def run(ns) -> int:
         sys.stderr.write(render(results))
         sys.stdout.write(text)
     else:
-        from kernc.cli import write_atomically
+        from kernc.support.output_files import write_atomically
 
         write_atomically(ns.json, text)
         sys.stdout.write(render(results))
@@ -579,7 +693,7 @@ def main(argv=None) -> int:
     try:
         return run(ns)
     except BrokenPipeError:
-        from kernc.cli import quiet_stdout
+        from kernc.support.output_files import quiet_stdout
 
         quiet_stdout()
         return 1

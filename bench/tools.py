@@ -131,3 +131,23 @@ def sass_counts(cubin_path: str) -> dict[str, dict] | None:
     if proc.returncode != 0:
         raise RuntimeError(f"{name} failed on {cubin_path}: {(proc.stderr + proc.stdout).strip()[:2000]}")
     return parse_sass(proc.stdout, name)
+
+
+def run_checked(cmd, env=None, cwd=None) -> None:
+    """Run ``cmd`` (output discarded, 10 minutes at most); ``RuntimeError`` with the start of its
+    stderr when it exits non-zero."""
+    proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, cmd[:4]))} ... exited {proc.returncode}: {proc.stderr.strip()[:2000]}")
+
+
+def nvcc_ptx(cu_path: str | None, arch: str, workdir: str, stem: str, flags=()) -> str | None:
+    """``nvcc -ptx -O3 -arch=ARCH FLAGS CU`` (e.g. ``--fmad=false``) into ``WORKDIR/STEM.nvcc.ptx``;
+    its path, or ``None`` without nvcc or ``cu_path``."""
+    nvcc = find("nvcc")
+    if not (nvcc and cu_path and os.path.exists(cu_path)):
+        return None
+    out = os.path.join(workdir, f"{stem}.nvcc.ptx")
+    run_checked([nvcc, "-ptx", "-O3", f"-arch={arch}", *flags, cu_path, "-o", out], cwd=workdir)
+    return out

@@ -19,14 +19,13 @@ Accessor ops (the semantics are in ``docs/design/accessors.md``):
 - ``kern.write`` -- ``(buffer, args..., sizes..., values...)``: ``X[e] = y_t``
 - ``kern.add``   -- ``(buffer, args..., sizes..., values...)``: ``X[e] += y_t``
 
-``args`` by accessor (the full table is in ``docs/accessor-lowering.md``): ``sequential``,
-``unique``, ``pair``, ``block_sum``, ``sum`` none; ``strided`` ``(off, s)`` of type ``index``
-(``e = off + t*s``); ``strided_default`` and ``pair_strided_default`` ``(off, s)`` too, with the value
-read out of bounds in the typed ``default`` attribute (an IRDL variadic group needs one type for all
-its operands, so it cannot carry the value among the ``index`` args); ``indexed`` and ``atomic`` the index buffer ``I`` (``memref<?xi32>``, ``e = I[t]``);
-``shared`` the ``unique, target`` tables of ``shared_indices(I)`` and ``shared_sum`` the ``unique,
-perm`` tables (all ``memref<?xi32>``; ``target`` packs each thread's rank with its block's count,
-``perm`` each sorted entry's thread with its rank).
+``args`` by accessor: the operands :attr:`AccessorKind.ir_args` of its record in the accessor
+registry (``dialect/accessors.py``, which the verifiers below read): none, ``(off, s)`` of type
+``index`` (``e = off + t*s``), the index buffer ``I`` (``memref<?xi32>``, ``e = I[t]``) or two
+``shared_indices(I)`` tables (``memref<?xi32>``, ``dialect/shared_table.py``). The ``*_default``
+reads carry the value read out of bounds in the typed ``default`` attribute (an IRDL variadic
+group needs one type for all its operands, so it cannot carry the value among the ``index`` args).
+Passes decode the ops with ``dialect/access.py`` (``Access.from_op``).
 
 One result/value per component (``pair`` and ``pair_strided_default``: ``2K`` of them, the first
 element's ``K`` components, then the second's). Their type is the *compute* type, which may differ
@@ -80,33 +79,18 @@ Thread builtins (all ``() -> index``): ``kern.thread_id`` (``t``), ``kern.block_
 import functools
 from typing import Any, Sequence
 
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
+from . import accessors
+from .accessors import Operand
 from .strided import StridedLayout
 
 ext = dialect("ext")
 
-#: Accessor kinds each op accepts, with the number of ``args`` operands they take.
 #: The attribute holding the value ``*_default`` reads give out of bounds (exact, typed).
 DEFAULT_ATTR = "default"
-
-READ_ACCESSORS = {
-    "sequential": 0, "strided": 2, "strided_default": 2, "indexed": 1, "shared": 2, "unique": 0,
-    "pair": 0, "pair_strided_default": 2,
-}
-WRITE_ACCESSORS = {
-    "sequential": 0, "strided": 2, "indexed": 1, "block_sum": 0, "sum": 0, "pair": 0,
-}
-ADD_ACCESSORS = {
-    "sequential": 0, "strided": 2, "indexed": 1, "shared_sum": 2, "atomic": 1, "block_sum": 0,
-    "sum": 0, "pair": 0,
-}
-#: Accessors whose ops carry two elements per thread (``2K`` results/values).
-PAIR_ACCESSORS = ("pair", "pair_strided_default")
-#: Accessors whose ``args`` are all integer ``memref`` s (index buffers or ``shared_indices`` tables).
-_MEMREF_ARG_ACCESSORS = ("indexed", "atomic", "shared", "shared_sum")
-#: Accessors whose first two ``args`` are ``(off, s)`` of type ``index``.
-_STRIDED_ACCESSORS = ("strided", "strided_default", "pair_strided_default")
+#: The attribute of ``kern.delinearize`` naming the program's coordinates (``over (i, j)``).
+COORD_NAMES_ATTR = "coord_names"
 
 
 class Kern(ext.Dialect, name="kern"):
@@ -141,14 +125,18 @@ def _layout_error(op, rank, parse=StridedLayout.parse) -> str | None:
     return None
 
 
-def _access_error(op, table: dict, with_values: bool) -> str | None:
-    """Shared verifier of read/write/add: the first problem found, or ``None``."""
+def _access_error(op, mode: str, with_values: bool) -> str | None:
+    """Shared verifier of read/write/add (``mode``): the first problem found, or ``None``. The
+    kinds an op takes, their ``args`` and the ``default`` attribute come from the accessor
+    registry (``dialect/accessors.py``)."""
     accessor = _str(op.attributes["accessor"])
-    if accessor not in table:
-        return f"unknown accessor '{accessor}' (expected one of {', '.join(table)})"
+    kind = accessors.BY_NAME.get(accessor)
+    if kind is None or mode not in kind.modes:
+        expected = ", ".join(k.name for k in accessors.for_mode(mode))
+        return f"unknown accessor '{accessor}' (expected one of {expected})"
     seg = _segments(op)
-    if seg[1] != table[accessor]:
-        return f"accessor '{accessor}' takes {table[accessor]} args, got {seg[1]}"
+    if seg[1] != len(kind.ir_args):
+        return f"accessor '{accessor}' takes {len(kind.ir_args)} args, got {seg[1]}"
     if seg[2] != len(_syms(op)):
         return f"{seg[2]} size operands for {len(_syms(op))} syms"
     buf_t = op.operands[0].type
@@ -158,7 +146,7 @@ def _access_error(op, table: dict, with_values: bool) -> str | None:
     if not values:
         return "an element needs at least one component"
     components = len(values)
-    if accessor in PAIR_ACCESSORS:
+    if kind.pair:
         if len(values) % 2:
             return (f"accessor '{accessor}' takes two elements (first, then second): an even number "
                     f"of component values, got {len(values)}")
@@ -177,15 +165,15 @@ def _access_error(op, table: dict, with_values: bool) -> str | None:
     if components == 1 and rank not in (1, 2):
         return "single-component elements need a rank-1 or rank-2 layout"
     args = list(op.operands)[1:1 + seg[1]]
-    if accessor in _MEMREF_ARG_ACCESSORS:
-        for a in args:
-            if not isinstance(a.type, ir.MemRefType) or a.type.rank != 1 \
-                    or not isinstance(a.type.element_type, ir.IntegerType):
-                what = "index buffer" if accessor in ("indexed", "atomic") else "shared_indices tables"
-                return f"{accessor}(I) needs 1-D integer memref args (the {what})"
-    if accessor in _STRIDED_ACCESSORS and any(not isinstance(v.type, ir.IndexType) for v in args[:2]):
-        return "strided(off, s) takes index operands"
-    if accessor in ("strided_default", "pair_strided_default"):
+    for spec, a in zip(kind.ir_args, args):
+        if spec.type is Operand.INDEX:
+            if not isinstance(a.type, ir.IndexType):
+                return "strided(off, s) takes index operands"
+        elif not isinstance(a.type, ir.MemRefType) or a.type.rank != 1 \
+                or not isinstance(a.type.element_type, ir.IntegerType):
+            what = "index buffer" if spec.type is Operand.INDEX_BUFFER else "shared_indices tables"
+            return f"{accessor}(I) needs 1-D integer memref args (the {what})"
+    if kind.default:
         if DEFAULT_ATTR not in op.attributes:
             return f"'{accessor}' needs a '{DEFAULT_ATTR}' attribute (the value read out of bounds)"
         dtype = op.attributes[DEFAULT_ATTR].type
@@ -265,7 +253,7 @@ class ReadOp(Kern.Operation, name="read"):
 
     @_verifier
     def verify_invariants(self) -> str | None:
-        return _access_error(self, READ_ACCESSORS, with_values=False)
+        return _access_error(self, accessors.READ, with_values=False)
 
 
 class WriteOp(Kern.Operation, name="write"):
@@ -281,7 +269,7 @@ class WriteOp(Kern.Operation, name="write"):
 
     @_verifier
     def verify_invariants(self) -> str | None:
-        return _access_error(self, WRITE_ACCESSORS, with_values=True)
+        return _access_error(self, accessors.WRITE, with_values=True)
 
 
 class AddOp(Kern.Operation, name="add"):
@@ -297,7 +285,7 @@ class AddOp(Kern.Operation, name="add"):
 
     @_verifier
     def verify_invariants(self) -> str | None:
-        return _access_error(self, ADD_ACCESSORS, with_values=True)
+        return _access_error(self, accessors.ADD, with_values=True)
 
 
 class LayoutApplyOp(Kern.Operation, name="layout_apply"):
@@ -358,7 +346,7 @@ VIEW_OPS = ("kern.view_load", "kern.view_store", "kern.in_bounds", "kern.delinea
 CHECKED_ATTR = "checked"
 
 _SWIZZLE_RE = __import__("re").compile(
-    r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?\d+)\s*,\s*(-?\d+)\s*,\s*(-?\d+)\s*>\s*o\s*(?:0\s*o\s*)?(.*)$", 0)
+    r"\s*(?:Sw|swizzle|Swizzle)\s*<\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*>\s*o\s*(?:0\s*o\s*)?(.*)$", 0)
 
 
 def _parse_plain_view_layout(text: str):
@@ -393,11 +381,33 @@ def _split_args(text: str) -> list:
     return parts
 
 
+#: Deepest bracket nesting of a layout expression :func:`fold_layout` takes (the text comes from
+#: an IR file: each level is a recursive call and a scan of the text).
+MAX_LAYOUT_TEXT_NESTING = 64
+
+
 def fold_layout(text: str):
     """Evaluate a static layout expression in CuTe notation with ``kernc.layout``: literals,
     ``A o B`` (composition, right to left), ``Sw<B,M,S> o L``, and calls of :data:`ALGEBRA_OPS`.
-    Returns a ``kernc.layout`` object; ``LayoutError`` (a ``ValueError``) if it is malformed or a
-    composition is not admissible (the message names both layouts)."""
+    Returns a ``kernc.layout`` object; ``LayoutError`` (a ``ValueError``) if it is malformed, nested
+    more than :data:`MAX_LAYOUT_TEXT_NESTING` brackets deep, or a composition is not admissible
+    (the message names both layouts)."""
+    import kernc.layout as KL
+
+    depth = deepest = 0
+    for ch in text:
+        if ch in "(<":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")>":
+            depth -= 1
+    if deepest > MAX_LAYOUT_TEXT_NESTING:
+        raise KL.LayoutError(f"the layout '{text[:40]}...' nests {deepest} brackets, more than "
+                             f"{MAX_LAYOUT_TEXT_NESTING}")
+    return _fold_layout(text)
+
+
+def _fold_layout(text: str):
     import re
 
     import kernc.layout as KL
@@ -405,7 +415,7 @@ def fold_layout(text: str):
 
     parts = [p.strip() for p in _split_compose(text)]
     if len(parts) > 1:
-        values = [fold_layout(p) for p in parts]
+        values = [_fold_layout(p) for p in parts]
         acc = values[-1]
         for v in reversed(values[:-1]):
             if isinstance(v, KL.Swizzle):
@@ -420,9 +430,9 @@ def fold_layout(text: str):
         vals = []
         for i, a in enumerate(_split_args(m.group(2))):
             if m.group(1) == "complement" and i == 1:
-                vals.append(int(a) if re.fullmatch(r"-?\d+", a) else KL.parse_layout(a).shape)
+                vals.append(int(a) if re.fullmatch(r"-?[0-9]+", a) else KL.parse_layout(a).shape)
             else:
-                vals.append(fold_layout(a))
+                vals.append(_fold_layout(a))
         try:
             return getattr(KL, m.group(1))(*vals)
         except TypeError as err:
@@ -646,10 +656,11 @@ def _build(name: str, operands: list, results: list, attrs: dict) -> ir.Operatio
                                attributes=attrs)
 
 
-def accessor_attrs(accessor: str, layout: str, syms) -> dict:
-    """The attribute dict of an accessor op (call inside an ``ir.Context``)."""
+def accessor_attrs(accessor, layout: str, syms) -> dict:
+    """The attribute dict of an accessor op (call inside an ``ir.Context``); ``accessor`` is an
+    :class:`~kernc.dialect.accessors.AccessorKind` or its name."""
     return {
-        "accessor": ir.StringAttr.get(accessor),
+        "accessor": ir.StringAttr.get(getattr(accessor, "name", accessor)),
         "layout": ir.StringAttr.get(layout),
         "syms": ir.ArrayAttr.get([ir.StringAttr.get(s) for s in syms]),
     }

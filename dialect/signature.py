@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields
 
+from . import accessors, shared_table
+
 SIGNATURE_ATTR = "kern.signature"
 
 #: Scalar dtype names of the language and their numpy dtype names.
@@ -39,11 +41,11 @@ class Param:
     - ``dtype``: language dtype name (``"f32"``, ``"u32"``, ``"index"``, ...); for buffers the element
       (storage) dtype; ``"u32"`` for tables.
     - ``access``: ``"read"``, ``"write"`` or ``"add"`` for buffers, ``None`` for scalars.
-    - ``accessor``: the kern IR accessor name (buffers only): ``"sequential"``, ``"strided"``,
-      ``"strided_default"``, ``"indexed"``, ``"shared"``, ``"unique"``, ``"pair"``,
-      ``"pair_strided_default"``, ``"shared_sum"``, ``"atomic"``, ``"block_sum"``, ``"sum"``.
-    - ``index_param``: the name of the index buffer of ``indexed(I)``, ``shared(I)``,
-      ``shared_sum(I)`` and ``atomic(I)``, else ``None``.
+    - ``accessor``: the accessor kind's name (buffers only): a record of the accessor registry
+      (``dialect/accessors.py``, :data:`~kernc.dialect.accessors.KINDS`; ``"view"`` for views).
+    - ``index_param``: the name of the index buffer of the kinds that take one
+      (:attr:`AccessorKind.index_param <kernc.dialect.accessors.AccessorKind.index_param>`), else
+      ``None``.
     - ``dims``: the declared logical dims, each an int or a size-symbol name (``["n", 3]``).
     - ``components``: elements' component count (1 for ``f32[n]``, 3 for ``f32[n, 3]``).
     - ``layout``: the storage layout in CuTe notation over the dims (``"(n,3):(1,n)"``).
@@ -56,11 +58,12 @@ class Param:
     - ``zero_init``: the launcher zero-fills the buffer before the launch (also when ``P == 0``):
       ``write sum`` and ``write pair``.
     - ``min_elements``: a :class:`kernc.dialect.strided.Poly` text over size symbols that the number
-      of elements (the first dim) must reach: ``"n+1"`` for ``pair`` reads and writes over ``n``,
-      ``"1"`` for ``unique``; ``None`` otherwise.
+      of elements (the first dim) must reach (the kind's ``elements``:
+      :meth:`ElementCount.min_elements <kernc.dialect.accessors.ElementCount.min_elements>`,
+      ``"n+1"`` for ``pair`` over ``n``, ``"1"`` for ``unique``); ``None`` otherwise.
     - ``table_of`` / ``table_field``: for ``kind="table"``, the index param and which table
-      (``"unique"``, ``"target"``, ``"perm"`` or ``"count"``; for ``@deterministic`` shared sums also
-      ``"gunique"``, ``"gstart"``, ``"gpos"``, ``"gcount"``, see ``backend/shared_indices.py``).
+      (``dialect/shared_table.py``: one of ``TABLES``, or for ``@deterministic`` shared sums of
+      ``MERGE_TABLES``).
     - ``scratch_size``: for ``kind="scratch"`` (device memory the launcher allocates zero-filled for
       each launch, e.g. the per-block partial sums of ``@deterministic`` reductions), the number of
       elements as a :class:`~kernc.dialect.strided.Poly` text over size symbols and ``__grid`` (the
@@ -207,6 +210,11 @@ class KernelSignature:
                     return f"param '{p.name}': 'components' must be a positive integer, got {p.components!r}"
                 if not isinstance(p.dims, list) or not isinstance(p.storage_shape, list):
                     return f"param '{p.name}': 'dims' and 'storage_shape' must be lists"
+                if p.kind == "buffer" and p.accessor not in accessors.BY_NAME:
+                    return (f"param '{p.name}': unknown accessor {p.accessor!r} (one of "
+                            f"{', '.join(accessors.BY_NAME)})")
+                if p.kind == "table" and p.table_field not in shared_table.TABLES + shared_table.MERGE_TABLES:
+                    return f"param '{p.name}': unknown table {p.table_field!r}"
         names = self.arg_names
         if len(set(names)) != len(names):
             return "argument names repeat"

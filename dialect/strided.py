@@ -15,7 +15,9 @@ import functools
 import re
 from dataclasses import dataclass
 
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")
+_TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")  # [0-9]: \d takes other scripts
+#: Deepest nesting of parentheses and unary minus signs :meth:`Poly.parse` takes.
+_MAX_NESTING = 64
 
 
 @dataclass(frozen=True)
@@ -97,13 +99,13 @@ class Poly:
         """Parse ``int``, ``name``, ``a*b``, ``a+b``, ``a-b``, ``-a`` and parentheses (everything
         :meth:`__str__` writes, e.g. ``-1+2*n``); ``ValueError`` otherwise."""
         toks = [(m.group(1), m.group(2), m.group(3)) for m in _TOKEN.finditer(text) if m.group(0).strip()]
-        pos = 0
+        pos = depth = 0
 
         def peek():
             return toks[pos] if pos < len(toks) else (None, None, None)
 
         def atom():
-            nonlocal pos
+            nonlocal pos, depth
             num, name, ch = peek()
             pos += 1
             if num is not None:
@@ -112,13 +114,20 @@ class Poly:
                 return Poly.sym(name)
             if ch is None:
                 raise ValueError(f"'{text}' ends where a number, a name or '(' should follow")
+            if ch in "-(":
+                depth += 1  # text from an IR file may nest without end: refused, not a RecursionError
+                if depth > _MAX_NESTING:
+                    raise ValueError(f"'{text[:40]}...' nests more than {_MAX_NESTING} parentheses or signs")
             if ch == "-":
-                return Poly.const(-1) * atom()
+                e = Poly.const(-1) * atom()
+                depth -= 1
+                return e
             if ch == "(":
                 e = expr()
                 if peek()[2] != ")":
                     raise ValueError(f"expected ')' in '{text}'")
                 pos += 1
+                depth -= 1
                 return e
             raise ValueError(f"unexpected '{ch}' in '{text}'")
 

@@ -15,7 +15,7 @@ Public API (all errors in the user's program raise :class:`kernc.errors.CompileE
 
 from __future__ import annotations
 
-from kernc.errors import CompileError, Diagnostic, SourceLocation
+from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 
 from . import ast
 from .ast import dump_ast

@@ -128,7 +128,7 @@ def _children(node):
 
 def alias_facts(kernel: A.Kernel, info) -> tuple[list, list, list]:
     """``(reads, writes, in_place)`` of the checked ``kernel`` (``info``: its
-    :class:`kernc.frontend.check.KernelInfo`): the names of the buffer params the kernel reads and
+    :class:`kernc.frontend.symbols.KernelInfo`): the names of the buffer params the kernel reads and
     of those it writes, in param order, and the ``[read, written]`` pairs of params that may be
     passed one array (every item reads and writes the same element of both; see the module)."""
     acc = _Accesses()

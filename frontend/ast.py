@@ -7,8 +7,8 @@ The checker (:mod:`kernc.frontend.check`) annotates nodes in place:
 
 - every expression gets ``ty`` (a :mod:`kernc.frontend.types` type);
 - :class:`Name`, :class:`Let`, :class:`For` and :class:`Assign` get ``sym`` (the resolved
-  :class:`kernc.frontend.check.Symbol`);
-- every :class:`Kernel` gets ``info`` (a :class:`kernc.frontend.check.KernelInfo`).
+  :class:`kernc.frontend.symbols.Symbol`);
+- every :class:`Kernel` gets ``info`` (a :class:`kernc.frontend.symbols.KernelInfo`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Optional
 
-from kernc.errors import SourceLocation
+from kernc.support.errors import SourceLocation
 
 Loc = SourceLocation
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Optional
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 #: The bound of a value nothing limits (any 32-bit launch would be refused by it).
 TOP = 2**64

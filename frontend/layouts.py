@@ -1,7 +1,10 @@
-"""Layouts in the language: layout definitions, their evaluation, views and layout applications.
+"""Layouts in the language: layout definitions, their evaluation and folding, and named storage
+layouts (``docs/design/layouts.md``, ``language.md`` section 3).
 
-This module is the part of the checker (:mod:`kernc.frontend.check`) that deals with layouts
-(``docs/design/layouts.md``, ``language.md`` section 3). It is a mixin of the checker class.
+This is the part of the checker (:mod:`kernc.frontend.check`) that resolves layouts; the storage
+layouts of buffer and view parameters are checked with the declarations
+(:mod:`kernc.frontend.declarations`), view accesses and layout applications in the body with the
+views (:mod:`kernc.frontend.views`).
 
 Layout values
 -------------
@@ -34,10 +37,17 @@ from dataclasses import dataclass
 from typing import Optional
 
 from kernc.dialect.strided import Poly, StridedLayout
-from kernc.errors import CompileError
 
 from . import ast as A
 from . import types as T
+from .diagnostics import did_you_mean, note_diagnostic
+from .language import ALGEBRA, BUILTIN_FUNCS, BUILTIN_LAYOUTS, KEYWORDS, MAX_CHAIN_LAYERS, TILER_OPS
+from .names import CheckerBase
+from .parser import parse
+from .symbols import Symbol
+
+# kernc.layout (the layout algebra) is imported where a layout is folded, not here: a program
+# without layout algebra never loads it (a cold `kernc compile` of saxpy does not).
 
 #: The built-in ``im2col`` (layouts.md section 3 / language.md 6.3, with the domain of ``(m, k)``:
 #: ``m >= 0``, ``0 <= k < R*S*C``; ``n < N`` and the padding bounds of ``h``/``w`` belong to the
@@ -51,22 +61,8 @@ layout im2col(H, W, C, R, S, OH, OW, sh, sw, ph, pw, dh, dw) : (m, k) in (_, R *
 }
 """
 
-#: Operations whose second argument, written as a tuple, is a CuTe tiler (applied by mode).
-TILER_OPS = ("composition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide")
-
 #: The checked built-in functional layouts (name -> ``A.FnLayoutDef``), shared by every checker.
 _BUILTIN_FN: dict = {}
-
-#: Layout algebra operations callable in layout expressions, with their (min, max) argument counts.
-ALGEBRA = {
-    "coalesce": (1, 1), "composition": (2, 2), "complement": (1, 2), "right_inverse": (1, 1),
-    "left_inverse": (1, 1), "logical_divide": (2, 2), "zipped_divide": (2, 2),
-    "tiled_divide": (2, 2), "flat_divide": (2, 2), "logical_product": (2, 2),
-    "zipped_product": (2, 2), "tiled_product": (2, 2), "flat_product": (2, 2),
-    "blocked_product": (2, 2), "raked_product": (2, 2),
-}
-#: Most dims a view (and most coordinates a layout application) may have.
-MAX_VIEW_RANK = 8
 
 
 @dataclass
@@ -141,8 +137,13 @@ def _entry(p: Poly):
     return p.value if p.is_const else str(p)
 
 
-class LayoutMixin:
-    """Layout definitions, storage layouts of buffers/views, applications and view accesses."""
+class LayoutChecks(CheckerBase):
+    """Layout definitions, their evaluation and folding, and named storage layouts; uses ``poly``
+    (declarations), ``let`` (statements) and ``index_value`` (expressions) of the checker."""
+
+    def __init__(self, program: A.Program):
+        super().__init__(program)
+        self.layouts: dict[str, A.LayoutDef] = {}
 
     # ---- definitions ------------------------------------------------------------------------
 
@@ -151,6 +152,7 @@ class LayoutMixin:
         the definitions that have no parameters (so their errors are reported once, here)."""
         self.fn_layouts: dict = {}
         self._bad_layouts: set = set()
+        n0 = len(self.diags)
         seen: dict = {}
         for item in self.program.items:
             if not isinstance(item, (A.LayoutDef, A.FnLayoutDef)):
@@ -166,15 +168,25 @@ class LayoutMixin:
             else:
                 self.check_layout_def(item)
         for d in list(self.layouts.values()):
-            if not d.params:
-                d.value = self.eval_layout(d.expr, {}, d)  # None after an error, reported here
+            if not d.params:  # None after an error, reported here (or where another refers to it)
+                try:
+                    d.value = self._instance(d, [], d.loc, False)
+                except _Deferred:
+                    d.value = None
             else:  # validate with symbolic parameters; algebra is folded at each use
                 self.eval_layout(d.expr, {p: Poly.sym(p) for p in d.params}, d, lenient=True)
+        # a definition that others refer to with other parameter names is evaluated again for each:
+        # an error that does not depend on the arguments is reported once
+        unique, kept = set(), []
+        for diag in self.diags[n0:]:
+            key = (diag.message, diag.location, diag.hint)
+            if key not in unique:
+                unique.add(key)
+                kept.append(diag)
+        self.diags[n0:] = kept
 
     def layout_name_ok(self, d, seen: dict) -> bool:
-        from .check import BUILTIN_FUNCS, BUILTIN_LAYOUTS, PENDING_LAYOUTS
-
-        if d.name in BUILTIN_LAYOUTS or d.name in PENDING_LAYOUTS:
+        if d.name in BUILTIN_LAYOUTS:
             self.error(f"'{d.name}' is a builtin layout and cannot be redefined", d.loc)
             return False
         if d.name in ALGEBRA or d.name in BUILTIN_FUNCS or d.name in T.SCALARS:
@@ -182,8 +194,6 @@ class LayoutMixin:
                     "a builtin function" if d.name in BUILTIN_FUNCS else "a type name")
             self.error(f"'{d.name}' is {what} and cannot name a layout", d.loc)
             return False
-        from .check import KEYWORDS
-
         if d.name in KEYWORDS:
             self.error(f"'{d.name}' is a keyword and cannot name a layout", d.loc)
             return False
@@ -215,8 +225,6 @@ class LayoutMixin:
             return None
         d = _BUILTIN_FN.get(name)
         if d is None:
-            from .parser import parse
-
             prog = parse(IM2COL_SOURCE, "<builtin im2col>")
             d = prog.items[0]
             d.builtin = True
@@ -242,8 +250,6 @@ class LayoutMixin:
     def check_fn_layout(self, d: A.FnLayoutDef) -> bool:
         """Type-check a functional layout's body once: params and coordinates are ``index``
         values; the lets are local; the result is a tuple of ``len(outs)`` ``index`` values."""
-        from .check import Symbol
-
         n0 = len(self.diags)
         scope: dict = {}
         d.param_syms, d.coord_syms = [], []
@@ -281,20 +287,6 @@ class LayoutMixin:
         self.scopes = saved
         return len(self.diags) == n0
 
-    def index_value(self, e: A.Expr, what: str) -> bool:
-        """Check ``e`` as an ``index`` value (integer literals become ``index``)."""
-        t = self.expr(e)
-        if t is None:
-            return False
-        if T.is_literal(t) and isinstance(t, T.ScalarType) and t.is_int:
-            self.retype(e, T.INDEX)
-            t = e.ty
-        if t != T.INDEX:
-            hint = "convert it with index(...)" if isinstance(t, T.ScalarType) and t.is_int else None
-            self.error(f"{what} must be an 'index', got '{t}'", e.loc, hint=hint)
-            return False
-        return True
-
     # ---- evaluation -------------------------------------------------------------------------
 
     def eval_layout(self, e, env: dict, d, lenient: bool = False):
@@ -317,14 +309,12 @@ class LayoutMixin:
             if name in env:
                 return True
             self.error(f"unknown name '{name}' in layout '{d.name}'"
-                       + _did_you_mean(name, list(env)), loc,
+                       + did_you_mean(name, list(env)), loc,
                        hint=f"size parameters are declared as `layout {d.name}({name}) = ...`")
             return False
         return ok
 
     def _tree(self, e, env: dict, d, what: str):
-        from .check import _subst
-
         if isinstance(e, A.TupleLit):
             parts = [self._tree(x, env, d, what) for x in e.elems]
             if any(p is None for p in parts):
@@ -335,10 +325,17 @@ class LayoutMixin:
             return None
         return _entry(_subst(p, env))
 
-    def _layout_error(self, err, loc, lenient: bool):
+    def _layout_error(self, err, loc, lenient: bool, op: str = None):
+        """Report ``err`` at ``loc`` (``op``: the algebra operation written there, which a limit
+        error names instead of the operands' full text: the source line shows them)."""
+        from kernc.layout import LayoutLimitError
+
         if lenient and "static" in str(err):
             raise _Deferred()
-        self.error(str(err), loc)
+        if op is not None and isinstance(err, LayoutLimitError):
+            self.error(f"'{op}' gives a layout past the limits: {err.base}", loc)
+        else:
+            self.error(str(err), loc)
         raise _Deferred()
 
     def _eval(self, e, env: dict, d, lenient: bool):
@@ -358,11 +355,12 @@ class LayoutMixin:
             except KL.LayoutError as err:
                 self._layout_error(err, e.loc, lenient)
         if isinstance(e, A.LayoutSwizzle):
-            if e.bits + e.base + abs(e.shift) > 63:
-                # its bit masks ((1 << B) - 1) << (M + |S|) would not fit an index (int64)
+            if e.bits + e.base + abs(e.shift) > KL.MAX_SWIZZLE_BITS:
+                # its bit masks ((1 << B) - 1) << (M + |S|) lie past the largest layout (the
+                # algebra's one limit, which also keeps them inside an index)
                 self.error(f"swizzle<{e.bits}, {e.base}, {e.shift}> reaches bit "
-                           f"{e.bits + e.base + abs(e.shift) - 1}; an index offset has 63 "
-                           f"(B + M + |S| must be at most 63)", e.loc)
+                           f"{e.bits + e.base + abs(e.shift) - 1} (B + M + |S| must be at most "
+                           f"{KL.MAX_SWIZZLE_BITS}, MAX_SWIZZLE_BITS)", e.loc)
                 raise _Deferred()
             try:
                 return KL.Swizzle(e.bits, e.base, e.shift)
@@ -384,7 +382,7 @@ class LayoutMixin:
             if self.is_layout_name(e.func):
                 return self._reference(e.func, e.args, env, d, e.loc, lenient)
             self.error(f"unknown layout or layout operation '{e.func}'"
-                       + _did_you_mean(e.func, list(ALGEBRA) + list(self.layouts)
+                       + did_you_mean(e.func, list(ALGEBRA) + list(self.layouts)
                                        + list(self.fn_layouts)), e.loc,
                        hint="layout operations: " + ", ".join(ALGEBRA))
             raise _Deferred()
@@ -400,8 +398,6 @@ class LayoutMixin:
 
     def _reference(self, name: str, args: list, env: dict, d, loc, lenient: bool):
         """``name(args)`` inside a layout expression: another definition, instantiated."""
-        from .check import _subst
-
         fn = self.lookup_fn_layout(name)
         target = fn if fn is not None else self.layouts[name]
         if len(args) != len(target.params):
@@ -419,16 +415,36 @@ class LayoutMixin:
         if target is d:
             self.error(f"layout '{name}' refers to itself", loc)
             raise _Deferred()
+        return self._instance(target, vals, loc, lenient)
+
+    def _instance(self, target, vals: list, loc, lenient: bool):
+        """The value of strided definition ``target`` with arguments ``vals`` (Polys), evaluated
+        once per checker and arguments: ``b2 = blocked_product(b1, b1)`` refers to ``b1`` twice,
+        and evaluating each reference anew made a chain of such definitions cost 2**n
+        evaluations. A failed evaluation (its error reported the first time) raises
+        :class:`_Deferred` again without repeating the error."""
         if getattr(self, "_instantiating", None) is None:
             self._instantiating = []
-        if name in self._instantiating:
-            self.error(f"layout '{name}' refers to itself", loc)
+            self._layout_memo = {}
+        key = (target.name, tuple(str(v) for v in vals), lenient)
+        if key in self._layout_memo:
+            v = self._layout_memo[key]
+            if v is None:
+                raise _Deferred()
+            return _Chain(v) if isinstance(v, _Chain) else v  # a chain is a list: the caller's copy
+        if target.name in self._instantiating:
+            self.error(f"layout '{target.name}' refers to itself", loc)
             raise _Deferred()
-        self._instantiating.append(name)
+        self._instantiating.append(target.name)
         try:
-            return self._eval(target.expr, dict(zip(target.params, vals)), target, lenient)
+            v = self._eval(target.expr, dict(zip(target.params, vals)), target, lenient)
+        except _Deferred:
+            self._layout_memo[key] = None
+            raise
         finally:
             self._instantiating.pop()
+        self._layout_memo[key] = v
+        return _Chain(v) if isinstance(v, _Chain) else v
 
     def _algebra(self, e: A.Call, env: dict, d, lenient: bool):
         import kernc.layout as KL
@@ -458,7 +474,7 @@ class LayoutMixin:
         try:
             return getattr(KL, e.func)(*args)
         except (KL.LayoutError, TypeError, ValueError) as err:
-            self._layout_error(err, e.loc, lenient)
+            self._layout_error(err, e.loc, lenient, e.func)
 
     def _tiler(self, e: A.TupleLit, env: dict, d, lenient: bool) -> tuple:
         """A tuple as the second argument of ``composition`` or a divide: a CuTe *tiler*, applied
@@ -507,14 +523,19 @@ class LayoutMixin:
             try:
                 return KL.composition(outer, inner)
             except KL.LayoutError as err:
-                self._layout_error(err, loc, lenient)
+                self._layout_error(err, loc, lenient, "o")
         if isinstance(outer, KL.Layout) and isinstance(inner, KL.Layout) \
                 and outer.is_static and inner.is_static:
             try:
                 return KL.composition(outer, inner)
             except KL.LayoutError as err:
-                self._layout_error(err, loc, lenient)
-        return _Chain(self._layers(inner, loc) + self._layers(outer, loc))
+                self._layout_error(err, loc, lenient, "o")
+        layers = self._layers(inner, loc) + self._layers(outer, loc)
+        if len(layers) > MAX_CHAIN_LAYERS:  # `c_i = c_{i-1} o c_{i-1}` doubles a chain per line
+            self.error(f"this chain of layouts has {len(layers)} layers, more than {MAX_CHAIN_LAYERS} "
+                       f"(each is applied to every coordinate)", loc)
+            raise _Deferred()
+        return _Chain(layers)
 
     def _layers(self, v, loc) -> list:
         import kernc.layout as KL
@@ -559,10 +580,7 @@ class LayoutMixin:
         self.diags.extend(new)
         for diag in new:
             if diag.location is not None and diag.location != loc:
-                from kernc.errors import Diagnostic
-
-                diag.notes.append(Diagnostic(f"layout '{d.name}' is used here", loc,
-                                             severity="note", source=self.program.source))
+                diag.notes.append(note_diagnostic(f"layout '{d.name}' is used here", loc, self.program.source))
         return layers
 
     # ---- storage layouts of buffers and views -------------------------------------------------
@@ -570,8 +588,6 @@ class LayoutMixin:
     def named_storage_layout(self, spec: A.LayoutName, names_ok, view: bool) -> Optional[StridedLayer]:
         """The storage layer of ``as NAME(args)`` (a strided definition, folded); None after an
         error (reported)."""
-        from .check import _did_you_mean as dym
-
         d = self.layouts.get(spec.name)
         if d is None:
             if self.lookup_fn_layout(spec.name) is not None:
@@ -579,10 +595,8 @@ class LayoutMixin:
                            spec.loc, hint=f"apply it to a coordinate in the body: "
                                           f"x.checked({spec.name}(...)(i, j))")
                 return None
-            from .check import BUILTIN_LAYOUTS
-
             self.error(f"unknown layout '{spec.name}'"
-                       + dym(spec.name, list(self.layouts) + list(BUILTIN_LAYOUTS)), spec.loc)
+                       + did_you_mean(spec.name, list(self.layouts) + list(BUILTIN_LAYOUTS)), spec.loc)
             return None
         args = spec.args or []
         if len(args) != len(d.params):
@@ -607,230 +621,6 @@ class LayoutMixin:
             return None
         return layers[0]
 
-    def view_param(self, sym, p: A.BufferParam, elem, dims_names_ok, add_sizes) -> None:
-        """Check a ``view`` buffer param: dims (any rank up to :data:`MAX_VIEW_RANK`), storage
-        layout (row-major by default, literal, named, or a swizzled named layout), ``default`` and
-        ``compute`` clauses; no accessor patterns."""
-        from .check import BufferInfo, _poly_entry, storage_shape
-
-        if p.patterns:
-            self.error(f"a 'view' buffer takes no accessor pattern ('{p.patterns[0].name}')",
-                       p.patterns[0].loc,
-                       hint="a view is accessed by coordinates in the body: x[i, j], x.checked(i, j)")
-            return
-        if len(p.dims) > MAX_VIEW_RANK:
-            self.error(f"view '{p.name}' has {len(p.dims)} dims; at most {MAX_VIEW_RANK} are "
-                       f"supported", p.loc)
-            return
-        dims = [self.poly(d, "dim", dims_names_ok) for d in p.dims]
-        if None in dims or elem is None:
-            return
-        for d in dims:
-            add_sizes(d, p.loc)
-        spec = p.layout
-        swizzle = None
-        if spec is None or (isinstance(spec, A.LayoutName) and spec.name in ("aos", "soa")):
-            if spec is not None and spec.args:
-                self.error(f"layout '{spec.name}' takes no arguments", spec.loc)
-                return
-            if spec is not None and len(dims) != 2:
-                self.error(f"layout '{spec.name}' is for 2-D views (T[n, K])", spec.loc)
-                return
-            if spec is not None and spec.name == "soa":
-                layout = StridedLayout(tuple(dims), (Poly.const(1), dims[0]))
-            else:  # row-major (C order): the last dim is contiguous
-                strides, acc = [], Poly.const(1)
-                for d in reversed(dims):
-                    strides.append(acc)
-                    acc = acc * d
-                layout = StridedLayout(tuple(dims), tuple(reversed(strides)))
-        elif isinstance(spec, A.LayoutName) and spec.name == "caspar":
-            self.error("layout 'caspar' is for accessor buffers, not views", spec.loc)
-            return
-        elif isinstance(spec, A.LayoutLiteral):
-            if len(spec.shape) != len(spec.stride):
-                self.error(f"layout has {len(spec.shape)} shape entries but {len(spec.stride)} "
-                           f"strides", spec.loc)
-                return
-            shape = [self.poly(e, "layout", dims_names_ok) for e in spec.shape]
-            stride = [self.poly(e, "layout", dims_names_ok) for e in spec.stride]
-            if None in shape or None in stride:
-                return
-            layout = StridedLayout(tuple(shape), tuple(stride))
-        else:
-            layer = self.named_storage_layout(spec, dims_names_ok, view=True)
-            if layer is None:
-                return
-            layout, swizzle = layer.layout, layer.swizzle
-        if tuple(layout.shape) != tuple(dims):
-            dims_text = ", ".join(str(x) for x in dims)
-            self.error(f"layout {layout} does not match the dims [{dims_text}] of '{p.name}'",
-                       spec.loc, hint="the layout's shape must list the view's dims in order")
-            return
-        for s in layout.shape + layout.stride:
-            add_sizes(s, p.loc)
-        shape = storage_shape(layout)
-        sig_layout = str(layout)
-        if swizzle is not None:
-            import kernc.layout as KL
-
-            inner = KL.Layout(tuple(_poly_entry(x) for x in layout.shape),
-                              tuple(_poly_entry(x) for x in layout.stride))
-            composed = KL.ComposedLayout(KL.Swizzle(*swizzle), 0, inner)
-            cos = composed.cosize()
-            if cos > inner.cosize():  # the swizzle reaches past the plain layout's storage
-                shape, sig_layout = [cos], f"({cos}):(1)"
-        compute = self.compute_clause(p, elem)
-        b = BufferInfo(p.name, elem, dims, 1, "view", "view", [], None, layout, shape, p.loc,
-                       compute=compute, compute_name=compute.name if compute is not None else None)
-        b.swizzle = swizzle
-        b.sig_layout = sig_layout
-        if p.default is not None:
-            value = self.default_value(p.default, b)
-            if value is None:
-                return
-            b.default_value = value
-        sym.buffer = b
-        sym.ty = b.value_type
-
-    # ---- applications and view accesses ---------------------------------------------------------
-
-    def is_application(self, e) -> bool:
-        from .check import BUILTIN_FUNCS
-
-        if isinstance(e, A.Apply):
-            return True
-        return (isinstance(e, A.Call) and e.func not in BUILTIN_FUNCS and e.func not in T.SCALARS
-                and self.lookup(e.func) is None and self.is_layout_name(e.func))
-
-    def application(self, e) -> Optional[int]:
-        """Check a layout application (``A.Apply``, or ``A.Call`` of a parameterless layout);
-        sets ``e.layers`` and ``e.inputs``; returns the number of coordinates it gives."""
-        if isinstance(e, A.Apply):
-            name, args, coords = e.func, e.args, e.coords
-        else:
-            name, args, coords = e.func, [], e.args
-        fn = self.lookup_fn_layout(name)
-        layers = None
-        if fn is not None:
-            if len(args) != len(fn.params):
-                self.error(f"layout '{name}' takes {len(fn.params)} argument"
-                           f"{'' if len(fn.params) == 1 else 's'}, got {len(args)}", e.loc,
-                           hint=None if not fn.builtin else
-                           "im2col(H, W, C, R, S, OH, OW, sh, sw, ph, pw, dh, dw)",
-                           note=None if fn.builtin else (f"layout '{name}' is defined here", fn.loc))
-                for a in list(args) + list(coords):
-                    if not self.is_application(a):
-                        self.expr(a)
-                return None
-            ok = all([self.index_value(a, f"an argument of layout '{name}'") for a in args])
-            layers = [FnLayer(fn, [("expr", a) for a in args])] if ok else None
-        elif name in self.layouts:
-            d = self.layouts[name]
-            if len(args) != len(d.params):
-                self.error(f"layout '{name}' takes {len(d.params)} argument"
-                           f"{'' if len(d.params) == 1 else 's'}, got {len(args)}", e.loc,
-                           note=(f"layout '{name}' is defined here", d.loc))
-                return None
-            vals = [self.poly(a, "layout argument", self._size_ok) for a in args]
-            if None not in vals:
-                layers = self.instantiate(d, vals, e.loc)
-        elif name not in self._bad_layouts:
-            self.error(f"unknown layout '{name}'"
-                       + _did_you_mean(name, list(self.layouts) + list(self.fn_layouts) + ["im2col"]),
-                       e.loc)
-        n = self.coord_list(coords, f"layout '{name}'")
-        if layers is None or n is None:
-            return None
-        for layer in layers:
-            if not layer.accepts(n):
-                want = (f"{len(layer.d.coords)}" if isinstance(layer, FnLayer) else
-                        f"{layer.layout.rank} (or 1 linear index)")
-                self.error(f"layout '{name}' is applied to {n} coordinate{'s' if n != 1 else ''}; "
-                           f"its layer {layer} takes {want}", e.loc)
-                return None
-            n = layer.outputs
-        e.layers = layers
-        e.inputs = coords
-        e.ty = T.CoordType(n)
-        return n
-
-    def _size_ok(self, name, loc) -> bool:
-        sym = self.lookup(name)
-        if sym is not None and sym.kind == "size":
-            return True
-        self.error(f"arguments of a strided layout must be sizes (size symbols and integers); "
-                   f"'{name}' is not a size symbol", loc)
-        return False
-
-    def coord_list(self, args: list, what: str) -> Optional[int]:
-        """Check coordinates: one layout application, or index values. Returns their count."""
-        if len(args) == 1 and self.is_application(args[0]):
-            return self.application(args[0])
-        if len(args) > MAX_VIEW_RANK:
-            self.error(f"{what} takes at most {MAX_VIEW_RANK} coordinates, got {len(args)}",
-                       args[0].loc)
-            return None
-        ok = True
-        for a in args:
-            if self.is_application(a):
-                self.error("a layout application must be the only coordinate", a.loc)
-                ok = False
-            elif not self.index_value(a, "a coordinate"):
-                ok = False
-        return len(args) if ok else None
-
-    def view_of(self, base) -> Optional[object]:
-        """The view Symbol ``base`` names, or None."""
-        if isinstance(base, A.Name):
-            sym = self.lookup(base.id)
-            if sym is not None and sym.kind == "buffer" and sym.buffer is not None \
-                    and sym.buffer.access == "view":
-                base.sym = sym
-                base.ty = sym.ty
-                return sym
-        return None
-
-    def view_access(self, e, sym, args: list) -> bool:
-        """Check the coordinates of an access of view ``sym``; sets ``e.view`` and ``e.coords``."""
-        b = sym.buffer
-        n = self.coord_list(args, f"view '{sym.name}'")
-        if n is None:
-            return False
-        rank = len(b.dims)
-        if n != rank:
-            self.error(f"view '{sym.name}' has {rank} dim{'s' if rank != 1 else ''}, but "
-                       f"{n} coordinate{'s are' if n != 1 else ' is'} given", e.loc)
-            return False
-        e.view = sym
-        e.coords = args
-        return True
-
-    def view_read(self, e) -> Optional[T.Type]:
-        """``x[i, j]`` / ``x[i]`` (unchecked), ``x.checked(...)``, ``x.in_bounds(...)``."""
-        if isinstance(e, A.Method):
-            sym = self.view_of(e.base)
-            if sym is None:
-                if not (isinstance(e.base, A.Name) and self.lookup(e.base.id) is None):
-                    self.expr(e.base)
-                what = f"'{e.base.id}'" if isinstance(e.base, A.Name) else "this value"
-                self.error(f"'.{e.name}(...)' is a method of 'view' buffers; {what} is not one",
-                           e.loc, hint="declare the buffer `view` to access it by coordinates")
-                return None
-            if e.name not in ("checked", "in_bounds"):
-                self.error(f"view '{sym.name}' has no method '.{e.name}'"
-                           + _did_you_mean(e.name, ("checked", "in_bounds")), e.loc,
-                           hint="views have x[i, j], x.checked(i, j) and x.in_bounds(i, j)")
-                return None
-            if not self.view_access(e, sym, e.args):
-                return None
-            return T.BOOL if e.name == "in_bounds" else sym.ty
-        sym = e.view_sym
-        indices = e.indices if isinstance(e, A.MultiIndex) else [e.index]
-        if not self.view_access(e, sym, indices):
-            return None
-        return sym.ty
-
 
 class _Deferred(Exception):
     """Internal: an error was reported (or a static-only operation is deferred to each use)."""
@@ -842,11 +632,12 @@ def _show(v) -> str:
     return str(v)
 
 
-def _did_you_mean(name, candidates) -> str:
-    from .check import _did_you_mean as dym
-
-    return dym(name, candidates)
-
-
-__all__ = ["LayoutMixin", "StridedLayer", "FnLayer", "IM2COL_SOURCE", "ALGEBRA", "MAX_VIEW_RANK",
-           "CompileError"]
+def _subst(p: Poly, env: dict) -> Poly:
+    """``p`` with each size symbol replaced by its Poly in ``env`` (a layout's arguments)."""
+    out = Poly.const(0)
+    for syms, coeff in p.terms:
+        term = Poly.const(coeff)
+        for s in syms:
+            term = term * env[s]
+        out = out + term
+    return out

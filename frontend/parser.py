@@ -14,7 +14,7 @@ from functools import lru_cache
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from kernc.errors import CompileError, Diagnostic, SourceLocation
+from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 
 from . import ast as A
 from . import parser_tables

@@ -150,7 +150,7 @@ def int_range(s: ScalarType) -> tuple[int, int]:
 def mlir_type(s: ScalarType):
     """The MLIR type of scalar ``s`` (call inside an ``ir.Context``): signless ``iN``, ``i1`` for
     bool, ``index``, ``f16``/``bf16``/``f32``/``f64``."""
-    from kernc.mlir import ir
+    from kernc.support.mlir import ir
 
     if s.literal:
         s = default_scalar(s)
@@ -168,11 +168,6 @@ def mlir_type(s: ScalarType):
     }[s.name]()
 
 
-#: ``(precision incl. the implicit bit, min normal exponent, max exponent)`` of the float types.
-_FLOAT_FORMATS = {"f16": (11, -14, 15), "bf16": (8, -126, 127), "f32": (24, -126, 127),
-                  "f64": (53, -1022, 1023)}
-
-
 def exact_float(value, s: ScalarType):
     """``value`` (an int or :class:`fractions.Fraction`, e.g. the exact value of a decimal literal)
     rounded *once* to the nearest value of float type ``s`` (ties to even, subnormals included).
@@ -180,21 +175,8 @@ def exact_float(value, s: ScalarType):
     Returns a Python float that holds that value exactly (every ``f16``/``bf16``/``f32`` value is a
     double), so building an MLIR constant from it rounds no further; ``None`` if it overflows ``s``.
     ``exact_float(Fraction("0.1"), F32)`` is ``float(np.float32("0.1"))``, never a double rounding.
+    The rule is :func:`kernc.exact_numbers.round_to_float`, the launcher's too (scalar arguments).
     """
-    from fractions import Fraction
+    from kernc.support.exact_numbers import round_to_float
 
-    prec, emin, emax = _FLOAT_FORMATS[default_scalar(s).name]
-    fr = Fraction(value)
-    if fr == 0:
-        return 0.0
-    sign = -1 if fr < 0 else 1
-    a = abs(fr)
-    e = a.numerator.bit_length() - a.denominator.bit_length()
-    if Fraction(2) ** e > a:  # now 2**e <= a < 2**(e+1)
-        e -= 1
-    e = max(e, emin)
-    quantum = Fraction(2) ** (e - prec + 1)
-    rounded = round(a / quantum) * quantum  # round() on a Fraction ties to even
-    if rounded >= Fraction(2) ** (emax + 1):
-        return None
-    return sign * float(rounded)
+    return round_to_float(value, default_scalar(s).name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from kernc.errors import (  # noqa: E402
+from kernc.support.errors import (  # noqa: E402
     CompileError,
     Diagnostic,
     InternalCompilerError,
@@ -24,10 +24,12 @@ def __getattr__(name):
         from kernc import api
 
         return getattr(api, name)
-    if name == "layout":  # `kernc.layout.Layout(...)` after a plain `import kernc` (no MLIR needed)
+    # `kernc.layout.Layout(...)` (no MLIR needed), `kernc.errors.Diagnostic` and `kernc.mlir.ir` after
+    # a plain `import kernc` (the last two are the modules of kernc.support under their public names)
+    if name in ("layout", "errors", "mlir"):
         import importlib
 
-        return importlib.import_module("kernc.layout")
+        return importlib.import_module(f"kernc.{name}")
     raise AttributeError(f"module 'kernc' has no attribute '{name}'")
 
 

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kernc.backend import binding, cpu, cuda
+from kernc.backend.variant import Variant
 from kernc.compiler import Compilation, CompileOptions
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 
 @dataclass
@@ -33,8 +34,8 @@ class LaunchResult:
     requests and bank conflicts; ``None`` on the GPU and for a call with ``stats=False``).
     ``staged``, for a kernel whose view accesses kern-coalesce-views staged through workgroup
     tiles: ``True`` when that kernel ran, ``False`` when the launch ran the kernel compiled without
-    the pass instead (its tiles would have been mostly empty: ``binding.staging_pays``); ``None``
-    for other kernels and empty problems."""
+    the pass instead (its tiles would have been mostly empty: ``launch_policy.staging_pays``);
+    ``None`` for other kernels and empty problems."""
 
     device: str
     problem_size: int
@@ -121,7 +122,7 @@ class Kernel:
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
-            if not bound.staging_pays:
+            if not bound.variant.staged:
                 return dataclasses.replace(self._unstaged().launch(args, kwargs, device, stats=stats),
                                            staged=False)
             counters = cpu.launch(self._module._interpreter(), bound, stats=bool(stats))
@@ -136,7 +137,7 @@ class Kernel:
             cp = cuda.cupy()
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
                                  zeros=cp.zeros, plan=self._bind_plan)
-            if not bound.staging_pays:
+            if not bound.variant.staged:
                 unstaged = self._unstaged()
                 result = unstaged.launch(args, kwargs, device)
                 if positional_only:  # calls that bind as this one did make the same choice
@@ -144,12 +145,12 @@ class Kernel:
                 return dataclasses.replace(result, staged=False)
             current = cp.cuda.runtime.getDevice()
             cuda.check_same_device(bound, current)
-            aligned = cuda.all_aligned(bound, 16)
-            module = self._module._cuda_module(bound.index_bits, aligned, current, bound.nonneg_scalars)
-            packer = self._packer(bound.index_bits)
+            variant = cuda.launch_variant(bound)
+            module = self._module._cuda_module_of(variant, current)
+            packer = self._packer(variant.index_bits)
             cuda.launch(module, bound, packer)
             if positional_only and bound.arrays:  # what __call__'s fast path can repeat
-                self._prepared = cuda.prepare(module, bound, packer, current, aligned)
+                self._prepared = cuda.prepare(module, bound, packer, current, variant)
                 self._prepared_staged = self._staged
             counters = None
         else:
@@ -160,7 +161,7 @@ class Kernel:
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the
         staged kernel's tiles would be mostly empty and the unstaged accesses nearly coalesced
-        (``binding.staging_pays``: e.g. a transpose with an extent of a few elements)."""
+        (``launch_policy.staging_pays``: e.g. a transpose with an extent of a few elements)."""
         return self._module._unstaged_module().kernels[self.name]
 
 
@@ -210,20 +211,24 @@ class Module:
         return self._interp
 
     def _unstaged_module(self) -> "Module":
-        """The same program compiled with the same options but ``coalesce=False`` (built on first
-        use, from the compile cache when it has it)."""
+        """The same program compiled with the same options but ``coalesce=False``
+        (``Compilation.unstaged``: built on first use, from the compile cache when it has it)."""
         with self._lock:
             if self._unstaged_mod is None:
-                c = self._compilation
-                options = dataclasses.replace(c.options, coalesce=False, remarks=False)
-                self._unstaged_mod = Module(Compilation(c.source, c.filename, options))
+                self._unstaged_mod = Module(self._compilation.unstaged())
             return self._unstaged_mod
 
-    def _cuda_module(self, index_bits: int, aligned: bool, device: int, nonneg_scalars: bool = False):
-        key = (index_bits, aligned, device, nonneg_scalars)
+    def _cuda_module_of(self, variant: Variant, device: int) -> cuda.CudaModule:
+        """The PTX of ``variant`` loaded on CUDA device ``device``, once per module."""
+        key = (variant, device)
         if key not in self._cuda:
-            self._cuda[key] = cuda.load_module(self._compilation.ptx(index_bits, aligned, nonneg_scalars))
+            self._cuda[key] = cuda.load_module(self._compilation.ptx(variant=variant))
         return self._cuda[key]
+
+    def _cuda_module(self, index_bits: int, aligned: bool, device: int, nonneg_scalars: bool = False):
+        """:meth:`_cuda_module_of` with the variant given as its fields (the form before
+        :class:`Variant`)."""
+        return self._cuda_module_of(Variant(index_bits, aligned, nonneg_scalars), device)
 
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
@@ -261,9 +266,17 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
 
 
 def read_source(path) -> str:
-    """Read a ``.kern`` file as UTF-8; ``OSError`` if unreadable, ``CompileError`` if not UTF-8."""
-    with open(path, "rb") as f:
-        data = f.read()
+    """Read a ``.kern`` file as UTF-8; ``OSError`` if unreadable or not a file, a pipe or a
+    terminal (a device such as ``/dev/zero`` would never end: :mod:`kernc.support.input_files`),
+    ``CompileError`` if not UTF-8."""
+    from kernc.support.input_files import read_stream_or_file
+
+    try:
+        data = read_stream_or_file(path)
+    except OSError as err:
+        if err.errno is None:  # refused by kernc: name the file
+            raise OSError(f"cannot read '{os.fspath(path)}': {err}") from None
+        raise
     return decode_source(data, str(path))
 
 
@@ -273,7 +286,7 @@ def decode_source(data: bytes, path: str) -> str:
     like every other diagnostic: its line (each bad sequence as U+FFFD) and a caret under it."""
     import codecs
 
-    from kernc.errors import CompileError, Diagnostic, SourceLocation
+    from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 
     # The byte order mark is dropped here rather than by the "utf-8-sig" codec (same text), whose
     # error positions count from after the mark: the message named the wrong byte.

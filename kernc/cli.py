@@ -1,4 +1,6 @@
-"""The ``kernc`` command line (contract in ``docs/design/architecture.md``).
+"""The ``kernc`` command line (contract in ``docs/design/architecture.md``): what each subcommand
+does (:data:`COMMANDS`); their options are :mod:`kernc.cli_args`, and every output is written through
+:mod:`kernc.support.output_files` (files all or none, atomically; standard output completely).
 
 Exit codes: 0 ok; 1 user error (a diagnostic is printed); 2 usage error; 3 internal compiler error
 (a one-line summary, and the full report written to a file whose path is printed).
@@ -6,237 +8,30 @@ Exit codes: 0 ok; 1 user error (a diagnostic is printed); 2 usage error; 3 inter
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import stat
 import sys
 import tempfile
 import time
-import traceback
 
-from kernc.passes.targets import arch_option
+from kernc.cli_args import build_parser
+from kernc.support.output_files import (
+    quiet_stdout,
+    require_stdout,
+    writable_problem,
+    write_all_atomically,
+    write_atomically,
+    write_stdout,
+)
 
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_ICE = 0, 1, 2, 3
 
 
-def write_atomically(path: str, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and ``os.replace``,
-    so ``path`` is either untouched or complete (never half-written on an error or interrupt).
-
-    The file gets the mode an ordinary ``open(path, "w")`` would give it: an existing file keeps its
-    mode, a new one gets ``0o666`` less the umask. A symlink is written through (its target is
-    replaced, the link stays), as ``open(path, "w")`` would. A path that exists and is not a regular
-    file (``/dev/null``, ``/dev/stdout``, a FIFO, a terminal) is written directly, never renamed
-    over: there is no file to leave half-written, and replacing a device node would break it for
-    everyone. ``/dev/stdout`` and ``/dev/stderr`` are the process's own streams, whatever they are
-    redirected to (a shell's ``>> file`` keeps its contents). A file ``open(path, "w")`` may not
-    write (read-only for this user) is refused, not replaced. Raises ``OSError`` naming ``path``.
-    """
-    write_all_atomically([(path, data)])
-
-
-def write_all_atomically(items: list[tuple[str, str | bytes]]) -> None:
-    """Write several files as :func:`write_atomically` does, all or none: every file is first
-    written in full to its temporary file, and only when all of them are complete are they renamed
-    into place. A run out of disk space on the last output leaves every ``path`` as it was (the
-    temporary files are removed). Raises ``OSError`` naming the path that failed."""
-    staged: list[_Staged] = []
-    try:
-        for path, data in items:
-            staged.append(_stage(path, data.encode() if isinstance(data, str) else data))
-    except BaseException:
-        for st in staged:
-            st.discard()
-        raise
-    for i, st in enumerate(staged):
-        try:
-            st.commit()
-        except BaseException:
-            for rest in staged[i + 1:]:
-                rest.discard()
-            raise
-
-
-class _Staged:
-    """One output of :func:`write_all_atomically` between writing and committing: a complete
-    temporary file to rename over ``path``, or (``tmp`` ``None``) bytes written straight to a
-    stream or special file at commit."""
-
-    def __init__(self, shown: str, path: str, tmp: str | None, data: bytes | None = None,
-                 stream: str | None = None):
-        self.shown, self.path, self.tmp, self.data, self.stream = shown, path, tmp, data, stream
-
-    def commit(self) -> None:
-        if self.stream is not None:
-            _write_stream(getattr(sys, self.stream), self.data)
-        elif self.tmp is None:
-            try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-                try:
-                    _write_all(fd, self.data)
-                finally:
-                    os.close(fd)
-            except BrokenPipeError:
-                raise
-            except OSError as err:
-                raise OSError(f"cannot write '{self.shown}': {err.strerror or err}") from None
-        else:
-            try:
-                os.replace(self.tmp, self.path)
-            except OSError as err:
-                self.discard()
-                raise OSError(f"cannot write '{self.shown}': {err.strerror or err}") from None
-
-    def discard(self) -> None:
-        if self.tmp is not None:
-            try:
-                os.unlink(self.tmp)
-            except OSError:
-                pass
-
-
-def _stage(path: str, data: bytes) -> _Staged:
-    """Check ``path`` and write ``data`` to a temporary file next to it (see :func:`write_atomically`)."""
-    shown = path
-    stream = _STD_STREAMS.get(path)
-    if stream is not None:
-        return _Staged(shown, path, None, data, stream)
-    problem = writable_problem(path)
-    if problem is not None:
-        raise OSError(f"cannot write '{shown}': {problem}")
-    st = os.stat(path) if os.path.exists(path) else None  # follows symlinks (to a pipe, a file)
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        return _Staged(shown, path, None, data)
-    if os.path.islink(path):
-        path = os.path.realpath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if st is not None:
-        mode = st.st_mode & 0o7777
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kernc-", suffix=".tmp")
-    except OSError as err:
-        raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, mode)
-    except BaseException as err:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(err, OSError):
-            raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
-        raise
-    return _Staged(shown, path, tmp)
-
-
-#: Paths that name the process's own standard streams (see :func:`write_atomically`).
-_STD_STREAMS = {"/dev/stdout": "stdout", "/dev/fd/1": "stdout", "/proc/self/fd/1": "stdout",
-                "/dev/stderr": "stderr", "/dev/fd/2": "stderr", "/proc/self/fd/2": "stderr"}
-
-
-def writable_problem(path: str, created_folder: str | None = None) -> str | None:
-    """Why ``open(path, "w")`` would fail (or :func:`write_atomically` would refuse), or ``None``:
-    a symlink loop or a path through a file, a folder, a regular file this user may not write, a
-    missing folder (other than ``created_folder``, which the caller makes first)."""
-    try:
-        st = os.stat(path)  # follows symlinks
-    except FileNotFoundError:
-        st = None
-    except OSError as err:
-        return err.strerror or str(err)
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        return "it is a directory"
-    if st is not None and stat.S_ISREG(st.st_mode) and not os.access(path, os.W_OK):
-        # replacing it by a rename would succeed where open(path, "w") is refused
-        return "Permission denied (the file is read-only)"
-    if st is None:
-        folder = os.path.dirname(os.path.realpath(path))
-        if not os.path.isdir(folder) and not (created_folder and folder == os.path.realpath(created_folder)):
-            return "No such file or directory"
-    return None
-
-
-def _stdout(instead: str):
-    """``sys.stdout``, or ``OSError`` when the process was started with it closed (``>&-``);
-    ``instead`` says what to use instead (``"write the output with -o FILE"``)."""
-    if sys.stdout is None:
-        raise OSError(f"standard output is closed; {instead}")
-    return sys.stdout
-
-
-def _write_stdout(text: str, instead: str) -> None:
-    """Write ``text`` to standard output completely, or raise: ``BrokenPipeError`` when the reader
-    left (``kernc compile | head -1``; Python's own buffered write reported a partial write of a
-    large output as success, exit 0 with the output cut), and a non-blocking pipe inherited from
-    another process waits instead of dropping the rest. ``instead`` as for :func:`_stdout`."""
-    out = _stdout(instead)
-    _write_stream(out, text.encode(out.encoding or "utf-8", out.errors or "strict"), text)
-
-
-def _write_stream(out, data: bytes, text: str | None = None) -> None:
-    """``data`` to the text stream ``out`` (``sys.stdout``/``sys.stderr``) through its file
-    descriptor (:func:`_write_all`), after what the stream holds; a stream with no descriptor (one
-    captured in tests) takes ``text`` (when given) or ``data`` through its own writes."""
-    try:
-        fd = out.fileno()
-    except (OSError, ValueError, AttributeError):
-        if text is not None:
-            out.write(text)
-        else:
-            out.buffer.write(data)
-            out.buffer.flush()
-        return
-    out.flush()
-    _write_all(fd, data)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` to file descriptor ``fd``: a partial write (a pipe whose reader left
-    mid-way) continues until the kernel reports the error (``BrokenPipeError``), and a
-    non-blocking descriptor (a pipe shared with a process that set ``O_NONBLOCK``) is waited on
-    instead of failing part-way."""
-    view = memoryview(data)
-    while view:
-        try:
-            n = os.write(fd, view)
-        except BlockingIOError:
-            import select
-
-            select.select([], [fd], [])
-            continue
-        view = view[n:]
-
-
 def _emit(text: str, out: str | None) -> None:
     if out in (None, "-"):
-        _write_stdout(text if text.endswith("\n") else text + "\n", "write the output with -o FILE")
+        write_stdout(text if text.endswith("\n") else text + "\n", "write the output with -o FILE")
     else:
         write_atomically(out, text)
-
-
-def _size_option(text: str) -> tuple[str, int]:
-    """argparse ``type=`` of ``kernc run --size SYM=INT``: ``(SYM, INT)`` with ``INT >= 0``."""
-    sym, eq, val = text.partition("=")
-    val = val.strip()
-    if not eq or not sym.strip():
-        raise argparse.ArgumentTypeError(f"'{text}' is not SYM=INT")
-    if not (val.isascii() and val.isdigit()):  # ('²'.isdigit() is True; '-1' is not digits)
-        raise argparse.ArgumentTypeError(f"'{text}': the size must be a non-negative integer")
-    return sym.strip(), int(val)
-
-
-def _input_option(text: str) -> str:
-    """argparse ``type=`` of ``kernc run --input``: ``NAME=VALUE`` or ``NAME=@file.npy``."""
-    if "=" not in text or not text.partition("=")[0].strip():
-        raise argparse.ArgumentTypeError(f"'{text}' is not NAME=VALUE or NAME=@file.npy")
-    return text
 
 
 def _refuse_overwriting_input(ns) -> None:
@@ -262,9 +57,10 @@ def _read_source(path: str) -> str:
             from kernc.api import decode_source
 
             return decode_source(data, "-")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
+    from kernc.support.input_files import read_stream_or_file
+
+    try:  # a regular file, a FIFO/pipe or a terminal; not /dev/zero (it would never end)
+        data = read_stream_or_file(path)
     except OSError as err:
         raise OSError(f"cannot read '{path}': {err.strerror or err}") from None
     # The common case (a UTF-8 file) without importing kernc.api, which loads MLIR: a `kernc compile`
@@ -345,7 +141,7 @@ def cmd_check(ns) -> int:
     """``kernc check``: parse and check only (exit 1 with diagnostics on errors)."""
     from kernc import frontend
 
-    from kernc.errors import CompileError, Diagnostic, SourceLocation
+    from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 
     text = _read_source(ns.file)
     try:
@@ -362,9 +158,9 @@ def cmd_check(ns) -> int:
 def cmd_opt(ns) -> int:
     """``kernc opt``: parse MLIR text, run the named kernc/upstream passes, print the result."""
     from kernc.compiler import context, mlir_error_text, run_passes
-    from kernc.errors import CompileError, Diagnostic
-    from kernc.mlir import ir
-    from kernc.errors import InternalCompilerError
+    from kernc.support.errors import CompileError, Diagnostic
+    from kernc.support.mlir import ir
+    from kernc.support.errors import InternalCompilerError
     from kernc.frontend.lower import mlir_filename
     from kernc.passes.base import UpstreamPass
     from kernc.passes.registry import parse_pipeline
@@ -421,8 +217,8 @@ def _check_signatures(module, filename: str) -> None:
     """``CompileError`` if a function's ``kern.signature`` attribute (the launch contract the passes
     read) is not a valid signature: IR given to ``kernc opt`` may be hand-edited."""
     from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-    from kernc.errors import CompileError, Diagnostic
-    from kernc.mlir import ir
+    from kernc.support.errors import CompileError, Diagnostic
+    from kernc.support.mlir import ir
     from kernc.passes.base import walk_ops
 
     for fn in walk_ops(module, {"func.func", "gpu.func"}):
@@ -454,17 +250,65 @@ def _os_error_text(err: OSError) -> str:
 
 
 def _parse_scalar(text: str):
+    """The value of ``--input NAME=TEXT`` for a scalar: ``true``/``false``, an int, the exact
+    :class:`~fractions.Fraction` of a decimal, or ``inf``/``-inf``/``nan`` spelled so
+    (:func:`kernc.support.exact_numbers.parse_number`: ASCII digits only). The launcher rounds it to the
+    parameter's type by the API's own rule (``backend/binding.py``): a decimal once, exactly, and
+    one that overflows the type (``1e999``, ``1e39`` for f32) is an error, as ``1e39`` is from
+    Python."""
+    from kernc.support.exact_numbers import parse_number
+
     low = text.strip().lower()
     if low in ("true", "false"):
         return low == "true"
     try:
-        return int(text, 0)
+        return parse_number(text)
     except ValueError:
-        pass
+        why = "" if text.isascii() else "digits are ASCII 0-9; "
+        raise ValueError(f"'{text}' is neither a number nor true/false ({why}use NAME=@file.npy "
+                         f"for arrays)") from None
+
+
+def _load_npy(name: str, path: str):
+    """The array of ``--input NAME=@PATH``: a regular ``.npy`` file (a FIFO blocked the run
+    forever, and a device would never end: :mod:`kernc.support.input_files`), read once, without pickles.
+    ``KerncLaunchError`` naming the option and the file for every way it can be wrong."""
+    import numpy as np
+
+    from kernc.support.errors import KerncLaunchError
+    from kernc.support.input_files import open_for_reading
+
     try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"'{text}' is neither a number nor true/false (use NAME=@file.npy for arrays)")
+        f = open_for_reading(path)
+    except OSError as err:
+        raise KerncLaunchError(f"--input {name}: cannot read '{path}': {err.strerror or err}") from None
+    with f:
+        try:
+            loaded = np.load(f, allow_pickle=False)
+        except OSError as err:
+            raise KerncLaunchError(f"--input {name}: cannot read '{path}': {err.strerror or err}") from None
+        except MemoryError:
+            raise KerncLaunchError(f"--input {name}: cannot read '{path}': its header declares an "
+                                   "array too large for this machine's memory") from None
+        except Exception as err:  # noqa: BLE001 - numpy's many ways to reject a file
+            f.seek(0)
+            magic = f.read(6)
+            if not magic:
+                reason = "the file is empty"
+            elif magic != b"\x93NUMPY":  # the .npy format's magic string
+                reason = "not a .npy file"
+            elif "allow_pickle" in str(err):
+                reason = "an array of Python objects (only numeric arrays can be passed)"
+            else:  # a bad header or a short body (numpy's own wording names Python internals)
+                reason = "a damaged .npy file (its header or its length is wrong)"
+            raise KerncLaunchError(f"--input {name}: cannot read '{path}': {reason}; "
+                                   "save one array with np.save") from None
+        if not isinstance(loaded, np.ndarray):
+            if hasattr(loaded, "close"):
+                loaded.close()
+            raise KerncLaunchError(
+                f"--input {name}: '{path}' is not a .npy array (an .npz archive?); save one array with np.save")
+    return loaded
 
 
 def _check_run_outputs(ns) -> None:
@@ -478,7 +322,7 @@ def _check_run_outputs(ns) -> None:
         raise OSError(f"--output-dir '{out}' exists and is not a folder")
     stats_json = getattr(ns, "stats_json", None)
     if ns.stats or stats_json == "-":  # counters asked for on standard output
-        _stdout("write the counters with --stats-json FILE")
+        require_stdout("write the counters with --stats-json FILE")
     if stats_json and stats_json != "-":
         folder = os.path.dirname(os.path.realpath(stats_json))  # a symlink's target's folder
         if not os.path.isdir(folder) and folder != os.path.realpath(out):  # (the run creates DIR)
@@ -513,7 +357,7 @@ def _allocate_output(name: str, shape: tuple, dtype) -> "np.ndarray":  # noqa: F
     ``MemoryError``, or its ``ValueError`` for a size beyond its own limits)."""
     import numpy as np
 
-    from kernc.errors import KerncLaunchError
+    from kernc.support.errors import KerncLaunchError
 
     try:
         return np.zeros(shape, dtype=dtype)
@@ -532,9 +376,9 @@ def cmd_run(ns) -> int:
     import numpy as np
 
     import kernc
-    from kernc.backend.binding import numpy_dtype
+    from kernc.backend.dtypes import numpy_dtype
     from kernc.dialect.strided import Poly
-    from kernc.errors import KerncLaunchError
+    from kernc.support.errors import KerncLaunchError
 
     _check_run_outputs(ns)
     mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad,
@@ -558,31 +402,7 @@ def cmd_run(ns) -> int:
         if name in values:
             raise KerncLaunchError(f"--input {name} is given twice")
         if val.startswith("@"):
-            try:
-                loaded = np.load(val[1:], allow_pickle=False)
-            except OSError as err:
-                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {err.strerror or err}") from None
-            except MemoryError:
-                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': its header declares an "
-                                       "array too large for this machine's memory") from None
-            except Exception as err:  # noqa: BLE001 - numpy's many ways to reject a file
-                with open(val[1:], "rb") as f:
-                    magic = f.read(6)
-                if not magic:
-                    reason = "the file is empty"
-                elif magic != b"\x93NUMPY":  # the .npy format's magic string
-                    reason = "not a .npy file"
-                elif "allow_pickle" in str(err):
-                    reason = "an array of Python objects (only numeric arrays can be passed)"
-                else:  # a bad header or a short body (numpy's own wording names Python internals)
-                    reason = "a damaged .npy file (its header or its length is wrong)"
-                raise KerncLaunchError(f"--input {name}: cannot read '{val[1:]}': {reason}; "
-                                       "save one array with np.save") from None
-            if not isinstance(loaded, np.ndarray):
-                if hasattr(loaded, "close"):
-                    loaded.close()
-                raise KerncLaunchError(
-                    f"--input {name}: '{val[1:]}' is not a .npy array (an .npz archive?); save one array with np.save")
+            loaded = _load_npy(name, val[1:])
             if p.kind == "buffer" and p.dtype == "bf16" and loaded.dtype.kind == "V" and loaded.dtype.itemsize == 2:
                 loaded = loaded.view(numpy_dtype("bf16"))  # np.save writes bfloat16 as raw 2-byte records
             values[name] = loaded
@@ -593,7 +413,11 @@ def cmd_run(ns) -> int:
                 raise KerncLaunchError(f"--input {name}: {err}") from err
         if p.kind == "buffer" and not isinstance(values[name], np.ndarray):
             raise KerncLaunchError(f"--input {name}: '{name}' is a buffer; pass it as {name}=@file.npy")
-    sizes: dict = dict(ns.size)  # [(SYM, INT)], checked while parsing the options
+    sizes: dict = {}
+    for sym, n in ns.size:  # [(SYM, INT)], checked while parsing the options
+        if sym in sizes:  # the second silently won, where a repeated --input is an error
+            raise KerncLaunchError(f"--size {sym} is given twice")
+        sizes[sym] = n
     for p in sig.params:
         a = values.get(p.name)
         if p.kind == "buffer" and isinstance(a, np.ndarray) and a.ndim != len(p.storage_shape):
@@ -687,7 +511,7 @@ def cmd_layout(ns) -> int:
     """``kernc layout EXPR``: print a layout as a grid of offsets (or write an SVG picture)."""
     from kernc.dialect.layout_algebra import LayoutError, parse_layout
     from kernc.dialect.layout_print import layout_to_svg, layout_to_text
-    from kernc.errors import CompileError, Diagnostic
+    from kernc.support.errors import CompileError, Diagnostic
 
     try:
         # the language's algebra first (a tuple right of `o` is a tiler there, as in CuTe), then
@@ -711,7 +535,7 @@ def cmd_layout(ns) -> int:
         write_atomically(ns.svg, data)
         print(f"wrote {ns.svg}")
     else:
-        _write_stdout(data, "the layout is printed there (or write an SVG with --svg FILE)")
+        write_stdout(data, "the layout is printed there (or write an SVG with --svg FILE)")
     return EXIT_OK
 
 
@@ -723,7 +547,7 @@ def _algebra_layout(expr: str):
     import re
 
     from kernc.dialect.layout_algebra import LayoutError
-    from kernc.errors import CompileError
+    from kernc.support.errors import CompileError
 
     if "Sw<" in expr or (not re.search(r"[A-Za-z_]\w*\s*\(", expr) and " o " not in expr):
         return None  # the literal notation (Sw<B,M,S> is not the language's): its error stands
@@ -747,92 +571,15 @@ def cmd_bench(ns) -> int:
     return run(ns)
 
 
-_FMAD_HELP = ("contract a*b+c into fused multiply-adds (nvcc's --fmad=true; rounded once on the GPU "
-              "and the CPU interpreter alike; default: off, results equal numpy's a*b+c)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``argparse`` parser of every subcommand (usage errors exit with code 2)."""
-    from kernc import __version__
-
-    ap = argparse.ArgumentParser(prog="kernc", description="kernc: a GPU kernel compiler for .kern files")
-    ap.add_argument("--version", action="version", version=f"kernc {__version__}")
-    sub = ap.add_subparsers(dest="command", required=True)
-
-    c = sub.add_parser("compile", help="compile a .kern file and print or write one stage")
-    c.add_argument("file")
-    c.add_argument("-o", "--output", default=None, help="output file ('-' or none: stdout)")
-    c.add_argument("--emit", choices=["ast", "kern", "gpu", "llvm", "ptx"], default="ptx")
-    c.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU (default sm_90)")
-    c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
-    c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
-    c.add_argument("--verify-each", action="store_true", help="run the MLIR verifier after every pass")
-    c.add_argument("--time-passes", action="store_true",
-                   help="print the wall time of the frontend steps and of every pass, grouped by stage, to "
-                        "stderr (bypasses the compile cache)")
-    c.add_argument("--O", type=int, choices=[0, 1, 2, 3], default=3, help="LLVM optimisation level")
-    c.add_argument("--index-bits", type=int, choices=[32, 64], default=32,
-                   help="width of index arithmetic in the generated code (32 needs all sizes < 2^31)")
-    # kern-coalesce-views
-    c.add_argument("--no-coalesce", action="store_true",
-                   help="do not stage transposed view accesses through a workgroup tile")
-    c.add_argument("--remarks", action="store_true",
-                   help="explain optimisation decisions (view access staging) on stderr")
-    c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
-    c.set_defaults(fn=cmd_compile)
-
-    k = sub.add_parser("check", help="parse and check a .kern file")
-    k.add_argument("file")
-    k.set_defaults(fn=cmd_check)
-
-    o = sub.add_parser("opt", help="run named passes on MLIR text (like mlir-opt)")
-    o.add_argument("file")
-    o.add_argument("--passes", required=True, help="e.g. 'kern-lower-accessors,kern-lower-layouts,canonicalize'")
-    o.add_argument("-o", "--output", default=None)
-    o.add_argument("--print-ir-after-all", action="store_true")
-    o.add_argument("--time-passes", action="store_true", help="print the wall time of every pass to stderr")
-    o.set_defaults(fn=cmd_opt)
-
-    r = sub.add_parser("run", help="run one kernel on the CPU interpreter or a CUDA GPU")
-    r.add_argument("file")
-    r.add_argument("--kernel", default=None)
-    r.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    r.add_argument("--input", action="append", default=[], type=_input_option, metavar="NAME=@file.npy|NAME=VALUE")
-    r.add_argument("--size", action="append", default=[], type=_size_option, metavar="SYM=INT")
-    r.add_argument("--output-dir", default=".", help="where NAME.npy outputs go (default: the current folder)")
-    r.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU of --device cuda (default sm_90)")
-    r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
-    r.add_argument("--no-coalesce", action="store_true",
-                   help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
-    r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
-    r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
-                   "kernel staged view accesses), false (a staged kernel ran without staging for "
-                   "these extents) or null (nothing to stage, or an empty launch)")
-    r.set_defaults(fn=cmd_run)
-
-    lay = sub.add_parser("layout", help="print a CuTe-style layout as a grid of offsets (or an SVG)")
-    lay.add_argument("expr", help="e.g. '(4,8):(8,1)', 'Sw<3,3,3> o (8,64):(64,1)', '(6,2):(8,2) o (4,3):(3,1)'")
-    form = lay.add_mutually_exclusive_group()
-    form.add_argument("--text", action="store_true", help="print a text grid (the default)")
-    form.add_argument("--svg", metavar="FILE", default=None, help="write an SVG grid to FILE (- for standard output)")
-    lay.add_argument("--banks", action="store_true", help="also show shared-memory banks (32 x 4 bytes)")
-    lay.add_argument("--elem-bytes", type=int, choices=(1, 2, 4, 8, 16), default=4, metavar="N",
-                     help="element size in bytes for --banks: 1, 2, 4, 8 or 16 (default 4)")
-    lay.set_defaults(fn=cmd_layout)
-
-    try:  # the benchmarks ship as kernc.bench (the repository's bench/ folder)
-        from kernc.bench.options import add_arguments as add_bench_arguments
-    except ImportError:  # pragma: no cover - an install without bench/
-        add_bench_arguments = None
-    if add_bench_arguments is not None:
-        b = sub.add_parser("bench", help="run the benchmarks (compile latency, code quality, memory traffic, GPU)")
-        add_bench_arguments(b)
-        b.set_defaults(fn=cmd_bench)
-    return ap
+#: What each subcommand of :func:`kernc.cli_args.build_parser` runs.
+COMMANDS = {"compile": cmd_compile, "check": cmd_check, "opt": cmd_opt, "run": cmd_run, "layout": cmd_layout,
+            "bench": cmd_bench}
 
 
 def _report_ice(err: BaseException, argv) -> int:
     """Write the full crash report to a file, print a one-line summary and its path; exit code 3."""
+    import traceback  # (only for a crash: with textwrap, 1-2 ms of every start served by the cache)
+
     fd, path = tempfile.mkstemp(prefix="kernc-crash-", suffix=".txt")
     with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:  # argv may hold undecodable bytes
         f.write(f"kernc internal compiler error\ncommand: kernc {' '.join(argv)}\n")
@@ -869,10 +616,10 @@ def main(argv: list[str] | None = None) -> int:
     except (AttributeError, ValueError, OSError):  # not a TextIOWrapper, or closed
         pass
     ns = build_parser().parse_args(argv)
-    from kernc.errors import CompileError, InternalCompilerError, KerncError
+    from kernc.support.errors import CompileError, InternalCompilerError, KerncError
 
     try:
-        return ns.fn(ns)
+        return COMMANDS[ns.command](ns)
     except InternalCompilerError as err:
         return _report_ice(err, argv)
     except CompileError as err:  # located diagnostics: `file:line:col: error: ...`
@@ -892,19 +639,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as err:  # anything else is a kernc bug
         return _report_ice(err, argv)
-
-
-def quiet_stdout() -> None:
-    """Point standard output at the null device (Python's documented recipe for a broken pipe, see
-    the ``signal`` module's note on SIGPIPE): the buffered rest is not flushed into the closed pipe
-    at exit, which would raise a second error. Every output file is complete by then (written
-    atomically before anything is printed)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # no real file descriptor behind sys.stdout
-        pass
 
 
 def console_main() -> None:

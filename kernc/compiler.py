@@ -14,6 +14,7 @@ cheap and every stage can be re-entered from its text (``kernc opt``). All MLIR 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -24,16 +25,15 @@ from typing import Callable
 
 from kernc import frontend
 from kernc.backend import cache, toolkit
+from kernc.backend.variant import Variant
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.errors import CompileError, Diagnostic, InternalCompilerError, KerncError, SourceLocation
-from kernc.mlir import ir
 from kernc.passes import pipeline, targets
 from kernc.passes.base import Pass, functions, walk_ops
+from kernc.support.errors import CompileError, Diagnostic, InternalCompilerError, KerncError, SourceLocation
+from kernc.support.mlir import ir
 
 STAGES = ("ast", "kern", "gpu", "llvm", "ptx")
-#: Buffer alignment (bytes) the default PTX assumes; see ``Compilation.ptx(aligned=...)``.
-ALIGN = 16
 _GPU_FIELDS = ("kern", "gpu", "signatures")
 
 _CTX_LOCK = threading.RLock()
@@ -75,16 +75,18 @@ class CompileOptions:
     remarks: bool = False  # kern-coalesce-views: its decisions on stderr
     fmad: bool = False  # kern-contract-fma
 
-    def target(self, index_bits: int | None = None, libdevice: str | None = None,
-               align: int = 16, nonneg_scalars: bool = False) -> pipeline.TargetOptions:
-        """These options as the passes' ``TargetOptions`` for one PTX variant."""
+    def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
+        """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
+        aligned general one at these options' ``index_bits``); ``libdevice``: the path to link."""
+        if variant is None:
+            variant = Variant(self.index_bits)
         return pipeline.TargetOptions(
             arch=self.arch,
-            index_bits=index_bits or self.index_bits,
+            index_bits=variant.index_bits,
             opt_level=self.opt_level,
             libdevice=libdevice,
-            align=align,
-            nonneg_scalars=nonneg_scalars,
+            align=variant.align,
+            nonneg_scalars=variant.nonneg_scalars,
         )
 
 
@@ -229,8 +231,8 @@ class Compilation:
 
     The compile cache (``kernc.backend.cache``) is consulted first: on a hit the kern and gpu IR and
     the signatures come from it (the frontend and kern passes do not run; :attr:`program` is parsed
-    on first use), and PTX per index width is cached too. ``use_cache=False`` or an ``after_pass``
-    hook (which wants to see the passes run) bypasses it.
+    on first use), and the PTX of each :class:`~kernc.backend.variant.Variant` is cached too.
+    ``use_cache=False`` or an ``after_pass`` hook (which wants to see the passes run) bypasses it.
     """
 
     def __init__(
@@ -259,8 +261,9 @@ class Compilation:
         #: prints it (:func:`format_timings`).
         self.timings: list[StageTiming] = []
         self._lock = threading.RLock()
-        self._ptx: dict[int, str] = {}
-        self._llvm: dict[int, str] = {}
+        self._ptx: dict[Variant, str] = {}
+        self._llvm: dict[Variant, str] = {}
+        self._unstaged: Compilation | None = None  # built by unstaged() on first use
         self._program = None
         # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _stage_text)
         self._modules: dict[str, object] = {}  # stage -> module (after a compile)
@@ -346,11 +349,17 @@ class Compilation:
         self.from_cache = True
         return True
 
-    def _ptx_cache_key(self, bits: int, aligned: bool = True, nonneg_scalars: bool = False) -> str | None:
+    def _ptx_cache_key(self, index_bits: int | None = None, aligned: bool | None = None,
+                       nonneg_scalars: bool | None = None, *, variant: Variant | None = None) -> str | None:
+        """The compile cache's key of the PTX of a variant (named as :meth:`ptx` takes it: the key
+        :meth:`ptx` stores it under, that of :meth:`unstaged` for ``staged=False``), or ``None``
+        when the cache is not used."""
+        builder, variant = self._builder(self._variant(index_bits, aligned, nonneg_scalars, variant))
+        if builder is not self:
+            return builder._ptx_cache_key(variant=variant)
         if self.cache_key is None:
             return None
-        return cache.ptx_key(self.cache_key, self.options.arch, self.options.opt_level, bits,
-                             align=ALIGN if aligned else 0, nonneg_scalars=nonneg_scalars)
+        return cache.ptx_key(self.cache_key, self.options.arch, self.options.opt_level, variant)
 
     @property
     def program(self):
@@ -420,8 +429,6 @@ class Compilation:
         only those kernels (and every layout definition), as the later stages have."""
         program = self.program
         if self.options.kernels is not None:
-            import dataclasses
-
             items = [i for i in program.items
                      if not isinstance(i, frontend.ast.Kernel) or i.name in self.options.kernels]
             program = dataclasses.replace(program, items=items)
@@ -441,52 +448,99 @@ class Compilation:
         with _CTX_LOCK, context():
             return _text(ir.Module.parse(text))
 
-    def _lower_to_llvm(self, index_bits: int, aligned: bool = True, nonneg_scalars: bool = False) -> ir.Module:
+    # -- variants -----------------------------------------------------------------------------
+    def _variant(self, index_bits: int | None, aligned: bool | None, nonneg_scalars: bool | None,
+                 variant: Variant | None) -> Variant:
+        """The :class:`Variant` that :meth:`ptx`'s arguments name: ``variant`` itself, or one made
+        of the other three (``index_bits`` defaults to the options', ``aligned`` to ``True``,
+        ``nonneg_scalars`` to ``False``). ``TypeError`` when both forms are given or ``variant`` is
+        not a :class:`Variant`; ``ValueError`` for an ``index_bits`` other than 32 or 64."""
+        if variant is None:
+            return Variant(index_bits or self.options.index_bits, True if aligned is None else bool(aligned),
+                           bool(nonneg_scalars))
+        if not isinstance(variant, Variant):
+            raise TypeError(f"variant must be a kernc.backend.variant.Variant, got {type(variant).__name__}")
+        if (index_bits, aligned, nonneg_scalars) != (None, None, None):
+            raise TypeError("give the variant either as variant=Variant(...) or as index_bits/aligned/"
+                            "nonneg_scalars, not both")
+        return variant
+
+    def unstaged(self) -> "Compilation":
+        """This program compiled with the same options but without kern-coalesce-views
+        (``coalesce=False``: the build a :class:`Variant` with ``staged=False`` names), made on first
+        use (from the compile cache when it has it); this compilation itself when it stages nothing
+        (``coalesce`` off, or no kernel mapped to tiles)."""
+        if not self.options.coalesce or not any(sig.tiles for sig in self.signatures.values()):
+            return self
+        with self._lock:
+            if self._unstaged is None:
+                options = dataclasses.replace(self.options, coalesce=False, remarks=False)
+                self._unstaged = Compilation(self.source, self.filename, options)
+            return self._unstaged
+
+    def _builder(self, variant: Variant) -> tuple["Compilation", Variant]:
+        """The compilation that builds ``variant`` (:meth:`unstaged` for ``staged=False``) and the
+        variant as that compilation keys it (``staged=True``: its own kernels, as compiled)."""
+        if variant.staged:
+            return self, variant
+        return self.unstaged(), dataclasses.replace(variant, staged=True)
+
+    def _lower_to_llvm(self, variant: Variant) -> ir.Module:
         # kern-attach-target links libdevice only if calls remain after kern-libdevice-to-intrinsics
         libdevice = toolkit.libdevice_path()
         module = self._gpu_copy()
-        target = self.options.target(index_bits, libdevice, ALIGN if aligned else 0, nonneg_scalars)
-        run_passes(module, pipeline.gpu_to_llvm(target), self._hook(), self.options.verify_each,
-                   self._timer("llvm", _variant_name(index_bits, aligned, nonneg_scalars)))
+        run_passes(module, pipeline.gpu_to_llvm(self.options.target(variant, libdevice)), self._hook(),
+                   self.options.verify_each, self._timer("llvm", variant.name))
         return module
 
-    def llvm_ir(self, index_bits: int | None = None, aligned: bool = True,
-                nonneg_scalars: bool = False) -> str:
+    def llvm_ir(self, index_bits: int | None = None, aligned: bool | None = None,
+                nonneg_scalars: bool | None = None, *, variant: Variant | None = None) -> str:
         """The NVVM/LLVM-dialect IR with the target attached (see :meth:`ptx` for the arguments)."""
-        variant = (index_bits or self.options.index_bits, aligned, nonneg_scalars)
+        builder, variant = self._builder(self._variant(index_bits, aligned, nonneg_scalars, variant))
+        if builder is not self:
+            return builder.llvm_ir(variant=variant)
         with self._lock:
             if variant not in self._llvm:
                 with _CTX_LOCK, context():
-                    self._llvm[variant] = _text(self._lower_to_llvm(*variant))
+                    self._llvm[variant] = _text(self._lower_to_llvm(variant))
             return self._llvm[variant]
 
-    def ptx(self, index_bits: int | None = None, aligned: bool = True, nonneg_scalars: bool = False) -> str:
-        """PTX text of every kernel, ``index`` lowered to ``index_bits`` (default: the option's).
+    def ptx(self, index_bits: int | None = None, aligned: bool | None = None, nonneg_scalars: bool | None = None,
+            *, variant: Variant | None = None) -> str:
+        """PTX text of every kernel for one :class:`~kernc.backend.variant.Variant` of the program:
+        ``variant=Variant(...)``, or the same given as ``index_bits`` (``index`` lowered to 32 or
+        64 bits; default: the options'), ``aligned`` and ``nonneg_scalars``.
 
-        ``aligned``: the PTX may assume every buffer address is a multiple of 16 bytes (and use
-        16-byte vector accesses); launch it only with such buffers (the launcher checks).
-        ``nonneg_scalars``: the PTX may assume every ``index`` scalar argument is ``>= 0``
-        (``kern-specialize-nonneg-scalars``); launch it only with such arguments (the launcher
-        checks: ``BoundLaunch.nonneg_scalars``)."""
-        variant = (index_bits or self.options.index_bits, aligned, nonneg_scalars)
+        ``aligned`` (default ``True``): the PTX may assume every buffer address is a multiple of 16
+        bytes (and use 16-byte vector accesses); launch it only with such buffers (the launcher
+        checks). ``nonneg_scalars`` (default ``False``): the PTX may assume every ``index`` scalar
+        argument is ``>= 0`` (``kern-specialize-nonneg-scalars``); launch it only with such
+        arguments (the launcher checks: ``BoundLaunch.nonneg_scalars``). ``Variant.staged=False``:
+        the PTX of the program compiled without kern-coalesce-views (:meth:`unstaged`). Each
+        variant is built once and kept (and in the compile cache). ``TypeError`` when a variant is
+        given both ways, ``ValueError`` for an ``index_bits`` other than 32 or 64."""
+        builder, variant = self._builder(self._variant(index_bits, aligned, nonneg_scalars, variant))
+        if builder is not self:
+            return builder.ptx(variant=variant)
         with self._lock:
             if variant not in self._ptx:
-                key = self._ptx_cache_key(*variant)
+                key = self._ptx_cache_key(variant=variant)
                 hit = cache.get("ptx", key, require=("ptx",)) if key else None
                 if hit is not None and isinstance(hit["ptx"], str):
                     self._ptx[variant] = hit["ptx"]
                     return self._ptx[variant]
                 with _CTX_LOCK, context():
-                    module = self._lower_to_llvm(*variant)
+                    module = self._lower_to_llvm(variant)
                     run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each,
-                               self._timer("ptx", _variant_name(*variant)))
+                               self._timer("ptx", variant.name))
                     self._ptx[variant] = extract_ptx(module)
                 if key:
                     cache.put("ptx", key, {"ptx": self._ptx[variant]})
             return self._ptx[variant]
 
-    def ir(self, stage: str, index_bits: int | None = None) -> str:
-        """The program at ``stage`` (one of :data:`STAGES`) as text; ``ValueError`` for a bad stage."""
+    def ir(self, stage: str, index_bits: int | None = None, *, variant: Variant | None = None) -> str:
+        """The program at ``stage`` (one of :data:`STAGES`) as text, the ``llvm`` and ``ptx`` stages of
+        one variant (see :meth:`ptx`); ``ValueError`` for a bad stage."""
         if stage == "ast":
             return self.ast()
         if stage == "kern":
@@ -494,9 +548,9 @@ class Compilation:
         if stage == "gpu":
             return self.gpu_ir()
         if stage == "llvm":
-            return self.llvm_ir(index_bits)
+            return self.llvm_ir(index_bits, variant=variant)
         if stage == "ptx":
-            return self.ptx(index_bits)
+            return self.ptx(index_bits, variant=variant)
         raise ValueError(f"unknown stage '{stage}' (expected one of {', '.join(STAGES)})")
 
 
@@ -518,11 +572,6 @@ class StageTiming:
     def seconds(self) -> float:
         """The sum of the steps' times."""
         return sum(t for _, t in self.steps)
-
-
-def _variant_name(index_bits: int, aligned: bool, nonneg_scalars: bool) -> str:
-    return (f"index {index_bits}" + ("" if aligned else ", unaligned")
-            + (", index scalars >= 0" if nonneg_scalars else ""))
 
 
 def format_timings(timings: list[StageTiming], wall: float | None = None) -> str:
@@ -550,7 +599,7 @@ def format_timings(timings: list[StageTiming], wall: float | None = None) -> str
 
 def extract_ptx(module: ir.Module) -> str:
     """The PTX text of the first ``#gpu.object`` of the module's ``gpu.binary``."""
-    from kernc.mlir import dialect
+    from kernc.support.mlir import dialect
 
     gpu = dialect("gpu")
     for op in walk_ops(module, {"gpu.binary"}):

@@ -9,10 +9,13 @@ at the calls first and hands upstream ``nvvm-attach-target`` the ``l=`` option o
 
 from __future__ import annotations
 
-from kernc.errors import InternalCompilerError
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.errors import InternalCompilerError
+from kernc.support.mlir import ir
 
 from .base import Pass, UpstreamPass, functions
+from .targets import ptx_features
 
 
 def libdevice_calls(module: ir.Module) -> list[str]:
@@ -24,18 +27,28 @@ def libdevice_calls(module: ir.Module) -> list[str]:
     return sorted(name for name in names if name.startswith("__nv_"))
 
 
+@dataclass
 class AttachTarget(Pass):
     """``nvvm-attach-target{chip=ARCH features=+ptxNN O=N [l=LIBDEVICE]}``, ``l=`` only when needed.
 
-    ``libdevice``: path of ``libdevice.10.bc``, or ``None`` when it was not found; a module that still
-    calls libdevice then raises :class:`~kernc.errors.InternalCompilerError` naming the functions and
-    how to install it (``pip install nvidia-nvvm``, or ``KERNC_LIBDEVICE``)."""
+    ``chip``: the SM architecture (``passes/targets.py``; its PTX ISA version gives ``features``);
+    ``opt_level``: LLVM's ``O`` level; ``libdevice``: path of ``libdevice.10.bc``, or ``None`` when it
+    was not found; a module that still calls libdevice then raises
+    :class:`~kernc.errors.InternalCompilerError` naming the functions and how to install it
+    (``pip install nvidia-nvvm``, or ``KERNC_LIBDEVICE``)."""
 
     name = "kern-attach-target"
     summary = "nvvm-attach-target, linking libdevice only for modules that call it"
 
-    def __init__(self, chip: str, features: str, opt_level: int, libdevice: str | None = None):
-        self.chip, self.features, self.opt_level, self.libdevice = chip, features, opt_level, libdevice
+    chip: str = "sm_90"
+    opt_level: int = 3
+    libdevice: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.features = ptx_features(self.chip)  # ValueError for an unknown architecture
+        if self.opt_level not in (0, 1, 2, 3):
+            raise ValueError(f"{self.name}: opt_level must be 0, 1, 2 or 3, got {self.opt_level}")
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         calls = libdevice_calls(module)

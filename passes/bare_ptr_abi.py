@@ -17,25 +17,34 @@ Runs after the gpu IR stage (the interpreter never sees it).
 
 from __future__ import annotations
 
-from kernc.mlir import dialect, ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import dialect, ir
 
 from . import llvm_ops as llvm
-from .base import Pass, functions
+from .base import Pass, functions, option
 
 builtin = dialect("builtin")
 
 
+@dataclass
 class BarePointerABI(Pass):
-    """Rewrite memref kernel arguments to ``!llvm.ptr<1>`` plus an in-kernel descriptor."""
+    """Rewrite memref kernel arguments to ``!llvm.ptr<1>`` plus an in-kernel descriptor.
+
+    ``index_bits``: the width of ``index`` in the NVVM conversion that follows (32, the pipeline's
+    default, or 64); ``align``: the byte alignment every pointer argument is declared to have (0:
+    none declared)."""
 
     name = "kern-bare-ptr-abi"
     summary = "pass gpu.func buffers as !llvm.ptr<1> instead of memref descriptors"
 
-    def __init__(self, index_bits: int = 64, align: int = 0):
-        if index_bits not in (32, 64):
-            raise ValueError("index_bits must be 32 or 64")
-        self.index_bits = index_bits
-        self.align = int(align)
+    index_bits: int = option(32, choices=(32, 64))
+    align: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.align < 0 or self.align & (self.align - 1):
+            raise ValueError(f"{self.name}: align must be 0 or a power of two, got {self.align}")
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for fn in functions(module, {"gpu.func"}):

@@ -8,22 +8,93 @@ are always module-anchored and walk the ops they rewrite themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import typing
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar
 
-from kernc.mlir import ir, passmanager
+from kernc.support.exact_numbers import parse_int
+from kernc.support.mlir import ir, passmanager
 
 
+def option(default, *, choices: tuple | None = None):
+    """A pass option: a dataclass field with ``default`` that ``kernc opt`` sets as
+    ``{name-with-dashes=value}``; ``choices``, when given, are the values it accepts."""
+    return field(default=default, metadata={"choices": choices})
+
+
+def internal(default=None):
+    """A pass field the pipeline sets but ``kernc opt`` cannot (a callable, state)."""
+    return field(default=default, metadata={"cli": False})
+
+
+@dataclass
 class Pass:
-    """Base class: a named, module-anchored rewrite. Subclasses set ``name`` and implement ``apply``."""
+    """Base class: a named, module-anchored rewrite (the xDSL shape).
 
-    name: str = ""
-    summary: str = ""
+    A subclass is a dataclass: it sets ``name`` (``kern-...``) and ``summary`` as class attributes,
+    declares its options as fields with their defaults (``index_bits: int = 32``; :func:`option`
+    adds the accepted values), and implements ``apply``. The defaults are the pipeline's, and
+    ``kernc opt`` builds a pass from the same fields (:meth:`from_options`): the pass of an option
+    not given is the pipeline's pass.
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            choices = f.metadata.get("choices")
+            value = getattr(self, f.name)
+            if choices and value not in choices:
+                words = ", ".join(map(str, choices[:-1])) + f" or {choices[-1]}"
+                raise ValueError(f"{self.name}: {f.name} must be {words}, got '{value}'")
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def __repr__(self) -> str:
-        return self.name
+    @classmethod
+    def options(cls) -> dict[str, tuple[Any, Any]]:
+        """``{option spelling: (field name, type)}`` of the options ``kernc opt`` may set (int,
+        bool and str fields, ``str | None`` too, spelt with dashes: ``index_bits`` -> ``index-bits``)."""
+        hints = typing.get_type_hints(cls)
+        out = {}
+        for f in fields(cls):
+            t = hints.get(f.name)
+            optional = [a for a in typing.get_args(t) if a is not type(None)]
+            if len(optional) == 1 and len(typing.get_args(t)) == 2:
+                t = optional[0]  # ``str | None``: given as a str
+            if f.metadata.get("cli", True) and f.init and t in (int, bool, str):
+                out[f.name.replace("_", "-")] = (f.name, t)
+        return out
+
+    @classmethod
+    def from_options(cls, options: dict[str, str]) -> "Pass":
+        """The pass with the textual ``options`` (``{"index-bits": "64"}``) of ``kernc opt``;
+        ``ValueError`` for an unknown option or a value that is not of the option's type (an int
+        in ASCII digits, a bool ``true``/``false``/``1``/``0``) or not among its choices."""
+        known = cls.options()
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise ValueError(f"pass '{cls.name}' takes no such options: {unknown}"
+                             + (f" (its options: {', '.join(known)})" if known else " (it takes none)"))
+        values = {}
+        for key, text in options.items():
+            attr, t = known[key]
+            if t is int:
+                values[attr] = parse_int(text)
+            elif t is bool:
+                if text.strip().lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(f"option '{key}' of '{cls.name}' is true or false, got '{text}'")
+                values[attr] = text.strip().lower() in ("true", "1")
+            else:
+                values[attr] = text
+        return cls(**values)
+
+    @classmethod
+    def constructible(cls) -> bool:
+        """Whether every field has a default (``kernc opt`` can build the pass from its name)."""
+        return all(f.default is not MISSING or f.default_factory is not MISSING
+                   for f in fields(cls) if f.init)
 
 
 @dataclass
@@ -31,7 +102,7 @@ class UpstreamPass(Pass):
     """An upstream MLIR pass or nested pipeline, e.g. ``"canonicalize"`` or
     ``"gpu.module(convert-scf-to-cf)"``, anchored at ``builtin.module``."""
 
-    pipeline: str
+    pipeline: str = ""
 
     @property
     def name(self) -> str:  # type: ignore[override]

@@ -73,21 +73,24 @@ transpose with an extent of a few elements) runs the kernel compiled without thi
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable
 
 from kernc.dialect import kern
+from kernc.dialect.access import Delinearize, ViewAccess
+from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping, of_function
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import Poly
-from kernc.mlir import dialect, ir
+from kernc.support.errors import CompileError, Diagnostic
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
-from .base import Pass, functions, walk_ops
-from .lower_accessors import KernelContext
-from .outline_to_gpu import GUARD_ATTR
+from .base import Pass, functions, internal, walk_ops
+from .to_gpu import GUARD_ATTR, item_mapping
+from .workgroup import WARP, KernelContext
 
 gpu = dialect("gpu")
 
-WARP = 32
 TJ = 32
 _VIEW_ACCESSES = {"kern.view_load", "kern.view_store"}
 _FOUND_BY_THE_FIRST_WALK = {"scf.if", "kern.delinearize", *_VIEW_ACCESSES}
@@ -99,10 +102,6 @@ def _where(op) -> str:
     return f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else "<unknown>"
 
 
-def _segments(op) -> list:
-    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-
-
 def _owner(v):
     o = v.owner
     return o.operation if hasattr(o, "operation") else o
@@ -112,14 +111,18 @@ def _uses(v) -> list:
     return [u.owner for u in v.uses]
 
 
+@dataclass
 class CoalesceViews(Pass):
     """Stage transposed ``view_store``/``view_load`` s of N-D problems through a padded tile."""
 
     name = "kern-coalesce-views"
     summary = "stage transposed view accesses through a padded workgroup tile (coalesced, conflict-free)"
 
-    def __init__(self, remarks: Callable[[str], None] | None = None):
-        self.remarks = remarks
+    #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
+    remarks: Callable[[str], None] | None = internal(None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         self._said: set = set()
 
     def _remark(self, op, text: str) -> None:
@@ -159,12 +162,17 @@ class CoalesceViews(Pass):
 
         def decline_all(why: str) -> None:
             for op in accesses:
-                self._remark(op, f"not staging '{pname(op.operands[0])}': {why}")
+                self._remark(op, f"not staging '{pname(ViewAccess.buffer_of(op))}': {why}")
 
-        if len(delins) != 1 or len(delins[0].operands) < 3:
+        try:
+            mapping = of_function(fn) or item_mapping(fn, sig)
+        except ValueError as err:
+            raise CompileError(Diagnostic(f"kernel '{sig.name}': the {MAPPING_ATTR} attribute: {err}")) from None
+        delins = [Delinearize.from_op(op) for op in delins]
+        if len(delins) != 1 or len(delins[0].extents) < 2:
             return decline_all("the kernel is not an N-D problem 'over (i, j) in (R, C)'")
         delin = delins[0]
-        tdef = _owner(delin.operands[0])
+        tdef = _owner(delin.linear)
         if not isinstance(tdef, ir.Operation) or tdef.name != "kern.thread_id":
             return decline_all("the problem is not delinearized from the thread id")
         if not walk_ops(guard, {"kern.delinearize"}):  # (the guard is emitted K times: its body
@@ -181,23 +189,18 @@ class CoalesceViews(Pass):
                                "(thread_id(), or an accessor such as a sequential buffer's)")
         if "workgroup_attributions" in fn.attributes:
             return decline_all("the kernel already stages accessors through workgroup memory")
-        B = int(sig.block)
+        B = mapping.block
         if B < 64 or B % WARP:
             return decline_all(f"a block of {B} threads is too small for a tile (needs >= 64)")
-        extents = []
-        for v in list(delin.operands)[1:]:
-            name = pname(v)
-            d = _owner(v)
-            if name is not None and name in sig.sizes:
-                extents.append(name)
-            elif isinstance(d, ir.Operation) and d.name == "arith.constant":
-                extents.append(str(ir.IntegerAttr(d.attributes["value"]).value))
-            else:
-                return decline_all("the problem extents are not size symbols or constants")
-        results = list(delin.results)
+        if mapping.tile is not None:
+            return decline_all("the kernel's items are mapped to tiles already")
+        if len(mapping.extents) != len(delin.extents):  # (kern-to-gpu maps the items linearly over
+            # [P] when the extents are not size symbols or constants)
+            return decline_all("the problem extents are not size symbols or constants")
+        extents = list(mapping.extents)
+        results = delin.coords
         j_val = results[-1]
-        coord_names = ([ir.StringAttr(a).value for a in ir.ArrayAttr(delin.attributes["coord_names"])]
-                       if "coord_names" in delin.attributes else [f"x{n}" for n in range(len(results))])
+        coord_names = delin.coord_names
         jname = coord_names[-1]
         body = guard.regions[0].blocks[0]
         R = B // TJ  # tile rows per pass of the block
@@ -208,11 +211,10 @@ class CoalesceViews(Pass):
         views = []  # [param, [stride of each thread coordinate]] of each staged access
         ki = None  # the problem coordinate that the staged accesses move along unit stride
         for op in accesses:
-            buf = op.operands[0]
+            view = ViewAccess.from_op(op)
+            buf = view.buffer
             name = pname(buf)
-            seg = _segments(op)
-            coords = list(op.operands)[1:1 + seg[1]]
-            layout, swizzle = kern.parse_view_layout(ir.StringAttr(op.attributes["layout"]).value)
+            coords, layout, swizzle = view.coords, view.layout, view.swizzle
             if name is None:
                 self._remark(op, "not staging the access: its buffer is not a kernel argument")
                 continue
@@ -240,7 +242,7 @@ class CoalesceViews(Pass):
                                  f"'{coord_names[k_op]}' is not the one of the other staged accesses "
                                  f"('{coord_names[ki]}')")
                 continue
-            if seg[3] != 0:
+            if view.mask is not None:
                 self._remark(op, f"not staging '{name}': masked accesses are not staged")
                 continue
             if op.parent != guard or op.block != body:
@@ -268,14 +270,19 @@ class CoalesceViews(Pass):
                 views.append([name, strides])
         if staged:
             sig.staged = {"extents": extents, "views": views}
-            self._rewrite(fn, sig, guard, delin, extents, staged, ki, TI, S, K)
+            tiled = ItemMapping.tiled(B, extents, (ki, len(extents) - 1), (TI, TJ))
+            assert tiled.values == K, (tiled, K)
+            self._rewrite(fn, sig, guard, delin, tiled, staged, ki, S)
 
     # -- rewrite --------------------------------------------------------------------------------
-    def _rewrite(self, fn, sig, guard, delin, extents, staged, ki, TI, S, K) -> None:
-        E = list(delin.operands)[1:]
+    def _rewrite(self, fn, sig, guard, delin, tiled: ItemMapping, staged, ki, S) -> None:
+        """Remap the items to the tiles of ``tiled`` (thread ``tid``'s items: ``tiled.values`` rows
+        ``tid / TJ + k*R`` of column ``tid % TJ``, its TV layout) and stage the ``staged`` accesses."""
+        E = delin.extents
         k = len(E)
         jk = k - 1
-        B = int(sig.block)
+        B = tiled.block
+        TI, K = tiled.tile[ki], tiled.values
         R = B // TJ  # tile rows per pass of the block on the body's side
         CJ = B // TI  # tile columns per pass on the transposed side (R * CJ * K == B * K == TI * TJ)
         batch = [x for x in range(k) if x not in (ki, jk)]  # the coordinates fixed per tile
@@ -341,19 +348,20 @@ class CoalesceViews(Pass):
                 tr.append(b.add(j0, c))
                 tvalid.append(b.and_(tcvalid, b.cmp("ult", tr[n], E[jk])))
                 tslot.append(b.add(islot, c))
-        for x, r in enumerate(delin.results):
+        for x, r in enumerate(delin.coords):
             r.replace_all_uses_with(coord[x])
-        t_op = _owner(delin.operands[0])
-        delin.erase()
+        t_op = _owner(delin.linear)
+        delin.op.erase()
         t_op.erase()
         guard.operands[0] = valid[0]
-        sig.tiles = [[extents[ki], TI], [extents[jk], TJ]]
+        sig.tiles = tiled.launch_tiles()
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
+        fn.attributes[MAPPING_ATTR] = ir.StringAttr.get(tiled.to_json())
         # (positions are carried with each op: an op's hash changes with its operands, and a
         # staged store's value may be a staged load's result, replaced below)
         def transposed(new, pj: int, pi: int, n: int) -> None:
-            new.operands[1 + pj] = tr[n]
-            new.operands[1 + pi] = tc
+            new.operands[ViewAccess.coord_operand(pj)] = tr[n]
+            new.operands[ViewAccess.coord_operand(pi)] = tc
 
         loads = [t for t in staged if t[0].name == "kern.view_load"]
         stores = [t for t in staged if t[0].name == "kern.view_store"]
@@ -383,7 +391,7 @@ class CoalesceViews(Pass):
             with ir.InsertionPoint(guard), guard.location:
                 b.barrier()
         # staged stores: the guard yields their values; the tile writes follow the K guards
-        values = [op.operands[len(op.operands) - 1] for op, _, _ in stores]
+        values = [ViewAccess.from_op(op).value for op, _, _ in stores]
         for op, _, _ in stores:
             op.detach_from_parent()  # (kept to clone the transposed stores from)
         if values:
@@ -414,7 +422,7 @@ class CoalesceViews(Pass):
                         for n, (op, pj, pi) in enumerate(stores):
                             new = op.clone()
                             transposed(new, pj, pi, m)
-                            new.operands[len(new.operands) - 1] = got[n]
+                            new.operands[ViewAccess.value_operand(new)] = got[n]
         kc.check_limit()
 
 

@@ -25,7 +25,9 @@ On the GPU path ``math.fma`` becomes ``llvm.intr.fma`` without libdevice (``kern
 
 from __future__ import annotations
 
-from kernc.mlir import dialect, ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops
@@ -94,6 +96,7 @@ def _contract(op) -> bool:
     return True
 
 
+@dataclass
 class ContractFMA(Pass):
     """Contract single-use ``mulf`` + ``addf``/``subf`` pairs into ``math.fma`` (``--fmad``)."""
 

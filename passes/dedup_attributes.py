@@ -10,11 +10,14 @@ attributes, so all values are equal).
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from .base import Pass, functions
 
 
+@dataclass
 class DedupAttributes(Pass):
     """Remove repeated attribute names from every ``llvm.func``."""
 

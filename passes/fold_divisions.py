@@ -23,7 +23,9 @@ and before ``kern-lower-divisions``, which then sees only the divisions that are
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from .base import Pass, defined_functions, walk_ops
 from .index_facts import DIV, REM, IndexFacts, defining_op, erase_dead
@@ -87,6 +89,7 @@ class _Folder(IndexFacts):
 _ZERO = object()  # the fold's result is the constant 0
 
 
+@dataclass
 class FoldDivisions(Pass):
     """Replace ``index`` divisions and remainders whose result the dividend's structure gives away
     (see the module docstring), then erase the computations left without users."""

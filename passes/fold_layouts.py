@@ -20,11 +20,13 @@ op is already rejected when the IR is parsed).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import re
 
 from kernc.dialect import kern
-from kernc.errors import CompileError, Diagnostic, SourceLocation
-from kernc.mlir import ir
+from kernc.support.errors import CompileError, Diagnostic, SourceLocation
+from kernc.support.mlir import ir
 
 from .base import Pass, walk_ops
 
@@ -46,6 +48,7 @@ def _source_location(loc) -> SourceLocation | None:
     return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
 
 
+@dataclass
 class FoldLayouts(Pass):
     """Fold the static layout algebra of view ops' ``layout`` attributes."""
 

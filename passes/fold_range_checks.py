@@ -17,7 +17,9 @@ drops the ``and true``.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, defined_functions, walk_ops
@@ -85,6 +87,7 @@ def _replace(op, value: ir.Value) -> None:
     op.erase()
 
 
+@dataclass
 class FoldRangeChecks(Pass):
     """``0 <= c && c < s`` -> ``c <u s`` (``s >= 0`` proven); ``0 <= c`` -> ``true`` (``c >= 0``
     proven). See the module docstring."""
@@ -92,9 +95,8 @@ class FoldRangeChecks(Pass):
     name = "kern-fold-range-checks"
     summary = "one unsigned compare per bounds check (0 <= c && c < s -> c <u s when s >= 0)"
 
-    def __init__(self, scalars_nonneg: bool = False):
-        #: also take the ``index`` scalar params as ``>= 0`` (``kern-specialize-nonneg-scalars``)
-        self.scalars_nonneg = scalars_nonneg
+    #: also take the ``index`` scalar params as ``>= 0`` (``kern-specialize-nonneg-scalars``)
+    scalars_nonneg: bool = False
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         i1 = ir.IntegerType.get_signless(1)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 
 DIV = {"arith.divsi", "arith.divui", "arith.floordivsi"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 arith = dialect("arith")
 memref = dialect("memref")

@@ -10,7 +10,7 @@ Attribute spellings: the ``LLVMOps.td`` op definitions of MLIR 23.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 #: ``LLVM::AtomicOrdering`` values (``llvm/Support/AtomicOrdering.h``, mirrored by MLIR's
 #: ``AtomicOrdering`` enum attribute, stored as an ``i64``).

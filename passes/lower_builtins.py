@@ -9,9 +9,11 @@ names. The values are computed once at the function entry, so they dominate ever
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kernc.dialect import kern
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir
 
 from .base import Pass, functions, walk_ops
 from .ir_builder import idx
@@ -41,6 +43,7 @@ def problem_size_value(sig: KernelSignature, args) -> ir.Value:
     return cast(ir.IndexType.get(), value).result
 
 
+@dataclass
 class LowerBuiltins(Pass):
     """Replace ``kern.thread_id``/``block_id``/``block_dim``/``lane_id``/``problem_size``."""
 

@@ -38,10 +38,12 @@ Runs after ``kern-lower-views``/``kern-lower-layouts`` and before ``kern-lower-b
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
-from .base import Pass, defined_functions, walk_ops
+from .base import Pass, defined_functions, option, walk_ops
 from .index_facts import IndexFacts
 
 DIV_OPS = {"arith.divsi", "arith.divui", "arith.floordivsi", "arith.remsi", "arith.remui"}
@@ -191,6 +193,7 @@ def _key(v: ir.Value) -> str:
     return f"{op.name}[{attrs}](" + ",".join(_key(x) for x in op.operands) + ")"
 
 
+@dataclass
 class LowerDivisions(Pass):
     """Shifts for power-of-two divisors, magic multiplications for kernel-uniform divisors.
 
@@ -208,10 +211,7 @@ class LowerDivisions(Pass):
     name = "kern-lower-divisions"
     summary = "strength-reduce index divisions (shifts/masks, Granlund-Montgomery magic numbers)"
 
-    def __init__(self, magic: str = "auto"):
-        if magic not in ("auto", "always", "never"):
-            raise ValueError(f"kern-lower-divisions: magic must be auto, always or never, got '{magic}'")
-        self.magic = magic
+    magic: str = option("auto", choices=("auto", "always", "never"))
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for fn in defined_functions(module, {"gpu.func", "func.func"}):

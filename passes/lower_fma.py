@@ -13,12 +13,15 @@ LLVM-dialect ops are legal in ``convert-gpu-to-nvvm``, so the intrinsic passes t
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from . import llvm_ops
 from .base import Pass, walk_ops
 
 
+@dataclass
 class LowerFMA(Pass):
     """Replace every ``math.fma`` (scalar or vector, any float type) with ``llvm.intr.fma``."""
 

@@ -12,8 +12,11 @@ too: two's complement), others a multiplication.
 
 from __future__ import annotations
 
-from kernc.dialect.strided import Poly, StridedLayout
-from kernc.mlir import dialect, ir
+from dataclasses import dataclass
+
+from kernc.dialect.access import Coordinates
+from kernc.dialect.strided import Poly
+from kernc.support.mlir import dialect, ir
 
 from .base import Pass, walk_ops
 from .ir_builder import idx as index_const
@@ -32,6 +35,7 @@ def emit_poly(poly: Poly, env: dict) -> ir.Value:
     return total if total is not None else index_const(0)
 
 
+@dataclass
 class LowerLayouts(Pass):
     """Replace every ``kern.layout_apply`` with the dot product of coordinates and strides, and every
     ``kern.swizzle`` with its xor/and/shift."""
@@ -45,12 +49,9 @@ class LowerLayouts(Pass):
 
     @staticmethod
     def _layout_apply(op) -> None:
-        seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-        operands = list(op.operands)
-        coords, sizes = operands[: seg[0]], operands[seg[0]:]
-        syms = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
-        layout = StridedLayout.parse(ir.StringAttr(op.attributes["layout"]).value)
-        env = dict(zip(syms, sizes))
+        apply = Coordinates.from_op(op)
+        coords, layout = apply.coords, apply.layout
+        env = dict(zip(apply.syms, apply.sizes))
         with ir.InsertionPoint(op), op.location:
             offset = None
             for c, d in zip(coords, layout.stride):

@@ -21,20 +21,16 @@ Semantics: ``dialect/kern.py`` and ``docs/design/layouts.md``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
 from kernc.dialect import kern
-from kernc.mlir import ir
+from kernc.dialect.access import Coordinates, Delinearize, ViewAccess
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops
 from .lower_layouts import emit_poly
-
-
-def _syms(op) -> list:
-    return [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
-
-
-def _segments(op) -> list:
-    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
 
 
 def in_bounds_value(coords, sizes, layout, syms):
@@ -55,17 +51,7 @@ def offset_value(coords, sizes, layout, swizzle, syms):
     return off
 
 
-def _decode_access(op):
-    seg = _segments(op)
-    ops = list(op.operands)
-    buf = ops[0]
-    coords = ops[1:1 + seg[1]]
-    sizes = ops[1 + seg[1]:1 + seg[1] + seg[2]]
-    mask = ops[1 + seg[1] + seg[2]:1 + seg[1] + seg[2] + seg[3]]
-    layout, swizzle = kern.parse_view_layout(ir.StringAttr(op.attributes["layout"]).value)
-    return buf, coords, sizes, (mask[0] if mask else None), layout, swizzle, _syms(op)
-
-
+@dataclass
 class LowerViews(Pass):
     """Replace ``kern.view_load``/``view_store``/``in_bounds``/``delinearize``."""
 
@@ -81,50 +67,46 @@ class LowerViews(Pass):
             op.erase()
 
     def _in_bounds(self, op) -> list:
-        seg = _segments(op)
-        ops = list(op.operands)
-        layout, _ = kern.parse_view_layout(ir.StringAttr(op.attributes["layout"]).value)
-        return [in_bounds_value(ops[:seg[0]], ops[seg[0]:], layout, _syms(op))]
+        c = Coordinates.from_op(op)
+        return [in_bounds_value(c.coords, c.sizes, c.layout, c.syms)]
 
     def _view_load(self, op) -> list:
-        buf, coords, sizes, mask, layout, swizzle, syms = _decode_access(op)
-        compute = op.results[0].type
+        v = ViewAccess.from_op(op)
+        compute = v.compute
 
         def load():
-            v = b.load(buf, offset_value(coords, sizes, layout, swizzle, syms))
-            return b.convert_float(v, compute) if b.is_float(compute) else v
+            x = b.load(v.buffer, offset_value(v.coords, v.sizes, v.layout, v.swizzle, v.syms))
+            return b.convert_float(x, compute) if b.is_float(compute) else x
 
-        if kern.CHECKED_ATTR not in op.attributes:
+        if not v.checked:
             return [load()]
-        ok = in_bounds_value(coords, sizes, layout, syms)
-        if mask is not None:
-            ok = b.and_(ok, mask)
-        default = op.attributes[kern.DEFAULT_ATTR]
+        ok = in_bounds_value(v.coords, v.sizes, v.layout, v.syms)
+        if v.mask is not None:
+            ok = b.and_(ok, v.mask)
         return b.if_else(ok, [compute], lambda: [load()],
-                         lambda: [b.arith.ConstantOp(compute, default).result])
+                         lambda: [b.arith.ConstantOp(compute, v.default).result])
 
     def _view_store(self, op) -> list:
-        buf, coords, sizes, mask, layout, swizzle, syms = _decode_access(op)
-        value = list(op.operands)[-1]
-        storage = ir.MemRefType(buf.type).element_type
+        v = ViewAccess.from_op(op)
+        storage = v.storage
 
         def store():
-            v = b.convert_float(value, storage) if b.is_float(storage) else value
-            b.store(v, buf, offset_value(coords, sizes, layout, swizzle, syms))
+            x = b.convert_float(v.value, storage) if b.is_float(storage) else v.value
+            b.store(x, v.buffer, offset_value(v.coords, v.sizes, v.layout, v.swizzle, v.syms))
 
-        if kern.CHECKED_ATTR not in op.attributes:
+        if not v.checked:
             store()
             return []
-        ok = in_bounds_value(coords, sizes, layout, syms)
-        if mask is not None:
-            ok = b.and_(ok, mask)
+        ok = in_bounds_value(v.coords, v.sizes, v.layout, v.syms)
+        if v.mask is not None:
+            ok = b.and_(ok, v.mask)
         with b.if_(ok):
             store()
         return []
 
     def _delinearize(self, op) -> list:
-        ops = list(op.operands)
-        rest, extents = ops[0], ops[1:]
+        d = Delinearize.from_op(op)
+        rest, extents = d.linear, d.extents
         coords = []
         for e in reversed(extents[1:]):
             q = b.arith.DivSIOp(rest, e).result

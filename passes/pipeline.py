@@ -14,29 +14,67 @@ from dataclasses import dataclass
 
 from .attach_target import AttachTarget
 from .bare_ptr_abi import BarePointerABI
-from .coalesce_views import CoalesceViews  # kern-coalesce-views (issue "Performance", item 1)
-from .dedup_attributes import DedupAttributes
 from .base import Pass, UpstreamPass
+from .coalesce_views import CoalesceViews
 from .contract_fma import ContractFMA
+from .convert_gpu_to_nvvm import ConvertGpuToNVVM, compiler_pipeline
+from .dedup_attributes import DedupAttributes
 from .fold_divisions import FoldDivisions
 from .fold_layouts import FoldLayouts
-from .gpu_to_nvvm import ConvertGpuToNVVM
 from .fold_range_checks import FoldRangeChecks
+from .gpu_module_to_binary import SerializeToPTX
+from .libdevice_to_intrinsics import LibdeviceToIntrinsics
 from .lower_accessors import LowerAccessors
+from .lower_builtins import LowerBuiltins
 from .lower_divisions import LowerDivisions
+from .lower_fma import LowerFMA
 from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
-from .libdevice_intrinsics import LibdeviceToIntrinsics
-from .lower_builtins import LowerBuiltins
-from .lower_fma import LowerFMA
-from .outline_to_gpu import OutlineToGpu
 from .reduce_iv_divisions import ReduceIVDivisions
-from .select_to_branch import SelectToBranch
-from .serialize import SerializeToPTX
-from .specialize_scalars import SpecializeNonnegScalars
 from .relax_atomics import RelaxAtomics
+from .select_to_branch import SelectToBranch
+from .specialize_nonneg_scalars import SpecializeNonnegScalars
+from .to_gpu import OutlineToGpu
 from .verify import VerifyKern
-from .targets import ptx_features
+
+#: The passes of each stage, in the order they run. The stage functions below build them (leaving
+#: out the optional ones that are off), and ``kernc opt`` names every kernc pass of these lists
+#: (``passes/registry.py``): one list for both, so a new pass is added once, here.
+KERN_TO_GPU: tuple[type[Pass], ...] = (
+    VerifyKern,
+    FoldLayouts,
+    OutlineToGpu,
+    LowerAccessors,
+    CoalesceViews,            # optional: coalesce=True (kernc compile --no-coalesce turns it off)
+    LowerViews,
+    LowerLayouts,
+    FoldDivisions,
+    ReduceIVDivisions,
+    FoldRangeChecks,
+    LowerDivisions,
+    LowerBuiltins,
+    ContractFMA,              # optional: fmad=True (kernc compile --fmad)
+)
+#: After these kernc passes, ``kern_to_gpu`` runs the upstream cleanups.
+KERN_TO_GPU_CLEANUP = ("canonicalize", "cse")
+GPU_TO_LLVM: tuple[type[Pass], ...] = (
+    SpecializeNonnegScalars,  # optional: the PTX variant for index scalars >= 0
+    BarePointerABI,
+    LowerFMA,
+    SelectToBranch,
+    ConvertGpuToNVVM,         # upstream convert-gpu-to-nvvm, workgroup globals renamed around it
+    DedupAttributes,
+    RelaxAtomics,
+    LibdeviceToIntrinsics,
+    AttachTarget,
+)
+LLVM_TO_PTX: tuple[type[Pass], ...] = (SerializeToPTX,)
+
+
+def _build(stage: tuple, options: dict, off: set) -> list[Pass]:
+    """The passes of ``stage`` but those in ``off``, each built with its ``options`` (a dict of
+    field values; the others keep their defaults)."""
+    return [cls(**options.get(cls, {})) for cls in stage if cls not in off]
 
 
 @dataclass(frozen=True)
@@ -64,51 +102,28 @@ class TargetOptions:
 
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list[Pass]:
-    """kern IR -> gpu IR: layout folding, outlining, accessors, views, layouts, divisions, thread
-    ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of transposed view accesses);
-    ``remarks``: a callable that receives its one-line explanations; ``fmad``: contract
-    ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile --fmad``)."""
-    return [
-        VerifyKern(),
-        FoldLayouts(),
-        OutlineToGpu(),
-        LowerAccessors(),
-        *([CoalesceViews(remarks)] if coalesce else []),  # kern-coalesce-views
-        LowerViews(),
-        LowerLayouts(),
-        FoldDivisions(),
-        ReduceIVDivisions(),
-        FoldRangeChecks(),
-        LowerDivisions(),
-        LowerBuiltins(),
-        *([ContractFMA()] if fmad else []),  # kern-contract-fma
-        UpstreamPass("canonicalize"),
-        UpstreamPass("cse"),
-    ]
+    """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
+    layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
+    transposed view accesses); ``remarks``: a callable that receives its one-line explanations;
+    ``fmad``: contract ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile
+    --fmad``)."""
+    off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad)) if not on}
+    return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}}, off)
+            + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])
 
 
 def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
-    """gpu IR -> NVVM (LLVM dialect) with the target attached."""
-    return [
-        *([SpecializeNonnegScalars()] if opts.nonneg_scalars else []),
-        BarePointerABI(opts.index_bits, opts.align),
-        LowerFMA(),
-        SelectToBranch(),
-        ConvertGpuToNVVM(  # (workgroup globals named so that no kernel name collides)
-            "gpu.module(convert-scf-to-cf,"
-            f"convert-gpu-to-nvvm{{index-bitwidth={opts.index_bits}}},"
-            "reconcile-unrealized-casts)"
-        ),
-        DedupAttributes(),
-        RelaxAtomics(),
-        LibdeviceToIntrinsics(),
-        AttachTarget(opts.arch, ptx_features(opts.arch), opts.opt_level, opts.libdevice),
-    ]
+    """gpu IR -> NVVM (LLVM dialect) with the target attached (:data:`GPU_TO_LLVM`)."""
+    return _build(GPU_TO_LLVM, {
+        BarePointerABI: {"index_bits": opts.index_bits, "align": opts.align},
+        ConvertGpuToNVVM: {"pipeline": compiler_pipeline(opts.index_bits)},
+        AttachTarget: {"chip": opts.arch, "opt_level": opts.opt_level, "libdevice": opts.libdevice},
+    }, set() if opts.nonneg_scalars else {SpecializeNonnegScalars})
 
 
 def llvm_to_ptx() -> list[Pass]:
     """NVVM -> ``gpu.binary`` holding PTX text (LLVM's NVPTX backend, in process)."""
-    return [SerializeToPTX()]
+    return _build(LLVM_TO_PTX, {}, set())
 
 
 STAGES = ("kern", "gpu", "llvm", "ptx")

@@ -28,7 +28,9 @@ and before ``kern-lower-divisions``.
 
 from __future__ import annotations
 
-from kernc.mlir import dialect, ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from .base import Pass, defined_functions, walk_ops
@@ -141,6 +143,7 @@ def _walk(nodes):
         yield from _walk(node.children)
 
 
+@dataclass
 class ReduceIVDivisions(Pass):
     """Division and remainder of an ``scf.for`` induction variable (and of those quotients) by
     loop-invariant values become loop-carried counters (see the module docstring)."""

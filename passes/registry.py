@@ -1,57 +1,25 @@
 """Pass names -> passes, and the textual pipeline parser of ``kernc opt --passes``.
 
-Upstream MLIR cannot name a Python pass inside a pipeline string, so ``kernc opt`` splits the user's
-pipeline at top-level commas itself: each element that names a kernc pass (``kern-*``) becomes that
-pass, built with its ``{key=value}`` options; anything else (``canonicalize``, ``cse``,
+The kernc passes are those of the pipeline's stage lists (``passes/pipeline.py``: one list feeds
+both), each built from its name and ``{key=value}`` options, which are the pass's dataclass fields
+spelt with dashes (``kern-bare-ptr-abi{index-bits=64}``; ``Pass.from_options``); an option not
+given keeps the pipeline's default. Upstream MLIR cannot name a Python pass inside a pipeline
+string, so ``kernc opt`` splits the user's pipeline at top-level commas itself: each element that
+names a kernc pass (``kern-*``) becomes that pass; anything else (``canonicalize``, ``cse``,
 ``gpu.module(convert-gpu-to-nvvm{index-bitwidth=32})``, ...) is handed to upstream MLIR unchanged.
 """
 
 from __future__ import annotations
 
-from .bare_ptr_abi import BarePointerABI
-from .coalesce_views import CoalesceViews  # kern-coalesce-views
+from . import pipeline
 from .base import Pass, UpstreamPass
-from .gpu_to_nvvm import ConvertGpuToNVVM
-from .contract_fma import ContractFMA
-from .dedup_attributes import DedupAttributes
-from .fold_divisions import FoldDivisions
-from .fold_layouts import FoldLayouts
-from .fold_range_checks import FoldRangeChecks
-from .lower_accessors import LowerAccessors
-from .lower_divisions import LowerDivisions
-from .lower_layouts import LowerLayouts
-from .lower_views import LowerViews
-from .libdevice_intrinsics import LibdeviceToIntrinsics
-from .lower_builtins import LowerBuiltins
-from .lower_fma import LowerFMA
-from .outline_to_gpu import OutlineToGpu
-from .reduce_iv_divisions import ReduceIVDivisions
-from .select_to_branch import SelectToBranch
-from .relax_atomics import RelaxAtomics
-from .specialize_scalars import SpecializeNonnegScalars
-from .verify import VerifyKern
+from .convert_gpu_to_nvvm import ConvertGpuToNVVM
 
-KERN_PASSES = {
-    VerifyKern.name: lambda: VerifyKern(),
-    CoalesceViews.name: lambda: CoalesceViews(),  # kern-coalesce-views
-    LowerAccessors.name: lambda: LowerAccessors(),
-    LowerLayouts.name: lambda: LowerLayouts(),
-    LowerViews.name: lambda: LowerViews(),
-    FoldDivisions.name: lambda: FoldDivisions(),
-    ReduceIVDivisions.name: lambda: ReduceIVDivisions(),
-    FoldRangeChecks.name: lambda: FoldRangeChecks(),
-    SpecializeNonnegScalars.name: lambda: SpecializeNonnegScalars(),
-    LowerDivisions.name: lambda **o: LowerDivisions(o.get("magic", "auto")),
-    FoldLayouts.name: lambda: FoldLayouts(),
-    OutlineToGpu.name: lambda: OutlineToGpu(),
-    LowerBuiltins.name: lambda: LowerBuiltins(),
-    RelaxAtomics.name: lambda: RelaxAtomics(),
-    LibdeviceToIntrinsics.name: lambda: LibdeviceToIntrinsics(),
-    ContractFMA.name: lambda: ContractFMA(),
-    DedupAttributes.name: lambda: DedupAttributes(),
-    LowerFMA.name: lambda: LowerFMA(),
-    SelectToBranch.name: lambda: SelectToBranch(),
-    BarePointerABI.name: lambda **o: BarePointerABI(int(o.get("index-bits", 64))),
+#: Every kernc pass by name, in pipeline order.
+KERN_PASSES: dict[str, type[Pass]] = {
+    cls.name: cls
+    for cls in (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX)
+    if not issubclass(cls, UpstreamPass)
 }
 
 
@@ -93,10 +61,7 @@ def parse_pipeline(text: str) -> list[Pass]:
                     if not eq:
                         raise ValueError(f"option '{kv}' of '{name}' is not key=value")
                     opts[key] = value
-            try:
-                passes.append(KERN_PASSES[name](**opts))
-            except TypeError as err:
-                raise ValueError(f"pass '{name}' takes no such options: {sorted(opts)}") from err
+            passes.append(KERN_PASSES[name].from_options(opts))
         else:
             _check_upstream(item)
             # (the workgroup globals it makes are named so that no kernel name collides)
@@ -106,7 +71,7 @@ def parse_pipeline(text: str) -> list[Pass]:
 
 def _check_upstream(item: str) -> None:
     """``ValueError`` unless upstream MLIR knows the pass (pipeline) ``item``."""
-    from kernc.mlir import ir, passmanager
+    from kernc.support.mlir import ir, passmanager
 
     ctx = ir.Context()
     try:

@@ -9,7 +9,9 @@ with ``syncscope("device")``, which the NVPTX backend emits as ``atom.relaxed.gp
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from .base import Pass, functions, walk_ops
 
@@ -17,6 +19,7 @@ from .base import Pass, functions, walk_ops
 MONOTONIC = 2
 
 
+@dataclass
 class RelaxAtomics(Pass):
     """Make every ``llvm.atomicrmw`` in the GPU modules relaxed and device-scoped."""
 

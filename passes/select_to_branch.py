@@ -18,7 +18,7 @@ select must; C's ``c ? vmax / s : 1.0f``, which nvcc compiles, branches around i
 too), and the values live across that call hold registers: for ``examples/particles.kern`` the
 branch takes ptxas from 32 registers to 28 (nvcc: 30), and a warp whose threads all take the cheap
 side skips the division. LLVM would speculate the two-op cone back into a select
-(``SpeculativeExecution``, cost up to 7 on NVPTX); :data:`passes.serialize.NVPTX_FLAGS` lowers that
+(``SpeculativeExecution``, cost up to 7 on NVPTX); :data:`passes.gpu_module_to_binary.NVPTX_FLAGS` lowers that
 limit to 4, so a branch around more than a single cheap op survives, while a lone division is still
 if-converted by ``SimplifyCFG`` (LLVM's own choice, as before).
 
@@ -28,7 +28,9 @@ interpreter executes selects and branches alike, and its results cannot differ.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from . import ir_builder as b
 from .base import Pass, walk_ops
@@ -139,6 +141,7 @@ def _branch(select) -> bool:
     return True
 
 
+@dataclass
 class SelectToBranch(Pass):
     """Branch around the expensive operand cones of scalar ``arith.select`` ops."""
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from kernc.errors import InternalCompilerError
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.errors import InternalCompilerError
+from kernc.support.mlir import ir
 
 from .base import Pass
 
 
+@dataclass
 class VerifyKern(Pass):
     """Fail with :class:`InternalCompilerError` if the module does not verify.
 

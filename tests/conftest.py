@@ -37,10 +37,10 @@ def _private_compile_cache(tmp_path_factory):
 def always_staged(monkeypatch):
     """Launch the staged (tiled) kernel of kern-coalesce-views at every shape, for tests of the
     staged kernel itself: a launch whose tiles would be mostly empty otherwise runs the kernel
-    compiled without the pass (``binding.staging_pays``)."""
-    from kernc.backend import binding
+    compiled without the pass (``launch_policy.staging_pays``)."""
+    from kernc.backend import launch_policy
 
-    monkeypatch.setattr(binding, "staging_pays", lambda sig, env: True)
+    monkeypatch.setattr(launch_policy, "staging_pays", lambda sig, env: True)
 
 
 def compiled_example(name: str):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernc.errors import KerncRuntimeError
+from kernc.support.errors import KerncRuntimeError
 
 from .numeric import _int_const, _uv
 from .translate import _run_ops, handles

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernc.errors import KerncRuntimeError
+from kernc.support.errors import KerncRuntimeError
 
 
 class InterpreterUnsupportedError(KerncRuntimeError, NotImplementedError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernc.errors import KerncRuntimeError
+from kernc.support.errors import KerncRuntimeError
 
 from . import affine
 from .memory import _access, _addr

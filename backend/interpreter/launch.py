@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernc.errors import KerncLaunchError
-from kernc.mlir import ir
+from kernc.support.errors import KerncLaunchError
+from kernc.support.mlir import ir
 
 # importing the handler modules registers their ops' handlers (translate.HANDLERS)
 from . import control, conversions, gpu, memory, numeric, vector  # noqa: F401

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernc.errors import KerncRuntimeError
+from kernc.support.errors import KerncRuntimeError
 
 from . import affine
 from .frame import _Buf, _empty_alloc, _Frame

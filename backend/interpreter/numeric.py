@@ -15,8 +15,8 @@ import re
 import numpy as np
 
 from kernc.backend import exact_fma
-from kernc.errors import KerncRuntimeError
-from kernc.mlir import ir
+from kernc.support.errors import KerncRuntimeError
+from kernc.support.mlir import ir
 
 from . import affine
 from .errors import InterpreterUnsupportedError

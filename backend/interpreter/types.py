@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .errors import InterpreterUnsupportedError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .memory import _access, _addr, _check_store_race
 from .numeric import _vector_ty

@@ -2,7 +2,7 @@
 
 import importlib
 
-from kernc.mlir import DISTRIBUTION
+from kernc.support.mlir import DISTRIBUTION
 
 globals().update(
     (k, v) for k, v in vars(importlib.import_module(DISTRIBUTION + "._mlir_libs._mlirDialectsLLVM")).items()

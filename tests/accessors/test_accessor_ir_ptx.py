@@ -20,7 +20,7 @@ import pytest
 
 from kernc.backend import toolkit
 from kernc.compiler import _CTX_LOCK, context
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 import accessor_cases as ac
 

@@ -19,7 +19,7 @@ import pytest
 
 import kernc
 from kernc.backend.shared_indices import SharedIndices, shared_indices
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 import accessor_cases as ac
 

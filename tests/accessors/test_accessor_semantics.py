@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kernc
-from kernc.errors import CompileError, InternalCompilerError, KerncRuntimeError
+from kernc.support.errors import CompileError, InternalCompilerError, KerncRuntimeError
 
 import accessor_cases as ac
 

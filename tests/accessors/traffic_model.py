@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernc.backend.shared_indices import shared_indices
-from kernc.passes.lower_accessors import STAGING_BUDGET
+from kernc.passes.workgroup import STAGING_BUDGET
 
 WARP = 32
 SECTOR = 32

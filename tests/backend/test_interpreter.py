@@ -11,8 +11,8 @@ import pytest
 
 from kernc.backend import interpreter as interp_mod
 from kernc.backend.interpreter import Interpreter, InterpreterUnsupportedError, RunStats
-from kernc.errors import KerncLaunchError, KerncRuntimeError
-from kernc.mlir import ir
+from kernc.support.errors import KerncLaunchError, KerncRuntimeError
+from kernc.support.mlir import ir
 
 G = "#gpu.address_space<global>"
 W = "#gpu.address_space<workgroup>"

@@ -13,7 +13,7 @@ from kernc.backend.interpreter import translate
 PKG_DIR = os.path.dirname(pkg.__file__)
 MODULES = sorted(f[:-3] for f in os.listdir(PKG_DIR) if f.endswith(".py"))
 #: what the interpreter may import outside its package (besides the standard library and numpy)
-ALLOWED = ("kernc.errors", "kernc.mlir", "kernc.backend.exact_fma", "kernc.dialect.signature", "ml_dtypes")
+ALLOWED = ("kernc.support.errors", "kernc.support.mlir", "kernc.backend.exact_fma", "kernc.dialect.signature", "ml_dtypes")
 
 
 def _imports(name: str):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kernc
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 SAXPY = "kernel saxpy(a: f32, x: f32[n] read, y: f32[n] add) over n { y += a * x; }"
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kernc.backend import shared_indices as si
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 
 def reference(indices: np.ndarray, B: int) -> dict:

@@ -30,7 +30,7 @@ def _positive(x):
 
 def test_quick_run_writes_expected_json(quick_results):
     res, stdout = quick_results
-    assert res["schema"] == 2 and res["meta"]["quick"] is True
+    assert res["schema"] == 3 and res["meta"]["quick"] is True
     assert set(res) >= {"meta", "compile", "code_quality", "memory", "launch", "gpu", "targets"}
     assert list(res["compile"]) == ["saxpy"]
     # host launch preparation without a GPU: saxpy's 4 kernel arguments bound and packed
@@ -39,17 +39,21 @@ def test_quick_run_writes_expected_json(quick_results):
 
     row = res["compile"]["saxpy"]
     assert "error" not in row, row
-    for key in ("inprocess_warm_ms", "inprocess_cache_hit_ms", "cli_cold_ms", "cli_cache_hit_ms"):
+    for key in ("inprocess_warm_ms", "inprocess_cache_hit_ms", "cli_cold_ms", "cli_first_run_ms", "cli_cache_hit_ms"):
         assert _positive(row[key]), (key, row)
+    assert "first_run" not in res, res.get("first_run")  # the copy without .pyc files was made and used
     # the share of the warm compile spent in LLVM's backend (a part of each compile)
     assert 0 < row["inprocess_warm_llvm_share"] < 1
     assert "of which LLVM backend" in stdout
-    assert set(row["ratios_to_nvcc"]) == {"inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_cache_hit"}
+    assert set(row["ratios_to_nvcc"]) == {"inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_first_run",
+                                          "cli_cache_hit"}
     if res["meta"]["nvcc"]:
         assert _positive(row["nvcc_ptx_ms"])
         assert all(_positive(v) for v in row["ratios_to_nvcc"].values())
     else:
         assert row["nvcc_ptx_ms"] is None
+
+    _check_triton_columns(res, stdout)
 
     # code quality at equal FMA contraction: kernc --fmad vs nvcc, kernc vs nvcc --fmad=false
     assert set(res["code_quality"]["saxpy"]) == {"fmad", "no_fmad"}
@@ -81,7 +85,7 @@ def test_quick_run_writes_expected_json(quick_results):
 
     assert res["targets"] and {t["status"] for t in res["targets"]} <= STATUSES
     assert {t["target"] for t in res["targets"]} >= {"inprocess_warm", "inprocess_cache_hit", "cli_cold",
-                                                    "cli_cache_hit", "registers", "sass_instructions",
+                                                    "cli_first_run", "cli_cache_hit", "registers", "sass_instructions",
                                                     "transpose_sectors", "transpose_bank_conflicts",
                                                     "launch_overhead"}
     by_name = {t["target"]: t for t in res["targets"]}
@@ -93,6 +97,61 @@ def test_quick_run_writes_expected_json(quick_results):
     assert "Compile latency" in stdout and "Code quality" in stdout and "Memory traffic" in stdout
     assert "kernc --fmad / nvcc" in stdout and "kernc / nvcc --fmad=false" in stdout
     assert "PASS" in stdout or "FAIL" in stdout
+
+
+def _check_triton_columns(res, stdout):
+    """Triton's compile and code next to kernc's when Triton is installed; n/a (and the warm target
+    n/a) when it is not."""
+    row, by_name = res["compile"]["saxpy"], {t["target"]: t for t in res["targets"]}
+    assert "Triton warm (with ptxas)" in stdout
+    if res["meta"]["triton_version"]:
+        t = row["triton"]
+        assert "error" not in t and t["version"] == res["meta"]["triton_version"], t
+        assert _positive(t["warm_ms"]) and t["warm_cubin_ms"] > t["warm_ms"]  # ptxas is a part of the whole
+        assert row["ratios_to_triton"]["inprocess_warm"] == pytest.approx(row["inprocess_warm_ms"] / t["warm_ms"])
+        assert by_name["inprocess_warm"]["status"] in {"PASS", "FAIL"}
+        assert by_name["inprocess_warm"]["measured"] == row["ratios_to_triton"]["inprocess_warm"]
+        for q in res["code_quality"]["saxpy"].values():
+            k = q["kernels"]["saxpy"]
+            assert _positive(k["triton"]["registers"]) and _positive(k["ratios_to_triton"]["registers"])
+            if res["meta"]["sass_tool"]:
+                assert _positive(k["triton"]["sass_instructions"])
+    else:
+        assert row["triton"] == {"note": "Triton is not installed (pip install 'kernc[bench]')"}
+        assert row["ratios_to_triton"]["inprocess_warm"] is None and by_name["inprocess_warm"]["status"] == "n/a"
+        assert all(q["kernels"]["saxpy"]["triton"] is None for q in res["code_quality"]["saxpy"].values())
+        assert "Triton not installed (Triton columns n/a; pip install 'kernc[bench]')" in stdout
+
+
+def test_quick_run_without_triton(quick_results, tmp_path):
+    """With Triton installed, the quick run again with Triton hidden (its import refused, its
+    distribution not found): it still succeeds, and the Triton columns and the warm-compile target
+    say n/a. (Without Triton, ``quick_results`` is that run.)"""
+    res, _ = quick_results
+    if not res["meta"]["triton_version"]:
+        pytest.skip("Triton is not installed: test_quick_run_writes_expected_json ran without it")
+    out = tmp_path / "r.json"
+    script = (
+        "import importlib.abc, importlib.metadata, sys\n"
+        "class NoTriton(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'triton' or name.startswith('triton.'):\n"
+        "            raise ImportError('triton is hidden by the test')\n"
+        "sys.meta_path.insert(0, NoTriton())\n"
+        "real = importlib.metadata.version\n"
+        "def version(name):\n"
+        "    if name == 'triton':\n"
+        "        raise importlib.metadata.PackageNotFoundError(name)\n"
+        "    return real(name)\n"
+        "importlib.metadata.version = version\n"
+        "from kernc.bench.runner import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    proc = subprocess.run([sys.executable, "-c", script, "--quick", "--json", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    hidden = json.loads(out.read_text())
+    assert hidden["meta"]["triton_version"] is None
+    _check_triton_columns(hidden, proc.stdout)
 
 
 def test_quick_run_has_the_memory_traffic_sections(quick_results):
@@ -110,6 +169,31 @@ def test_quick_run_has_the_memory_traffic_sections(quick_results):
         assert v["coalesced"]["store_sectors_per_request"] == 4.0
         assert v["naive"]["store_sectors_per_request"] > 16
     assert "Memory traffic per accessor" in stdout and "with and without the coalescing pass" in stdout
+
+
+def test_first_run_tree_is_kernc_without_pyc_files(tmp_path):
+    """The CLI first run imports kernc from a copy without ``.pyc`` files (``python -B`` writes
+    none), data files included; a folder without kernc is refused, not timed."""
+    from kernc.bench import measure
+
+    tree = measure.first_run_tree(str(tmp_path / "tree"))
+    root = os.path.join(tree, "kernc")
+    for part in ("__init__.py", "cli.py", "frontend/grammar_tables.json", "passes/__init__.py",
+                 "bench/cuda/saxpy.cu", "lazy_dialects"):
+        assert os.path.exists(os.path.join(root, part)), part
+    found = [d for d, dirs, files in os.walk(tree) if "__pycache__" in dirs or any(f.endswith(".pyc") for f in files)]
+    assert not found, found
+    out = tmp_path / "saxpy.ptx"
+    env = measure.first_run_env(dict(os.environ), tree, str(tmp_path / "new-cache"))
+    proc = subprocess.run([sys.executable, "-B", "-m", "kernc", "compile", os.path.join(ROOT, "examples", "saxpy.kern"),
+                           "-o", str(out)], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert ".visible .entry saxpy(" in out.read_text() and (tmp_path / "new-cache").is_dir()
+    assert not [d for d, dirs, _ in os.walk(tree) if "__pycache__" in dirs]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RuntimeError, match="imports .* from elsewhere"):
+        measure.check_first_run_tree(str(empty))
 
 
 def test_kernc_bench_subcommand_has_the_same_options(capsys):
@@ -148,7 +232,8 @@ def test_parse_sass_counts_per_function():
 
 
 def test_render_with_gpu_results_and_errors():
-    """The table renders every section, including GPU numbers this machine may not produce."""
+    """The table renders every section, including GPU numbers this machine may not produce, and
+    results without the Triton and first-run fields (schema 2: those targets n/a)."""
     from kernc.bench.runner import evaluate_targets, render
 
     res = {
@@ -163,6 +248,17 @@ def test_render_with_gpu_results_and_errors():
             "broken": {"nvcc_ptx_ms": None, "error": "CompileError: boom",
                        "ratios_to_nvcc": dict.fromkeys(["inprocess_warm", "inprocess_cache_hit", "cli_cold",
                                                         "cli_cache_hit"])},
+            # schema 3: Triton's warm compile next to kernc's, the CLI first run
+            "particles": {"nvcc_ptx_ms": 400.0, "inprocess_warm_ms": 30.0, "inprocess_cache_hit_ms": 0.05,
+                          "cli_cold_ms": 300.0, "cli_first_run_ms": 360.0, "cli_cache_hit_ms": 45.0,
+                          "triton": {"version": "3.9.0", "warm_ms": 100.0, "warm_cubin_ms": 150.0, "compiles": 3},
+                          "ratios_to_nvcc": {"inprocess_warm": 0.075, "inprocess_cache_hit": 0.000125,
+                                             "cli_cold": 0.75, "cli_first_run": 0.9, "cli_cache_hit": 0.1125},
+                          "ratios_to_triton": {"inprocess_warm": 0.3, "inprocess_warm_to_cubin": 0.2}},
+            "gather_scatter": {"nvcc_ptx_ms": 400.0, "inprocess_warm_ms": 20.0,
+                               "triton": {"error": "CompilationError: at 3:4: boom"},
+                               "ratios_to_nvcc": {"inprocess_warm": 0.05},
+                               "ratios_to_triton": {"inprocess_warm": None}},
         },
         "code_quality": {
             "saxpy": {"fmad": {"kernels": {"saxpy": {
@@ -176,6 +272,20 @@ def test_render_with_gpu_results_and_errors():
                              "sass_instructions": 20},
                     "ratios": {"registers": 1.0, "sass_instructions": 1.25}}}}},
             "broken": {"fmad": {"error": "CompileError: boom"}},
+            "particles": {"fmad": {"triton": {"error": "CompilationError: at 3:4: boom"}, "kernels": {"particles": {
+                "kernc": {"registers": 20, "spill_stores_bytes": 0, "spill_loads_bytes": 0, "sass_instructions": 90},
+                "nvcc": {"registers": 22, "spill_stores_bytes": 0, "spill_loads_bytes": 0, "sass_instructions": 95},
+                "triton": None, "ratios": {"registers": 20 / 22, "sass_instructions": 90 / 95},
+                "ratios_to_triton": {"registers": None, "sass_instructions": None}}}},
+                "no_fmad": {"kernels": {"particles": {
+                    "kernc": {"registers": 20, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
+                              "sass_instructions": 90},
+                    "nvcc": {"registers": 22, "spill_stores_bytes": 0, "spill_loads_bytes": 0,
+                             "sass_instructions": 95},
+                    "triton": {"registers": 25, "spill_stores_bytes": 4, "spill_loads_bytes": 8,
+                               "sass_instructions": 120},
+                    "ratios": {"registers": 20 / 22, "sass_instructions": 90 / 95},
+                    "ratios_to_triton": {"registers": 0.8, "sass_instructions": 0.75}}}}},
         },
         "memory": {"saxpy": {"problem_size": 64, "global_load_requests": 4, "global_store_requests": 2,
                              "global_atomics": 0, "load_sectors_per_request": 4.0, "load_ratio_to_ideal": 1.0,
@@ -191,12 +301,22 @@ def test_render_with_gpu_results_and_errors():
     }
     res["targets"] = evaluate_targets(res)
     text = render(res)
-    assert "FAIL CLI cold <= 1 x nvcc -ptx: saxpy" in text
+    assert "FAIL CLI cold <= 0.8 x nvcc -ptx: saxpy" in text
     assert "error: CompileError: boom" in text and "n/a (no numpy reference)" in text
     assert "4000 GB/s (83.3% of peak)" in text and "kernc API 30.0 us" in text
     assert "FAIL SASS instructions <= 1.1 x nvcc's: saxpy (kernc / nvcc --fmad=false)" in text
     statuses = {(t["target"], t["example"], t.get("pair")): t["status"] for t in res["targets"]}
-    assert statuses[("inprocess_warm", "saxpy", None)] == "PASS" and statuses[("cli_cold", "saxpy", None)] == "FAIL"
+    assert statuses[("inprocess_warm", "saxpy", None)] == "n/a"  # no Triton in these results
+    assert statuses[("cli_first_run", "saxpy", None)] == "n/a" and statuses[("cli_cold", "saxpy", None)] == "FAIL"
+    # 30 ms against Triton's 100 ms: 0.3x > 0.25x; the CLI first run 0.9x > 0.8x, CLI cold 0.75x
+    assert statuses[("inprocess_warm", "particles", None)] == "FAIL"
+    assert statuses[("cli_first_run", "particles", None)] == "FAIL" and statuses[("cli_cold", "particles", None)] == "PASS"
+    assert "FAIL warm in-process compile <= 0.25 x Triton's (to PTX): particles measured 0.3 x Triton (to PTX)" in text
+    assert "100 ms (150 ms)" in text and "30 ms (0.3x Triton FAIL; 0.075x nvcc)" in text
+    assert "error: CompilationError: at 3:4: boom" in text  # gather_scatter's Triton compile
+    assert "particles (kernc --fmad / nvcc): Triton: error: CompilationError: at 3:4: boom" in text
+    assert "20 / 22 / 25 (0.909x PASS; 0.8x)" in text and "0+0 / 0+0 / 4+8" in text
+    assert "90 / 95 / 120 (0.947x PASS; 0.75x)" in text and "20 / 22 / n/a (0.909x PASS; n/a)" in text
     assert statuses[("sass_instructions", "saxpy", "fmad")] == "n/a"
     assert statuses[("sass_instructions", "saxpy", "no_fmad")] == "FAIL"
     assert statuses[("cli_cold", "broken", None)] == "n/a"

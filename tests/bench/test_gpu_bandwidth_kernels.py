@@ -195,12 +195,12 @@ def test_reference_transposes_on_the_emulator(refs, kernel, rows_per_block):
 
 
 def test_references_compile_with_nvcc(tmp_path):
-    from kernc.bench import measure, tools
+    from kernc.bench import tools
 
     if tools.find("nvcc") is None:
         pytest.skip("nvcc not found")
     for name in gpu.REFERENCES:
-        ptx = measure.nvcc_ptx(os.path.join(BANDWIDTH_CU, f"{name}.cu"), "sm_90", str(tmp_path), name)
+        ptx = tools.nvcc_ptx(os.path.join(BANDWIDTH_CU, f"{name}.cu"), "sm_90", str(tmp_path), name)
         text = open(ptx).read()
         assert ".visible .entry" in text
     assert "red.global.add.f32" in open(tmp_path / "scatter.nvcc.ptx").read() or \
@@ -306,7 +306,7 @@ def test_run_on_a_stand_in_device(monkeypatch):
     assert s["bytes_per_launch"] == 8 * N + 8 * -(-N // 8) and s["distinct"] == s["m"] == -(-N // 8)
     assert (t["rows"], t["cols"]) == SHAPE and t["bytes_per_launch"] == 8 * SHAPE[0] * SHAPE[1]
     assert g["shared_indices_ms"] > 0 and s["shared_indices_ms"] > 0
-    # R x 8 runs the unstaged kernel, 8 x C the staged one (binding.staging_pays)
+    # R x 8 runs the unstaged kernel, 8 x C the staged one (launch_policy.staging_pays)
     assert res["transpose_tall_bandwidth"]["chosen"] == "unstaged" and res["transpose_wide_bandwidth"]["chosen"] == "staged"
     assert res["transpose_tall_bandwidth"]["variants"]["kernc_choice"]["label"] == "kernc (picks unstaged)"
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from kernc import private_dirs
+from kernc.support import private_dirs
 
 #: The uid that plays the other user: ``nobody`` on Linux.
 OTHER_UID = 65534
@@ -18,7 +18,7 @@ def foreign(monkeypatch):
     """``foreign(path)`` makes the file, folder or symlink ``path`` (not followed) belong to another
     user. As root (as in this sandbox, where owner checks would otherwise accept everything the
     test creates) it really is ``lchown``-ed to ``nobody``. Without root the test cannot give a file
-    away, so the owner that ``kernc.private_dirs.owner`` reports -- the only place the checks read
+    away, so the owner that ``kernc.support.private_dirs.owner`` reports -- the only place the checks read
     an owner -- is changed for that inode: the checks' logic is tested the same way, the kernel's
     part (that such a file can exist) is not. In-process only (a subprocess does not see it).
     ``KERNC_TEST_SIMULATED_OWNERS=1`` takes the simulated way as root too (to check it here)."""

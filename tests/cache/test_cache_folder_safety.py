@@ -6,7 +6,7 @@ but the folder that was checked, and no cache problem reaches the user.
 
 Ownership: the sandbox runs the suite as root, where "owned by this user or root" accepts anything
 the test creates; :func:`cache_helpers.foreign` gives files to ``nobody`` then (without root it
-simulates that owner in ``kernc.private_dirs.owner``)."""
+simulates that owner in ``kernc.support.private_dirs.owner``)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import pytest
 
 from cache_helpers import foreign  # noqa: F401 - a fixture
 from conftest import EXAMPLES
-from kernc import private_dirs
+from kernc.support import private_dirs
 from kernc.backend import cache
 
 pytestmark = pytest.mark.skipif(not private_dirs.posix_owners(), reason="POSIX owners and openat")
@@ -441,7 +441,7 @@ def test_no_kernc_module_can_unpickle():
     import pathlib
 
     root = pathlib.Path(__file__).resolve().parents[2]
-    sources = [p for d in ("kernc", "frontend", "backend", "passes", "dialect", "bench")
+    sources = [p for d in ("kernc", "support", "frontend", "backend", "passes", "dialect", "bench")
                for p in (root / d).rglob("*.py")]
     assert len(sources) > 30
     found = []

@@ -186,7 +186,7 @@ def test_ptx_per_index_width(count_ptx, private_cache):
 
 
 def test_errors_are_not_cached(private_cache):
-    from kernc.errors import CompileError
+    from kernc.support.errors import CompileError
 
     bad = "kernel k(x: f32[n] read, y: f32[n] write) over n { y = x + undefined; }"
     for _ in range(2):

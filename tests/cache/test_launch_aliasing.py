@@ -14,7 +14,7 @@ import pytest
 import fake_driver
 import kernc
 from kernc.backend import binding
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 SRC = """
 kernel saxpy(a: f32, x: f32[n] read, y: f32[n] add) over n { y += a * x; }

@@ -16,7 +16,7 @@ import pytest
 import fake_driver
 import kernc
 from kernc.backend import binding, cuda
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 FakeArray = fake_driver.FakeArray
 

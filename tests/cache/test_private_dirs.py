@@ -1,4 +1,4 @@
-"""kernc.private_dirs: which cache folders are private enough to read PTX from and write it to, checked
+"""kernc.support.private_dirs: which cache folders are private enough to read PTX from and write it to, checked
 step by step along the path, symbolic links and their owners included."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import stat
 import pytest
 
 from cache_helpers import foreign  # noqa: F401 - a fixture
-from kernc import private_dirs
-from kernc.private_dirs import is_private_dir, open_private_dir
+from kernc.support import private_dirs
+from kernc.support.private_dirs import is_private_dir, open_private_dir
 
 pytestmark = pytest.mark.skipif(not private_dirs.posix_owners(), reason="POSIX owners and openat")
 

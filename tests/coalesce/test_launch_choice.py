@@ -1,5 +1,5 @@
 """The launch-time choice between a kernel staged by kern-coalesce-views and the same kernel
-compiled without it (``binding.staging_pays``).
+compiled without it (``launch_policy.staging_pays``).
 
 A staged kernel launches one block per tile of its tile plane; with an extent far below the tile's
 (a 4096 x 2 transpose, an NHWC permute of 2 channels) most of every tile is empty, and on an H200
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import kernc
-from kernc.backend import binding
+from kernc.backend import binding, launch_policy
 
 SRC = """
 layout rowmaj(R, C) = (R, C):(C, 1);
@@ -41,11 +41,11 @@ def test_tile_fill_and_unstaged_sector_use():
     assert sig.tiles == [["R", 32], ["C", 32]]
     # b[j, i] at j*R + i, as the unstaged kernel stores it
     assert sig.staged == {"extents": ["R", "C"], "views": [["b", ["1", "R"]]]}
-    assert binding.tile_fill(sig, {"R": 4096, "C": 1}) == 1 / 32
-    assert binding.tile_fill(sig, {"R": 64, "C": 64}) == 1.0
-    assert binding.tile_fill(sig, {"R": 33, "C": 33}) == 33 * 33 / (64 * 64)
-    assert binding.tile_fill(sig, {"R": 7, "C": 0}) is None
-    use = binding.unstaged_sector_use
+    assert launch_policy.tile_fill(sig, {"R": 4096, "C": 1}) == 1 / 32
+    assert launch_policy.tile_fill(sig, {"R": 64, "C": 64}) == 1.0
+    assert launch_policy.tile_fill(sig, {"R": 33, "C": 33}) == 33 * 33 / (64 * 64)
+    assert launch_policy.tile_fill(sig, {"R": 7, "C": 0}) is None
+    use = launch_policy.unstaged_sector_use
     assert use(sig, {"R": 4096, "C": 1}) == use(sig, {"R": 1, "C": 4096}) == 1.0  # a copy
     # over the first warp: runs of 8, 4 and 2 elements of b's rows
     assert use(sig, {"R": 4096, "C": 4}) == 1.0
@@ -57,20 +57,20 @@ def test_tile_fill_and_unstaged_sector_use():
     assert use(sig, {"R": 64, "C": 64}) == 4 / 32  # elements 64 apart
     assert use(sig, {"R": 3, "C": 5}) == 1.0  # 15 elements: 2 sectors, both needed
     plain = kernc.compile(SRC, coalesce=False)._compilation.signatures["transpose"]
-    assert binding.tile_fill(plain, {"R": 4096, "C": 1}) is None and plain.staged is None
-    assert binding.staging_pays(plain, {"R": 4096, "C": 1})
+    assert launch_policy.tile_fill(plain, {"R": 4096, "C": 1}) is None and plain.staged is None
+    assert launch_policy.staging_pays(plain, {"R": 4096, "C": 1})
 
 
 def test_sector_use_counts_element_bytes():
     src = SRC.replace("f32", "f64")
     sig = kernc.compile(src)._compilation.signatures["transpose"]
-    assert binding.unstaged_sector_use(sig, {"R": 2, "C": 4096}) == 0.5  # 16 bytes apart
-    assert binding.unstaged_sector_use(sig, {"R": 4, "C": 4096}) == 0.25
-    assert binding.unstaged_sector_use(sig, {"R": 4096, "C": 4}) == 1.0  # runs of 8 doubles
+    assert launch_policy.unstaged_sector_use(sig, {"R": 2, "C": 4096}) == 0.5  # 16 bytes apart
+    assert launch_policy.unstaged_sector_use(sig, {"R": 4, "C": 4096}) == 0.25
+    assert launch_policy.unstaged_sector_use(sig, {"R": 4096, "C": 4}) == 1.0  # runs of 8 doubles
 
 
 #: Skinny transposes measured on an H200, about 2^24 f32 elements (2^25 f16, 2^23 f64):
-#: {(R, C): (GB/s staged, GB/s unstaged)}, the data ``binding.staging_pays`` was calibrated on.
+#: {(R, C): (GB/s staged, GB/s unstaged)}, the data ``launch_policy.staging_pays`` was calibrated on.
 MEASURED_GBS = {
     (16777216, 1): (243, 2537), (1, 16777216): (236, 2522), (8388608, 2): (479, 2513),
     (2, 8388608): (465, 1666), (5592405, 3): (702, 2452), (3, 5592405): (676, 1131),
@@ -124,7 +124,7 @@ MEASURED_F64_GBS = {
 def test_the_choice_is_within_8_percent_of_the_faster_kernel_at_every_measured_shape(dtype, measured):
     sig = kernc.compile(SRC.replace("f32", dtype))._compilation.signatures["transpose"]
     for (R, C), (staged_gbs, unstaged_gbs) in measured.items():
-        staged = binding.staging_pays(sig, {"R": R, "C": C})
+        staged = launch_policy.staging_pays(sig, {"R": R, "C": C})
         got = staged_gbs if staged else unstaged_gbs
         assert got >= 0.92 * max(staged_gbs, unstaged_gbs), (R, C, staged)
 
@@ -170,7 +170,7 @@ def test_the_choice_on_kernels_it_was_not_calibrated_on():
     ratios = []
     for (kind, shape), (staged_gbs, unstaged_gbs) in VALIDATION_GBS.items():
         env = dict(zip("NCHW", shape)) if kind == "perm" else {"R": shape[0], "C": shape[1]}
-        got = staged_gbs if binding.staging_pays(sigs[kind], env) else unstaged_gbs
+        got = staged_gbs if launch_policy.staging_pays(sigs[kind], env) else unstaged_gbs
         ratios.append(got / max(staged_gbs, unstaged_gbs))
     assert len(ratios) == 63 and sorted(ratios)[1] >= 0.9 and min(ratios) >= 0.85
 
@@ -192,8 +192,8 @@ def test_transpose_runs_the_kernel_the_choice_names(mods, shape):
     res = staged_mod.transpose(a, b)
     np.testing.assert_array_equal(b, a.T)
     staged = res.stats.shared_requests > 0
-    assert staged == binding.staging_pays(staged_mod._compilation.signatures["transpose"], {"R": R, "C": C})
-    assert staged == binding.staging_pays(staged_mod._compilation.signatures["transpose"],
+    assert staged == launch_policy.staging_pays(staged_mod._compilation.signatures["transpose"], {"R": R, "C": C})
+    assert staged == launch_policy.staging_pays(staged_mod._compilation.signatures["transpose"],
                                           {"R": shape[0], "C": shape[1]})  # as at the measured size
     if staged:
         assert res.grid == -(-R // 32) * -(-C // 32)  # one block per tile
@@ -212,7 +212,8 @@ def test_other_shapes_follow_the_rule(mods, R, C):
     np.testing.assert_array_equal(b, a.T)
     sig = mods[0]._compilation.signatures["transpose"]
     env = {"R": R, "C": C}
-    want = binding.tile_fill(sig, env) >= binding.EMPTY_SLOT_BYTES / 4 * binding.unstaged_sector_use(sig, env)
+    want = (launch_policy.tile_fill(sig, env)
+            >= launch_policy.EMPTY_SLOT_BYTES / 4 * launch_policy.unstaged_sector_use(sig, env))
     assert (res.stats.shared_requests > 0) == want
 
 
@@ -255,7 +256,7 @@ def test_choice_on_gpu(mods, R, C):
     b = cp.full((C, R), np.nan, np.float32)
     res = mods[0].transpose(cp.asarray(a), b)
     assert np.array_equal(b.get(), a.T)
-    staged = binding.staging_pays(mods[0]._compilation.signatures["transpose"], {"R": R, "C": C})
+    staged = launch_policy.staging_pays(mods[0]._compilation.signatures["transpose"], {"R": R, "C": C})
     assert res.grid == (-(-R // 32) * -(-C // 32) if staged else -(-R * C // 256)) and res.staged is staged
 
 

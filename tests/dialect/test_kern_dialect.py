@@ -9,7 +9,7 @@ import pytest
 
 import kernc
 from kernc.dialect import kern
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 
 def test_load_into_fresh_contexts_repeatedly():
@@ -30,7 +30,7 @@ def test_builders_keep_empty_syms():
         f32 = ir.F32Type.get()
         mt = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], f32)
         module = ir.Module.create()
-        from kernc.mlir import dialect
+        from kernc.support.mlir import dialect
 
         func = dialect("func")
         with ir.InsertionPoint(module.body):

@@ -20,7 +20,7 @@ import pytest
 
 import kernc
 from kernc.backend import binding
-from kernc.errors import KerncLaunchError
+from kernc.support.errors import KerncLaunchError
 
 from conftest import compiled_example
 

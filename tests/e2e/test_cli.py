@@ -161,7 +161,7 @@ def test_internal_error_exit_code_and_report(monkeypatch, tmp_path, capsys):
 def test_internal_error_report_names_pass_source_location_and_ir(monkeypatch, tmp_path, capsys):
     """A pass that leaves invalid IR is reported at the user's source line, with the failing pass,
     the pipeline and the IR before the pass in the report."""
-    from kernc.mlir import ir
+    from kernc.support.mlir import ir
     from kernc.passes.lower_layouts import LowerLayouts
 
     def corrupt(self, ctx, module):
@@ -667,7 +667,7 @@ def test_a_non_contiguous_input_is_not_told_about_results(tmp_path):
     """The contiguity error of a read-only buffer asks for a contiguous copy; only outputs add that
     results would go to the copy."""
     import kernc
-    from kernc.errors import KerncLaunchError
+    from kernc.support.errors import KerncLaunchError
 
     mod = kernc.compile("kernel k(x: f32[n] read, y: f32[n] write) over n { y = x; }")
     x, y = np.ones(8, np.float32), np.zeros(8, np.float32)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from kernc.backend import binding
+from kernc.backend import launch_policy
 from conftest import EXAMPLE_NAMES, compiled_example, example_reference
 
 SIZES = [0, 1, 31, 32, 33, 255, 256, 257, 1000, 4097]
@@ -37,7 +37,7 @@ def test_example_matches_numpy(name, P):
     assert result.problem_size == P
     sig = mod._compilation.signatures[name]
     tiles = sig.tiles
-    if tiles and P and binding.staging_pays(sig, result.sizes):
+    if tiles and P and launch_policy.staging_pays(sig, result.sizes):
         # kern-coalesce-views: one block per tile of the tiled extents (transpose: R x C)
         ext = [result.sizes[e] for e, _ in tiles]
         plane = math.prod(ext)

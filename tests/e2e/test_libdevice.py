@@ -15,7 +15,7 @@ import pytest
 import kernc
 from kernc.backend import toolkit
 from kernc.compiler import Compilation, CompileOptions
-from kernc.errors import InternalCompilerError
+from kernc.support.errors import InternalCompilerError
 
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 

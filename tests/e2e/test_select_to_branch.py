@@ -12,7 +12,7 @@ import pytest
 import kernc
 from kernc.backend.interpreter import Interpreter
 from kernc.compiler import CompileOptions, Compilation, context, run_passes
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 from passes.select_to_branch import SelectToBranch
 
 SRC = """

@@ -6,9 +6,9 @@ import pathlib
 
 import pytest
 
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 from kernc.frontend import compile_to_kern
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

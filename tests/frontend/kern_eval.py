@@ -18,7 +18,7 @@ import numpy as np
 from exact_float import fma_reference
 from kernc.dialect.signature import KernelSignature
 from kernc.dialect.strided import StridedLayout
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 _NP_FLOAT = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 

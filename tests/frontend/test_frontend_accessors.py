@@ -19,11 +19,11 @@ import pytest
 
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.passes.base import walk_ops
-from kernc.errors import CompileError, InternalCompilerError
+from kernc.support.errors import CompileError, InternalCompilerError
 from kernc.frontend import ast as A
 from kernc.frontend import check, compile_to_kern, lower, parse
 from kernc.frontend import types as T
-from kernc.mlir import ir, passmanager
+from kernc.support.mlir import ir, passmanager
 
 from frontend_helpers import EXAMPLES, compile_text, error_lines
 from kern_eval import Evaluator, shared_indices

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kernc
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 
 
 def first_error(src: str):

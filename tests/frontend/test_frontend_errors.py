@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernc.errors import CompileError, Diagnostic
+from kernc.support.errors import CompileError, Diagnostic
 from kernc.frontend import check, parse
 
 from frontend_helpers import error_lines
@@ -196,9 +196,9 @@ def test_mutated_examples_only_raise_compile_errors():
     """A small deterministic fuzz: random edits of the examples never crash the frontend."""
     import random
 
-    from kernc.errors import InternalCompilerError  # noqa: F401  (must not be raised either)
+    from kernc.support.errors import InternalCompilerError  # noqa: F401  (must not be raised either)
     from kernc.frontend import compile_to_kern
-    from kernc.mlir import ir
+    from kernc.support.mlir import ir
 
     from frontend_helpers import EXAMPLES
 
@@ -271,7 +271,7 @@ def test_extreme_literals_round_like_their_values():
     from fractions import Fraction
 
     from kernc.frontend import types as T
-    from kernc.frontend.check import literal_fraction
+    from kernc.frontend.expressions import literal_fraction
 
     prog = check(parse("kernel k(x: f64[n] read, y: f64[n] write) over n {\n"
                        "    y = x + 1e-99999999 - 2.5e-99999999 + 0.0e99999999;\n}\n", "t.kern"))

@@ -11,7 +11,7 @@ import pytest
 
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import StridedLayout
-from kernc.mlir import ir, passmanager
+from kernc.support.mlir import ir, passmanager
 
 from frontend_helpers import EXAMPLES, compile_text
 from kern_eval import Evaluator

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 from kernc.frontend import ast as A
 from kernc.frontend import dump_ast, parse
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 from kernc.frontend import dump_ast, parse, parser, parser_tables
 
 from frontend_helpers import EXAMPLES

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-import kernc.dialect.layout_algebra as la
+import kernc.dialect.layout_eval as la
 from kernc.layout import (
     ComposedLayout,
     Layout,

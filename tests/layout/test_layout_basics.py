@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernc.errors import KerncError
+from kernc.support.errors import KerncError
 from kernc.layout import ComposedLayout, Layout, LayoutError, Swizzle, make_layout, parse_layout
 
 

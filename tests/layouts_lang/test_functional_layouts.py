@@ -10,7 +10,7 @@ import pytest
 
 import kernc
 from helpers import launch
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 from kernc.layout import im2col as im2col_layout
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))

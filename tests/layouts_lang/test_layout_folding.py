@@ -9,7 +9,7 @@ import pytest
 import kernc
 import kernc.layout as KL
 from helpers import launch
-from kernc.errors import CompileError
+from kernc.support.errors import CompileError
 
 ALGEBRA = """
 layout blocks = logical_divide((1000):(1), (128):(1));
@@ -115,7 +115,7 @@ def test_layout_definition_errors(src, message):
 
 def test_fold_layouts_pass_on_handwritten_kern_ir():
     from kernc.compiler import context
-    from kernc.mlir import ir
+    from kernc.support.mlir import ir
     from kernc.passes.fold_layouts import FoldLayouts, folded_text
 
     assert folded_text("composition((6,2):(8,2), (4,3):(3,1))") == "(2,2,3):(24,2,8)"

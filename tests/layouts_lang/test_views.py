@@ -7,7 +7,7 @@ import pytest
 
 import kernc
 from helpers import launch
-from kernc.errors import CompileError, KerncRuntimeError
+from kernc.support.errors import CompileError, KerncRuntimeError
 
 NDIM = """
 kernel coords3(y: i64[A, B, C] view, t: i64[A, B, C] view, p: i64[1] view) over (i, j, k) in (A, B, C) {

@@ -24,7 +24,7 @@ import kernc
 from diagnostic_display import MAX_SHOWN, caret_column, window_start
 from kernc import CompileError
 from kernc.cli import main
-from kernc.errors import Diagnostic, SourceLocation
+from kernc.support.errors import Diagnostic, SourceLocation
 
 REPLACEMENT = "\ufffd"
 

@@ -30,7 +30,7 @@ from kernc.backend import binding, cache, cpu, toolkit
 from kernc.backend.binding import index_products_overflow
 from kernc.cli import main
 from kernc.compiler import Compilation, CompileOptions, context
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 # ---------------------------------------------------------------------------------------------------
 # index arithmetic past 2^31 elements
@@ -610,8 +610,8 @@ def test_a_pass_that_leaves_invalid_ir_is_caught_without_verify_each(monkeypatch
     compiler error. Without verify_each (the default of a compile) the error must still come, at
     the first upstream pass after the bug."""
     from kernc.compiler import Compilation, CompileOptions
-    from kernc.errors import InternalCompilerError
-    from kernc.mlir import ir
+    from kernc.support.errors import InternalCompilerError
+    from kernc.support.mlir import ir
     from kernc.passes import lower_fma
     from kernc.passes.base import walk_ops
 

@@ -41,7 +41,7 @@ B63 = 2**63 - 1
      "1:31", "the cosize of the layout"),
     ("layout s = swizzle<3, 60, 3> o (8, 8):(8, 1);\n"
      "kernel k(x: f32[8, 8] view as s, y: f32[n] write) over n { y = x[0, 0]; }", "1:12",
-     "B + M + |S| must be at most 63"),
+     "B + M + |S| must be at most 48"),
     ("layout L(R) = (R, 4294967296 * 4294967296):(1, R);", "1:30",
      "the layout entry (18446744073709551616) is beyond the index range"),
 ])
@@ -59,11 +59,12 @@ def test_constants_beyond_the_index_range_are_located_frontend_errors(tmp_path, 
 
 
 def test_constants_at_the_index_range_still_compile():
-    """The limit is int64's: 2^63 - 1 itself, and sizes past int32 (64-bit launches), compile."""
+    """The limit is int64's: 2^63 - 1 itself, sizes past int32 (64-bit launches) and a swizzle at
+    MAX_SWIZZLE_BITS compile."""
     for src in (f"kernel k(x: f32[{B63}] view, y: f32[n] write) over n {{ y = x.checked(thread_id); }}",
                 f"kernel k(y: f32[P] write) over (i, j) in ({B63}, 1) {{ y = 1.0; }}",
                 "kernel k(x: f32[4294967296, 2] view, y: f32[n] write) over n { y = x.checked(thread_id, 1); }",
-                "layout s = swizzle<3, 57, 3> o (8, 8):(8, 1);\n"
+                "layout s = swizzle<3, 42, 3> o (8, 8):(8, 1);\n"  # B + M + |S| = MAX_SWIZZLE_BITS
                 "kernel k(x: f32[8, 8] view as s, y: f32[n] write) over n { y = x[0, 0]; }"):
         comp = Compilation(src, "ok.kern", CompileOptions())
         comp.llvm_ir(index_bits=64)

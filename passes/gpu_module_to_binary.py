@@ -20,7 +20,9 @@ more SASS instructions of 812).
 
 from __future__ import annotations
 
-from kernc.mlir import ir, set_llvm_options
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir, set_llvm_options
 
 from .base import UpstreamPass
 
@@ -28,11 +30,11 @@ from .base import UpstreamPass
 NVPTX_FLAGS = ("--nvptx-short-ptr", "--spec-exec-max-speculation-cost=4")
 
 
+@dataclass
 class SerializeToPTX(UpstreamPass):
     """``gpu-module-to-binary{format=isa}`` after setting :data:`NVPTX_FLAGS`."""
 
-    def __init__(self):
-        super().__init__("gpu-module-to-binary{format=isa}")
+    pipeline: str = "gpu-module-to-binary{format=isa}"
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         set_llvm_options(*NVPTX_FLAGS)

@@ -20,7 +20,9 @@ intrinsics back into calls.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from . import llvm_ops
 from .base import Pass, functions, walk_ops
@@ -43,6 +45,7 @@ def callee(op) -> str | None:
     return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
 
 
+@dataclass
 class LibdeviceToIntrinsics(Pass):
     """Replace calls of :data:`LIBDEVICE_INTRINSICS` functions with the intrinsic and drop the
     declarations nothing calls any more."""

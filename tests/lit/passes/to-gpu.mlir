@@ -3,10 +3,13 @@
 // A kern kernel becomes a gpu.func kernel in gpu.module @kernels: buffers in the global address
 // space, the body under the guard scf.if t < P (unsigned, marked kern.guard). kern-lower-builtins
 // then computes t = block_id * B + thread_id with B constant and P from the size argument.
+// The gpu.func records the item mapping (kern.mapping, docs/gpu-ir.md): linear, item t of thread
+// t % 128 of block t / 128, over the problem's one coordinate of extent n.
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @kernels
 // CHECK: gpu.func @scale(%[[A:.*]]: f32, %[[Y:.*]]: memref<?xf32, #gpu.address_space<global>>, %[[N:.*]]: index) kernel
+// CHECK-SAME: kern.mapping = "{\22block\22:128,\22extents\22:[\22n\22],\22grid_stride\22:false,\22thread_values\22:\22(128,1):(1,0)\22,\22tile\22:null,\22values\22:1}"
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK: %[[T:.*]] = "kern.thread_id"()
 // CHECK: %[[P:.*]] = "kern.problem_size"()

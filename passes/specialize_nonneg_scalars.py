@@ -15,7 +15,9 @@ interpreter runs) stays valid for every argument.
 
 from __future__ import annotations
 
-from kernc.mlir import ir
+from dataclasses import dataclass
+
+from kernc.support.mlir import ir
 
 from .base import Pass, defined_functions, walk_ops
 from .fold_range_checks import FoldRangeChecks
@@ -23,6 +25,7 @@ from .index_facts import IndexFacts
 from .lower_divisions import DIV_OPS, to_unsigned
 
 
+@dataclass
 class SpecializeNonnegScalars(Pass):
     """Unsigned divisions and single-compare bounds checks, taking ``index`` scalars as ``>= 0``."""
 

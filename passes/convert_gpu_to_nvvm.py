@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernc.mlir import ir
+from kernc.support.mlir import ir
 
 from .base import UpstreamPass, functions
 
@@ -23,11 +23,21 @@ from .base import UpstreamPass, functions
 MARK = "$"
 
 
+def compiler_pipeline(index_bits: int = 32) -> str:
+    """The upstream pipeline the compiler runs (``passes/pipeline.py``), for ``index`` of
+    ``index_bits`` bits."""
+    return ("gpu.module(convert-scf-to-cf,"
+            f"convert-gpu-to-nvvm{{index-bitwidth={index_bits}}},"
+            "reconcile-unrealized-casts)")
+
+
 @dataclass
 class ConvertGpuToNVVM(UpstreamPass):
-    """The upstream ``pipeline`` (``gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm, ...)``) run
-    with the workgroup-global names above; its ``name`` is the pipeline's, as for any
-    :class:`~kernc.passes.base.UpstreamPass`."""
+    """The upstream ``pipeline`` (``gpu.module(convert-scf-to-cf, convert-gpu-to-nvvm, ...)``,
+    the compiler's by default) run with the workgroup-global names above; its ``name`` is the
+    pipeline's, as for any :class:`~kernc.passes.base.UpstreamPass`."""
+
+    pipeline: str = compiler_pipeline()
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         renamed = []

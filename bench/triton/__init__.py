@@ -1,0 +1,41 @@
+"""Triton versions of kernc's examples, the peer of ``python -m bench``'s compile-latency and
+code-quality tables (compiled ahead of time by ``bench.triton_peer``; no GPU needed).
+
+One module per example, ``bench/triton/NAME.py``, named as ``examples/NAME.kern`` and computing
+what it computes (checked against ``examples/NAME.py`` under Triton's interpreter by
+``tests/bench/test_triton_equivalents.py``). Each module defines:
+
+- ``KERNEL``: the ``@triton.jit`` kernel, written as a Triton user writes it (``tl.load`` and
+  ``tl.store`` with masks, a ``BLOCK`` constexpr), with the threads per program of kernc's kernel
+  (``NUM_WARPS``);
+- ``SIGNATURE`` and ``CONSTEXPRS``: the argument types and constants for
+  ``triton.compiler.ASTSource``;
+- ``launch(kernel, inputs, tensor)``: runs the kernel on the arguments of ``make_inputs`` of
+  ``examples/NAME.py``.
+
+Importing this package does not import Triton; the example modules do.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: Examples without a Triton version, and why (none today: every example's computation is written
+#: in Triton; where the strategy differs from kernc's, the module's docstring says how).
+NOT_COMPARABLE: dict[str, str] = {}
+
+
+def examples() -> list[str]:
+    """The examples with a Triton version (``bench/triton/NAME.py``), sorted."""
+    return sorted(f[:-3] for f in os.listdir(HERE) if f.endswith(".py") and not f.startswith("_"))
+
+
+def load(name: str):
+    """The module ``bench/triton/NAME.py`` (imports Triton); ``_warmup`` is the kernel of Triton's
+    untimed first compile. ``KeyError`` for an example without one."""
+    if name not in examples() and name != "_warmup":
+        raise KeyError(f"no Triton version of example '{name}' in {HERE}")
+    return importlib.import_module(f"{__name__}.{name}")

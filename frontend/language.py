@@ -1,0 +1,107 @@
+"""The tables of the ``.kern`` language the checker and the lowering read: builtin values and
+functions, keywords and reserved names, kernel attributes, compute types, operator groups, limits,
+layouts, and the accessor tables (together below, to be derived from the accessor registry).
+
+Semantics: ``docs/design/language.md``; accessors: ``docs/design/accessors.md`` and
+``docs/accessor-lowering.md``.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ---- builtins ---------------------------------------------------------------------------------
+
+#: Builtin values (all of type ``index``).
+BUILTIN_VALUES = ("thread_id", "block_id", "block_dim", "lane_id", "problem_size")
+#: Builtin functions and their arity.
+FLOAT_UNARY = ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "floor", "ceil")
+BUILTIN_FUNCS = {**{f: 1 for f in FLOAT_UNARY}, "abs": 1, "min": 2, "max": 2, "fma": 3, "select": 3}
+#: The two elements of a ``pair`` read or output (``u.first``, ``u.second``).
+PAIR_MEMBERS = ("first", "second")
+#: The methods of a ``view`` buffer (``x.checked(i, j)``, ``x.in_bounds(i, j)``).
+VIEW_METHODS = ("checked", "in_bounds")
+
+# ---- names ------------------------------------------------------------------------------------
+
+#: Reserved words of the grammar: never names. The access words read/write/add/view and the clause
+#: words default/compute are not reserved (they are keywords only right after a buffer's dims), nor
+#: is `o` (composition, only inside layout expressions).
+KEYWORDS = ("kernel", "layout", "let", "if", "else", "for", "in", "over", "return", "as", "true",
+            "false")
+#: Kernel attributes (``@block(N)``, ``@deterministic``, ``@checked``).
+KERNEL_ATTRIBUTES = ("block", "deterministic", "checked")
+#: Compute types a ``compute`` clause may name.
+COMPUTE_TYPES = ("f32", "f64")
+#: Prefixes and names a kernel may not have: the kernel name is the PTX entry name, which must be a
+#: PTX identifier (``_`` alone is not one) and must not collide with the libdevice functions linked
+#: into the same module (``__nv_*``), NVVM/CUDA internals or the CUDA device runtime.
+RESERVED_KERNEL_PREFIXES = ("__nv", "__cuda", "__internal", "llvm", "nvvm")
+RESERVED_KERNEL_NAMES = ("_", "WARP_SZ", "vprintf", "printf", "malloc", "free", "__assertfail", "memcpy",
+                         "memset", "kernels")
+#: The PTX names of an entry's parameters (``g_param_0``; LLVM NVPTX), see ``ptx_names_ok``.
+PTX_PARAM_NAME = re.compile(r"(.+)_param_[0-9]+")
+
+# ---- operators --------------------------------------------------------------------------------
+
+BITWISE = ("&", "|", "^")
+SHIFT = ("<<", ">>")
+COMPARE = ("==", "!=", "<", "<=", ">", ">=")
+LOGIC = ("&&", "||")
+#: Operators whose meaning on integers is not their meaning on floats (or that floats lack).
+INTEGER_ONLY = ("/", "%", "//", "%%", *BITWISE, *SHIFT)
+
+# ---- limits -----------------------------------------------------------------------------------
+
+#: Most components of a multi-component element ``T[n, K]`` (each is a separate SSA value).
+MAX_COMPONENTS = 64
+#: The largest ``index`` value (int64): sizes, strides and every constant derived from them must
+#: fit, as MLIR's ``index`` constants and the 64-bit PTX hold no more.
+INDEX_MAX = 2**63 - 1
+#: Most dims a view (and most coordinates a layout application) may have.
+MAX_VIEW_RANK = 8
+#: Most layers a chain of layouts (``f o g o ...`` that does not fold) may have.
+MAX_CHAIN_LAYERS = 64
+
+# ---- layouts ----------------------------------------------------------------------------------
+
+#: The builtin storage layouts of a buffer (``as soa``).
+BUILTIN_LAYOUTS = ("soa", "aos", "caspar")
+#: Layout algebra operations callable in layout expressions, with their (min, max) argument counts.
+ALGEBRA = {
+    "coalesce": (1, 1), "composition": (2, 2), "complement": (1, 2), "right_inverse": (1, 1),
+    "left_inverse": (1, 1), "logical_divide": (2, 2), "zipped_divide": (2, 2),
+    "tiled_divide": (2, 2), "flat_divide": (2, 2), "logical_product": (2, 2),
+    "zipped_product": (2, 2), "tiled_product": (2, 2), "flat_product": (2, 2),
+    "blocked_product": (2, 2), "raked_product": (2, 2),
+}
+#: Operations whose second argument, written as a tuple, is a CuTe tiler (applied by mode).
+TILER_OPS = ("composition", "logical_divide", "zipped_divide", "tiled_divide", "flat_divide")
+
+# ---- accessors --------------------------------------------------------------------------------
+
+#: Accessor patterns of the language with their argument counts (``pair strided(off, s) default v``
+#: combines two of them).
+ACCESSORS = {
+    "sequential": 0, "strided": 2, "indexed": 1, "shared": 1, "unique": 0, "pair": 0,
+    "shared_sum": 1, "atomic": 1, "block_sum": 0, "sum": 0,
+}
+#: The patterns each access mode allows.
+ACCESS_PATTERNS = {
+    "read": ("sequential", "strided", "indexed", "shared", "unique", "pair"),
+    "write": ("sequential", "strided", "indexed", "block_sum", "sum", "pair"),
+    "add": ("sequential", "strided", "indexed", "shared_sum", "atomic", "block_sum", "sum", "pair"),
+}
+#: Accessors whose argument is an index buffer param ``I``.
+INDEX_ACCESSORS = ("indexed", "shared", "shared_sum", "atomic")
+#: Block-wide output accessors: their ``write`` op is emitted unconditionally (no "assigned" flag;
+#: a thread that assigns nothing contributes 0).
+BLOCK_WIDE_OUTPUTS = ("block_sum", "sum", "pair")
+#: ``add`` accessors whose op each thread runs on its own (no barrier, shuffle or block-wide
+#: exchange), so a thread that assigns nothing can skip it; the collective ones (``sum``,
+#: ``block_sum``, ``pair``, ``shared_sum``) need every thread and add its pending 0.
+PER_THREAD_ADDS = ("sequential", "strided", "indexed", "atomic")
+#: The ``shared_indices`` tables appended as hidden params per index param of shared/shared_sum, and
+#: the ones each accessor takes as its ``args`` (``docs/accessor-lowering.md``).
+TABLE_FIELDS = ("unique", "target", "perm", "count")
+TABLE_ARGS = {"shared": ("unique", "target"), "shared_sum": ("unique", "perm")}

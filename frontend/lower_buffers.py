@@ -1,0 +1,139 @@
+"""Lowering the accessor ops of a kernel's buffers (part of :mod:`kernc.frontend.lower`; contract:
+``docs/accessor-lowering.md``): the ``args`` of each buffer's accessor ops, one ``kern.read`` per
+buffer the body reads at the start of the body, the pending values of the outputs (and their
+"assigned" flags), and one ``kern.write`` / ``kern.add`` per output at the end.
+"""
+
+from __future__ import annotations
+
+from math import copysign
+
+from kernc.dialect import kern
+from kernc.support.mlir import dialect, ir
+
+from . import types as T
+from .language import BLOCK_WIDE_OUTPUTS, TABLE_ARGS
+from .lower_expr import ExprLowering, flat
+from .symbols import Symbol
+
+scf = dialect("scf")
+
+
+def _accessor_op(cls, b, buffer, args, sizes, values=None, **kw):
+    """Create a kern.read/write/add of buffer ``b`` (a :class:`BufferInfo`)."""
+    syms = b.layout.symbols
+    if cls is kern.ReadOp:
+        default = None
+        if b.accessor in ("strided_default", "pair_strided_default"):
+            default = (T.mlir_type(T.default_scalar(b.compute_elem)), b.default_value)
+        return kern.read(buffer, args, sizes, b.accessor, str(b.layout), syms, values, default=default)
+    kind = "write" if cls is kern.WriteOp else "add"
+    return kern.write(kind, buffer, args, sizes, values, b.accessor, str(b.layout), syms)
+
+
+
+def is_add_identity(v) -> bool:
+    """True if ``v`` is an ``arith.constant`` identity of addition: ``-0.0`` for a float (the
+    initial value of a pending ``add`` output, see ``BufferLowering.init_outputs``), ``0`` for an
+    integer. A float ``+0.0`` is not one: ``+0.0 + (-0.0)`` is ``+0.0``, not ``-0.0``."""
+    try:
+        op = v.owner
+        if not isinstance(op, ir.Operation) and hasattr(op, "operation"):
+            op = op.operation
+        if op.name != "arith.constant":
+            return False
+        attr = op.attributes["value"]
+        if isinstance(attr, ir.FloatAttr):
+            x = ir.FloatAttr(attr).value
+            return x == 0.0 and copysign(1.0, x) < 0
+        return ir.IntegerAttr(attr).value == 0
+    except Exception:
+        return False
+
+
+class BufferLowering(ExprLowering):
+    """The accessor ops of the kernel's buffers: ``accessor_args`` holds each buffer's op args,
+    ``assigned_outputs`` the outputs that get a final op."""
+
+    def __init__(self, program, kernel, module):
+        super().__init__(program, kernel, module)
+        self.accessor_args: dict = {}  # buffer Symbol -> list of op args
+        self.assigned_outputs: set = set()
+
+    def bind_accessor_args(self, env: dict) -> None:
+        """The ``args`` of every buffer's accessor ops (strided offsets/strides as index, index
+        buffers, tables), computed at the start of the body."""
+        for p in self.info.params:
+            if p.kind != "buffer":
+                continue
+            with self.loc(p):
+                self.accessor_args[p] = self.op_args(p, env)
+
+    def op_args(self, p: Symbol, env: dict) -> list:
+        """The ``args`` operands of buffer ``p``'s accessor ops (``docs/accessor-lowering.md``)."""
+        b = p.buffer
+        acc = b.accessor
+        if acc in ("strided", "strided_default", "pair_strided_default"):
+            return [self.convert(self.expr(a, env), a.ty, T.INDEX) for a in b.accessor_args]
+        if acc in ("indexed", "atomic"):
+            idx_sym = next(s for s in self.info.params if s.name == b.index_param)
+            return [self.args[idx_sym]]
+        if acc in TABLE_ARGS:
+            return [self.table_args[(b.index_param, f)] for f in TABLE_ARGS[acc]]
+        return []
+
+    def read_buffers(self, env: dict) -> None:
+        """One ``kern.read`` per buffer the body uses, unconditional, at the start (so block-wide
+        reads are reached by every thread): its results (the element's ``K`` components, ``2K`` for
+        a pair) are the buffer's value in ``env``."""
+        for p in self.info.used_reads:
+            b = p.buffer
+            syms = b.layout.symbols
+            with self.loc(p):
+                op = _accessor_op(kern.ReadOp, b, self.args[p], self.accessor_args[p],
+                                  [self.size_args[s] for s in syms],
+                                  values=[T.mlir_type(b.compute_elem)] * b.flat_width)
+                results = list(op.results)
+            env[p] = results if (b.components > 1 or b.is_pair) else results[0]
+
+    def init_outputs(self, env: dict, assigned: list) -> None:
+        """The pending value of each output the body assigns (``assigned``: the state keys it
+        assigns) or that is block-wide, and its "assigned" flag where it needs one."""
+        info = self.info
+        for p in info.outputs:
+            b = p.buffer
+            always = b.access == "write" and b.accessor in BLOCK_WIDE_OUTPUTS
+            if p not in assigned and not always:
+                continue
+            self.assigned_outputs.add(p)
+            with self.loc(p):
+                # An `add` output's pending update starts as the identity of the addition: -0.0
+                # for a float (y + (-0.0) == y bitwise, so a component or path that changes
+                # nothing keeps the element's bits, a -0.0 included); +0.0 would turn a -0.0
+                # element into +0.0. A `write` output's value starts as 0 (+0.0).
+                init = -0.0 if (b.access == "add" and T.default_scalar(b.compute_elem).is_float) else 0
+                zeros = [self.const(b.compute_elem, init) for _ in range(b.flat_width)]
+                env[p] = zeros if (b.components > 1 or b.is_pair) else zeros[0]
+                if p in info.flagged_outputs:
+                    env[("flag", p)] = self.const(T.BOOL, False)
+
+    def write_outputs(self, env: dict) -> None:
+        """One ``kern.write`` / ``kern.add`` per output with a pending value, at the end of the
+        body, in ``scf.if %assigned`` where the output has a flag."""
+        for p in self.info.outputs:
+            if p not in self.assigned_outputs:
+                continue
+            b = p.buffer
+            syms = b.layout.symbols
+            with self.loc(p):
+                values = flat(env[p])
+                sizes = [self.size_args[s] for s in syms]
+                op_cls = kern.WriteOp if b.access == "write" else kern.AddOp
+                flag = env.get(("flag", p))
+                if flag is not None:
+                    ifop = scf.IfOp(flag, [], has_else=False)
+                    with ir.InsertionPoint(ifop.then_block):
+                        _accessor_op(op_cls, b, self.args[p], self.accessor_args[p], sizes, values)
+                        scf.YieldOp([])
+                else:
+                    _accessor_op(op_cls, b, self.args[p], self.accessor_args[p], sizes, values)

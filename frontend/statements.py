@@ -1,0 +1,351 @@
+"""Checking statements: ``let``, assignments (variables, outputs, pair outputs, view elements),
+``if``, ``for`` and ``return``; and the control-flow facts the lowering needs (a ``return`` inside
+``if``/``for``, outputs assigned on every path).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import ast as A
+from . import types as T
+from .diagnostics import did_you_mean
+from .language import PAIR_MEMBERS
+from .names import CheckerBase
+from .symbols import BufferInfo, Symbol
+
+
+class StatementChecks(CheckerBase):
+    """Statements; uses the expressions (``expr``, ``coerce``, ``unify``, ``retype``, ``default``,
+    ``component_index``) and the views (``view_of``, ``view_access``) of the checker."""
+
+    def check_block(self, block: A.Block, new_scope: bool = True, extra: Optional[dict] = None) -> None:
+        if new_scope:
+            self.scopes.append(dict(extra or {}))
+        for s in block.stmts:
+            self.stmt(s)
+        if new_scope:
+            self.scopes.pop()
+
+    def stmt(self, s: A.Stmt) -> None:
+        try:
+            self._stmt(s)
+        except RecursionError as err:  # the innermost statement names where (the caller reports it)
+            if getattr(err, "kernc_loc", None) is None:
+                err.kernc_loc = s.loc
+            raise
+
+    def _stmt(self, s: A.Stmt) -> None:
+        if isinstance(s, A.Let):
+            self.let(s)
+        elif isinstance(s, A.Assign):
+            self.assign(s)
+        elif isinstance(s, A.If):
+            self.cond(s.cond)
+            self.check_block(s.then)
+            if isinstance(s.orelse, A.Block):
+                self.check_block(s.orelse)
+            elif isinstance(s.orelse, A.If):
+                self.stmt(s.orelse)
+        elif isinstance(s, A.For):
+            self.for_(s)
+        elif isinstance(s, A.Return):
+            pass
+        else:  # pragma: no cover - the parser builds no other statements
+            self.error(f"unsupported statement {type(s).__name__}", s.loc)
+
+    def cond(self, e: A.Expr) -> None:
+        t = self.expr(e)
+        if t is None:
+            return
+        if t != T.BOOL:
+            self.error(f"condition must be 'bool', got '{t}'", e.loc,
+                       hint="compare explicitly, e.g. `x != 0`" if T.scalar_of(t).is_numeric else None)
+
+    def let(self, s: A.Let) -> None:
+        t = self.expr(s.value)
+        declared = None
+        if s.type_name is not None:
+            declared = self.type_named(s.type_name, s.type_loc or s.loc)
+        if t is not None:
+            if declared is not None and isinstance(t, T.VectorType):
+                # the declared type is a scalar type (the grammar has no vector types there):
+                # `let v: f32 = [1.0, 2.0]` made an f32[2], silently
+                self.error(f"type mismatch in the initializer of '{s.name}': expected '{declared}', got "
+                           f"'{t}'", s.value.loc,
+                           hint=f"a declared type is a scalar type; for a vector, leave it out or convert "
+                                f"the value: `let {s.name} = {declared}(...);`")
+                t = None
+            elif declared is not None:
+                if not self.coerce(s.value, declared, f"the initializer of '{s.name}'"):
+                    t = None
+                else:
+                    t = declared
+            else:
+                self.default(s.value)
+                t = s.value.ty
+        if not self.name_free(s.name, s.loc, "a variable"):
+            return
+        sym = Symbol(s.name, "local", t, s.loc)
+        s.sym = sym
+        self.scopes[-1][s.name] = sym
+
+    def for_(self, s: A.For) -> None:
+        lt = self.expr(s.start)
+        rt = self.expr(s.stop)
+        ty = None
+        if lt is not None and rt is not None:
+            ty = self.unify(s.start, s.stop, "..", s.loc)
+            if ty is not None:
+                # a vector of integer literals (`[0, 1]..3`) is no integer bound: it passed as one
+                if T.is_literal(ty) and isinstance(ty, T.ScalarType) and ty.is_int:
+                    self.retype(s.start, T.I32)
+                    self.retype(s.stop, T.I32)
+                    ty = T.I32
+                if not isinstance(ty, T.ScalarType) or not ty.is_int:
+                    if T.is_literal(ty):
+                        if isinstance(ty, T.ScalarType):
+                            ty = T.FLOAT_LIT
+                        self.default(s.start)
+                        self.default(s.stop)
+                    self.error(f"loop bounds must be integers, got '{ty}'", s.loc)
+                    ty = None
+        scope = {}
+        if self.name_free(s.var, s.loc, "a loop variable"):
+            sym = Symbol(s.var, "loopvar", ty, s.loc)
+            s.sym = sym
+            scope[s.var] = sym
+        self.check_block(s.body, extra=scope)
+
+    def _broken_buffer(self, base) -> bool:
+        """Whether ``base`` names a buffer whose declaration failed (an error was reported there:
+        uses of it report nothing more)."""
+        sym = self.lookup(base.id) if isinstance(base, A.Name) else None
+        return sym is not None and sym.kind == "buffer" and sym.buffer is None
+
+    def view_assign(self, s: A.Assign) -> bool:
+        """``x[i, j] op= v`` / ``x.checked(i, j) op= v`` on a view (True if ``s`` targets a view or
+        view syntax; errors reported)."""
+        target = s.target
+        if isinstance(target, A.Method):
+            sym = self.view_of(target.base)
+            if sym is None or target.name != "checked":
+                self.expr(s.value)
+                if sym is None and self._broken_buffer(target.base):
+                    return True  # its declaration's error was reported
+                if sym is None:
+                    known = self.lookup(target.base.id) if isinstance(target.base, A.Name) else None
+                    what = f"'{target.base.id}' is not a view" if known is not None else \
+                        f"unknown name '{target.base.id}'"
+                    self.error(f"cannot assign to '.{target.name}(...)': {what}", target.loc)
+                else:
+                    self.error(f"cannot assign to '{sym.name}.{target.name}(...)'; a checked write "
+                               f"is `{sym.name}.checked(i, j) = v;`", target.loc)
+                return True
+            args = target.args
+        elif isinstance(target, A.MultiIndex):
+            sym = self.view_of(target.base)
+            if sym is None:
+                self.expr(s.value)
+                if self._broken_buffer(target.base):
+                    return True  # its declaration's error was reported
+                name = target.base.id if isinstance(target.base, A.Name) else "?"
+                self.error(f"'{name}' is not a view: x[i, j] = v writes a 'view' buffer",
+                           target.loc, hint="declare N-D buffers `view`")
+                return True
+            args = target.indices
+        elif isinstance(target, A.Index) and self.view_of(target.base) is not None:
+            sym = target.base.sym
+            args = [target.index]
+        else:
+            return False
+        vt = self.expr(s.value)
+        s.sym = sym
+        b = sym.buffer
+        if not self.view_access(target, sym, args):
+            return True
+        if s.op not in ("=", "+=", "-=", "*="):
+            self.error(f"operator '{s.op}' cannot update view '{sym.name}'; use '=', '+=', '-=' or "
+                       f"'*='", s.loc)
+            return True
+        if vt is not None:
+            self.coerce_assigned(s.value, sym.ty, f"assignment to '{sym.name}'", b)
+        return True
+
+    def assign(self, s: A.Assign) -> None:
+        if self.view_assign(s):
+            return
+        target = s.target
+        index = target.index if isinstance(target, A.Index) else None
+        inner = target.base if isinstance(target, A.Index) else target
+        member = inner if isinstance(inner, A.Member) else None
+        base = member.base if member is not None else inner
+        assert isinstance(base, A.Name)
+        sym = self.lookup(base.id)
+        tuple_value = s.value if isinstance(s.value, A.TupleLit) else None
+        if tuple_value is not None:
+            vt = None
+            for x in tuple_value.elems:
+                self.expr(x)
+        else:
+            vt = self.expr(s.value)
+        if sym is None:
+            self.error(f"unknown name '{base.id}'" + did_you_mean(base.id, self.visible_names()),
+                       base.loc)
+            return
+        base.sym = sym
+        s.sym = sym
+        op = s.op
+        b = sym.buffer if sym.kind == "buffer" else None
+        if sym.kind == "buffer":
+            if b is None:
+                return
+            if b.is_view:
+                self.error(f"cannot assign to the view '{sym.name}' as a whole: a view is written "
+                           f"element by element", base.loc,
+                           hint=f"write its elements, e.g. "
+                                f"{sym.name}[{', '.join('ijklmn'[:max(1, len(b.dims))])}] = ...",
+                           note=(f"'{sym.name}' is declared here", sym.loc))
+                return
+            if not b.is_output:
+                self.error(f"cannot assign to '{sym.name}': it is a read buffer", base.loc,
+                           hint="declare it `write` or `add` to produce output",
+                           note=(f"'{sym.name}' is declared here", sym.loc))
+                return
+            if op not in ("=", "+=", "-="):
+                self.error(f"operator '{op}' cannot update output '{sym.name}'; use '=', '+=' or '-='",
+                           s.loc, hint="compute the value in a `let` variable first")
+                return
+        elif sym.kind == "scalar":
+            self.error(f"cannot assign to parameter '{sym.name}'", base.loc,
+                       hint=f"copy it into a variable: `let {sym.name}2 = {sym.name};`")
+            return
+        elif sym.kind == "loopvar":
+            self.error(f"cannot assign to loop variable '{sym.name}'", base.loc)
+            return
+        elif sym.kind == "coord":
+            self.error(f"cannot assign to the coordinate '{sym.name}' of 'over'", base.loc,
+                       hint=f"copy it into a variable: `let {sym.name}2 = {sym.name};`")
+            return
+        elif sym.kind in ("size", "builtin"):
+            self.error(f"cannot assign to '{sym.name}'", base.loc)
+            return
+        is_pair = b is not None and b.is_pair
+        what = (f"'{sym.name}' is declared '{b.access} {b.pattern_text}'" if b is not None
+                else f"'{sym.name}' is a variable")
+        if member is not None:
+            if not is_pair:
+                self.error(f"'.{member.name}' can only be assigned on a pair output; {what}",
+                           member.loc, hint="declare the output `write pair` or `add pair`")
+                return
+            if member.name not in PAIR_MEMBERS:
+                self.error(f"pair output '{sym.name}' has no member '.{member.name}'"
+                           + did_you_mean(member.name, PAIR_MEMBERS), member.loc)
+                return
+            if tuple_value is not None:
+                self.error(f"a tuple is assigned to the whole pair output: `{sym.name} = (a, b);`",
+                           tuple_value.loc)
+                return
+        elif tuple_value is not None:
+            if not is_pair:
+                self.error(f"a tuple can only be assigned to a pair output; {what}",
+                           tuple_value.loc, hint="declare the output `write pair` or `add pair`")
+                return
+            if index is not None:
+                self.error(f"index a component of pair output '{sym.name}' through "
+                           f"'{sym.name}.first[k]' or '{sym.name}.second[k]'", target.loc)
+                return
+            if len(tuple_value.elems) != 2:
+                self.error(f"pair output '{sym.name}' takes a tuple of 2 values (first, second), "
+                           f"got {len(tuple_value.elems)}", tuple_value.loc)
+                return
+        elif is_pair:
+            self.error(f"pair output '{sym.name}' takes a tuple: `{sym.name} = (first, second);`",
+                       s.value.loc if index is None else target.loc,
+                       hint=f"or assign one element: `{sym.name}.first = v;` / "
+                            f"`{sym.name}.second += v;`")
+            return
+        ttype = sym.ty
+        if ttype is None:
+            return
+        if member is not None:
+            member.ty = ttype
+        if index is not None:
+            base.ty = ttype
+            if not isinstance(ttype, T.VectorType):
+                self.error(f"cannot index '{sym.name}' of scalar type '{ttype}'", target.loc)
+                return
+            if not self.component_index(index, ttype.n):
+                return
+            ttype = ttype.elem
+            target.ty = ttype
+        else:
+            base.ty = ttype
+        values = tuple_value.elems if tuple_value is not None else [s.value]
+        if op != "=" and not T.scalar_of(ttype).is_numeric:
+            self.error(f"operator '{op}' needs a numeric target, '{sym.name}' is '{ttype}'", s.loc)
+            return
+        if tuple_value is None and vt is None:
+            return
+        for v in values:
+            if v.ty is None:
+                continue
+            if op != "=" and isinstance(ttype, T.VectorType) and not isinstance(v.ty, T.VectorType):
+                self.coerce_assigned(v, ttype.elem, f"'{op}' on '{sym.name}'", b)
+            else:
+                self.coerce_assigned(v, ttype, f"assignment to '{sym.name}'", b)
+
+    def coerce_assigned(self, e: A.Expr, target: T.Type, what: str, b: Optional[BufferInfo]) -> bool:
+        """:meth:`coerce` for a value assigned to ``target``; an output also accepts values of its
+        storage type (widened exactly to its compute type: ``e.out_convert = (storage, compute)``)."""
+        if b is not None and e.ty is not None and not T.is_literal(e.ty) \
+                and b.elem != b.compute_elem and T.scalar_of(e.ty) == b.elem \
+                and T.with_scalar(e.ty, b.compute_elem) == target:
+            e.out_convert = (b.elem, b.compute_elem)
+            return True
+        return self.coerce(e, target, what)
+
+
+def has_nested_return(stmts: list, depth: int = 0) -> bool:
+    """Whether a ``return`` of ``stmts`` (a block at nesting ``depth``) sits inside an ``if`` or a ``for``."""
+    for s in stmts:
+        if isinstance(s, A.Return) and depth > 0:
+            return True
+        if isinstance(s, A.If):
+            if has_nested_return(s.then.stmts, depth + 1):
+                return True
+            if isinstance(s.orelse, A.Block) and has_nested_return(s.orelse.stmts, depth + 1):
+                return True
+            if isinstance(s.orelse, A.If) and has_nested_return([s.orelse], depth):
+                return True
+        if isinstance(s, A.For) and has_nested_return(s.body.stmts, depth + 1):
+            return True
+    return False
+
+
+def definitely_assigns(stmts: list, out: Symbol, assigned: bool) -> tuple[bool, bool]:
+    """Definite assignment of output ``out`` over ``stmts`` entered with ``assigned``.
+
+    Returns ``(assigned at the end, some path leaves through 'return' unassigned)``.
+    """
+    leaks = False
+    for s in stmts:
+        if isinstance(s, A.Assign) and s.sym is out:
+            assigned = True
+        elif isinstance(s, A.Return):
+            return assigned, leaks or not assigned
+        elif isinstance(s, A.If):
+            branches = [s.then.stmts]
+            if isinstance(s.orelse, A.Block):
+                branches.append(s.orelse.stmts)
+            elif isinstance(s.orelse, A.If):
+                branches.append([s.orelse])
+            else:
+                branches.append([])
+            results = [definitely_assigns(b, out, assigned) for b in branches]
+            leaks = leaks or any(r[1] for r in results)
+            assigned = all(r[0] for r in results)
+        elif isinstance(s, A.For):
+            _, inner_leaks = definitely_assigns(s.body.stmts, out, assigned)
+            leaks = leaks or inner_leaks
+    return assigned, leaks

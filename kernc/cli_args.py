@@ -1,0 +1,114 @@
+"""The options of every ``kernc`` subcommand (:func:`build_parser`), apart from what they do
+(:mod:`kernc.cli`).
+
+Imported on every start of the command line, so it imports only what checking the options needs:
+``argparse``, the arch names (:mod:`kernc.passes.targets`), the ASCII integer rule
+(:mod:`kernc.support.exact_numbers`) and the benchmark's options (``bench/options.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from kernc.passes.targets import arch_option
+from kernc.support.exact_numbers import ascii_int_option
+
+
+def _size_option(text: str) -> tuple[str, int]:
+    """argparse ``type=`` of ``kernc run --size SYM=INT``: ``(SYM, INT)`` with ``INT >= 0``."""
+    sym, eq, val = text.partition("=")
+    val = val.strip()
+    if not eq or not sym.strip():
+        raise argparse.ArgumentTypeError(f"'{text}' is not SYM=INT")
+    if not (val.isascii() and val.isdigit()):  # ('²'.isdigit() is True; '-1' is not digits)
+        raise argparse.ArgumentTypeError(f"'{text}': the size must be a non-negative integer")
+    return sym.strip(), int(val)
+
+
+def _input_option(text: str) -> str:
+    """argparse ``type=`` of ``kernc run --input``: ``NAME=VALUE`` or ``NAME=@file.npy``."""
+    if "=" not in text or not text.partition("=")[0].strip():
+        raise argparse.ArgumentTypeError(f"'{text}' is not NAME=VALUE or NAME=@file.npy")
+    return text
+
+
+_FMAD_HELP = ("contract a*b+c into fused multiply-adds (nvcc's --fmad=true; rounded once on the GPU "
+              "and the CPU interpreter alike; default: off, results equal numpy's a*b+c)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``argparse`` parser of every subcommand (usage errors exit with code 2); the parsed
+    namespace names the subcommand in ``command`` (``kernc.cli.COMMANDS`` runs it)."""
+    from kernc import __version__
+
+    ap = argparse.ArgumentParser(prog="kernc", description="kernc: a GPU kernel compiler for .kern files")
+    ap.add_argument("--version", action="version", version=f"kernc {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="compile a .kern file and print or write one stage")
+    c.add_argument("file")
+    c.add_argument("-o", "--output", default=None, help="output file ('-' or none: stdout)")
+    c.add_argument("--emit", choices=["ast", "kern", "gpu", "llvm", "ptx"], default="ptx")
+    c.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU (default sm_90)")
+    c.add_argument("--kernel", action="append", help="only this kernel (repeatable)")
+    c.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
+    c.add_argument("--verify-each", action="store_true", help="run the MLIR verifier after every pass")
+    c.add_argument("--time-passes", action="store_true",
+                   help="print the wall time of the frontend steps and of every pass, grouped by stage, to "
+                        "stderr (bypasses the compile cache)")
+    c.add_argument("--O", type=ascii_int_option, choices=[0, 1, 2, 3], default=3, help="LLVM optimisation level")
+    c.add_argument("--index-bits", type=ascii_int_option, choices=[32, 64], default=32,
+                   help="width of index arithmetic in the generated code (32 needs all sizes < 2^31)")
+    # kern-coalesce-views
+    c.add_argument("--no-coalesce", action="store_true",
+                   help="do not stage transposed view accesses through a workgroup tile")
+    c.add_argument("--remarks", action="store_true",
+                   help="explain optimisation decisions (view access staging) on stderr")
+    c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
+
+    k = sub.add_parser("check", help="parse and check a .kern file")
+    k.add_argument("file")
+
+    o = sub.add_parser("opt", help="run named passes on MLIR text (like mlir-opt)")
+    o.add_argument("file")
+    o.add_argument("--passes", required=True, help="e.g. 'kern-lower-accessors,kern-lower-layouts,canonicalize'")
+    o.add_argument("-o", "--output", default=None)
+    o.add_argument("--print-ir-after-all", action="store_true")
+    o.add_argument("--time-passes", action="store_true", help="print the wall time of every pass to stderr")
+
+    r = sub.add_parser("run", help="run one kernel on the CPU interpreter or a CUDA GPU")
+    r.add_argument("file")
+    r.add_argument("--kernel", default=None)
+    r.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    r.add_argument("--input", action="append", default=[], type=_input_option, metavar="NAME=@file.npy|NAME=VALUE")
+    r.add_argument("--size", action="append", default=[], type=_size_option, metavar="SYM=INT")
+    r.add_argument("--output-dir", default=".", help="where NAME.npy outputs go (default: the current folder)")
+    r.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU of --device cuda (default sm_90)")
+    r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
+    r.add_argument("--no-coalesce", action="store_true",
+                   help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
+    r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
+    r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
+                   "kernel staged view accesses), false (a staged kernel ran without staging for "
+                   "these extents) or null (nothing to stage, or an empty launch)")
+
+    lay = sub.add_parser("layout", help="print a CuTe-style layout as a grid of offsets (or an SVG)")
+    lay.add_argument("expr", help="e.g. '(4,8):(8,1)', 'Sw<3,3,3> o (8,64):(64,1)', '(6,2):(8,2) o (4,3):(3,1)'")
+    form = lay.add_mutually_exclusive_group()
+    form.add_argument("--text", action="store_true", help="print a text grid (the default)")
+    form.add_argument("--svg", metavar="FILE", default=None, help="write an SVG grid to FILE (- for standard output)")
+    lay.add_argument("--banks", action="store_true", help="also show shared-memory banks (32 x 4 bytes)")
+    lay.add_argument("--elem-bytes", type=ascii_int_option, choices=(1, 2, 4, 8, 16), default=4, metavar="N",
+                     help="element size in bytes for --banks: 1, 2, 4, 8 or 16 (default 4)")
+
+    try:  # the benchmarks ship as kernc.bench (the repository's bench/ folder)
+        from kernc.bench.options import add_arguments as add_bench_arguments
+    except ImportError:  # pragma: no cover - an install without bench/
+        add_bench_arguments = None
+    if add_bench_arguments is not None:
+        b = sub.add_parser("bench", help="run the benchmarks (compile latency, code quality, memory traffic, GPU)")
+        add_bench_arguments(b)
+    return ap
+
+
+__all__ = ["build_parser"]
