@@ -26,7 +26,7 @@ reserves ``0xFFFFFFFF``; kernc does not).
 ``gunique`` (the ``G`` distinct values of the whole ``I``, ascending), ``gstart`` (``G + 1`` offsets
 into ``gpos``), ``gpos`` (for each distinct value, the slots ``b*B + rank`` of the blocks that hold
 it, in block order) and ``gcount`` (``[G]``). Computed with numpy for host arrays and CuPy for device
-arrays, fully vectorised (one stable lexsort).
+arrays, fully vectorised (one sort of a packed key).
 """
 
 from __future__ import annotations
@@ -167,27 +167,32 @@ def _blocks(xp, vals, unique, target, perm, count) -> None:
 
 
 def _merge_tables(t: SharedIndices) -> dict:
+    """The ``@deterministic`` merge tables of ``t`` (module docstring) with one sort of a packed key
+    ``value << 32 | slot`` (``uint64``) over the ``(block, rank)`` slots ``b*B + rank`` holding a
+    distinct value: sorted, the keys run by value and, among equal values, by slot, which is block
+    order. The distinct values and the slots are the keys' two 32-bit halves (slots fit: the
+    tables are ``uint32`` arrays of ``ceil(P/B)*B`` entries)."""
     xp = _xp(t.indices)
     B = t.block_size
-    nb = int(t.count.shape[0])
-    counts = t.count.astype(xp.int64)
-    blocks = xp.repeat(xp.arange(nb, dtype=xp.int64), counts)          # block of each (block, rank)
-    first = xp.cumsum(counts) - counts
-    ranks = xp.arange(int(counts.sum()), dtype=xp.int64) - xp.repeat(first, counts)
-    values = t.unique.astype(xp.int64)[blocks * B + ranks]
-    order = xp.lexsort(xp.stack([blocks, values]))                     # by value, then block
-    sv = values[order]
-    start = xp.ones(sv.shape[0], dtype=bool)
-    if sv.shape[0]:
-        start[1:] = sv[1:] != sv[:-1]
+    held = xp.arange(B, dtype=xp.uint32)[None, :] < t.count[:, None]  # (nb, B): slot holds a value
+    slots = xp.flatnonzero(held.reshape(-1))
+    key = t.unique[slots].astype(xp.uint64)
+    key <<= xp.uint64(32)
+    key |= slots.astype(xp.uint64)
+    key.sort()
+    halves = key.view(xp.uint32).reshape(-1, 2)
+    values, gpos = halves[:, _HI], halves[:, 1 - _HI]
+    start = xp.ones(values.shape[0], dtype=bool)
+    if values.shape[0]:
+        xp.not_equal(values[1:], values[:-1], out=start[1:])
     starts = xp.flatnonzero(start)
     G = int(starts.shape[0])
-    gstart = xp.zeros(G + 1, dtype=xp.uint32)
-    gstart[:G] = starts.astype(xp.uint32)
-    gstart[G] = sv.shape[0]
+    gstart = xp.empty(G + 1, dtype=xp.uint32)
+    gstart[:G] = starts
+    gstart[G] = values.shape[0]
     return {
-        "gunique": sv[starts].astype(xp.uint32),
+        "gunique": values[starts],
         "gstart": gstart,
-        "gpos": (blocks * B + ranks)[order].astype(xp.uint32),
+        "gpos": xp.ascontiguousarray(gpos),
         "gcount": xp.asarray([G], dtype=xp.uint32),
     }

@@ -256,21 +256,21 @@ class Interpreter:
             tid = lane - blk * B
             wpb = -(-B // WARP_SIZE)
             warp = blk * wpb + (tid >> 5)
-            cached = (lane, blk, tid, tid & (WARP_SIZE - 1), warp, nb * wpb, {})
-            for a in cached[:5]:
+            full = np.ones(L, dtype=np.bool_)
+            cached = (lane, blk, tid, tid & (WARP_SIZE - 1), warp, full, nb * wpb, {})
+            for a in cached[:6]:
                 a.flags.writeable = False  # shared by every run: SSA values are never mutated
             if len(self._lane_cache) > 8:
                 self._lane_cache.clear()
             self._lane_cache[key] = cached
         fr = _Frame()
-        fr.lane, fr.blk, fr.tid, fr.lane_in_warp, fr.warp, fr.nwarps, fr.tables = cached
+        fr.lane, fr.blk, fr.tid, fr.lane_in_warp, fr.warp, fr.full, fr.nwarps, fr.tables = cached
         fr.L = nb * B
         fr.B = B
         fr.nb = nb
         fr.first_block = b0
         fr.grid = grid
         fr.bid = fr.blk + np.int64(b0)
-        fr.full = np.ones(fr.L, dtype=np.bool_)
         fr.env = [None] * plan.nslots
         fr.stats = stats
         fr.collect = collect

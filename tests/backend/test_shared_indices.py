@@ -141,3 +141,41 @@ def test_bad_input():
         si.shared_indices(np.zeros(4, np.int64), 32)
     with pytest.raises(KerncLaunchError, match="power of two"):
         si.shared_indices(np.zeros(4, np.uint32), 48)
+
+
+def merge_reference(t) -> dict:
+    """The merge tables by their definition: for each distinct value of the whole input, ascending,
+    the slots ``b*B + rank`` of the blocks holding it, in block order."""
+    B = t.block_size
+    slots_of: dict = {}
+    for b, n in enumerate(t.count):
+        for r in range(int(n)):
+            slots_of.setdefault(int(t.unique[b * B + r]), []).append(b * B + r)
+    values = sorted(slots_of)
+    gpos = [s for v in values for s in slots_of[v]]
+    gstart = np.cumsum([0] + [len(slots_of[v]) for v in values])
+    return {"gunique": np.array(values, np.uint32), "gstart": gstart.astype(np.uint32),
+            "gpos": np.array(gpos, np.uint32), "gcount": np.array([len(values)], np.uint32)}
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("B", [32, 256])
+def test_merge_tables_match_their_definition(seed, B):
+    """The ``@deterministic`` merge tables (one sort of a packed ``value << 32 | slot`` key) against
+    their definition, with a partial last block, values above 2^31 and one value in every block."""
+    rng = np.random.default_rng(seed)
+    P = int(rng.integers(1, 5 * B))
+    idx = rng.integers(0, max(2, P // 3), P, dtype=np.uint32)
+    idx[rng.random(P) < 0.1] = np.uint32(2**32 - 1 - seed)
+    idx[::B] = 7
+    t = si.shared_indices(idx, B)
+    got, want = t.merge_tables(), merge_reference(t)
+    for name in ("gunique", "gstart", "gpos", "gcount"):
+        assert got[name].dtype == np.uint32, name
+        assert np.array_equal(got[name], want[name]), name
+
+
+def test_merge_tables_of_an_empty_input():
+    m = si.shared_indices(np.zeros(0, np.uint32), 32).merge_tables()
+    assert m["gunique"].shape == (0,) and list(m["gstart"]) == [0] and m["gpos"].shape == (0,)
+    assert int(m["gcount"][0]) == 0
