@@ -46,7 +46,9 @@ What keeps a run fast (each measured; docs/performance.md): a value is released 
 and its array goes to a pool the next ops write into (a batch touches few fresh pages); a memory op
 whose lanes address a strided run of memory -- the index affine in the block and thread ids with
 the block term ``B`` times the thread term (:mod:`.affine`) -- is one slice, not a gather, and
-needs no race check; a mostly active mask gathers with every lane; pure ops that a loop does not
+needs no race check; a bounds guard ``t < n`` of such an index whose answer is the same for every
+lane of a batch is decided from the batch's first lane (a uniform ``i1``, so its ``scf.if`` runs
+under the batch's mask unchanged); a mostly active mask gathers with every lane; pure ops that a loop does not
 change are computed once per loop; the traffic counters sort short rows (one per warp) rather than
 hashing; shuffles with a uniform offset reuse their source lanes. ``Interpreter.run(...,
 collect_stats=False)`` (``kernel(..., stats=False)``) skips the counters.

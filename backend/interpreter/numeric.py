@@ -594,15 +594,55 @@ def _cmpi(tr, o):
     a, b = tr.use(o.operands[0]), tr.use(o.operands[1])
     r = tr.define(o.results[0])
     conv = (lambda x, ty: x) if view is None else _sv if view == "s" else _uv
+    bounded = _bounded_compare(tr, ty, view, fn, a, b)
 
     def f(fr, mask):
         env = fr.env
+        if bounded is not None:
+            known = bounded(fr)
+            if known is not None:
+                env[r] = known
+                return
         x, y = conv(env[a], ty), conv(env[b], ty)
         if type(x) is np.ndarray or type(y) is np.ndarray:
             env[r] = fn(x, y, out=fr.pool.take(_BOOL, fr.L))
         else:
             env[r] = fn(x, y)
     return f
+
+
+def _bounded_compare(tr, ty, view, fn, a: int, b: int):
+    """For an ordering ``arith.cmpi`` of an ``index`` value affine in the ids (:mod:`.affine`) against
+    a uniform one (a bounds guard ``t < n``): ``known(fr)``, the comparison's value when every lane
+    of the batch gives the same (a uniform ``i1``, as for two uniform operands), else ``None``.
+
+    The affine value's range over a batch follows from its first lane (as for the 32-bit index
+    check), and an ordering predicate holds on a half-line of values, so it holds (or fails) for
+    every lane when it does at both ends of the range. That replaces a lane compare and the
+    mask arithmetic of the ``scf.if`` it guards by O(1) work in a batch that the guard does not
+    cut. Unsigned predicates take this path only when both ends and the bound are non-negative
+    (then unsigned and signed order agree)."""
+    if ty.name != "index" or view is None:
+        return None
+    la, lb = affine.coefficients(tr, a), affine.coefficients(tr, b)
+    if la is None or lb is None or (la == (0, 0)) == (lb == (0, 0)):
+        return None  # not exactly one affine lane value against one uniform value
+    lin, lanes, bound = (la, a, b) if lb == (0, 0) else (lb, b, a)
+    first = lanes == a
+
+    def known(fr):
+        env = fr.env
+        v, n = env[lanes], env[bound]
+        if type(v) is not np.ndarray or type(n) is np.ndarray or v.shape[0] != fr.L:
+            return None
+        cb, ct = lin[0] * (fr.nb - 1), lin[1] * (fr.B - 1)
+        v0, n = int(v[0]), int(n)
+        lo, hi = v0 + min(cb, 0) + min(ct, 0), v0 + max(cb, 0) + max(ct, 0)
+        if view == "u" and (lo < 0 or n < 0):
+            return None
+        at_lo, at_hi = (fn(lo, n), fn(hi, n)) if first else (fn(n, lo), fn(n, hi))
+        return np.bool_(at_lo) if at_lo == at_hi else None
+    return known
 
 
 @handles("arith.cmpf")

@@ -1,8 +1,8 @@
 """The interpreter's fast paths change nothing a kernel can observe: every shipped example and every
 accessor kernel of the benchmark gives the same outputs, bit for bit, and the same traffic counters
 with the fast paths (strided runs of lanes served by slices, workgroup accesses done once per block
-pattern, dense gathers under a mask, memoised loop-invariant ops, pooled lane arrays) as without
-them."""
+pattern, dense gathers under a mask, memoised loop-invariant ops, pooled lane arrays, bounds guards
+decided once per batch) as without them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import kernc
-from kernc.backend.interpreter import frame, memory, translate
+from kernc.backend.interpreter import frame, memory, numeric, translate
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -32,6 +32,7 @@ def _slow(monkeypatch):
     monkeypatch.setattr(memory, "_lane_view", lambda *a: None)
     monkeypatch.setattr(memory, "_per_block", lambda *a: None)
     monkeypatch.setattr(memory, "_DENSE", 0)
+    monkeypatch.setattr(numeric, "_bounded_compare", lambda *a: None)
     monkeypatch.setattr(translate, "_memo", lambda f, *a: f)
     monkeypatch.setattr(frame._Pool, "take", lambda self, dtype, n: np.empty(n, dtype))
     monkeypatch.setattr(frame._Pool, "give", lambda self, v: None)
