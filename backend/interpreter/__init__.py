@@ -48,10 +48,10 @@ whose lanes address a strided run of memory -- the index affine in the block and
 the block term ``B`` times the thread term (:mod:`.affine`) -- is one slice, not a gather, and
 needs no race check; a bounds guard ``t < n`` of such an index whose answer is the same for every
 lane of a batch is decided from the batch's first lane (a uniform ``i1``, so its ``scf.if`` runs
-under the batch's mask unchanged); a mostly active mask gathers with every lane; pure ops that a loop does not
-change are computed once per loop; the traffic counters sort short rows (one per warp) rather than
-hashing; shuffles with a uniform offset reuse their source lanes. ``Interpreter.run(...,
-collect_stats=False)`` (``kernel(..., stats=False)``) skips the counters.
+under the batch's mask unchanged); a mostly active mask gathers with every lane; pure ops that a
+loop does not change are computed once per loop; the traffic counters sort short rows (one per
+warp) rather than hashing; shuffles with a uniform offset reuse their source lanes.
+``Interpreter.run(..., collect_stats=False)`` (``kernel(..., stats=False)``) skips the counters.
 
 The package, one job per module (imports point down this list only):
 
