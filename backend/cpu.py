@@ -1,4 +1,4 @@
-"""Running kernels on the CPU reference interpreter (``backend/interpreter.py``)."""
+"""Running kernels on the CPU reference interpreter (``backend/interpreter/``)."""
 
 from __future__ import annotations
 
@@ -12,15 +12,17 @@ def is_host_array(x) -> bool:
     return isinstance(x, np.ndarray)
 
 
-def launch(interpreter, bound: BoundLaunch, progress=None):
-    """Execute ``bound`` on ``interpreter``; returns the run's statistics (all zero when ``P == 0``).
-    ``progress``: the interpreter's ``progress(blocks_done, grid)`` callback (``backend/progress.py``)."""
+def launch(interpreter, bound: BoundLaunch, stats: bool = True, progress=None):
+    """Execute ``bound`` on ``interpreter``; returns the run's statistics (all zero when ``P == 0``),
+    or ``None`` with ``stats=False`` (the counters are skipped). ``progress``: the interpreter's
+    ``progress(blocks_done, grid)`` callback (``backend/progress.py``)."""
     from .interpreter import RunStats
 
     for name in bound.zero_init:
         bound.arrays[name].fill(0)
     if bound.grid == 0:
-        return RunStats()
+        return RunStats() if stats else None
     names = bound.signature.arg_names
-    return interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names,
-                           index_bits=bound.index_bits, progress=progress)
+    counters = interpreter.run(bound.signature.name, bound.grid, bound.block, list(bound.args), arg_names=names,
+                               index_bits=bound.variant.index_bits, collect_stats=stats, progress=progress)
+    return counters if stats else None

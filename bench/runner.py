@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from . import measure, tools
+from . import interp, measure, tools
 from .options import build_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -188,6 +188,7 @@ def collect(ns) -> dict:
             results["memory_accessors"] = measure.accessor_traffic(ACCESSORS_KERN, 1024 if quick else 4096)
         except Exception as err:  # noqa: BLE001
             results["memory_accessors"] = {"error": _err(err)}
+        results["interpreter"] = interp.run(examples_dir, quick)  # CPU interpreter speed (bench/interp.py)
 
         if os.path.exists(os.path.join(examples_dir, "saxpy.kern")):
             try:
@@ -313,7 +314,7 @@ def evaluate_targets(results: dict) -> list[dict]:
         out.append({"target": target, "text": text, "example": "transpose" if "transpose" in target else "saxpy",
                     "kernel": None, "measured": value, "unit": unit, "limit": limit,
                     "status": _status(value, limit)})
-    return out
+    return out + interp.targets(results)
 
 
 # -- the table ---------------------------------------------------------------------------------------
@@ -448,6 +449,7 @@ def render(results: dict) -> str:
                          "atomics", "bank conflicts"], rows))
     parts += _render_memory_views(results.get("memory_views"))
     parts += _render_memory_accessors(results.get("memory_accessors"))
+    parts += interp.render(results)
 
     lp = results.get("launch")
     if lp:

@@ -18,6 +18,8 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kernc import display
 from kernc.backend import binding, cpu, cuda
 from kernc.backend.progress import progress_bar
@@ -31,10 +33,11 @@ class LaunchResult:
     """What a kernel call returns: the ``device`` it ran on (``"cpu"`` or ``"cuda"``), the bound
     ``sizes``, the ``problem_size``, ``grid``/``block`` and, on the CPU, the interpreter's memory
     ``stats`` (``RunStats``: global load/store requests and 32-byte sectors, atomics, shared-memory
-    requests and bank conflicts). ``staged``, for a kernel whose view accesses kern-coalesce-views
-    staged through workgroup tiles: ``True`` when that kernel ran, ``False`` when the launch ran the
-    kernel compiled without the pass instead (its tiles would have been mostly empty:
-    ``launch_policy.staging_pays``); ``None`` for other kernels and empty problems."""
+    requests and bank conflicts; ``None`` on the GPU and for a call with ``stats=False``).
+    ``staged``, for a kernel whose view accesses kern-coalesce-views staged through workgroup
+    tiles: ``True`` when that kernel ran, ``False`` when the launch ran the kernel compiled without
+    the pass instead (its tiles would have been mostly empty: ``launch_policy.staging_pays``);
+    ``None`` for other kernels and empty problems."""
 
     device: str
     problem_size: int
@@ -95,7 +98,9 @@ class Kernel:
         """Launch with the kernel's arguments, positionally or by name. ``device="cpu"|"cuda"``
         picks the device (default: that of the arrays, numpy -> ``cpu``, CuPy -> ``cuda``), unless
         the kernel has an argument or size named ``device``: then ``device=`` is that argument, and
-        :meth:`launch` picks the device."""
+        :meth:`launch` picks the device. ``stats=False`` (likewise, unless the kernel has an
+        argument named ``stats``) skips the CPU interpreter's traffic counters (faster; the
+        result's ``stats`` is then ``None``)."""
         if not kwargs:
             prepared = self._prepared
             if prepared is not None and prepared(args):  # a repeated GPU call: bound as the last one
@@ -103,26 +108,32 @@ class Kernel:
                                     dict(prepared.sizes), None, self._prepared_staged)
             return self.launch(args, {}, None)
         device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
-        return self.launch(args, kwargs, device)
+        stats = kwargs.pop("stats") if "stats" in kwargs and "stats" not in self._arg_names else True
+        return self.launch(args, kwargs, device, stats=stats)
 
     def launch(self, args: tuple = (), kwargs: dict | None = None, device: str | None = None,
-               progress: bool | None = None) -> LaunchResult:
+               progress: bool | None = None, *, stats: bool = True) -> LaunchResult:
         """Launch with positional ``args`` and named ``kwargs`` (every name is a kernel argument or
-        size) on ``device`` (``"cpu"``, ``"cuda"``, or ``None``: that of the arrays). Raises
-        :class:`~kernc.errors.KerncLaunchError` for bad arguments or an unknown device.
-        ``progress``: on the CPU interpreter, a progress bar on standard error for a run longer than
-        about two seconds (``None``, the default: only on a terminal, never in a pipe or under
-        pytest; ``False``: never; ``backend/progress.py``)."""
+        size) on ``device`` (``"cpu"``, ``"cuda"``, or ``None``: that of the arrays). ``stats``: on
+        the CPU, count the memory traffic (``RunStats``, the default) or not (``False``: faster,
+        ``LaunchResult.stats`` is ``None``); the GPU never counts. ``progress``: on the CPU
+        interpreter, a progress bar on standard error for a run longer than about two seconds
+        (``None``, the default: only on a terminal, never in a pipe or under pytest; ``False``:
+        never; ``backend/progress.py``). Raises :class:`~kernc.errors.KerncLaunchError` for bad
+        arguments, an unknown device or a ``stats`` that is not a bool."""
+        if not isinstance(stats, (bool, np.bool_)):
+            raise KerncLaunchError(f"kernel '{self.name}': stats must be True or False, got {stats!r}")
         kwargs = dict(kwargs or {})
         positional_only = not kwargs
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
             if not bound.variant.staged:
-                return dataclasses.replace(self._unstaged().launch(args, kwargs, device, progress), staged=False)
+                return dataclasses.replace(self._unstaged().launch(args, kwargs, device, progress, stats=stats),
+                                           staged=False)
             bar = progress_bar(self.name, progress)
             try:
-                stats = cpu.launch(self._module._interpreter(), bound, bar)
+                counters = cpu.launch(self._module._interpreter(), bound, stats=bool(stats), progress=bar)
             finally:
                 if bar is not None:
                     bar.close()
@@ -152,10 +163,10 @@ class Kernel:
             if positional_only and bound.arrays:  # what __call__'s fast path can repeat
                 self._prepared = cuda.prepare(module, bound, packer, current, variant)
                 self._prepared_staged = self._staged
-            stats = None
+            counters = None
         else:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
-        return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), stats,
+        return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), counters,
                             self._staged if bound.grid else None)  # (no block ran for an empty problem)
 
     def _unstaged(self) -> "Kernel":

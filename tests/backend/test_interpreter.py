@@ -1,4 +1,4 @@
-"""Tests of the CPU reference interpreter (backend/interpreter.py) on hand-written gpu IR."""
+"""Tests of the CPU reference interpreter (backend/interpreter/) on hand-written gpu IR."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def test_saxpy_module_object_and_names(saxpy):
 
 def test_batches(monkeypatch):
     """Grids larger than one batch: block ids, results and workgroup memory stay right."""
-    monkeypatch.setattr(interp_mod, "MAX_LANES_PER_BATCH", 128)
+    monkeypatch.setattr(interp_mod.launch, "MAX_LANES_PER_BATCH", 128)
     it = ew("""
         %bi = arith.index_cast %bid : index to i64
         %ti = arith.index_cast %t : index to i64
@@ -561,7 +561,7 @@ def test_bad_launch_arguments(saxpy):
 
 
 def test_bf16_without_ml_dtypes_rejected_clearly(monkeypatch):
-    from kernc.backend import interpreter as I
+    from kernc.backend.interpreter import types as I
 
     monkeypatch.setitem(sys.modules, "ml_dtypes", None)  # as if it were not installed
     monkeypatch.setattr(I, "_TY_CACHE", {})

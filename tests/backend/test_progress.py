@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import compiled_example
-from kernc.backend import interpreter as interp
+from kernc.backend.interpreter import launch as interp
 from kernc.backend import progress
 
 
@@ -29,7 +29,7 @@ def test_the_interpreter_reports_each_batch(monkeypatch):
     from kernc.backend import binding, cpu
 
     bound = binding.bind(kernel.signature, (2.0, x, y), {}, cpu.is_host_array, "cpu")
-    cpu.launch(mod._interpreter(), bound, lambda done, total: calls.append((done, total)))
+    cpu.launch(mod._interpreter(), bound, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(2, 5), (4, 5), (5, 5)]
     assert np.all(y == 3.0)
 
