@@ -50,7 +50,17 @@ def _refuse_overwriting_input(ns) -> None:
 
 def _read_source(path: str) -> str:
     if path == "-":  # the same bytes give the same text or error as a file would
-        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        from kernc.support.input_files import MAX_SOURCE_BYTES, read_limited
+
+        try:  # (at most the size limit and one byte: /dev/zero on stdin ends at once)
+            if hasattr(sys.stdin, "buffer"):
+                data = read_limited(sys.stdin.buffer)
+            else:
+                data = sys.stdin.read(MAX_SOURCE_BYTES + 1).encode()
+                if len(data) > MAX_SOURCE_BYTES:
+                    read_limited(__import__("io").BytesIO(data))  # (raises the limit's error)
+        except OSError as err:
+            raise OSError(f"cannot read standard input: {err.strerror or err}") from None
         try:
             return data.decode("utf-8-sig")
         except UnicodeDecodeError:
