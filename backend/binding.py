@@ -59,6 +59,13 @@ class BoundLaunch:
     #: (:func:`index_products_overflow`); ``None``: no bound beyond the index type's range
     index_scalar_bound: int | None = None
 
+    def fill_value(self, name: str) -> float:
+        """What the launcher fills the ``zero_init`` buffer ``name`` (``write sum``, ``write pair``)
+        with: the identity of a float sum, ``-0.0``, in a launch with items (a sum of only ``-0.0``
+        terms is ``-0.0``, IEEE 754, as ``add`` outputs and ``write block_sum`` give it; elements
+        no item adds to keep it; ``-0.0`` is 0 for an integer dtype); ``0`` in an empty launch."""
+        return -0.0 if self.grid else 0
+
     @property
     def index_bits(self) -> int:
         """The width of ``index`` arithmetic of the launch (``variant.index_bits``)."""

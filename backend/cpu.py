@@ -17,7 +17,7 @@ def launch(interpreter, bound: BoundLaunch):
     from .interpreter import RunStats
 
     for name in bound.zero_init:
-        bound.arrays[name].fill(0)
+        bound.arrays[name].fill(bound.fill_value(name))
     if bound.grid == 0:
         return RunStats()
     names = bound.signature.arg_names
