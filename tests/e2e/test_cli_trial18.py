@@ -47,3 +47,64 @@ def test_read_limited_reads_one_byte_past_the_limit():
     with pytest.raises(OSError, match="10 bytes"):
         input_files.read_limited(Counting(b"x" * 1000), 10)
     assert Counting.taken == 11
+
+
+# ---- F05: --size and --input read integers by one rule ----------------------------------------
+
+SZ = "kernel fill(y: f32[n] write) over n { y = 1.0; }\nkernel q(s: index, y: f32[n] write) over n { y = f32(s); }\n"
+
+
+@pytest.fixture
+def sz(tmp_path):
+    (tmp_path / "sz.kern").write_text(SZ)
+    return tmp_path
+
+
+@pytest.mark.parametrize("text, value", [("007", 7), ("0x10", 16), ("1_000", 1000), ("+5", 5), (" 3 ", 3)])
+def test_size_and_input_take_the_same_integers(sz, capsys, text, value):
+    out = sz / "o"
+    assert main(["run", str(sz / "sz.kern"), "--kernel", "fill", "--size", f"n={text}", "--output-dir", str(out)]) == 0
+    assert np.load(out / "y.npy").shape == (value,)
+    assert main(["run", str(sz / "sz.kern"), "--kernel", "q", "--size", "n=2", "--input", f"s={text}",
+                 "--output-dir", str(out)]) == 0
+    assert np.load(out / "y.npy").tolist() == [float(value)] * 2
+
+
+@pytest.mark.parametrize("text", ["1e1", "2.0", "١٢"])
+def test_size_and_input_refuse_the_same_non_integers_without_type_names(sz, capsys, text):
+    with pytest.raises(SystemExit) as e:
+        main(["run", str(sz / "sz.kern"), "--kernel", "fill", "--size", f"n={text}"])
+    assert e.value.code == 2 and "non-negative integer" in capsys.readouterr().err
+    assert main(["run", str(sz / "sz.kern"), "--kernel", "q", "--size", "n=2", "--input", f"s={text}",
+                 "--output-dir", str(sz)]) == 1
+    err = capsys.readouterr().err
+    assert f"'{text}' is not an integer (index" in err and "Fraction" not in err
+
+
+def test_spaces_around_names_are_read_alike(sz, capsys):
+    assert main(["run", str(sz / "sz.kern"), "--kernel", "q", "--size", " n=2", "--input", " s=4",
+                 "--output-dir", str(sz)]) == 0
+    assert np.load(sz / "y.npy").tolist() == [4.0, 4.0]
+
+
+# ---- F08: a repeated single-valued option is an error naming it ---------------------------------
+
+@pytest.mark.parametrize("args, option", [
+    (["run", "{f}", "--kernel", "fill", "--kernel", "q", "--size", "n=2", "--input", "s=1"], "--kernel"),
+    (["compile", "{f}", "-o", "{d}/a.ptx", "-o", "{d}/b.ptx"], "-o/--output"),
+    (["run", "{f}", "--kernel", "fill", "--size", "n=2", "--output-dir", "{d}", "--output-dir", "{d}/x"],
+     "--output-dir"),
+    (["compile", "{f}", "--emit", "kern", "--emit", "ptx"], "--emit"),
+    (["run", "{f}", "--kernel", "fill", "--device", "cpu", "--device", "cpu"], "--device"),
+])
+def test_repeated_single_valued_options_are_refused(sz, capsys, args, option):
+    args = [a.format(f=sz / "sz.kern", d=sz) for a in args]
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    assert f"argument {option}: given twice" in capsys.readouterr().err
+    assert not (sz / "a.ptx").exists() and not (sz / "b.ptx").exists() and not (sz / "y.npy").exists()
+
+
+def test_repeatable_options_still_repeat(sz, capsys):
+    assert main(["compile", str(sz / "sz.kern"), "--emit", "kern", "--kernel", "fill", "--kernel", "q"]) == 0
