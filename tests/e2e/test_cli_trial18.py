@@ -108,3 +108,59 @@ def test_repeated_single_valued_options_are_refused(sz, capsys, args, option):
 
 def test_repeatable_options_still_repeat(sz, capsys):
     assert main(["compile", str(sz / "sz.kern"), "--emit", "kern", "--kernel", "fill", "--kernel", "q"]) == 0
+
+
+# ---- F06: another user's symlink is not followed -----------------------------------------------
+
+from kernc.support import output_files  # noqa: E402
+
+
+def _plant_foreign_link(tmp_path, monkeypatch):
+    """A symlink ``out.ptx`` -> ``mine.ptx`` owned by another user (really, with ``lchown`` as
+    root; otherwise the owner lookup says so) in a folder this user does not own."""
+    mine = tmp_path / "mine.ptx"
+    mine.write_text("precious\n")
+    link = tmp_path / "out.ptx"
+    link.symlink_to(mine)
+    if os.geteuid() == 0:
+        os.lchown(link, 4321, 4321)
+    else:  # (the folder is this user's: only the link's owner is another's)
+        monkeypatch.setattr(output_files, "_link_owner", lambda path: 4321)
+    return mine, link
+
+
+def test_another_users_symlink_is_refused(tmp_path, monkeypatch, capsys):
+    (tmp_path / "k.kern").write_text(SZ)
+    mine, link = _plant_foreign_link(tmp_path, monkeypatch)
+    assert main(["compile", str(tmp_path / "k.kern"), "-o", str(link)]) == 1
+    err = capsys.readouterr().err
+    assert "symbolic link owned by another user" in err and str(link) in err
+    assert mine.read_text() == "precious\n" and link.is_symlink()
+
+
+def test_own_symlink_is_still_written_through(tmp_path, capsys):
+    (tmp_path / "k.kern").write_text(SZ)
+    target = tmp_path / "target.ptx"
+    target.write_text("old")
+    link = tmp_path / "out.ptx"
+    link.symlink_to(target)
+    assert main(["compile", str(tmp_path / "k.kern"), "-o", str(link)]) == 0
+    assert link.is_symlink() and ".entry fill" in target.read_text()
+
+
+# ---- F09: temporaries of killed runs are swept --------------------------------------------------
+
+def test_stale_temporaries_of_killed_writes_are_removed(tmp_path, monkeypatch):
+    old = tmp_path / ".kernc-abcd1234.tmp"      # a killed run's, two hours old
+    fresh = tmp_path / ".kernc-efgh5678.tmp"    # a write in progress
+    other = tmp_path / ".kernc-notours.tmp.bak"  # not a name the writer makes
+    for f in (old, fresh, other):
+        f.write_bytes(b"x" * 100)
+    two_hours = os.path.getmtime(old) - 2 * 3600
+    os.utime(old, (two_hours, two_hours))
+    os.utime(other, (two_hours, two_hours))
+    monkeypatch.setattr(output_files, "_swept", set())
+    output_files.write_atomically(str(tmp_path / "a.txt"), "done")
+    assert not old.exists() and fresh.exists() and other.exists()
+    assert (tmp_path / "a.txt").read_text() == "done"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, other.name, "a.txt"])
