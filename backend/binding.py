@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from kernc.dialect import accessors
+from kernc.dialect import accessors, index_bound
 from kernc.dialect.accessors import ElementCount
 from kernc.dialect.signature import KernelSignature, Param
 from kernc.dialect.strided import Poly, StridedLayout
@@ -59,6 +59,13 @@ class BoundLaunch:
     #: like this one has ``|v| <`` this bound, or the index width could change
     #: (:func:`index_products_overflow`); ``None``: no bound beyond the index type's range
     index_scalar_bound: int | None = None
+
+    def fill_value(self, name: str) -> float:
+        """What the launcher fills the ``zero_init`` buffer ``name`` (``write sum``, ``write pair``)
+        with: the identity of a float sum, ``-0.0``, in a launch with items (a sum of only ``-0.0``
+        terms is ``-0.0``, IEEE 754, as ``add`` outputs and ``write block_sum`` give it; elements
+        no item adds to keep it; ``-0.0`` is 0 for an integer dtype); ``0`` in an empty launch."""
+        return -0.0 if self.grid else 0
 
     @property
     def index_bits(self) -> int:
@@ -119,8 +126,71 @@ def index_products_bound(largest: int, block: int) -> int:
 
 def _index_input(sig: KernelSignature, p: Param) -> bool:
     """A scalar param whose value can reach ``index`` arithmetic: an ``index`` one, or one the
-    kernel's index arithmetic reads by any route (``KernelSignature.index_inputs``)."""
+    kernel's index arithmetic reads by any route (``KernelSignature.index_inputs``, and the
+    scalars of ``KernelSignature.index_bound``)."""
+    return p.kind == "scalar" and (p.dtype == "index" or p.name in sig.index_inputs
+                                   or p.name in _bound_params(sig))
+
+
+def _products_input(sig: KernelSignature, p: Param) -> bool:
+    """A scalar param :func:`index_products_overflow` counts: an ``index`` one or one of
+    ``KernelSignature.index_inputs`` (the lowering's own arithmetic, ``off + t*s``, reads them)."""
     return p.kind == "scalar" and (p.dtype == "index" or p.name in sig.index_inputs)
+
+
+def _bound_params(sig: KernelSignature) -> frozenset:
+    cached = getattr(sig, "_index_bound_params", None)
+    if cached is None:
+        cached = frozenset(index_bound.param_names(sig.index_bound))
+        object.__setattr__(sig, "_index_bound_params", cached)
+    return cached
+
+
+def index_values_bound(sig: KernelSignature, scalars: dict, sizes: dict, coordinates: int) -> int:
+    """A bound on ``|v|`` of every ``index`` value of the kernel's kern IR in a launch with these
+    ``scalars`` (name -> value) and ``sizes``, thread coordinates below ``coordinates`` (the largest
+    size plus a block): ``KernelSignature.index_bound`` evaluated (:mod:`kernc.dialect.index_bound`:
+    sums, products of any depth, ``select``, shifts, loop-carried sums...). One pass over its nodes."""
+    if not sig.index_bound:
+        return 0
+
+    def leaves(node):
+        if node[0] == "p":
+            return index_bound.leaf(node[3], node[1], scalars[node[2]])
+        v = coordinates if node[0] == "L" else sizes.get(node[2])
+        return (int(v), int(v)) if v is not None else (index_bound.TOP, index_bound.TOP)
+
+    return index_bound.evaluate(sig.index_bound, leaves)
+
+
+def index_values_limit(sig: KernelSignature, scalars: dict, sizes: dict, coordinates: int) -> int | None:
+    """The smallest magnitude ``b`` such that, with every scalar of ``KernelSignature.index_bound``
+    of magnitude ``b`` (the worst case of ``|v| <= b``), :func:`index_values_bound` reaches 2^31;
+    ``None`` when no scalar takes part. The bound is monotone in each ``|v|``; ``scalars`` (a launch
+    that stays 32-bit) is the starting point of the search."""
+    names = _bound_params(sig)
+    if not names:
+        return None
+
+    def fits(m: int) -> bool:
+        return index_values_bound(sig, {n: m for n in names}, sizes, coordinates) < 2**31
+
+    start = max((_magnitude(scalars[n]) for n in names), default=0)
+    start = min(math.ceil(start), 2**63) if start == start and start != math.inf else 2**63
+    if fits(start):  # low fits, high does not (or is 2^63)
+        low, high = start, max(start, 1)
+        while high < 2**63 and fits(high):
+            low, high = high, min(high * 2, 2**63)
+        if fits(high):
+            return 2**63 + 1
+    else:
+        if not fits(0):
+            return 0
+        low, high = 0, start
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low + 1
 
 
 def _scalar(p: Param, value, index_bits: int = 64):
@@ -539,12 +609,19 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             out_args.append(int(v))
         else:
             out_args.append(_scalar(p, values[p.name]))
-    if index_bits == 32 and index_products_overflow(
-            [sig.index_literal_max, *(v for p, v in zip(params, out_args) if _index_input(sig, p))],
-            largest, sig.block):
+    scalar_args = {p.name: v for p, v in zip(params, out_args) if p.kind == "scalar"}
+    if index_bits == 32 and (index_products_overflow(
+            [sig.index_literal_max, *(v for p, v in zip(params, out_args) if _products_input(sig, p))],
+            largest, sig.block)
+            or index_values_bound(sig, scalar_args, env, largest + sig.block) >= 2**31):
         index_bits = 64
     # a 32-bit launch holds for integer scalars below this magnitude (the prepared GPU path checks)
-    scalar_bound = index_products_bound(largest, sig.block) if index_bits == 32 else None
+    scalar_bound = None
+    if index_bits == 32:
+        scalar_bound = index_products_bound(largest, sig.block)
+        limit = index_values_limit(sig, scalar_args, env, largest + sig.block)
+        if limit is not None:
+            scalar_bound = min(scalar_bound, limit)
     out_args.extend(sizes[s] for s in sig.sizes)
     zeros = zeros or np.zeros
     for p in sig.extra:

@@ -19,7 +19,7 @@ def launch(interpreter, bound: BoundLaunch, stats: bool = True, progress=None):
     from .interpreter import RunStats
 
     for name in bound.zero_init:
-        bound.arrays[name].fill(0)
+        bound.arrays[name].fill(bound.fill_value(name))
     if bound.grid == 0:
         return RunStats() if stats else None
     names = bound.signature.arg_names

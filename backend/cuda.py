@@ -252,7 +252,7 @@ def launch(module: CudaModule, bound: BoundLaunch, packer: ArgPacker | None = No
     launched when ``P == 0`` (``zero_init`` outputs are still zero-filled). ``packer``: the
     kernel's :class:`ArgPacker` for ``bound.index_bits`` (built here when not given)."""
     for name in bound.zero_init:
-        bound.arrays[name].fill(0)
+        bound.arrays[name].fill(bound.fill_value(name))
     if bound.grid == 0:
         return
     if packer is None or packer.index_bits != bound.index_bits:
@@ -324,7 +324,8 @@ class PreparedLaunch:
                 self._scalars.append((k, p, numpy_dtype(p.dtype).type))
                 if limit is not None and _index_input(sig, p):
                     self._bounded.append((k, low, high))
-        self._zero_init = [k for k, p in enumerate(sig.params) if p.kind == "buffer" and p.zero_init]
+        self._zero_init = [(k, bound.fill_value(p.name)) for k, p in enumerate(sig.params)
+                           if p.kind == "buffer" and p.zero_init]
         #: (position, position, bytes, bytes, one array allowed) of the pairs of buffers whose memory
         #: may not overlap (binding.check_aliasing; the shapes are fixed, so are their extents): a
         #: call that overlaps them is bound in full, which raises the error
@@ -377,8 +378,8 @@ class PreparedLaunch:
             if not isinstance(v, (float, int, np.generic)):  # e.g. a 0-d CUDA array: bound in full
                 return False
             values[k] = _scalar(p, v)
-        for k in self._zero_init:
-            args[k].fill(0)
+        for k, value in self._zero_init:
+            args[k].fill(value)
         values += self._sizes_tail
         scratch = None
         if self._scratch:  # held until the launch is queued (the pool then reuses it in stream order)

@@ -141,6 +141,10 @@ class KernelSignature:
     #: route (``index(...)``, ``strided(off, s)`` arguments, loop bounds, locals); the launcher
     #: bounds them like ``index`` scalars
     index_inputs: list = field(default_factory=list)
+    #: a bound on the magnitude of every ``index`` value of the kern IR, as a program of
+    #: ``dialect/index_bound.py`` the launcher evaluates on the call's scalars and sizes (32-bit
+    #: ``index`` code only when it is below 2^31); found by the frontend (``frontend/index_width.py``)
+    index_bound: list = field(default_factory=list)
     #: the buffer params the kernel reads and those it writes (stores to, for a view); ``None``
     #: (a signature without them, hand-written IR): every ``read``/``view`` param, every
     #: ``write``/``add``/``view`` param. The launcher refuses memory shared by a written buffer
@@ -160,7 +164,7 @@ class KernelSignature:
         for key in ("tiles", "staged"):  # kern-coalesce-views: only present when set
             if data.get(key) is None:
                 data.pop(key, None)
-        for key in ("index_literal_max", "index_inputs", "in_place"):  # only present when a kernel has them
+        for key in ("index_literal_max", "index_inputs", "index_bound", "in_place"):  # only present when a kernel has them
             if not data[key]:
                 del data[key]
         for key in ("reads", "writes"):
@@ -249,6 +253,13 @@ class KernelSignature:
         scalars = {p.name for p in self.params if p.kind == "scalar"}
         if not isinstance(self.index_inputs, list) or not all(n in scalars for n in self.index_inputs):
             return f"'index_inputs' must be a list of scalar param names, got {self.index_inputs!r}"
+        from .index_bound import param_names, problem as bound_problem
+
+        bad = bound_problem(self.index_bound)
+        if bad is None and not param_names(self.index_bound) <= scalars:
+            bad = "a 'p' node names no scalar param"
+        if bad is not None:
+            return f"'index_bound' {bad}"
         buffers = {p.name for p in self.params if p.kind == "buffer"}
         for key in ("reads", "writes"):
             listed = getattr(self, key)

@@ -18,7 +18,15 @@ devices). Provable from the declarations and the body:
 - ``view`` buffers of the same dtype, layout and storage shape, one only read, where every load
   and store of either uses the same coordinate expressions, built only from the ``over``
   coordinates, scalar params, size symbols, builtins (``thread_id``, ...) and literals -- not from
-  locals, loop variables or loaded values, whose values may differ between two uses.
+  locals, loop variables or loaded values, whose values may differ between two uses -- and where
+  those coordinates are *one element per item* (an injective function of the item): some
+  coordinate is ``k * thread_id + c``, or for each ``over`` coordinate ``v`` some coordinate is
+  ``k * v + c`` (``k`` a nonzero integer literal, ``c`` free of item coordinates: scalars, sizes,
+  literals, with ``+``, ``-`` and ``*`` by literals). ``x[0]``, ``x[thread_id / 2]``,
+  ``x[i % 4, j]``, ``x[i + j]`` or ``x[i * s]`` let several items share an element: one item's
+  store could reach another's load in any order, so such a pair is not in place;
+- ``strided(off, s)`` pairs likewise need ``s`` a nonzero integer literal (``s = 0`` at launch
+  would give every item the element ``off``).
 
 A kernel that writes the same element through two buffers is never safe in this sense (which write
 lands last is an accident of the lowering), so two written buffers may never share memory. A read
@@ -78,6 +86,58 @@ def _key(e) -> Optional[tuple]:
     return None
 
 
+_ITEM_BUILTIN = "thread_id"
+
+
+def _linear(e) -> Optional[dict]:
+    """The item coordinates of ``e`` with their coefficients (``{coord Symbol or "thread_id": k}``,
+    ``k`` an int) when ``e`` is ``sum k_v * v + c`` with ``c`` free of item coordinates (scalars,
+    size symbols and literals; ``+``, ``-``, ``*`` by an integer literal), else ``None``."""
+    if isinstance(e, A.IntLit):
+        return {}
+    if isinstance(e, A.Name):
+        sym = e.sym
+        if sym is None:
+            return None
+        if sym.kind == "coord":
+            return {id(sym): 1}
+        if sym.kind == "builtin":
+            return {_ITEM_BUILTIN: 1} if sym.name == _ITEM_BUILTIN else None
+        return {} if sym.kind in ("scalar", "size") else None
+    if isinstance(e, A.Unary) and e.op == "-":
+        inner = _linear(e.operand)
+        return None if inner is None else {v: -k for v, k in inner.items()}
+    if isinstance(e, A.Binary) and e.op in ("+", "-"):
+        left, right = _linear(e.left), _linear(e.right)
+        if left is None or right is None:
+            return None
+        out = dict(left)
+        for v, k in right.items():
+            out[v] = out.get(v, 0) + (k if e.op == "+" else -k)
+        return {v: k for v, k in out.items() if k}
+    if isinstance(e, A.Binary) and e.op == "*":
+        for lit, other in ((e.left, e.right), (e.right, e.left)):
+            if isinstance(lit, A.IntLit):
+                inner = _linear(other)
+                if inner is None:
+                    return None
+                return {v: k * lit.value for v, k in inner.items() if k * lit.value}
+        left, right = _linear(e.left), _linear(e.right)
+        return {} if left == {} and right == {} else None  # (a product of item-free values)
+    return None
+
+
+def _one_element_per_item(coords, item_coords: list) -> bool:
+    """Whether the coordinate expressions ``coords`` give each item its own element: some
+    coordinate is ``k * thread_id + c`` (``k != 0``), or each ``over`` coordinate Symbol of
+    ``item_coords`` has a coordinate ``k * v + c`` of its own."""
+    forms = [_linear(c) for c in coords]
+    singles = {next(iter(f)) for f in forms if f is not None and len(f) == 1}
+    if _ITEM_BUILTIN in singles:
+        return True
+    return bool(item_coords) and all(id(v) in singles for v in item_coords)
+
+
 def _keys(exprs) -> Optional[tuple]:
     keys = tuple(_key(x) for x in exprs)
     return None if any(k is None for k in keys) else keys
@@ -90,9 +150,13 @@ class _Accesses:
     def __init__(self):
         self.loads: dict = {}
         self.stores: dict = {}
+        self.coords: dict = {}  # key -> the coordinate expressions of one access with that key
 
     def add(self, table: dict, node) -> None:
-        table.setdefault(node.view, []).append(_keys(node.coords))
+        key = _keys(node.coords)
+        table.setdefault(node.view, []).append(key)
+        if key is not None:
+            self.coords.setdefault(key, node.coords)
 
     def walk(self, node) -> None:
         if isinstance(node, A.Assign) and getattr(node.target, "view", None) is not None:
@@ -153,6 +217,7 @@ def alias_facts(kernel: A.Kernel, info) -> tuple[list, list, list]:
             writes.append(p)
         elif p in used or p.name in index_params:
             reads.append(p)
+    acc.item_coords = list(info.coords or [])
     in_place = []
     for r in reads:
         if r in writes:
@@ -179,13 +244,15 @@ def _same_elements(r, w, acc: _Accesses) -> bool:
         if not (rb.is_view and wb.is_view):
             return False
         keys = acc.loads.get(r, []) + acc.loads.get(w, []) + acc.stores.get(w, [])
-        return bool(keys) and keys[0] is not None and all(k == keys[0] for k in keys)
+        return (bool(keys) and keys[0] is not None and all(k == keys[0] for k in keys)
+                and _one_element_per_item(acc.coords[keys[0]], acc.item_coords))
     rkind, wkind = rb.kind, wb.kind
     if rkind is accessors.SEQUENTIAL and wkind is accessors.SEQUENTIAL:
         return True
     if rkind.reach is Reach.STRIDED and wkind is accessors.STRIDED:  # strided(off, s) [default v]
         rk, wk = _keys(rb.accessor_args), _keys(wb.accessor_args)
-        return rk is not None and rk == wk
+        stride = rb.accessor_args[1] if len(rb.accessor_args) > 1 else None
+        return (rk is not None and rk == wk and isinstance(stride, A.IntLit) and stride.value != 0)
     if rkind is accessors.INDEXED and wkind is accessors.INDEXED:
         return rb.index_param == wb.index_param
     return False

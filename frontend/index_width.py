@@ -594,3 +594,406 @@ def index_reach(fn, params: list) -> IndexReach:
     for block in fn.regions[0].blocks:
         an.block(block)
     return IndexReach([k for k in range(len(params)) if an.reach_mask >> k & 1], min(an.bound, TOP))
+
+
+# -- the launch-time bound of every index value (kernc.dialect.index_bound) -----------------------
+
+#: arith/math ops whose bound node is one op of kernc.dialect.index_bound on their operands
+_BOUND_OPS = {
+    "arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "div",
+    "arith.floordivsi": "div", "arith.ceildivsi": "div", "arith.divui": "divu", "arith.ceildivui": "divu",
+    "arith.remsi": "rem", "arith.remui": "remu", "arith.andi": "and", "arith.ori": "or", "arith.xori": "or",
+    "arith.shrsi": "shr", "arith.shrui": "shru", "arith.minsi": "max", "arith.maxsi": "max",
+    "arith.minui": "max", "arith.maxui": "max", "arith.trunci": "id", "math.absi": "mag",
+    "arith.addf": "add", "arith.subf": "add", "arith.mulf": "mul", "math.fma": "fma",
+    "arith.maximumf": "max", "arith.minimumf": "max", "arith.maxnumf": "max", "arith.minnumf": "max",
+    "arith.negf": "id", "math.absf": "id", "arith.extf": "id", "arith.truncf": "id", "math.floor": "id",
+    "math.ceil": "id", "math.round": "id", "math.roundeven": "id", "math.trunc": "id",
+    "arith.remf": "min", "arith.sitofp": "id", "arith.uitofp": "zext", "arith.fptosi": "sgn",
+    "arith.fptoui": "mag",
+}
+#: math functions with a constant bound on their magnitude
+_BOUNDED_FUNCTIONS = {"math.sin": 1, "math.cos": 1, "math.tanh": 1, "math.erf": 1, "math.atan": 2,
+                      "math.atan2": 2}
+#: kern ops whose index result is a thread coordinate (below the launch's largest size plus a block)
+_COORDINATES = ("kern.thread_id", "kern.block_id", "kern.block_dim", "kern.lane_id", "kern.problem_size")
+_VIEW_OPS = ("kern.view_load", "kern.view_store")
+
+
+def _width(t):
+    """The width of a value for :mod:`~kernc.dialect.index_bound` (64: ``index``, 0: a float),
+    or ``None`` for a value that is no scalar number (a memref, a vector)."""
+    if isinstance(t, ir.IndexType):
+        return 64
+    if isinstance(t, ir.IntegerType):
+        return ir.IntegerType(t).width
+    if isinstance(t, ir.FloatType):
+        return 0
+    return None
+
+
+class _BoundBuilder:
+    """Builds the nodes of :mod:`kernc.dialect.index_bound` for the values of one kern-IR function,
+    in one walk (hash-consed; constants folded)."""
+
+    def __init__(self):
+        self.nodes: list = []
+        self.consts: list = []     # (S, U) of a constant node, else None
+        self.keys: dict = {}
+        self.of: dict = {}         # ir.Value -> node
+        self.fconst: dict = {}     # node -> the float value of a float constant
+        self.roots: list = []
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def node(self, op: str, w: int, *fields) -> int:
+        from kernc.dialect import index_bound as ib
+
+        n = ib.LITERALS[op]
+        refs = fields[n:]
+        if op not in ("p", "z", "L") and all(self.consts[r] is not None for r in refs):
+            return self.const(*ib.step([op, w, *fields], self.consts, None))
+        key = (op, w, *fields)
+        k = self.keys.get(key)
+        if k is None:
+            k = self.keys[key] = len(self.nodes)
+            self.nodes.append([op, w, *fields])
+            self.consts.append(None)
+        return k
+
+    def const(self, s: int, u: int) -> int:
+        key = ("c", s, u)
+        k = self.keys.get(key)
+        if k is None:
+            k = self.keys[key] = len(self.nodes)
+            self.nodes.append(["c", 0, s, u])
+            self.consts.append((s, u))
+        return k
+
+    def top(self, w: int) -> int:
+        return self.node("top", w)
+
+    def placeholder(self, w: int) -> int:
+        """A loop-carried value: resolved to its bound after the loop (:meth:`finish`)."""
+        unbounded = self.top(w)  # (until the loop's walk bounds it)
+        self.nodes.append(["X", w, unbounded])
+        self.consts.append(None)
+        return len(self.nodes) - 1
+
+    def get(self, v) -> int:
+        k = self.of.get(v)
+        if k is None:
+            w = _width(v.type)
+            k = self.top(64 if w is None else w)
+        return k
+
+    def set(self, v, k: int) -> None:
+        self.of[v] = k
+        if isinstance(v.type, ir.IndexType):
+            self.roots.append(k)
+
+    # -- walking -------------------------------------------------------------------------------
+    def block(self, block) -> None:
+        for view in block.operations:
+            op = view.operation
+            name = op.name
+            if name == "scf.for":
+                self.for_(op)
+            elif name == "scf.if":
+                self.if_(op)
+            elif op.regions:
+                for region in op.regions:
+                    for b in region.blocks:
+                        for a in b.arguments:
+                            if _width(a.type) is not None:
+                                self.set(a, self.top(_width(a.type)))
+                        self.block(b)
+                self.results_top(op)
+            elif name not in ("scf.yield", "scf.condition", "func.return"):
+                try:
+                    self.transfer(op, name)
+                except (KeyError, ValueError, TypeError, AttributeError, IndexError):
+                    # (an op this analysis does not understand: its values are not bounded)
+                    self.roots.append(self.top(64))
+                    self.results_top(op)
+
+    def results_top(self, op) -> None:
+        for r in op.results:
+            w = _width(r.type)
+            if w is not None:
+                self.set(r, self.top(w))
+
+    def if_(self, op) -> None:
+        joined: list = [[] for _ in op.results]
+        for region in op.regions:
+            for b in region.blocks:
+                self.block(b)
+                for i, y in enumerate(_terminator_operands(b)[:len(joined)]):
+                    joined[i].append(self.get(y))
+        for r, ks in zip(op.results, joined):
+            w = _width(r.type)
+            if w is not None:
+                self.set(r, self.node("max", w, *ks) if ks else self.top(w))
+
+    def for_(self, op) -> None:
+        operands = list(op.operands)
+        lb, ub, inits = self.get(operands[0]), self.get(operands[1]), operands[3:]
+        body = op.regions[0].blocks[0]
+        args = list(body.arguments)
+        self.set(args[0], self.node("range", 64, lb, ub))
+        trips = self.node("sub", 64, ub, lb)  # at most |ub| + |lb| iterations (a step >= 1)
+        xs = []
+        for a in args[1:]:
+            w = _width(a.type)
+            xs.append(None if w is None else self.placeholder(w))
+            if w is not None:
+                self.set(a, xs[-1])
+        first = len(self.nodes)
+        self.block(body)
+        yields = _terminator_operands(body)
+        # the nodes made in the body that depend on this loop's carried values
+        carried = {x for x in xs if x is not None}
+        dep = set(carried)
+        for k in range(first, len(self.nodes)):
+            if k in dep:
+                continue
+            node = self.nodes[k]
+            # (an inner loop's carried value counts as depending on ours: its bound comes later)
+            if node[0] == "X" or any(r in dep for r in self._refs(node)):
+                dep.add(k)
+        for x, init, y, r in zip(xs, inits, yields, op.results):
+            if x is None:
+                continue
+            w = self.nodes[x][1]
+            e, i0 = self.get(y), self.get(init)
+            if e == x:
+                bound = i0
+            elif e not in dep:
+                bound = self.node("max", w, i0, e)
+            else:
+                lin = self._linear(e, x, dep, 0)
+                if lin is None:  # grows in a way not bounded here (p = p * 2, p = p + q)
+                    bound = self.top(w)
+                else:  # p = p + d each iteration: |p| <= |p0| + trips * |d|
+                    _, d, sub = lin
+                    step = self.node("mul", w, trips, d if d is not None else self.const(0, 0))
+                    bound = self.node("sub" if sub else "add", w, i0, step)
+            self.nodes[x][2] = bound
+            self.set(r, bound)
+
+    def _refs(self, node) -> list:
+        from kernc.dialect.index_bound import LITERALS
+
+        return [] if node[0] == "X" else node[2 + LITERALS[node[0]]:]
+
+    def _linear(self, e: int, x: int, dep: set, depth: int):
+        """``(x_count, d, subtracted)`` when node ``e`` is at most ``|x| + |d|`` (``x`` counted at most
+        once, ``d`` a node free of the loop's carried values), else ``None``."""
+        if e == x:
+            return 1, None, False
+        if e not in dep:
+            return 0, e, False
+        node = self.nodes[e]
+        op, w = node[0], node[1]
+        if depth > 200 or op not in ("add", "sub", "max", "id"):
+            return None
+        parts = [self._linear(r, x, dep, depth + 1) for r in self._refs(node)]
+        if any(p is None for p in parts) or (op == "sub" and parts[1][0]):
+            return None
+        ds = [p[1] for p in parts if p[1] is not None]
+        sub = op == "sub" or any(p[2] for p in parts)
+        if op == "max":
+            count = max(p[0] for p in parts)
+            d = self.node("max", w, *ds) if ds else None
+        else:
+            count = sum(p[0] for p in parts)
+            d = ds[0] if len(ds) == 1 else self.node("add", w, *ds) if ds else None
+        return (count, d, sub) if count <= 1 else None
+
+    # -- one op ----------------------------------------------------------------------------------
+    def transfer(self, op, name: str) -> None:
+        results = list(op.results)
+        ins = [self.get(v) for v in op.operands] if name.startswith(("arith.", "math.")) else None
+        if name in _VIEW_OPS or name == "kern.in_bounds":
+            self.roots.append(self.view_offset(op, name))
+        if not results:
+            return
+        w = _width(results[0].type)
+        if w is None:
+            return
+        if name == "arith.constant":
+            attr = op.attributes["value"]
+            if isinstance(attr, ir.IntegerAttr):
+                v = ir.IntegerAttr(attr).value
+                if w == 64:
+                    k = self.const(min(abs(v), 2**63), v if v >= 0 else 2**64 - 1)
+                else:
+                    s = _signed(v, w)
+                    k = self.const(*_clamp_int(w, abs(s), v & ((1 << w) - 1)))
+            elif isinstance(attr, ir.FloatAttr):
+                from kernc.dialect.index_bound import float_magnitude
+
+                f = ir.FloatAttr(attr).value
+                m = float_magnitude(f)
+                k = self.const(m, m)
+                self.fconst[k] = f
+            else:
+                k = self.top(w)
+            self.set(results[0], k)
+            return
+        if name in _BOUND_OPS:
+            code = _BOUND_OPS[name]
+            if code == "zext":
+                k = self.node("zext", w, _width(op.operands[0].type) or 64, ins[0])
+            elif code in ("id", "sgn", "mag"):
+                k = self.node(code, w, ins[0])
+            else:
+                k = self.node(code, w, *ins)
+        elif name == "arith.select":
+            if _guarded_difference(op):
+                a, b = (self.get(v) for v in _owner(op.operands[1]).operands)
+                k = self.node("max", w, self.node("gsub", w, a, b), ins[2])
+            else:
+                k = self.node("max", w, ins[1], ins[2])
+        elif name in ("arith.cmpi", "arith.cmpf"):
+            k = self.const(1, 1)
+        elif name in ("arith.extsi", "arith.index_cast", "arith.extui", "arith.index_castui"):
+            win = _width(op.operands[0].type)
+            if win == 64 or win is None:  # index -> integer: a truncation
+                k = self.node("id", w, ins[0])
+            else:
+                k = self.node("zext" if name.endswith("ui") else "sext", w, win, ins[0])
+        elif name == "arith.shli":
+            amount = self.consts[ins[1]]
+            if amount is not None and amount[0] == amount[1] and amount[0] < (w or 64):
+                k = self.node("shl", w, amount[0], ins[0])
+            else:
+                k = self.top(w)
+        elif name == "arith.divf":
+            c = self.fconst.get(ins[1])
+            if c is not None and abs(c) >= 1:
+                k = self.node("id", w, ins[0])
+            elif c is not None and c != 0 and math.isfinite(c):
+                k = self.node("mul", w, ins[0], self.const(math.ceil(1 / abs(c)), math.ceil(1 / abs(c))))
+            else:
+                k = self.top(w)
+        elif name == "math.copysign":
+            k = self.node("id", w, ins[0])
+        elif name in ("math.sqrt",):
+            k = self.node("max", w, ins[0], self.const(1, 1))
+        elif name in _BOUNDED_FUNCTIONS:
+            k = self.const(_BOUNDED_FUNCTIONS[name], _BOUNDED_FUNCTIONS[name])
+        elif name in ("math.ctpop", "math.ctlz", "math.cttz"):
+            k = self.const(w, w)
+        elif name in _COORDINATES:
+            k = self.node("L", 64)
+        elif name == "kern.delinearize":  # coordinate k below extent k
+            for r, extent in zip(results, list(op.operands)[1:]):
+                self.set(r, self.get(extent))
+            return
+        elif name == "kern.layout_apply":
+            k = self.view_offset(op, name)
+        elif name == "kern.swizzle":
+            bits, base, shift = (ir.IntegerAttr(op.attributes[a]).value for a in ("bits", "base", "shift"))
+            mask = (1 << (bits + base + abs(shift))) - 1
+            k = self.node("or", 64, self.get(op.operands[0]), self.const(mask, mask))
+        else:  # loads and anything else: the type's range
+            self.results_top(op)
+            return
+        self.set(results[0], k)
+        for r in results[1:]:
+            if _width(r.type) is not None:
+                self.set(r, self.top(_width(r.type)))
+
+    def view_offset(self, op, name: str) -> int:
+        """The bound of the element offset the layout of ``op`` gives its coordinates:
+        ``sum_k |c_k| * |d_k|`` over the strides ``d_k`` (polynomials over the size operands),
+        with a swizzle's bits on top (``kern-lower-layouts`` and ``kern-lower-views`` compute it)."""
+        from kernc.dialect.access import Coordinates
+        from kernc.dialect.kern import parse_view_layout
+
+        if name in _VIEW_OPS:
+            seg = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+            operands = list(op.operands)
+            coords = operands[seg[0]:seg[0] + seg[1]]
+            sizes = operands[seg[0] + seg[1]:seg[0] + seg[1] + seg[2]]
+            layout, swizzle = parse_view_layout(ir.StringAttr(op.attributes["layout"]).value)
+            syms = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes["syms"])]
+        else:
+            c = Coordinates.from_op(op)
+            coords, sizes, layout, swizzle, syms = c.coords, c.sizes, c.layout, c.swizzle, c.syms
+        env = {s: self.get(v) for s, v in zip(syms, sizes)}
+        total = self.const(0, 0)
+        for coord, stride in zip(coords, layout.stride):
+            d = self.const(0, 0)
+            for term_syms, coeff in stride.terms:
+                t = self.const(abs(coeff), abs(coeff))
+                for s in term_syms:
+                    t = self.node("mul", 64, t, env[s])
+                d = self.node("add", 64, d, t)
+            total = self.node("add", 64, total, self.node("mul", 64, self.get(coord), d))
+        if swizzle is not None:
+            mask = (1 << (sum(abs(int(x)) for x in swizzle))) - 1
+            total = self.node("or", 64, total, self.const(mask, mask))
+        return total
+
+    # -- the program -------------------------------------------------------------------------------
+    def finish(self) -> list:
+        """The nodes the ``max`` of all index values needs, in an order where every node comes
+        after those it reads (loop-carried placeholders replaced by their bounds)."""
+        roots = list(dict.fromkeys(self.roots))
+        if not roots:
+            return []
+        self.nodes.append(["max", 64, *roots])
+        top = len(self.nodes) - 1
+        new: dict = {}
+        out: list = []
+        stack = [(top, False)]
+        while stack:
+            k, ready = stack.pop()
+            if k in new:
+                continue
+            node = self.nodes[k]
+            if node[0] == "X":
+                target = node[2]
+                if ready:
+                    new[k] = new[target]
+                else:
+                    stack += [(k, True), (target, False)]
+                continue
+            refs = self._refs(node)
+            if ready:
+                from kernc.dialect.index_bound import LITERALS
+
+                n = 2 + LITERALS[node[0]]
+                new[k] = len(out)
+                out.append([*node[:n], *(new[r] for r in refs)])
+            else:
+                stack.append((k, True))
+                stack += [(r, False) for r in refs if r not in new]
+        return out
+
+
+def _clamp_int(w: int, s: int, u: int) -> tuple:
+    half, full = 1 << (w - 1), (1 << w) - 1
+    s, u = min(s, half), min(u, full)
+    return (min(s, u), u) if u < half else (s, u)
+
+
+def index_bound_program(fn, params: list, sizes: list) -> list:
+    """The program of :mod:`kernc.dialect.index_bound` bounding every ``index`` value of the
+    kern-IR function ``fn``: ``params`` lists ``(block argument, name, dtype name)`` of its scalar
+    params, ``sizes`` ``(block argument, name)`` of its size symbols. One walk over the ops."""
+    from kernc.dialect import index_bound as ib
+
+    b = _BoundBuilder()
+    for arg, name, dtype in params:
+        w = _width(arg.type)
+        if w is None:
+            continue
+        sign = ib.FLOAT if w == 0 else ib.UNSIGNED if dtype.startswith("u") or dtype == "bool" else ib.SIGNED
+        b.set(arg, b.node("p", w, name, sign))
+    for arg, name in sizes:
+        b.set(arg, b.node("z", 64, name))
+    for block in fn.regions[0].blocks:
+        b.block(block)
+    return b.finish()

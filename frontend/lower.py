@@ -61,7 +61,7 @@ from kernc.support.mlir import dialect, ir
 from . import ast as A
 from . import types as T
 from .check import check
-from .index_width import index_reach
+from .index_width import index_bound_program, index_reach
 from .lower_buffers import BufferLowering, is_add_identity
 from .lower_expr import flat, mlir_filename
 from .symbols import Symbol
@@ -239,6 +239,8 @@ class _KernelLowering(BufferLowering):
         sig.index_inputs = [scalars[k].name for k in reach.params
                             if not (scalars[k].ty.is_index or scalars[k].ty.is_bool)]
         sig.index_literal_max = max(sig.index_literal_max, reach.constant_bound)
+        sig.index_bound = index_bound_program(f.operation, [(self.args[p], p.name, p.ty.name) for p in scalars],
+                                              [(self.size_args[n], n) for n in info.sizes])
         f.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
 
     def prologue(self, env: dict) -> None:

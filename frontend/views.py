@@ -114,6 +114,16 @@ class ViewChecks(CheckerBase):
                 return sym
         return None
 
+    def failed_view(self, base) -> bool:
+        """Whether ``base`` names a buffer declared ``view`` whose declaration (dims, layout) gave
+        an error: it keeps its view kind, so its accesses add no second error."""
+        if not isinstance(base, A.Name):
+            return False
+        sym = self.lookup(base.id)
+        node = getattr(sym, "node", None)
+        return (sym is not None and sym.kind == "buffer" and sym.buffer is None
+                and getattr(node, "access", None) == "view")
+
     def view_access(self, e, sym, args: list) -> bool:
         """Check the coordinates of an access of view ``sym``; sets ``e.view`` and ``e.coords``."""
         b = sym.buffer
@@ -133,6 +143,8 @@ class ViewChecks(CheckerBase):
         """``x[i, j]`` / ``x[i]`` (unchecked), ``x.checked(...)``, ``x.in_bounds(...)``."""
         if isinstance(e, A.Method):
             sym = self.view_of(e.base)
+            if sym is None and self.failed_view(e.base):
+                return None  # (its declaration's error is reported: one mistake, one error)
             if sym is None:
                 if not (isinstance(e.base, A.Name) and self.lookup(e.base.id) is None):
                     self.expr(e.base)

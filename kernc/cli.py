@@ -50,7 +50,17 @@ def _refuse_overwriting_input(ns) -> None:
 
 def _read_source(path: str) -> str:
     if path == "-":  # the same bytes give the same text or error as a file would
-        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        from kernc.support.input_files import MAX_SOURCE_BYTES, read_limited
+
+        try:  # (at most the size limit and one byte: /dev/zero on stdin ends at once)
+            if hasattr(sys.stdin, "buffer"):
+                data = read_limited(sys.stdin.buffer)
+            else:
+                data = sys.stdin.read(MAX_SOURCE_BYTES + 1).encode()
+                if len(data) > MAX_SOURCE_BYTES:
+                    read_limited(__import__("io").BytesIO(data))  # (raises the limit's error)
+        except OSError as err:
+            raise OSError(f"cannot read standard input: {err.strerror or err}") from None
         try:
             return data.decode("utf-8-sig")
         except UnicodeDecodeError:
@@ -256,16 +266,24 @@ def _os_error_text(err: OSError) -> str:
     return f"cannot use '{err.filename}': {err.strerror}"
 
 
-def _parse_scalar(text: str):
-    """The value of ``--input NAME=TEXT`` for a scalar: ``true``/``false``, an int, the exact
-    :class:`~fractions.Fraction` of a decimal, or ``inf``/``-inf``/``nan`` spelled so
-    (:func:`kernc.support.exact_numbers.parse_number`: ASCII digits only). The launcher rounds it to the
-    parameter's type by the API's own rule (``backend/binding.py``): a decimal once, exactly, and
-    one that overflows the type (``1e999``, ``1e39`` for f32) is an error, as ``1e39`` is from
-    Python."""
-    from kernc.support.exact_numbers import parse_number
+def _parse_scalar(text: str, dtype: str | None = None):
+    """The value of ``--input NAME=TEXT`` for a scalar of type ``dtype``: for an integer type
+    (``index``, ``iN``, ``uN``) an integer by the rule ``--size`` reads (:func:`kernc.support.
+    exact_numbers.parse_int`: ``007``, ``0x10``, ``1_000``, ``+5``; a decimal such as ``1e1`` is
+    refused); otherwise ``true``/``false``, an int, the exact :class:`~fractions.Fraction` of a
+    decimal, or ``inf``/``-inf``/``nan`` spelled so (:func:`kernc.support.exact_numbers.parse_number`:
+    ASCII digits only). The launcher rounds it to the parameter's type by the API's own rule
+    (``backend/binding.py``): a decimal once, exactly, and one that overflows the type (``1e999``,
+    ``1e39`` for f32) is an error, as ``1e39`` is from Python."""
+    from kernc.support.exact_numbers import parse_int, parse_number
 
     low = text.strip().lower()
+    if dtype is not None and (dtype == "index" or dtype[:1] in ("i", "u")):
+        try:
+            return parse_int(text)
+        except ValueError:
+            why = "" if text.isascii() else "; digits are ASCII 0-9"
+            raise ValueError(f"'{text}' is not an integer ({dtype}{why})") from None
     if low in ("true", "false"):
         return low == "true"
     try:
@@ -402,6 +420,7 @@ def cmd_run(ns) -> int:
     values: dict = {}
     for item in ns.input:
         name, _, val = item.partition("=")  # (the syntax was checked while parsing the options)
+        name = name.strip()  # (as --size reads its name)
         try:
             p = sig.param(name)
         except KeyError:
@@ -415,7 +434,7 @@ def cmd_run(ns) -> int:
             values[name] = loaded
         else:
             try:
-                values[name] = _parse_scalar(val)
+                values[name] = _parse_scalar(val, p.dtype if p.kind == "scalar" else None)
             except ValueError as err:
                 raise KerncLaunchError(f"--input {name}: {err}") from err
         if p.kind == "buffer" and not isinstance(values[name], np.ndarray):

@@ -11,18 +11,24 @@ from __future__ import annotations
 import argparse
 
 from kernc.passes.targets import arch_option
-from kernc.support.exact_numbers import ascii_int_option
+from kernc.support.exact_numbers import ascii_int_option, parse_int
 
 
 def _size_option(text: str) -> tuple[str, int]:
-    """argparse ``type=`` of ``kernc run --size SYM=INT``: ``(SYM, INT)`` with ``INT >= 0``."""
+    """argparse ``type=`` of ``kernc run --size SYM=INT``: ``(SYM, INT)`` with ``INT >= 0``, read
+    by the integer rule of every integer ``--input`` (:func:`~kernc.support.exact_numbers.parse_int`:
+    ``007``, ``0x10``, ``1_000``, ``+5``; not ``1e1``), spaces around the name and the value ignored."""
     sym, eq, val = text.partition("=")
-    val = val.strip()
     if not eq or not sym.strip():
         raise argparse.ArgumentTypeError(f"'{text}' is not SYM=INT")
-    if not (val.isascii() and val.isdigit()):  # ('²'.isdigit() is True; '-1' is not digits)
-        raise argparse.ArgumentTypeError(f"'{text}': the size must be a non-negative integer")
-    return sym.strip(), int(val)
+    try:
+        n = parse_int(val)
+    except ValueError:
+        n = -1
+    if n < 0:
+        why = "" if val.isascii() else " (digits are ASCII 0-9)"
+        raise argparse.ArgumentTypeError(f"'{text}': the size must be a non-negative integer{why}")
+    return sym.strip(), n
 
 
 def _input_option(text: str) -> str:
@@ -30,6 +36,29 @@ def _input_option(text: str) -> str:
     if "=" not in text or not text.partition("=")[0].strip():
         raise argparse.ArgumentTypeError(f"'{text}' is not NAME=VALUE or NAME=@file.npy")
     return text
+
+
+class _StoreOnce(argparse.Action):
+    """``store`` for an option given at most once: a second ``-o`` (``--kernel``, ``--output-dir``,
+    ...) is a usage error naming the option, as a repeated ``--size n=`` or ``--input a=`` is an
+    error, rather than the last one silently winning. (Repeatable options use ``append``.)"""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_options_given", set())
+        if self.option_strings and self.dest in given:
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice (it takes one value)")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose single-valued options (``action="store"``, the default) refuse a
+    second occurrence (:class:`_StoreOnce`); the subcommands' parsers are made by it too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
 
 _FMAD_HELP = ("contract a*b+c into fused multiply-adds (nvcc's --fmad=true; rounded once on the GPU "
@@ -55,10 +84,10 @@ class _VersionAction(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     """The ``argparse`` parser of every subcommand (usage errors exit with code 2); the parsed
     namespace names the subcommand in ``command`` (``kernc.cli.COMMANDS`` runs it)."""
-    ap = argparse.ArgumentParser(prog="kernc", description="kernc: a GPU kernel compiler for .kern files")
+    ap = _Parser(prog="kernc", description="kernc: a GPU kernel compiler for .kern files")
     ap.add_argument("--version", action=_VersionAction,
                     help="print the versions of kernc, the MLIR build, ptxas and the CUDA driver")
-    sub = ap.add_subparsers(dest="command", required=True)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     c = sub.add_parser("compile", help="compile a .kern file and print or write one stage")
     c.add_argument("file")

@@ -90,13 +90,16 @@ def decimal_fraction(text: str) -> Fraction:  # noqa: F821 (fractions is importe
 
 
 def parse_int(text: str) -> int:
-    """An integer from ASCII text: decimal, ``0x``/``0o``/``0b``, ``_`` between digits (Python's
-    syntax, ``int(text, 0)``), surrounding spaces ignored. ``ValueError`` otherwise, and for
-    digits of other scripts (``"١٢"``, ``"²"``)."""
+    """An integer from ASCII text, the one rule of every integer kernc reads from text (``kernc run
+    --size``, an integer ``--input``, the integer options): an optional sign, then decimal digits
+    (leading zeros allowed: ``007`` is 7) or ``0x``/``0o``/``0b`` digits, ``_`` between digits
+    (``1_000``), surrounding spaces ignored. ``ValueError`` otherwise -- a decimal point or an
+    exponent (``1e1``), digits of other scripts (``"١٢"``, ``"²"``)."""
     t = text.strip()
     if not (t.isascii() and _INT.fullmatch(t)):
         raise ValueError(f"'{text}' is not an integer (ASCII digits 0-9)")
-    return int(t, 0)
+    body = t.lstrip("+-")
+    return int(t, 0) if body[:2].lower() in ("0x", "0o", "0b") else int(t, 10)
 
 
 def parse_number(text: str):

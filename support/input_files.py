@@ -10,6 +10,10 @@ compile cache opens its entries, ``backend/cache.py``):
   for its data: ``kernc compile <(...)``, ``kernc opt FIFO``), or a terminal;
 - anything else -- a device such as ``/dev/zero``, a socket, a FIFO where an array file is needed --
   is refused with an ``OSError`` that says what it is.
+
+A source is at most :data:`MAX_SOURCE_BYTES` (16 MiB): a read stops after one byte more (standard
+input included, :func:`read_limited`; a regular file larger than that is refused from its size,
+unread), and the ``OSError`` names the limit.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["open_for_reading", "read_stream_or_file"]
+__all__ = ["MAX_SOURCE_BYTES", "open_for_reading", "read_limited", "read_stream_or_file"]
+
+#: the largest source (``.kern`` or IR text) kernc reads, in bytes
+MAX_SOURCE_BYTES = 16 * 2**20
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -75,24 +82,45 @@ def open_for_reading(path):
     return open(fd, "rb")
 
 
-def read_stream_or_file(path) -> bytes:
+def _too_large(limit: int) -> OSError:
+    size = f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
+    return OSError(f"it is larger than {size}, the limit on the size of a source kernc reads")
+
+
+def read_limited(f, limit: int = MAX_SOURCE_BYTES) -> bytes:
+    """The bytes of the binary file object ``f`` up to its end; ``OSError`` naming the limit once
+    more than ``limit`` bytes come (it reads ``limit + 1`` at most: ``/dev/zero`` ends at once)."""
+    chunks, n = [], 0
+    while n <= limit:
+        chunk = f.read(min(limit + 1 - n, 1 << 20))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        n += len(chunk)
+    raise _too_large(limit)
+
+
+def read_stream_or_file(path, limit: int = MAX_SOURCE_BYTES) -> bytes:
     """All the bytes of ``path``: a regular file, a FIFO or pipe (read until its writers close it,
     waiting for the first writer as a read of standard input waits for data), or a terminal.
-    ``OSError`` as :func:`open_for_reading` for anything else (``/dev/zero`` would never end)."""
+    ``OSError`` as :func:`open_for_reading` for anything else (``/dev/zero`` would never end), and
+    for more than ``limit`` bytes (a regular file is refused from its size)."""
     fd, st = _open_examined(path)
     try:
+        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+            raise _too_large(limit)
         if stat.S_ISREG(st.st_mode) or (stat.S_ISCHR(st.st_mode) and os.isatty(fd)):
             _blocking(fd)
             with open(fd, "rb", closefd=False) as f:  # (not os.fdopen: the output writers use it)
-                return f.read()
+                return read_limited(f, limit)
         if not stat.S_ISFIFO(st.st_mode):
             raise _refusal(st, "regular files, pipes and terminals")
-        return _read_fifo(fd)
+        return _read_fifo(fd, limit)
     finally:
         os.close(fd)
 
 
-def _read_fifo(fd: int) -> bytes:
+def _read_fifo(fd: int, limit: int) -> bytes:
     """Read a FIFO opened non-blocking until end of file. The descriptor stays non-blocking (so
     opening it did not wait for a writer, and a writer's open does not wait for this reader);
     ``poll`` waits for data: a FIFO that never had a writer is not reported hung up, so poll waits
@@ -102,15 +130,18 @@ def _read_fifo(fd: int) -> bytes:
 
     if not hasattr(select, "poll") or not _NONBLOCK:
         _blocking(fd)
-        chunks = []
+        chunks, n = [], 0
         while True:
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 return b"".join(chunks)
             chunks.append(chunk)
+            n += len(chunk)
+            if n > limit:
+                raise _too_large(limit)
     poller = select.poll()
     poller.register(fd, select.POLLIN)
-    chunks = []
+    chunks, n = [], 0
     while True:
         poller.poll()
         try:
@@ -120,3 +151,6 @@ def _read_fifo(fd: int) -> bytes:
         if not chunk:  # every writer closed it
             return b"".join(chunks)
         chunks.append(chunk)
+        n += len(chunk)
+        if n > limit:
+            raise _too_large(limit)

@@ -9,15 +9,33 @@ standard output goes through :func:`write_stdout`, which writes all of it or rai
 left, ``kernc compile | head -1``; a non-blocking pipe), and :func:`quiet_stdout` silences a
 standard output whose reader left.
 
+Two rules keep output folders safe and clean:
+
+- A final path component that is a symbolic link is followed only when it belongs to this user or
+  to the folder's owner (as Linux's ``fs.protected_symlinks`` does in sticky world-writable
+  folders such as ``/tmp``): a link another user planted at ``/tmp/out.ptx`` would make the write
+  replace whatever file of ours it points to. Such a link is refused (``OSError``).
+- A run killed between writing a temporary file and renaming it leaves ``.kernc-XXXXXXXX.tmp``
+  behind. The first write into a folder in a process removes the ones this user owns there that
+  are older than :data:`STALE_TEMPORARY_SECONDS` (an hour, as the compile cache does: no write
+  holds its temporary file that long).
+
 Only the standard library is imported (``select`` when first needed).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import tempfile
+import time
+
+#: a temporary file of this module older than this (seconds) is left from a killed run
+STALE_TEMPORARY_SECONDS = 3600
+_TEMPORARY = re.compile(r"\.kernc-[A-Za-z0-9_]{8}\.tmp")
+_swept: set = set()  # folders whose stale temporary files this process removed
 
 
 def write_atomically(path: str, data: str | bytes) -> None:
@@ -25,8 +43,9 @@ def write_atomically(path: str, data: str | bytes) -> None:
     so ``path`` is either untouched or complete (never half-written on an error or interrupt).
 
     The file gets the mode an ordinary ``open(path, "w")`` would give it: an existing file keeps its
-    mode, a new one gets ``0o666`` less the umask. A symlink is written through (its target is
-    replaced, the link stays), as ``open(path, "w")`` would. A path that exists and is not a regular
+    mode, a new one gets ``0o666`` less the umask. A symlink of this user or of the folder's owner is
+    written through (its target is replaced, the link stays), as ``open(path, "w")`` would; another
+    user's is refused (see the module). A path that exists and is not a regular
     file (``/dev/null``, ``/dev/stdout``, a FIFO, a terminal) is written directly, never renamed
     over: there is no file to leave half-written, and replacing a device node would break it for
     everyone. ``/dev/stdout`` and ``/dev/stderr`` are the process's own streams, whatever they are
@@ -105,6 +124,9 @@ def _stage(path: str, data: bytes) -> _Staged:
     problem = writable_problem(path)
     if problem is not None:
         raise OSError(f"cannot write '{shown}': {problem}")
+    problem = _link_problem(path)
+    if problem is not None:
+        raise OSError(f"cannot write '{shown}': {problem}")
     st = os.stat(path) if os.path.exists(path) else None  # follows symlinks (to a pipe, a file)
     if st is not None and not stat.S_ISREG(st.st_mode):
         return _Staged(shown, path, None, data)
@@ -117,6 +139,9 @@ def _stage(path: str, data: bytes) -> _Staged:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
+    if folder not in _swept:
+        _swept.add(folder)
+        sweep_stale_temporaries(folder)
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".kernc-", suffix=".tmp")
     except OSError as err:
@@ -134,6 +159,51 @@ def _stage(path: str, data: bytes) -> _Staged:
             raise OSError(f"cannot write '{shown}': {err.strerror or err}") from None
         raise
     return _Staged(shown, path, tmp)
+
+
+def _link_owner(path: str) -> int:
+    """The owner of the symbolic link ``path`` itself (not of its target)."""
+    return os.lstat(path).st_uid
+
+
+def _link_problem(path: str) -> str | None:
+    """Why the symbolic link ``path`` may not be followed for writing, or ``None`` (not a link, or
+    one owned by this user or by the owner of its folder: see the module)."""
+    try:
+        if not stat.S_ISLNK(os.lstat(path).st_mode):
+            return None
+        owner = _link_owner(path)
+        folder_owner = os.stat(os.path.dirname(os.path.abspath(path))).st_uid
+    except OSError:
+        return None  # (no such file: nothing to follow)
+    if owner in (os.geteuid(), folder_owner):
+        return None
+    return (f"it is a symbolic link owned by another user (uid {owner}); kernc does not follow it "
+            f"(as fs.protected_symlinks does not): remove it or write elsewhere")
+
+
+def sweep_stale_temporaries(folder: str, now: float | None = None) -> int:
+    """Remove the ``.kernc-XXXXXXXX.tmp`` files this module left in ``folder`` (regular files of
+    this user, older than :data:`STALE_TEMPORARY_SECONDS`); returns how many. Errors are ignored
+    (a folder that cannot be listed keeps them)."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    uid = os.geteuid()
+    for entry in entries:
+        if not _TEMPORARY.fullmatch(entry.name):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == uid and now - st.st_mtime > STALE_TEMPORARY_SECONDS:
+                os.unlink(entry.path)
+                removed += 1
+        except OSError:
+            pass
+    return removed
 
 
 #: Paths that name the process's own standard streams (see :func:`write_atomically`).
@@ -227,5 +297,5 @@ def quiet_stdout() -> None:
         pass
 
 
-__all__ = ["write_atomically", "write_all_atomically", "writable_problem", "require_stdout", "write_stdout",
+__all__ = ["STALE_TEMPORARY_SECONDS", "sweep_stale_temporaries", "write_atomically", "write_all_atomically", "writable_problem", "require_stdout", "write_stdout",
            "quiet_stdout"]

@@ -73,7 +73,7 @@ def expected(old: np.ndarray, first: np.ndarray, second: np.ndarray, B: int, wri
     -- with ``prev = second_{j-1}``, or the identity ``-0`` for a block's first thread, whose
     neighbour is missing (``first_j + (-0) == first_j`` bitwise); block edges ``j = b*B``
     and element ``P`` by atomics), ``alternative`` with the two atomics of each block edge the other
-    way round. ``old``: the buffer before the launch (``write pair``: the launcher's zeros); arrays
+    way round. ``old``: the buffer before the launch (``write pair``: the launcher's -0.0, the identity of a float sum); arrays
     of shape ``(P + 1, ...)``/``(P, ...)``, float32."""
     P = first.shape[0]
     want = old.copy()
@@ -139,7 +139,7 @@ def run_lap(B, P, mode, order, read, K, layout, data, rng):
         d = (k if K == 1 else k[:, None]) * (second_u - first_u)
         neg = -d
     first, second = (neg, d) if order == "neg_first" else (d, neg)
-    old = data(rng, shape(P + 1)) if mode == "add" else np.zeros(shape(P + 1), np.float32)
+    old = data(rng, shape(P + 1)) if mode == "add" else np.full(shape(P + 1), -0.0, np.float32)
     out = to_storage(old, layout)
     mod.k(*args, k, out)
     got = from_storage(out, layout)

@@ -252,3 +252,63 @@ def test_gpu_refuses_and_allows_as_the_cpu_does():
     k(2.0, y, y)
     k(2.0, y, y)
     assert np.array_equal(y.get(), np.full(1000, 9.0, np.float32))
+
+
+# ---- in place needs one element per item (trial of issue 18, F04) -------------------------------
+
+SHARED = """
+kernel first(x: f32[n] view, y: f32[n] view, z: f32[n] write) over n {
+    let v = x[0]; z = v; if thread_id == 0 { y[0] = v + 1.0; }
+}
+kernel half(x: f32[n] view, y: f32[n] view, z: f32[n] write) over n {
+    let v = x[thread_id / 2]; z = v; if thread_id % 2 == 0 { y[thread_id / 2] = v + 1.0; }
+}
+kernel modrow(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i % 2, j] = a[i % 2, j]; }
+kernel diag(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i + j, 0] = a[i + j, 0]; }
+kernel scaled(a: f32[n] view, b: f32[n] view, s: index) over n { b[thread_id * s] = a[thread_id * s]; }
+kernel onlyrow(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i, 0] = a[i, 0]; }
+kernel strided0(x: f32[m] read strided(o, s), o: i32, s: i32, y: f32[m] write strided(o, s)) over n { y = x; }
+kernel affine(a: f32[m] view, b: f32[m] view, o: index) over n { b[2 * thread_id + o - 1] = a[2 * thread_id + o - 1] * 3.0; }
+kernel swapped(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[j, i] = -a[j, i]; }
+"""
+
+
+_SHARED = []
+
+
+def shared_mod():
+    if not _SHARED:
+        _SHARED.append(kernc.compile(SHARED))
+    return _SHARED[0]
+
+
+@pytest.mark.parametrize("kernel, args", [
+    ("first", lambda a: (a, a, np.zeros(a.size, np.float32))),
+    ("half", lambda a: (a, a, np.zeros(a.size, np.float32))),
+    ("modrow", lambda a: (a.reshape(4, 4), a.reshape(4, 4))),
+    ("diag", lambda a: (a.reshape(4, 4), a.reshape(4, 4))),
+    ("scaled", lambda a: (a, a, 1)),
+    ("onlyrow", lambda a: (a.reshape(4, 4), a.reshape(4, 4))),
+    ("strided0", lambda a: (a, 0, 0, a[:4])),
+])
+def test_shared_elements_are_not_in_place(kernel, args):
+    """``x[0]``, ``x[thread_id / 2]``, ``x[i % 2, j]``, ``x[i + j, 0]``, ``x[thread_id * s]``,
+    ``x[i, 0]`` (all ``j`` share it) and ``strided(o, s)`` let several items share an element:
+    one array for both buffers was accepted (``in_place``) and the CPU and a GPU disagree."""
+    m = shared_mod()
+    assert m[kernel].signature.in_place == []
+    a = np.zeros(16, np.float32)
+    names = {"first": ("x", "y"), "half": ("x", "y"), "strided0": ("x", "y")}.get(kernel, ("a", "b"))
+    refused(lambda: m[kernel](*args(a)), *names)
+
+
+def test_one_element_per_item_stays_in_place():
+    m = shared_mod()
+    assert m.affine.signature.in_place == [["a", "b"]]
+    assert m.swapped.signature.in_place == [["a", "b"]]
+    a = np.arange(16, dtype=np.float32)
+    m.affine(a, a, 1, n=8)
+    assert a.tolist() == [3.0 * v if v % 2 == 0 else v for v in range(16)]
+    g = np.arange(16, dtype=np.float32).reshape(4, 4)
+    m.swapped(g, g)
+    assert g.ravel().tolist() == [-v for v in range(16)]

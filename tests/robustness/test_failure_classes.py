@@ -717,31 +717,35 @@ def test_a_constant_stride_expression_past_int32_runs_64_bit():
 
 
 def test_the_cpu_interpreter_reports_index_values_a_32_bit_launch_would_wrap():
-    """Index values the launcher cannot bound (a product of two coordinates, values made from
-    buffer contents) wrapped silently in the 32-bit PTX while the CPU computed them exactly; the
-    interpreter now stops such a launch with a located error, and computes them when the launch
-    is 64-bit."""
+    """Index values that leave int32 wrapped silently in the 32-bit PTX while the CPU computed them
+    exactly; the launcher now bounds them (a product of two coordinates, values made from buffer
+    contents: their type's range) and runs such launches 64-bit, and the interpreter still stops
+    a 32-bit run of them with a located error."""
     mod = kernc.compile("kernel sq(y: i64[n] write) over n { y = i64(thread_id * thread_id); }\n"
                         "kernel buf(u: u32[n] read, x: f32[N] view default -1.0, y: f32[n] write) over n "
                         "{ y = x.checked(index(u) * 2); }", filename="w.kern")
     y = np.zeros(50000, np.int64)
-    with pytest.raises(KerncRuntimeError, match=r"index arithmetic gives \d+, outside int32 \(at loc\(\"w.kern\":1:"):
-        mod.sq(y)
+    assert binding.bind(mod.sq.signature, (y,), {}, cpu.is_host_array, "cpu").index_bits == 64
+    mod.sq(y)
+    assert y[49999] == 49999 ** 2
     small = np.zeros(1000, np.int64)
+    assert binding.bind(mod.sq.signature, (small,), {}, cpu.is_host_array, "cpu").index_bits == 32
     mod.sq(small)  # 999**2 fits: no error
     assert small[999] == 999 * 999
     x = np.arange(8, dtype=np.float32)
     out = np.zeros(2, np.float32)
     mod.buf(np.array([1, 2], np.uint32), x, out)
     assert out.tolist() == [2.0, 4.0]
-    with pytest.raises(KerncRuntimeError, match="outside int32"):
-        mod.buf(np.array([1, 2**31 + 1], np.uint32), x, out)
-    # the interpreter itself computes exactly when told the launch is 64-bit
+    mod.buf(np.array([1, 2**31 + 1], np.uint32), x, out)
+    assert out.tolist() == [2.0, -1.0]
+    # the interpreter itself stops a 32-bit run whose index values leave int32
     from kernc.backend.interpreter import Interpreter
 
     comp = mod._compilation
     with context():
         it = Interpreter(ir.Module.parse(comp.gpu_ir()))
     big = np.zeros(50000, np.int64)
+    with pytest.raises(KerncRuntimeError, match=r"index arithmetic gives 2499900001, outside int32"):
+        it.run("sq", -(-50000 // 256), 256, [big, 50000], index_bits=32)
     it.run("sq", -(-50000 // 256), 256, [big, 50000], index_bits=64)
     assert big[49999] == 49999 ** 2
