@@ -62,8 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
     # kern-coalesce-views
     c.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile")
+    # kern-tile-contractions
+    c.add_argument("--no-tile", action="store_true",
+                   help="do not tile contraction loops (block tiles through workgroup memory, several "
+                        "items per thread)")
     c.add_argument("--remarks", action="store_true",
-                   help="explain optimisation decisions (view access staging) on stderr")
+                   help="explain optimisation decisions (view access staging, contraction tiling) on stderr")
     c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
 
     k = sub.add_parser("check", help="parse and check a .kern file")
@@ -87,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     r.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
+    r.add_argument("--no-tile", action="store_true",
+                   help="do not tile contraction loops through workgroup memory (compare --stats)")
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
                    "kernel staged view accesses), false (a staged kernel ran without staging for "
