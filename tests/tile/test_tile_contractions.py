@@ -225,3 +225,31 @@ def test_tile_that_cannot_fit_is_a_located_error(config, message, col):
     d = err.value.diagnostics[0] if hasattr(err.value, "diagnostics") else err.value.diagnostic
     assert message in str(err.value)
     assert (d.location.line, d.location.column) == (1, col), str(err.value)
+
+
+POLYBENCH_GEMM = """
+kernel pgemm(a: f32[M, K] view, b: f32[K, N] view, c: f32[M, N] view, alpha: f32, beta: f32)
+        over (i, j) in (M, N) {
+    let acc = 0.0;
+    for k in 0..K { acc += alpha * a[i, k] * b[k, j]; }
+    c[i, j] = beta * c[i, j] + acc;
+}
+"""
+
+
+def test_polybench_gemm_reads_c_in_the_epilogue():
+    """PolyBench's gemm (C = alpha*A*B + beta*C): a scalar in the loop's body, the output read
+    after the loop (per item, under its guard): tiled, and bitwise the untiled result."""
+    tiled, untiled = _module(POLYBENCH_GEMM), _module(POLYBENCH_GEMM, tile=False)
+    assert tiled._compilation.signatures["pgemm"].tiles == [["M", 64], ["N", 64]]
+    rng = np.random.default_rng(11)
+    M, K, N = 33, 17, 65
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c0 = rng.standard_normal((M, N)).astype(np.float32)
+    outs = []
+    for mod in (tiled, untiled):
+        c = c0.copy()
+        mod.pgemm(a, b, c, np.float32(1.5), np.float32(0.25))
+        outs.append(c)
+    np.testing.assert_array_equal(_bits(outs[0]), _bits(outs[1]))
