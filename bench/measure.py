@@ -528,3 +528,66 @@ def launch_preparation(examples_dir: str, reps: int, calls: int = 2000) -> dict:
         samples.append((time.perf_counter() - t0) / calls)
     return {"kernel": "saxpy", "kernel_args": len(sig.arg_names), "calls_per_sample": calls,
             "bind_and_pack_us": 1e6 * statistics.median(samples)}
+
+
+#: The problem sizes ``(M, K, N)`` of the contraction-tiling rows (full run; ``--quick``).
+CONTRACTION_SHAPES = {"full": (256, 256, 256), "quick": (64, 64, 64)}
+
+
+def classic_tiled_sectors_per_output(K: int, tile: int, elem_bytes: int = 4) -> float:
+    """Global-load sectors per output of the classic shared-memory tiled GEMM (square ``tile x
+    tile`` blocks, one output per thread, CUDA C++ Programming Guide "Shared Memory"): each block
+    loads a ``tile x tile`` tile of ``a`` and of ``b`` per ``tile`` of ``K``, ``2 * tile^2 *
+    elem_bytes / 32`` sectors per ``tile^2`` outputs per step: ``2 * K * elem_bytes / (32 * tile)``
+    (2.0 for a 32x32 tile at ``K = 256``, f32)."""
+    return 2 * K * elem_bytes / (32 * tile)
+
+
+def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:
+    """``examples/gemm.kern`` compiled with and without ``kern-tile-contractions``
+    (``kernc.compile(..., tile=False)``) on :data:`CONTRACTION_SHAPES` f32 inputs: the CPU
+    interpreter's counters (global-load sectors per output, shared requests and bank conflicts),
+    the two results compared bit for bit, and ptxas's registers and spill bytes of each PTX for
+    ``arch`` (``None`` without ptxas). Returns ``{"gemm": {"shape", "variants": {"tiled": row,
+    "untiled": row}, "bitwise_equal", "sectors_ratio_untiled_to_tiled",
+    "classic_32x32_sectors_per_output", "classic_64x64_sectors_per_output"}}``; a job that fails
+    holds ``error``."""
+    import numpy as np
+
+    import kernc
+    from kernc.backend.toolkit import ptxas_path, run_ptxas
+
+    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"]
+    entry: dict = {"source": "examples/gemm.kern", "kernel": "gemm", "shape": [M, K, N], "dtype": "f32"}
+    try:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((M, K)).astype(np.float32)
+        b = rng.standard_normal((K, N)).astype(np.float32)
+        variants, outs = {}, {}
+        for variant, tile in (("tiled", True), ("untiled", False)):
+            mod = kernc.compile_file(os.path.join(examples_dir, "gemm.kern"), arch=arch, tile=tile)
+            c = np.full((M, N), np.nan, np.float32)
+            stats = mod.gemm(a, b, c).stats.to_dict()
+            outs[variant] = c
+            row = {"tile": tile, **traffic_row(stats),
+                   "load_sectors_per_output": stats["global_load_sectors"] / (M * N),
+                   "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
+            if ptxas_path():
+                got = run_ptxas(mod.ptx, arch)
+                if not got.ok:
+                    raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
+                row["registers"] = got.registers.get("gemm")
+                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get("gemm", (None, None))
+            variants[variant] = row
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        if not np.allclose(outs["tiled"], want, rtol=1e-4, atol=1e-4):
+            raise AssertionError("gemm (tiled): wrong result")
+        entry["variants"] = variants
+        entry["bitwise_equal"] = bool(np.array_equal(outs["tiled"].view(np.int32), outs["untiled"].view(np.int32)))
+        t, u = variants["tiled"]["load_sectors_per_output"], variants["untiled"]["load_sectors_per_output"]
+        entry["sectors_ratio_untiled_to_tiled"] = u / t if t else None
+        entry["classic_32x32_sectors_per_output"] = classic_tiled_sectors_per_output(K, 32)
+        entry["classic_64x64_sectors_per_output"] = classic_tiled_sectors_per_output(K, 64)
+    except Exception as err:  # noqa: BLE001
+        entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
+    return {"gemm": entry}

@@ -42,6 +42,9 @@ TARGETS = {
     "transpose_sectors": ("transpose (coalesced): load and store sectors per request <= the ideal 4", 4.0),
     "transpose_bank_conflicts": ("transpose (coalesced): 0 bank conflicts", 0),
     "launch_overhead": ("host launch overhead (kernc API, 4 arguments) <= 10 us", 10.0),
+    "gemm_sectors_per_output": ("gemm 256^3 f32 (tiled): global-load sectors per output <= 1.25", 1.25),
+    "gemm_bank_conflicts": ("gemm (tiled): 0 bank conflicts", 0),
+    "gemm_spills": ("gemm (tiled): 0 spill bytes (ptxas)", 0),
 }
 COMPILE_COLUMNS = ("inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_first_run", "cli_cache_hit")
 #: Code quality compares builds with the same floating-point semantics: kernc --fmad against nvcc's
@@ -119,6 +122,7 @@ def collect(ns) -> dict:
             "python_dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
         },
         "compile": {}, "code_quality": {}, "memory": {}, "memory_views": {}, "memory_accessors": {},
+        "memory_contractions": {},
         "launch": {}, "gpu": {}, "targets": [],
     }
     saved = {k: os.environ.get(k) for k in ("KERNC_CACHE_DIR", "KERNC_ALWAYS_COMPILE", "KERNC_VERIFY_EACH")}
@@ -189,6 +193,9 @@ def collect(ns) -> dict:
         except Exception as err:  # noqa: BLE001
             results["memory_accessors"] = {"error": _err(err)}
         results["interpreter"] = interp.run(examples_dir, quick)  # CPU interpreter speed (bench/interp.py)
+        # gemm with and without kern-tile-contractions: CPU-interpreter counters and ptxas -v
+        if os.path.exists(os.path.join(examples_dir, "gemm.kern")):
+            results["memory_contractions"] = measure.contraction_traffic(examples_dir, quick, ns.arch)
 
         if os.path.exists(os.path.join(examples_dir, "saxpy.kern")):
             try:
@@ -314,6 +321,19 @@ def evaluate_targets(results: dict) -> list[dict]:
         out.append({"target": target, "text": text, "example": "transpose" if "transpose" in target else "saxpy",
                     "kernel": None, "measured": value, "unit": unit, "limit": limit,
                     "status": _status(value, limit)})
+    gemm = (results.get("memory_contractions") or {}).get("gemm") or {}
+    tiled = (gemm.get("variants") or {}).get("tiled") or {}
+    full = gemm.get("shape") == list(measure.CONTRACTION_SHAPES["full"])  # (the target's size)
+    spills = (None if tiled.get("spill_stores_bytes") is None
+              else tiled["spill_stores_bytes"] + tiled["spill_loads_bytes"])
+    for target, value, unit in (
+        ("gemm_sectors_per_output", tiled.get("load_sectors_per_output") if full else None, "sectors per output"),
+        ("gemm_bank_conflicts", tiled.get("shared_bank_conflicts"), "conflicts"),
+        ("gemm_spills", spills, "bytes"),
+    ):
+        text, limit = TARGETS[target]
+        out.append({"target": target, "text": text, "example": "gemm", "kernel": None, "measured": value,
+                    "unit": unit, "limit": limit, "status": _status(value, limit)})
     return out + interp.targets(results)
 
 
@@ -449,6 +469,7 @@ def render(results: dict) -> str:
                          "atomics", "bank conflicts"], rows))
     parts += _render_memory_views(results.get("memory_views"))
     parts += _render_memory_accessors(results.get("memory_accessors"))
+    parts += _render_memory_contractions(results.get("memory_contractions"))
     parts += interp.render(results)
 
     lp = results.get("launch")
@@ -564,6 +585,35 @@ def _render_memory_accessors(acc) -> list[str]:
                          "store sectors/req", "atomics (expected)", "shared req", "bank conflicts"], rows))
     lines += ["  inputs:", *(f"    {k}: {v}" for k, v in acc["inputs"].items()), "  what each row should show:"]
     return lines + ["  " + n for n in notes]
+
+
+def _render_memory_contractions(con) -> list[str]:
+    """The gemm rows with and without ``kern-tile-contractions`` (nothing when the results hold
+    none: an older results file, or no examples/gemm.kern)."""
+    if not con:
+        return []
+    lines = ["", "Contraction tiling (kern-tile-contractions; untiled = kernc.compile(src, tile=False)): "
+                 "CPU-interpreter global-load sectors per output, ptxas -v registers and spill bytes"]
+    rows, notes = [], []
+    for job, e in con.items():
+        shape = "x".join(str(d) for d in e.get("shape", ()))
+        if "error" in e:
+            rows.append([job, shape, f"error: {e['error']}"])
+            continue
+        for i, (variant, m) in enumerate(e["variants"].items()):
+            spill = ("n/a" if m["spill_stores_bytes"] is None
+                     else f"{m['spill_stores_bytes']}+{m['spill_loads_bytes']}")
+            rows.append([job if i == 0 else "", shape if i == 0 else "", variant,
+                         f"{m['load_sectors_per_output']:.3g}", _sectors_cell(m, "load"), m["shared_requests"],
+                         m["shared_bank_conflicts"], m["registers"] if m["registers"] is not None else "n/a", spill])
+        notes.append(f"  {job}: untiled / tiled sectors {_x(e.get('sectors_ratio_untiled_to_tiled'))}; the "
+                     f"classic tiled kernel (one output per thread) would load "
+                     f"{e['classic_32x32_sectors_per_output']:.3g} (32x32 tiles) or "
+                     f"{e['classic_64x64_sectors_per_output']:.3g} (64x64) per output; results bitwise equal: "
+                     f"{e['bitwise_equal']}")
+    lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
+                         "bank conflicts", "registers", "spill bytes st+ld"], rows))
+    return lines + notes
 
 
 def _render_bandwidth(g: dict) -> list[str]:

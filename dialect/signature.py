@@ -154,6 +154,10 @@ class KernelSignature:
     #: ... except for these ``[read, written]`` pairs passed one array (the same address and
     #: extent): every item reads and writes the same element of both (``frontend/aliasing.py``)
     in_place: list = field(default_factory=list)
+    #: the kernel attribute ``@tile(BM, BN, BK)`` (kern-tile-contractions' configuration):
+    #: ``{"tile": [BM, BN, BK], "at": [file, line, column]}`` (where the attribute is written, for
+    #: the error when it cannot fit); ``None`` without one
+    tile_config: dict | None = None
 
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
@@ -161,7 +165,7 @@ class KernelSignature:
         data = {f: getattr(self, f) for f in _SIGNATURE_FIELDS}
         data["params"] = [vars(p) for p in self.params]
         data["extra"] = [vars(p) for p in self.extra]
-        for key in ("tiles", "staged"):  # kern-coalesce-views: only present when set
+        for key in ("tiles", "staged", "tile_config"):  # only present when set
             if data.get(key) is None:
                 data.pop(key, None)
         for key in ("index_literal_max", "index_inputs", "index_bound", "in_place"):  # only present when a kernel has them
@@ -273,6 +277,13 @@ class KernelSignature:
         if self.staged is not None and not _valid_staged(self.staged, {p.name for p in self.params}):
             return (f"'staged' must be {{\"extents\": [extent, ...], \"views\": [[param, [stride per "
                     f"extent]], ...]}}, got {self.staged!r}")
+        if self.tile_config is not None and not (
+                isinstance(self.tile_config, dict) and set(self.tile_config) == {"tile", "at"}
+                and isinstance(self.tile_config["tile"], list) and len(self.tile_config["tile"]) == 3
+                and all(type(n) is int and n > 0 for n in self.tile_config["tile"])
+                and isinstance(self.tile_config["at"], list) and len(self.tile_config["at"]) == 3):
+            return (f"'tile_config' must be {{\"tile\": [BM, BN, BK], \"at\": [file, line, column]}}, "
+                    f"got {self.tile_config!r}")
         if arg_kinds is None:
             return None
         if len(arg_kinds) != len(names):

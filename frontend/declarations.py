@@ -298,7 +298,7 @@ class DeclarationChecks(CheckerBase):
     # ---- kernels ----------------------------------------------------------------------------
 
     def check_kernel(self, k: A.Kernel) -> None:
-        block, attributes = 256, []
+        block, attributes, tile_config = 256, [], None
         seen_attrs: dict[str, A.Attribute] = {}
         for a in k.attributes:
             if a.name in seen_attrs:
@@ -316,6 +316,18 @@ class DeclarationChecks(CheckerBase):
                                args[0].loc)
                     continue
                 block = n
+            elif a.name == "tile":  # kern-tile-contractions' configuration (its limits: the pass)
+                args = a.args or []
+                if len(args) != 3 or not all(isinstance(x, A.IntLit) for x in args):
+                    self.error("@tile takes three integer literals, the block tile and its loop "
+                               "chunk, e.g. @tile(64, 64, 16)", a.loc)
+                    continue
+                bad = next((x for x in args if x.value < 1 or x.value & (x.value - 1)), None)
+                if bad is not None:
+                    self.error(f"a tile extent must be a power of two, got {bad.value}", bad.loc)
+                    continue
+                tile_config = {"tile": [x.value for x in args],
+                               "at": [a.loc.filename, a.loc.line, a.loc.column]}
             elif a.name in ("deterministic", "checked"):
                 if a.args is not None:
                     self.error(f"@{a.name} takes no arguments", a.loc)
@@ -324,7 +336,7 @@ class DeclarationChecks(CheckerBase):
             else:
                 self.error(f"unknown kernel attribute '@{a.name}'"
                            + did_you_mean(a.name, KERNEL_ATTRIBUTES), a.loc,
-                           hint="kernel attributes: @block(N), @deterministic, @checked")
+                           hint="kernel attributes: @block(N), @deterministic, @checked, @tile(BM, BN, BK)")
 
         params: list[Symbol] = []
         by_name: dict[str, Symbol] = {}
@@ -457,6 +469,7 @@ class DeclarationChecks(CheckerBase):
 
         info = KernelInfo(k.name, block, attributes, params, sizes, problem or "?", size_syms,
                           coords=coord_syms, extents=extents, problem_poly=problem_poly)
+        info.tile_config = tile_config
         k.info = info
         self.info = info
 

@@ -30,8 +30,8 @@ VIEW_METHODS = ("checked", "in_bounds")
 #: is `o` (composition, only inside layout expressions).
 KEYWORDS = ("kernel", "layout", "let", "if", "else", "for", "in", "over", "return", "as", "true",
             "false")
-#: Kernel attributes (``@block(N)``, ``@deterministic``, ``@checked``).
-KERNEL_ATTRIBUTES = ("block", "deterministic", "checked")
+#: Kernel attributes (``@block(N)``, ``@deterministic``, ``@checked``, ``@tile(BM, BN, BK)``).
+KERNEL_ATTRIBUTES = ("block", "deterministic", "checked", "tile")
 #: Compute types a ``compute`` clause may name.
 COMPUTE_TYPES = ("f32", "f64")
 #: Prefixes and names a kernel may not have: the kernel name is the PTX entry name, which must be a

@@ -189,6 +189,8 @@ class KernelInfo:
     reads: list = field(default_factory=list)
     writes: list = field(default_factory=list)
     in_place: list = field(default_factory=list)
+    #: ``@tile(BM, BN, BK)``: the signature's ``tile_config`` (``None`` without one)
+    tile_config: Optional[dict] = None
 
     @property
     def problem_symbol(self) -> Symbol:
@@ -224,7 +226,7 @@ class KernelInfo:
                                problem_size=self.problem_size, block=self.block,
                                attributes=list(self.attributes), index_literal_max=self.index_literal_max,
                                reads=list(self.reads), writes=list(self.writes),
-                               in_place=[list(x) for x in self.in_place])
+                               in_place=[list(x) for x in self.in_place], tile_config=self.tile_config)
 
 
 def poly_entry(p: Poly):

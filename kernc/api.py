@@ -249,7 +249,7 @@ class Module:
 
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
-            fmad: bool = False, coalesce: bool = True) -> Module:
+            fmad: bool = False, coalesce: bool = True, tile: bool = True) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -260,6 +260,8 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     once on the GPU and on the CPU interpreter alike (default off: results equal numpy's ``a*b + c``).
     ``coalesce=False`` turns off the staging of transposed view accesses through a workgroup tile
     (``kern-coalesce-views``; ``kernc compile --no-coalesce``), e.g. to measure a naive transpose.
+    ``tile=False`` turns off the tiling of contraction loops (``kern-tile-contractions``; ``kernc
+    compile --no-tile``): each item then runs its own loop, as written.
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
@@ -267,11 +269,11 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     returns a :class:`LaunchResult`.
     """
     return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level, fmad=fmad,
-                                                             coalesce=coalesce)))
+                                                             coalesce=coalesce, tile=tile)))
 
 
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
-                 fmad: bool = False, coalesce: bool = True) -> Module:
+                 fmad: bool = False, coalesce: bool = True, tile: bool = True) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -279,7 +281,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
         raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
     path = os.fsdecode(os.fspath(path))
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
-                   coalesce=coalesce)
+                   coalesce=coalesce, tile=tile)
 
 
 def read_source(path) -> str:

@@ -106,8 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
     # kern-coalesce-views
     c.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile")
+    # kern-tile-contractions
+    c.add_argument("--no-tile", action="store_true",
+                   help="do not tile contraction loops (block tiles through workgroup memory, several "
+                        "items per thread)")
     c.add_argument("--remarks", action="store_true",
-                   help="explain optimisation decisions (view access staging) on stderr")
+                   help="explain optimisation decisions (view access staging, contraction tiling) on stderr")
     c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     c.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the IR or PTX on standard output: auto (a terminal, unless NO_COLOR is "
@@ -134,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     r.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
+    r.add_argument("--no-tile", action="store_true",
+                   help="do not tile contraction loops through workgroup memory (compare --stats)")
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
     r.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar (one is shown on a terminal for CPU runs longer than about 2 s)")

@@ -63,7 +63,9 @@ class CompileOptions:
     accesses through a workgroup tile; ``kernc compile --no-coalesce`` turns it off); ``remarks``:
     print its one-line decisions to stderr (``--remarks``; the compile cache is bypassed). ``fmad``:
     contract ``a*b + c`` into a fused multiply-add (``kern-contract-fma``; ``kernc compile --fmad``,
-    nvcc's ``--fmad=true``), rounded once on the GPU and on the CPU interpreter alike.
+    nvcc's ``--fmad=true``), rounded once on the GPU and on the CPU interpreter alike. ``tile``:
+    run ``kern-tile-contractions`` (block tiles of contraction loops through workgroup memory;
+    ``kernc compile --no-tile`` turns it off).
     """
 
     arch: str = "sm_90"
@@ -74,6 +76,7 @@ class CompileOptions:
     coalesce: bool = True  # kern-coalesce-views
     remarks: bool = False  # kern-coalesce-views: its decisions on stderr
     fmad: bool = False  # kern-contract-fma
+    tile: bool = True  # kern-tile-contractions
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -126,7 +129,7 @@ def validate_options(opts: "CompileOptions") -> None:
                                      or not all(isinstance(k, str) for k in opts.kernels)):
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
-    for flag in ("fmad", "coalesce", "verify_each", "remarks"):
+    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -274,7 +277,8 @@ class Compilation:
         self.from_cache = False
         if use_cache and after_pass is None and cache.enabled() and not self.options.remarks:
             # --no-coalesce and --fmad build other IR, so they get their own keys
-            extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad)
+            extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
+                                          tile=self.options.tile)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -304,11 +308,16 @@ class Compilation:
             n_d = bool(walk_ops(module, {"kern.delinearize"}))
             if not self.options.coalesce or not n_d:
                 kw["coalesce"] = False
+            if not self.options.tile or not n_d:  # kern-tile-contractions: the same
+                kw["tile"] = False
             if self.options.remarks:
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
                 if not self.options.coalesce:  # say why there is no decision to read
                     kw["remarks"](f"{filename}: remark: view accesses are not staged: kern-coalesce-views "
                                   "is off (--no-coalesce)")
+                if not self.options.tile and n_d:
+                    kw["remarks"](f"{filename}: remark: contractions are not tiled: kern-tile-contractions "
+                                  "is off (--no-tile)")
                 elif not n_d:
                     kw["remarks"](f"{filename}: remark: nothing to stage: kern-coalesce-views stages the "
                                   "view accesses of N-D problems (over (i, j) in (M, N)), and no kernel "

@@ -34,6 +34,7 @@ from .reduce_iv_divisions import ReduceIVDivisions
 from .relax_atomics import RelaxAtomics
 from .select_to_branch import SelectToBranch
 from .specialize_nonneg_scalars import SpecializeNonnegScalars
+from .tile_contractions import TileContractions
 from .to_gpu import OutlineToGpu
 from .verify import VerifyKern
 
@@ -45,6 +46,7 @@ KERN_TO_GPU: tuple[type[Pass], ...] = (
     FoldLayouts,
     OutlineToGpu,
     LowerAccessors,
+    TileContractions,         # optional: tile=True (kernc compile --no-tile turns it off)
     CoalesceViews,            # optional: coalesce=True (kernc compile --no-coalesce turns it off)
     LowerViews,
     LowerLayouts,
@@ -101,14 +103,18 @@ class TargetOptions:
     nonneg_scalars: bool = False
 
 
-def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False) -> list[Pass]:
+def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
-    transposed view accesses); ``remarks``: a callable that receives its one-line explanations;
+    transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
+    loops through workgroup memory); ``remarks``: a callable that receives both passes' one-line
+    explanations;
     ``fmad``: contract ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile
     --fmad``)."""
-    off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad)) if not on}
-    return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}}, off)
+    off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile))
+           if not on}
+    return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks}},
+                   off)
             + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])
 
 

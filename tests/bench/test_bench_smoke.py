@@ -169,6 +169,15 @@ def test_quick_run_has_the_memory_traffic_sections(quick_results):
         assert v["coalesced"]["store_sectors_per_request"] == 4.0
         assert v["naive"]["store_sectors_per_request"] > 16
     assert "Memory traffic per accessor" in stdout and "with and without the coalescing pass" in stdout
+    # kern-tile-contractions: gemm 64^3 (--quick) tiled against tile=False, bitwise the same
+    gemm = res["memory_contractions"]["gemm"]
+    assert "error" not in gemm, gemm
+    assert gemm["shape"] == [64, 64, 64] and gemm["bitwise_equal"] is True
+    tiled, untiled = gemm["variants"]["tiled"], gemm["variants"]["untiled"]
+    assert tiled["load_sectors_per_output"] == 0.25  # K / 256: one 64x16 + 16x64 tile pair per chunk
+    assert untiled["load_sectors_per_output"] == 10.0
+    assert tiled["shared_bank_conflicts"] == 0 and tiled["shared_requests"] > 0
+    assert "Contraction tiling (kern-tile-contractions" in stdout
 
 
 def test_first_run_tree_is_kernc_without_pyc_files(tmp_path):

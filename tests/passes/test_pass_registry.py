@@ -56,6 +56,8 @@ def test_the_registry_is_the_pipeline_s_kernc_passes():
     assert [p.name for p in pipeline.kern_to_gpu()][-2:] == ["canonicalize", "cse"]
     off = pipeline.kern_to_gpu(coalesce=False)
     assert "kern-coalesce-views" not in [p.name for p in off] and "kern-contract-fma" not in [p.name for p in off]
+    assert "kern-tile-contractions" in [p.name for p in off]
+    assert "kern-tile-contractions" not in [p.name for p in pipeline.kern_to_gpu(tile=False)]
 
 
 @pytest.mark.parametrize("cls", list(registry.KERN_PASSES.values()), ids=lambda c: c.name)

@@ -205,10 +205,10 @@ def test_mutants_keep_mostly_failing_and_sometimes_passing():
         text = rng.choice(EXAMPLE_TEXTS)
         toks = [m.group(0) for m in TOKEN.finditer(text)]
         j = rng.randrange(len(toks))
-        if i % 2:
+        ops = [k for k, t in enumerate(toks) if t in swaps]
+        if i % 2 or not ops:  # (an example without an operator, transpose.kern, gets a vocabulary edit)
             toks[j] = rng.choice(VOCAB)
         else:  # a class-preserving edit: usually still a valid program
-            ops = [k for k, t in enumerate(toks) if t in swaps]
             k = rng.choice(ops)
             toks[k] = swaps[toks[k]]
         outcomes["ok" if compile_or_diagnose("".join(toks)) else "error"] += 1

@@ -1,0 +1,609 @@
+"""``kern-tile-contractions``: tile the contractions of N-D kernels through workgroup memory.
+
+A kernel written one output per item,
+
+.. code-block:: text
+
+    kernel gemm(a: f32[M, K] view, b: f32[K, N] view, c: f32[M, N] view) over (i, j) in (M, N) {
+        let acc = 0.0;
+        for k in 0..K { acc += a[i, k] * b[k, j]; }
+        c[i, j] = acc;
+    }
+
+re-reads a whole row of ``a`` and a whole column of ``b`` per output: 2*K loads per item where the
+items of a row of outputs share their ``a`` reads and those of a column their ``b`` reads. This pass
+applies the classic shared-memory tiling of a matrix product (V. Volkov and J. Demmel, "Benchmarking
+GPUs to tune dense linear algebra", SC'08; the CUDA C++ Programming Guide's "Shared Memory" matrix
+multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the kernel's own loop:
+
+1. *Block tile.* The problem's last two coordinates ``(i, j)`` are tiled ``BM x BN`` (the other ones
+   are batch coordinates, fixed per tile: a batched GEMM). Block ``b`` loops over the tiles ``b, b +
+   grid, ...`` of the tile grid (row-major, last coordinate fastest; one block per tile at launch:
+   the signature's ``tiles``), as ``kern-coalesce-views`` does.
+2. *Thread micro-tile (thread coarsening).* The ``B`` threads of a block form a ``TY x TX`` grid
+   (``TX = BN / TN``, ``TY = BM / TM``); thread ``(ty, tx)`` computes the ``TM x TN`` items ``i = i0
+   + ty + u*TY``, ``j = j0 + tx + v*TX`` (``u < TM``, ``v < TN``): strided, so that the lanes of a
+   warp read consecutive words of workgroup memory (no bank conflict without vector loads) and store
+   consecutive ``j`` of the output.
+3. *Staging per k-chunk.* The loop ``for k in lb..ub`` (step 1, block-uniform bounds) runs in chunks
+   of ``BK``. Each view read in its body whose coordinates depend on ``k`` and on one tile coordinate
+   (``a[i, k]``: side ``i``; ``b[k, j]``: side ``j``) and on nothing loaded or accumulated is
+   *staged*: per chunk the block loads its ``BK x BM`` (``BK x BN``) tile of the *logical* view --
+   the view read itself is cloned with the tile's coordinates, so any layout (a transposed view,
+   im2col, a checked read and its default) is loaded through its own layout -- cooperatively, the
+   lanes of a warp along the view's unit-stride coordinate (coalesced), into ``smem[kk*S + x]``.
+   ``S`` is padded where the lanes of a warp store along ``k`` (``S = BM + 32/BK``, so the warp's
+   ``32/BK`` rows of ``BK`` lanes fill the 32 banks). Slots past the edge (``x`` beyond its extent,
+   ``k >= ub``) hold 0 and are never read for a valid item. A barrier precedes the stores (the
+   previous chunk's reads are done) and one follows them.
+4. *The inner loop* ``kk < min(BK, ub - k0)`` reads each staged value of the thread's ``TM`` rows and
+   ``TN`` columns once from workgroup memory, then runs the original loop body for each of its
+   ``TM*TN`` items with ``k = k0 + kk``, the staged reads replaced by those values and the item's own
+   accumulators: every output sums in the original order (``k`` ascending, the same ops), so the
+   result is bitwise that of the untiled kernel. Reads of the body that are not staged are emitted
+   per item, under the item's guard.
+5. *The epilogue*: the code after the loop (the store of ``c[i, j]``) runs per item under ``i < Ei
+   && j < Ej``.
+
+Configuration: ``BM x BN x BK`` = 64x64x16 for 256 threads (4x4 items per thread; fewer threads keep
+16 items per thread on a smaller tile), or the kernel attribute ``@tile(BM, BN, BK)`` (signature
+``tile_config``): powers of two, ``BM*BN`` a multiple of the block, at most :data:`MAX_ITEMS` items
+per thread, the staged tiles within :data:`~kernc.passes.workgroup.SHARED_LIMIT` bytes -- else a
+located ``CompileError`` naming the limit.
+
+Runs after ``kern-lower-accessors`` and before ``kern-coalesce-views`` (which declines a tiled
+kernel) and ``kern-lower-views``. It applies when the ``gpu.func`` is the guarded body of an N-D
+problem delinearized from the thread id (nothing else in the kernel, no workgroup memory, the thread
+id used for nothing else), the guard's body is pure code, one ``scf.for``, then any code; the loop's
+body is pure code and view reads, and at least one read is staged; a staged buffer is only read. A
+kernel it declines compiles untiled, and ``remarks`` says why (``kernc compile --remarks``); the pass
+is left out by ``--no-tile`` / ``kernc.compile(..., tile=False)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from kernc.dialect import kern
+from kernc.dialect.access import Delinearize, ViewAccess
+from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping, of_function
+from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.support.errors import CompileError, Diagnostic, SourceLocation
+from kernc.support.mlir import dialect, ir
+
+from . import ir_builder as b
+from .base import Pass, functions, internal, option, walk_ops
+from .to_gpu import GUARD_ATTR
+from .workgroup import SHARED_LIMIT, WARP, KernelContext, source_location
+
+gpu = dialect("gpu")
+
+#: Most items one thread may compute (its accumulators live in registers; 8x8 is the largest
+#: micro-tile CUTLASS's SGEMM kernels use).
+MAX_ITEMS = 64
+#: Items per thread of the default configuration (4x4).
+DEFAULT_ITEMS = 16
+_ENTRY = ["kern.thread_id", "kern.problem_size", "arith.cmpi", "scf.if", "gpu.return"]
+_PURE_PREFIXES = ("arith.", "math.")
+_THREAD_BUILTINS = {"kern.thread_id", "kern.block_id", "kern.lane_id"}
+
+
+def _owner(v):
+    o = v.owner
+    return o.operation if hasattr(o, "operation") else o
+
+
+def _pure(op) -> bool:
+    return op.name.startswith(_PURE_PREFIXES) and len(op.regions) == 0
+
+
+def _pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _const_int(v):
+    o = _owner(v)
+    if isinstance(o, ir.Operation) and o.name == "arith.constant" and isinstance(v.type, ir.IndexType):
+        return ir.IntegerAttr(o.attributes["value"]).value
+    return None
+
+
+class Decline(Exception):
+    """The kernel is not tiled; the message says why (a remark)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """A block tile ``bm x bn`` items, chunks of ``bk`` of the loop, ``tm x tn`` items per thread
+    of a ``ty x tx`` thread grid (``ty = bm / tm``, ``tx = bn / tn``)."""
+
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+    @property
+    def ty(self) -> int:
+        return self.bm // self.tm
+
+    @property
+    def tx(self) -> int:
+        return self.bn // self.tn
+
+
+def micro_tile(bm: int, bn: int, block: int) -> tuple[int, int] | str:
+    """``(tm, tn)``: the items per thread ``bm*bn/block`` as a micro-tile, ``tm >= tn``, both powers
+    of two dividing ``bm`` and ``bn``; or the reason there is none (a message naming the limit)."""
+    if (bm * bn) % block:
+        return f"a {bm}x{bn} tile is not a multiple of the block of {block} threads"
+    items = bm * bn // block
+    if items > MAX_ITEMS:
+        return (f"{items} items per thread ({bm}x{bn} over {block} threads) is more than the "
+                f"{MAX_ITEMS} a thread may hold in registers")
+    tn = 1 << (int(math.log2(items)) // 2)
+    tm = items // tn
+    if tm > bm or tn > bn:
+        return f"a {bm}x{bn} tile cannot give {block} threads {tm}x{tn} items each"
+    return tm, tn
+
+
+@dataclass
+class _Staged:
+    """A staged view read: ``side`` the tile coordinate it depends on (0: ``i``, 1: ``j``),
+    ``k_fastest`` whether the lanes of a warp load it along ``k`` (its unit-stride mode is ``k``'s),
+    ``stride`` the row stride ``S`` of its workgroup tile."""
+
+    op: object
+    name: str
+    side: int
+    k_fastest: bool
+    stride: int = 0
+    smem: object = None
+
+
+@dataclass
+class TileContractions(Pass):
+    """Tile the contraction loops of N-D kernels: block tiles through workgroup memory, thread
+    micro-tiles, the accumulation order kept."""
+
+    name = "kern-tile-contractions"
+    summary = "tile contraction loops: workgroup-memory block tiles, register micro-tiles, order kept"
+
+    #: the default block tile (items along the problem's last two coordinates) and loop chunk, for
+    #: 256 threads (4x4 items each); ``@tile(BM, BN, BK)`` overrides them per kernel
+    block_m: int = option(64)
+    block_n: int = option(64)
+    block_k: int = option(16)
+    #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
+    remarks: Callable[[str], None] | None = internal(None)
+
+    def _remark(self, op, text: str) -> None:
+        if self.remarks is not None:
+            self.remarks(f"{source_location(op.location) or '<unknown>'}: remark: {text}")
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        for fn in functions(module, {"gpu.func"}):
+            if SIGNATURE_ATTR not in fn.attributes:
+                continue
+            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+            plan = _Analysis(fn, sig)
+            try:
+                plan.run()
+            except Decline as why:
+                if plan.loop is not None:  # (an N-D kernel without a loop is no contraction)
+                    self._remark(plan.loop, f"not tiling '{sig.name}': {why}")
+                continue
+            if plan.loop is None:
+                continue
+            config = self._config(sig, plan)
+            if isinstance(config, str):
+                self._remark(plan.loop, f"not tiling '{sig.name}': {config}")
+                continue
+            _Rewrite(fn, sig, plan, config).run()
+            self._remark(plan.loop, _describe(sig, plan, config))
+
+    def _config(self, sig: KernelSignature, plan: "_Analysis") -> Config | str:
+        """The configuration of ``sig``'s kernel: its ``@tile`` (a ``CompileError`` when it cannot
+        fit), else the default, or why the default does not fit (a remark)."""
+        block = plan.block
+        requested = sig.tile_config
+        if requested is not None:
+            bm, bn, bk = requested["tile"]
+            where = SourceLocation(*requested["at"])
+
+            def fail(text: str, hint: str):
+                raise CompileError(Diagnostic(f"@tile({bm}, {bn}, {bk}) of kernel '{sig.name}': {text}",
+                                              where, hint=hint))
+        else:
+            bm, bn, bk = self.block_m, self.block_n, self.block_k
+            while bm * bn // block > DEFAULT_ITEMS and bm * bn > block:  # fewer threads: a smaller tile
+                if bn >= bm:
+                    bn //= 2
+                else:
+                    bm //= 2
+
+            def fail(text: str, hint: str):
+                return text
+        for n in (bm, bn, bk):
+            if not _pow2(n):
+                return fail(f"the tile extent {n} is not a power of two", "use extents like 64, 64, 16")
+        got = micro_tile(bm, bn, block)
+        if isinstance(got, str):
+            return fail(got, f"use a tile of {block} to {block * MAX_ITEMS} items (e.g. @tile(64, 64, 16) "
+                             f"for 256 threads)")
+        tm, tn = got
+        config = Config(bm, bn, bk, tm, tn)
+        need = sum(bk * _row_stride(s, config) * (b.bits(s.op.results[0].type) // 8) for s in plan.staged)
+        if need > SHARED_LIMIT:
+            return fail(f"its staged tiles need {need} bytes of workgroup memory, more than the "
+                        f"{SHARED_LIMIT} bytes (48 KiB) a block may use", "use a smaller BK or tile")
+        return config
+
+
+def _row_stride(s: _Staged, c: Config) -> int:
+    """The row stride ``S`` of staged read ``s``'s tile ``smem[kk*S + x]``: its extent along its
+    tile coordinate, padded when a warp stores along ``k`` (``32/BK`` rows of ``BK`` lanes each: a
+    padding of ``32/BK`` words puts them in 32 distinct banks; one word when ``BK >= 32``)."""
+    x = c.bm if s.side == 0 else c.bn
+    if not s.k_fastest:
+        return x
+    return x + (WARP // c.bk if c.bk < WARP else 1)
+
+
+def _describe(sig, plan: "_Analysis", c: Config) -> str:
+    names = [s.name for s in plan.staged]
+    staged = " and ".join(dict.fromkeys(names))
+    tiles = ", ".join(
+        f"{s.name}: {c.bk}x{c.bm if s.side == 0 else c.bn} of '{plan.coord_names[plan.ij[s.side]]}', "
+        f"loaded along {'k' if s.k_fastest else repr(plan.coord_names[plan.ij[s.side]])}, rows of "
+        f"{_row_stride(s, c)} words" for s in plan.staged)
+    serves: dict = {}  # items served per element loaded -> the reads
+    for s in plan.staged:
+        serves.setdefault(c.bn if s.side == 0 else c.bm, []).append(s.name)
+    reuse = [f"each element of {' and '.join(dict.fromkeys(ns))} loaded from global memory serves {n} items"
+             for n, ns in serves.items()]
+    return (f"tiling '{sig.name}' as {c.bm}x{c.bn}x{c.bk} per block, {c.tm}x{c.tn} items per thread, "
+            f"{staged} staged: the loop's reads of {staged} depend on the loop variable and one item "
+            f"coordinate, so per chunk of {c.bk} the block stages them through workgroup memory ({tiles}); "
+            f"{'; '.join(dict.fromkeys(reuse))}; every output sums in its original order")
+
+
+class _Analysis:
+    """Whether kernel ``fn`` is a contraction this pass tiles (:meth:`run` raises :class:`Decline`),
+    and its parts: the guard, the delinearization, the code before the loop, the loop, after it."""
+
+    def __init__(self, fn, sig: KernelSignature) -> None:
+        self.fn, self.sig = fn, sig
+        self.loop = None
+        self.staged: list[_Staged] = []
+
+    def run(self) -> None:
+        fn, sig = self.fn, self.sig
+        entry = [op.operation for op in fn.regions[0].blocks[0].operations]
+        if [op.name for op in entry] != _ENTRY or GUARD_ATTR not in entry[3].attributes:
+            self._find_loop(entry)
+            raise Decline("the kernel stages accessors or computes outside its per-item body")
+        self.guard = entry[3]
+        self.entry = entry
+        body = [op.operation for op in self.guard.regions[0].blocks[0].operations][:-1]
+        self._find_loop(body)
+        if self.loop is None:
+            return
+        if "workgroup_attributions" in fn.attributes:
+            raise Decline("the kernel already uses workgroup memory")
+        mapping = of_function(fn)
+        self.block = mapping.block
+        if mapping.tile is not None:
+            raise Decline("the kernel's items are mapped to tiles already")
+        if len(body) < 2 or body[0].name != "kern.thread_id" or body[1].name != "kern.delinearize":
+            raise Decline("the problem is not an N-D one delinearized from the thread id")
+        delin = Delinearize.from_op(body[1])
+        if len(delin.extents) < 2 or len(mapping.extents) != len(delin.extents):
+            raise Decline("the problem is not an N-D one 'over (i, j) in (M, N)' over size symbols")
+        if len(list(body[0].results[0].uses)) != 1 or _owner(delin.linear) != body[0]:
+            raise Decline("the kernel uses the thread id beyond the problem coordinates")
+        if any(op != body[0] for op in walk_ops(self.guard, _THREAD_BUILTINS)):
+            raise Decline("the kernel reads thread_id(), block_id() or lane_id(), which tiling changes")
+        self.delin = delin
+        self.extents = list(mapping.extents)
+        self.coords = list(delin.coords)
+        self.coord_names = delin.coord_names
+        n = len(self.coords)
+        self.ij = (n - 2, n - 1)
+        at = body.index(self.loop)
+        self.pre, self.post = body[2:at], body[at + 1:]
+        for op in self.pre:
+            if not _pure(op):
+                raise Decline(f"it computes '{op.name}' before the loop (only arithmetic is tiled there)")
+        loop = self.loop
+        lb, ub, step = loop.operands[0], loop.operands[1], loop.operands[2]
+        if _const_int(step) != 1:
+            raise Decline("the loop's step is not 1")
+        # dependence tags: coordinate numbers, "k" (the loop variable), "acc" (iter args), "mem"
+        tags: dict = {}
+        for x, c in enumerate(self.coords):
+            tags[c] = {x}
+        for op in self.pre:
+            self._tag(op, tags)
+        if self._tags(lb, tags) or self._tags(ub, tags):
+            raise Decline("the loop's bounds depend on the item (they must be the same for a block)")
+        lbody = loop.regions[0].blocks[0]
+        self.iv = lbody.arguments[0]
+        self.iter_args = list(lbody.arguments)[1:]
+        tags[self.iv] = {"k"}
+        for a in self.iter_args:
+            tags[a] = {"acc"}
+        self.body = [op.operation for op in lbody.operations][:-1]
+        names = sig.arg_names
+        args = list(fn.regions[0].blocks[0].arguments)
+        direct = []
+        for op in self.body:
+            if op.name == "kern.view_load" and not op.regions:
+                used = set().union(*(self._tags(v, tags) for v in op.operands))
+                name = next((nm for nm, a in zip(names, args) if a == op.operands[0]), "?")
+                if used & {"acc", "mem"}:
+                    raise Decline(f"where the loop reads '{name}' depends on values it loaded or accumulates")
+                sides = [s for s, x in enumerate(self.ij) if x in used]
+                if "k" in used and len(sides) == 1:
+                    self.staged.append(_Staged(op, name, sides[0], self._k_fastest(op, tags)))
+                elif len(sides) == 2:
+                    raise Decline(f"the loop reads '{name}' at an element of its own for every item "
+                                  f"(it depends on both '{self.coord_names[self.ij[0]]}' and "
+                                  f"'{self.coord_names[self.ij[1]]}'): nothing to share")
+                else:
+                    direct.append(op)
+                tags[op.results[0]] = used | {"mem"}
+            elif _pure(op):
+                self._tag(op, tags)
+            else:
+                raise Decline(f"the loop's body holds '{op.name}' (only arithmetic and view reads are tiled)")
+        if not self.staged:
+            raise Decline("no view read in the loop depends on the loop variable and on one item "
+                          "coordinate: the items share no read")
+        for s in self.staged:
+            users = [u.owner for u in s.op.operands[0].uses]
+            if any(u.name != "kern.view_load" for u in users):
+                raise Decline(f"the kernel also writes '{s.name}', which it would stage")
+        self.direct = direct
+
+    def _find_loop(self, ops) -> None:
+        loops = [op for op in ops if op.name == "scf.for"]
+        if len(loops) == 1:
+            self.loop = loops[0]
+        elif len(loops) > 1:
+            self.loop = loops[0]
+            raise Decline("the per-item body has more than one loop")
+
+    @staticmethod
+    def _tags(v, tags) -> set:
+        return tags.get(v, set())
+
+    def _tag(self, op, tags) -> None:
+        used = set().union(set(), *(tags.get(v, set()) for v in op.operands))
+        for r in op.results:
+            tags[r] = used
+
+    def _k_fastest(self, op, tags) -> bool:
+        """Whether the view read ``op``'s unit-stride mode is the one its ``k`` dependence is in
+        (then the lanes of a warp load along ``k``); ``False`` (along the tile coordinate) else."""
+        view = ViewAccess.from_op(op)
+        one = [p for p, st in enumerate(view.layout.stride) if str(st) == "1"]
+        if view.swizzle is not None or not one or one[0] >= len(view.coords):
+            return True
+        return "k" in tags.get(view.coords[one[0]], set())
+
+
+def _clone(op, mapping: dict):
+    """Clone ``op`` at the insertion point with its operands (nested ones too) replaced through
+    ``mapping`` (old value -> new value); the clone's results are added to ``mapping``."""
+    new = op.clone()
+    _remap(new, mapping)
+    for old, r in zip(op.results, new.results):
+        mapping[old] = r
+    return new
+
+
+def _remap(op, mapping: dict) -> None:
+    for n, v in enumerate(op.operands):
+        got = mapping.get(v)
+        if got is not None:
+            op.operands[n] = got
+    for region in op.regions:
+        for block in region.blocks:
+            for o in block.operations:
+                _remap(o, mapping)
+
+
+class _Rewrite:
+    """Build the tiled kernel of an analysed contraction (the module docstring's steps 1-5)."""
+
+    def __init__(self, fn, sig, plan: _Analysis, c: Config) -> None:
+        self.fn, self.sig, self.plan, self.c = fn, sig, plan, c
+
+    def run(self) -> None:
+        fn, sig, plan, c = self.fn, self.sig, self.plan, self.c
+        guard = plan.guard
+        B = plan.block
+        E = list(plan.delin.extents)
+        n = len(E)
+        xi, xj = plan.ij
+        batch = list(range(n - 2))
+        kc = KernelContext(fn, sig, guard, B)
+        loc = plan.loop.location
+        for s in plan.staged:
+            s.stride = _row_stride(s, c)
+            s.smem = kc.workgroup(s.op.results[0].type, c.bk * s.stride, f"staged tile of '{s.name}'",
+                                  region=f"tile.{s.name}.{plan.staged.index(s)}", location=s.op.location)
+        kc.check_limit()
+        with ir.InsertionPoint(guard), loc:
+            tid = gpu.ThreadIdOp(gpu.Dimension.x).result
+            blk = kern.BlockIdOp(b.index_t()).result
+            nbi = b.arith.DivUIOp(b.add(E[xi], b.idx(c.bm - 1)), b.idx(c.bm)).result
+            nbj = b.arith.DivUIOp(b.add(E[xj], b.idx(c.bn - 1)), b.idx(c.bn)).result
+            per = b.mul(nbi, nbj)
+            count = per
+            for x in batch:
+                count = b.mul(count, E[x])
+            tiles = b.scf.ForOp(blk, count, gpu.GridDimOp(gpu.Dimension.x).result)
+            with ir.InsertionPoint(tiles.body):
+                end = b.scf.YieldOp([])
+        with ir.InsertionPoint(end), loc:
+            self._tile(tiles.induction_variable, tid, E, per, nbj, batch, B)
+        # the original body is rebuilt: drop it, and the entry's guard condition
+        guard.erase()
+        for op in reversed(plan.entry[:3]):
+            op.erase()
+        tiled = ItemMapping(B, tuple(plan.extents), tuple([1] * (n - 2) + [c.bm, c.bn]), c.tm * c.tn,
+                            self._thread_values(n), True)
+        assert tiled.problem() is None, tiled.problem()
+        sig.tiles = tiled.launch_tiles()
+        fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
+        fn.attributes[MAPPING_ATTR] = ir.StringAttr.get(tiled.to_json())
+
+    def _thread_values(self, n: int) -> str:
+        """The CuTe TV layout of the micro-tiles: thread ``tx + ty*TX`` value ``u + v*TM`` at tile
+        position ``(ty + u*TY, tx + v*TX)``, positions column-major over ``(1, ..., BM, BN)``."""
+        c = self.c
+        si, sj = 1, c.bm
+        return f"(({c.tx},{c.ty}),({c.tm},{c.tn})):(({sj},{si}),({c.ty * si},{c.tx * sj}))"
+
+    def _tile(self, tile, tid, E, per, nbj, batch, B) -> None:
+        plan, c = self.plan, self.c
+        xi, xj = plan.ij
+        coord = {}
+        if batch:
+            rest = b.arith.DivUIOp(tile, per).result
+            in_batch = b.sub(tile, b.mul(rest, per))
+            for x in reversed(batch[1:]):
+                q = b.arith.DivUIOp(rest, E[x]).result
+                coord[x] = b.sub(rest, b.mul(q, E[x]))
+                rest = q
+            coord[batch[0]] = rest
+        else:
+            in_batch = tile
+        bi = b.arith.DivUIOp(in_batch, nbj).result
+        bj = b.sub(in_batch, b.mul(bi, nbj))
+        x0 = [b.mul(bi, b.idx(c.bm)), b.mul(bj, b.idx(c.bn))]
+        tx = b.arith.RemUIOp(tid, b.idx(c.tx)).result
+        ty = b.arith.DivUIOp(tid, b.idx(c.tx)).result
+        rows = [b.add(ty, b.idx(u * c.ty)) if u else ty for u in range(c.tm)]  # within the tile
+        cols = [b.add(tx, b.idx(v * c.tx)) if v else tx for v in range(c.tn)]
+        iu = [b.add(x0[0], r) for r in rows]
+        jv = [b.add(x0[1], q) for q in cols]
+        ok_i = [b.cmp("ult", x, E[xi]) for x in iu]
+        ok_j = [b.cmp("ult", x, E[xj]) for x in jv]
+        items = [(u, v) for u in range(c.tm) for v in range(c.tn)]
+        maps, valid = {}, {}
+        for u, v in items:  # each item's code before the loop
+            m = {plan.coords[x]: coord[x] for x in batch}
+            m[plan.coords[xi]], m[plan.coords[xj]] = iu[u], jv[v]
+            for op in plan.pre:
+                _clone(op, m)
+            maps[u, v] = m
+            valid[u, v] = b.and_(ok_i[u], ok_j[v])
+        first = maps[0, 0]
+        lb, ub = (first.get(v, v) for v in plan.loop.operands[:2])
+        nacc = len(plan.iter_args)
+        inits = [maps[it].get(v, v) for it in items for v in plan.loop.operands[3:]]
+        # the cooperative loads of each staged read: slot e = tid + r*B of its BK x X tile
+        coop = []
+        for s in plan.staged:
+            X = c.bm if s.side == 0 else c.bn
+            total = c.bk * X
+            slots = []
+            for r in range(-(-total // B)):
+                e = b.add(tid, b.idx(r * B)) if r else tid
+                if s.k_fastest:
+                    kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
+                    xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
+                else:
+                    xl = b.arith.RemUIOp(e, b.idx(X)).result
+                    kk = b.arith.DivUIOp(e, b.idx(X)).result
+                x = b.add(x0[s.side], xl)
+                ok = b.cmp("ult", x, E[plan.ij[s.side]])
+                if total % B:
+                    ok = b.and_(ok, b.cmp("ult", e, b.idx(total)))
+                slots.append((kk, x, ok, b.add(b.mul(kk, b.idx(s.stride)), xl)))
+            coop.append(slots)
+        chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), inits)
+        with ir.InsertionPoint(chunks.body):
+            k0 = chunks.induction_variable
+            b.barrier()  # the previous chunk's (or tile's) reads of the tiles are done
+            for s, slots in zip(plan.staged, coop):
+                T = s.op.results[0].type
+                for kk, x, ok, slot in slots:
+                    k = b.add(k0, kk)
+                    m = {plan.coords[q]: first.get(plan.coords[q]) for q in batch}
+                    m[plan.coords[plan.ij[s.side]]] = x
+                    m[plan.iv] = k
+
+                    def then(m=m, s=s):
+                        for op in _slice(s.op, plan):
+                            _clone(op, m)
+                        return [m[s.op.results[0]]]
+                    val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
+                    b.store(val[0], s.smem, slot)
+            b.barrier()
+            kn = b.minui(b.idx(c.bk), b.sub(ub, k0))
+            inner = b.scf.ForOp(b.idx(0), kn, b.idx(1), list(chunks.inner_iter_args))
+            with ir.InsertionPoint(inner.body):
+                kk = inner.induction_variable
+                k = b.add(k0, kk)
+                accs = list(inner.inner_iter_args)
+                base = {id(s): b.mul(kk, b.idx(s.stride)) for s in plan.staged}
+                got = {}
+                for s in plan.staged:
+                    for w, q in enumerate(rows if s.side == 0 else cols):
+                        got[id(s), w] = b.load(s.smem, b.add(base[id(s)], q))
+                out = []
+                for n_it, (u, v) in enumerate(items):
+                    m = dict(maps[u, v])
+                    m[plan.iv] = k
+                    for a, acc in zip(plan.iter_args, accs[n_it * nacc:(n_it + 1) * nacc]):
+                        m[a] = acc
+                    for s in plan.staged:
+                        m[s.op.results[0]] = got[id(s), u if s.side == 0 else v]
+                    for op in plan.body:
+                        if any(op == s.op for s in plan.staged):
+                            continue
+                        if op in plan.direct:  # a read of the item's own: under its guard
+                            T = op.results[0].type
+                            m[op.results[0]] = b.if_else(valid[u, v], [T],
+                                                         lambda op=op, m=m: [_clone(op, m).results[0]],
+                                                         lambda T=T: [b.zero(T)])[0]
+                        else:
+                            _clone(op, m)
+                    yld = plan.loop.regions[0].blocks[0].operations[len(plan.body)]
+                    out += [m.get(v_, v_) for v_ in yld.operands]
+                b.scf.YieldOp(out)
+            b.scf.YieldOp(list(inner.results))
+        for n_it, (u, v) in enumerate(items):  # each item's code after the loop, under its guard
+            m = maps[u, v]
+            for r, acc in zip(plan.loop.results, list(chunks.results)[n_it * nacc:(n_it + 1) * nacc]):
+                m[r] = acc
+            with b.if_(valid[u, v]):
+                for op in plan.post:
+                    _clone(op, m)
+
+
+def _slice(op, plan: _Analysis) -> list:
+    """The ops of the code before the loop and of the loop's body that ``op`` depends on, and ``op``,
+    in program order (what a cooperative load re-computes for its slot)."""
+    inside = {}
+    for o in plan.pre + plan.body:
+        for r in o.results:
+            inside[r] = o
+    need, todo = set(), [op]
+    while todo:
+        o = todo.pop()
+        if any(o == x for x in need):
+            continue
+        need.add(o)
+        for v in o.operands:
+            d = inside.get(v)
+            if d is not None:
+                todo.append(d)
+    return [o for o in plan.pre + plan.body if o in need]
