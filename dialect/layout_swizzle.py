@@ -67,9 +67,11 @@ class ComposedLayout(FunctionalLayout):
     """``outer o offset o inner``: ``c -> outer(offset + inner(c))`` (CuTe ``ComposedLayout``).
 
     ``outer`` is a :class:`Swizzle` (or any callable on ints, e.g. a :class:`Layout`), ``inner`` a
-    :class:`Layout` that defines the shape. Printed ``Sw<3,3,3> o 0 o (8,64):(64,1)`` (CuTe's
-    ``print`` spells the offset ``_0``); :func:`parse_layout` also accepts the offset omitted and the
-    ``.kern`` spelling ``swizzle<3,3,3> o (8,64):(64,1)``. Bounds are the inner layout's."""
+    :class:`Layout` that defines the shape. Printed ``Sw<3,3,3> o (8,64):(64,1)`` when the offset
+    is 0 and ``Sw<3,3,3> o 64 o (8,64):(64,1)`` otherwise (CuTe's ``print`` order, outer, offset,
+    inner, with the offset a plain integer); :func:`parse_layout` reads both back, and also CuTe's
+    ``_0`` spelling of a static offset and the ``.kern`` spelling ``swizzle<3,3,3> o (8,64):(64,1)``.
+    Bounds are the inner layout's."""
 
     __slots__ = ("outer", "offset", "inner")
 
@@ -142,6 +144,10 @@ class ComposedLayout(FunctionalLayout):
         return self.inner.extents()
 
     def __str__(self) -> str:
+        # a zero offset is no part of the function, so it is not printed (the form `.kern` and
+        # `kernc layout` users write); parse_layout reads either form back to an equal layout
+        if self.offset == 0:
+            return f"{self.outer} o {self.inner}"
         return f"{self.outer} o {self.offset} o {self.inner}"
 
     def __repr__(self) -> str:

@@ -210,7 +210,8 @@ def cmd_opt(ns) -> int:
     except InternalCompilerError as err:
         # an upstream pass the user named that fails on the user's IR is what mlir-opt reports as an
         # error (a gpu-module-to-binary without a target attached, say), not a kernc bug
-        if any(p.name == err.pass_name and isinstance(p, UpstreamPass) for p in passes):
+        # (a kernc pass may raise the error itself: it then names no pass)
+        if any(p.name == getattr(err, "pass_name", None) and isinstance(p, UpstreamPass) for p in passes):
             lines = str(err).splitlines()  # without MLIR's dump of the whole op ("see current operation")
             cut = next((i for i, line in enumerate(lines) if "see current operation" in line), len(lines))
             raise CompileError(Diagnostic(f"{ns.file}: " + "\n".join(lines[:cut]))) from None

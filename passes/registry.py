@@ -14,6 +14,7 @@ from __future__ import annotations
 from . import pipeline
 from .base import Pass, UpstreamPass
 from .convert_gpu_to_nvvm import ConvertGpuToNVVM
+from .gpu_module_to_binary import SerializeToPTX
 
 #: Every kernc pass by name, in pipeline order.
 KERN_PASSES: dict[str, type[Pass]] = {
@@ -64,8 +65,14 @@ def parse_pipeline(text: str) -> list[Pass]:
             passes.append(KERN_PASSES[name].from_options(opts))
         else:
             _check_upstream(item)
-            # (the workgroup globals it makes are named so that no kernel name collides)
-            passes.append(ConvertGpuToNVVM(item) if "convert-gpu-to-nvvm" in item else UpstreamPass(item))
+            # (the workgroup globals it makes are named so that no kernel name collides; the PTX
+            # serialization sets kernc's NVPTX flags first, so opt's PTX is the compiler's)
+            if "convert-gpu-to-nvvm" in item:
+                passes.append(ConvertGpuToNVVM(item))
+            elif name == "gpu-module-to-binary":
+                passes.append(SerializeToPTX(item))
+            else:
+                passes.append(UpstreamPass(item))
     return passes
 
 

@@ -85,6 +85,19 @@ def test_one_page_per_pass_in_pipeline_order(site):
     assert "kern.read" in page  # the pass's docstring
 
 
+
+def test_every_pass_page_shows_the_pass_s_own_lit_test(site):
+    """Each pass's page includes the lit file named after it (tests/test_lit.py checks that the
+    file exists): the docs extension finds it by the same name."""
+    from kernc.passes import pipeline
+
+    for cls in (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX):
+        name = cls.__dict__.get("name") or cls.__module__.rsplit(".", 1)[-1].replace("_", "-")
+        text = _text(site, f"_generated/passes/{name}.html")
+        assert "no lit test of its own" not in text, name
+        assert re.search(rf"tests/lit/passes/{re.escape(name.removeprefix('kern-'))}\.(mlir|kern)", text), name
+        assert "RUN:" in text and "FileCheck" in text, name
+
 def test_gallery_runs_every_example_on_the_interpreter(site):
     examples = sorted(f[:-5] for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".kern"))
     assert "saxpy" in examples

@@ -777,6 +777,25 @@ def test_opt_with_an_upstream_pass_that_fails_on_the_input_is_a_user_error(tmp_p
     assert "internal compiler error" not in err and "see current operation" not in err
 
 
+def test_opt_with_a_kernc_pass_that_raises_an_internal_error_reports_it(tmp_path, capsys, monkeypatch):
+    """Found writing tests/lit/passes/attach-target.mlir: a kernc pass that raises
+    InternalCompilerError itself (kern-attach-target on a module that calls libdevice, without
+    libdevice) made `kernc opt` crash on the error's missing pass_name (AttributeError), hiding its
+    message."""
+    src = tmp_path / "m.mlir"
+    src.write_text("module attributes {gpu.container_module} {\n  gpu.module @kernels {\n"
+                   "    llvm.func @__nv_expf(f32) -> f32\n  }\n}\n")
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # (the crash report goes there)
+    assert main(["opt", str(src), "--passes", "kern-attach-target"]) == 3
+    err = capsys.readouterr().err
+    assert "calls libdevice math functions (__nv_expf)" in err and "pip install nvidia-nvvm" in err
+    assert "pass_name" not in err
+    (report,) = tmp_path.glob("kernc-crash-*.txt")
+    assert "AttributeError" not in report.read_text()
+
+
 def test_run_refuses_an_empty_output_dir_before_running(capsys, monkeypatch):
     import kernc.api
 

@@ -148,7 +148,7 @@ def test_parse_swizzle_and_composed_forms():
     b = parse_layout("swizzle<3,3,3> o (8,64):(64,1)")        # the .kern spelling
     c = Layout.parse("Sw<3,3,3> o _0 o (8,64):(64,1)")         # CuTe's print form
     assert isinstance(a, ComposedLayout) and a == b == c
-    assert str(a) == "Sw<3,3,3> o 0 o (8,64):(64,1)"
+    assert str(a) == "Sw<3,3,3> o (8,64):(64,1)"
     assert parse_layout(str(a)) == a
     d = parse_layout("Sw<2,0,3> o 16 o 8:1")
     assert d.offset == 16 and d(1) == Swizzle(2, 0, 3)(17)

@@ -35,7 +35,7 @@ def test_text_of_rank1_composed_and_expression(capsys):
     assert main(["layout", "(6,2):(8,2) o (4,3):(3,1)"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "((2,2),3):((24,2),8)"
     assert main(["layout", "Sw<3,3,3> o (8,64):(64,1)"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "Sw<3,3,3> o 0 o (8,64):(64,1)"
+    assert capsys.readouterr().out.splitlines()[0] == "Sw<3,3,3> o (8,64):(64,1)"
 
 
 def test_banks(capsys):
@@ -66,6 +66,25 @@ def test_svg(tmp_path, capsys):
     assert main(["layout", "Sw<3,3,3> o (8,64):(64,1)", "--svg", str(banked), "--banks", "--elem-bytes", "2"]) == 0
     body = banked.read_text()
     assert "hsl(" in body and ">b0<" in body
+
+
+def test_composed_layout_title_shows_offset_only_when_nonzero(tmp_path, capsys):
+    # regression: a composed layout of offset 0 was titled 'Sw<1,2,3> o 0 o (8,8):(8,1)', in the
+    # text picture and in the SVG (its <title> and the heading text) alike
+    for expr, title in (("Sw<1,2,3> o (8,8):(8,1)", "Sw<1,2,3> o (8,8):(8,1)"),
+                        ("Sw<1,2,3> o 0 o (8,8):(8,1)", "Sw<1,2,3> o (8,8):(8,1)"),
+                        ("Sw<1,2,3> o _0 o (8,8):(8,1)", "Sw<1,2,3> o (8,8):(8,1)"),
+                        ("Sw<1,2,3> o 4 o (8,8):(8,1)", "Sw<1,2,3> o 4 o (8,8):(8,1)")):
+        assert main(["layout", expr]) == 0
+        assert capsys.readouterr().out.splitlines()[0] == title, expr
+        path = tmp_path / "t.svg"
+        assert main(["layout", expr, "--svg", str(path)]) == 0
+        capsys.readouterr()
+        root = ET.parse(path).getroot()
+        ns = {"s": "http://www.w3.org/2000/svg"}
+        assert root.find("s:title", ns).text == title
+        assert title in [t.text for t in root.findall("s:text", ns)]
+        assert parse_layout(title) == parse_layout(expr)
 
 
 def test_bad_expressions(tmp_path, capsys):

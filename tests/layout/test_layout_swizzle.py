@@ -43,7 +43,7 @@ def test_composed_layout():
     L = Layout((8, 64), (64, 1))
     C = composition(Swizzle(3, 3, 3), L)
     assert isinstance(C, ComposedLayout)
-    assert str(C) == "Sw<3,3,3> o 0 o (8,64):(64,1)"
+    assert str(C) == "Sw<3,3,3> o (8,64):(64,1)"
     assert C.shape == (8, 64) and C.size() == 512 and C.rank == 2
     assert all(C(m, n) == Swizzle(3, 3, 3)(L(m, n)) for m in range(8) for n in range(64))
     # fp16 8x64 tile: each row's 8-element chunks are permuted by the row index (row m, chunk j -> j ^ m)
@@ -52,6 +52,7 @@ def test_composed_layout():
     assert C.cosize() == 512
     # the offset is added before the swizzle
     D = ComposedLayout(Swizzle(3, 3, 3), 64, L)
+    assert str(D) == "Sw<3,3,3> o 64 o (8,64):(64,1)" and parse_layout(str(D)) == D
     assert all(D(i) == Swizzle(3, 3, 3)(64 + L(i)) for i in range(512))
     # composition with a tiler applies to the inner layout
     T = composition(C, (4, 8))

@@ -67,6 +67,17 @@ def test_kernc_opt_builds_each_pass_from_its_name_with_the_pipeline_defaults(cls
     assert type(p) is cls and p == cls()
 
 
+
+@pytest.mark.parametrize("cls", [c for c in ALL if issubclass(c, UpstreamPass)], ids=lambda c: c.__name__)
+def test_kernc_opt_builds_each_upstream_wrapper_from_its_pipeline(cls):
+    """Found writing tests/lit/passes/gpu-module-to-binary.mlir: `kernc opt --passes
+    'gpu-module-to-binary{format=isa}'` ran the bare upstream pass, without kernc's NVPTX flags
+    (64-bit shared pointers: its PTX was not the compiler's). Each wrapper of the pipeline is what
+    `kernc opt` runs for the wrapper's upstream pipeline."""
+    text = cls().pipeline
+    (p,) = registry.parse_pipeline(text)
+    assert type(p) is cls and p.pipeline == text
+
 def test_the_option_defaults_are_the_pipeline_s():
     """kernc opt's kern-bare-ptr-abi was 64-bit while the compiler's is 32-bit by default."""
     target = pipeline.TargetOptions()
