@@ -485,7 +485,8 @@ class DeclarationChecks(CheckerBase):
         info.nested_return = has_nested_return(k.body.stmts)
         # the largest constant index expression (strided(0, 256 * 256)): the launcher's choice of
         # 32-bit indices bounds its products (lowering adds what else reaches index arithmetic)
-        info.index_literal_max = max(index_constant_max(k), self.fn_layout_constant_max)
+        info.index_literal_max = max(index_constant_max(k), self.fn_layout_constant_max,
+                                     self.fn_constant_max)
         # what the launcher checks for arrays shared by two buffers (aliasing.py)
         info.reads, info.writes, info.in_place = alias_facts(k, info)
         for out in info.outputs:

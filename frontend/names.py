@@ -36,6 +36,8 @@ class CheckerBase:
         self.info: Optional[KernelInfo] = None
         self.used_reads: list = []
         self.in_accessor = False
+        self.functions: dict = {}  # name -> ast.FnDef (frontend/functions.py)
+        self.current_fn = None     # the function whose body is being checked
 
     def error(self, msg: str, loc: SourceLocation, hint: Optional[str] = None,
               note: Optional[tuple] = None) -> None:
@@ -55,6 +57,10 @@ class CheckerBase:
             return False
         if name in BUILTIN_VALUES:
             self.error(f"'{name}' is a builtin value and cannot be used as {what}", loc)
+            return False
+        if name in self.functions:
+            self.error(f"'{name}' is a function and cannot be used as {what}", loc,
+                       note=("the function is defined here", self.functions[name].loc))
             return False
         for scope in reversed(self.scopes):
             if name in scope:
