@@ -21,7 +21,7 @@ from fractions import Fraction
 import numpy as np
 
 from kernc.dialect.signature import KernelSignature, Param
-from kernc.dialect.strided import Poly, StridedLayout
+from kernc.dialect.strided import PIECES, Poly, StridedLayout, parse_pieces
 from kernc.support.errors import KerncLaunchError
 from kernc.support.exact_numbers import round_to_float
 
@@ -261,6 +261,9 @@ class BindPlan:
         self.exact_dims = []
         for p, _ in self.buffers:
             if not p.layout:
+                continue
+            if PIECES.strip() in p.layout:  # `as caspar` planes: every piece must fit the array
+                self.layouts += [(p, piece) for piece in parse_pieces(p.layout)]
                 continue
             layout = StridedLayout.parse(p.layout)
             if not _compact_storage(p.storage_shape, layout):
