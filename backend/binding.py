@@ -23,7 +23,7 @@ import numpy as np
 from kernc.dialect import accessors, index_bound
 from kernc.dialect.accessors import ElementCount
 from kernc.dialect.signature import KernelSignature, Param
-from kernc.dialect.strided import Poly, StridedLayout
+from kernc.dialect.strided import PIECES, Poly, StridedLayout, parse_pieces
 from kernc.support.errors import KerncLaunchError
 from kernc.support.exact_numbers import round_to_float
 
@@ -331,6 +331,9 @@ class BindPlan:
         self.exact_dims = []
         for p, _ in self.buffers:
             if not p.layout:
+                continue
+            if PIECES.strip() in p.layout:  # `as caspar` planes: every piece must fit the array
+                self.layouts += [(p, piece) for piece in parse_pieces(p.layout)]
                 continue
             layout = StridedLayout.parse(p.layout)
             if not _compact_storage(p.storage_shape, layout):

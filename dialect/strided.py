@@ -156,10 +156,14 @@ class Poly:
 
 @dataclass(frozen=True)
 class StridedLayout:
-    """A flat layout ``(s_0,...,s_{r-1}):(d_0,...,d_{r-1})`` whose entries are :class:`Poly` s."""
+    """A flat layout ``(s_0,...,s_{r-1}):(d_0,...,d_{r-1})`` whose entries are :class:`Poly` s, with
+    an optional ``start`` added to every offset (written ``(s...):(d...)+off``; only the
+    planes of Caspar's storage use one: chunk ``k`` of ``as caspar`` starts at ``R_k * M``,
+    ``docs/design/caspar-layout.md`` of the shared design notes)."""
 
     shape: tuple
     stride: tuple
+    start: Poly = Poly(())
 
     def __post_init__(self):
         if len(self.shape) != len(self.stride):
@@ -172,7 +176,7 @@ class StridedLayout:
     @property
     def symbols(self) -> list[str]:
         out: list[str] = []
-        for p in self.shape + self.stride:
+        for p in self.shape + self.stride + (self.start,):
             for s in p.symbols:
                 if s not in out:
                     out.append(s)
@@ -181,28 +185,41 @@ class StridedLayout:
     def offset(self, coord, env: dict | None = None) -> int:
         """Flat offset of integer coordinate ``coord`` with symbols bound by ``env``."""
         env = env or {}
-        return sum(int(c) * d.evaluate(env) for c, d in zip(coord, self.stride))
+        return self.start.evaluate(env) + sum(int(c) * d.evaluate(env) for c, d in zip(coord, self.stride))
 
     def cosize(self, env: dict) -> int:
         """``max offset + 1`` over the (non-empty) shape: the storage the layout needs, in elements."""
         dims = [s.evaluate(env) for s in self.shape]
         if any(d <= 0 for d in dims):
             return 0
-        return sum((d - 1) * abs(st.evaluate(env)) for d, st in zip(dims, self.stride)) + 1
+        span = sum((d - 1) * abs(st.evaluate(env)) for d, st in zip(dims, self.stride)) + 1
+        return self.start.evaluate(env) + span
 
     def __str__(self) -> str:
-        return "(" + ",".join(map(str, self.shape)) + "):(" + ",".join(map(str, self.stride)) + ")"
+        text = "(" + ",".join(map(str, self.shape)) + "):(" + ",".join(map(str, self.stride)) + ")"
+        return text + f"+{self.start}" if self.start.terms else text
 
     @staticmethod
     @functools.lru_cache(maxsize=4096)
     def parse(text: str) -> "StridedLayout":
         """Parse ``(shape):(stride)`` text (entries as in :meth:`Poly.parse`); ``ValueError`` if bad."""
-        m = re.fullmatch(r"\s*\((.*)\)\s*:\s*\((.*)\)\s*", text)
+        m = re.fullmatch(r"\s*\((.*)\)\s*:\s*\((.*?)\)\s*(?:\+([^()]*))?", text)
         if not m:
             raise ValueError(f"'{text}' is not a layout '(shape):(stride)'")
         shape = tuple(Poly.parse(x) for x in _split(m.group(1)))
         stride = tuple(Poly.parse(x) for x in _split(m.group(2)))
-        return StridedLayout(shape, stride)
+        start = Poly.parse(m.group(3)) if m.group(3) is not None else Poly(())
+        return StridedLayout(shape, stride, start)
+
+
+#: The separator of the pieces of a layout made of several (``as caspar`` with more than one
+#: 16-byte chunk: one strided piece per chunk, each over its own components).
+PIECES = " | "
+
+
+def parse_pieces(text: str) -> list:
+    """The :class:`StridedLayout` s of a layout text ``A | B | ...`` (one for a plain layout)."""
+    return [StridedLayout.parse(t) for t in text.split(PIECES.strip())]
 
 
 def _split(text: str) -> list[str]:

@@ -93,10 +93,12 @@ class Binary(Expr):
 
 @dataclass(eq=False)
 class Call(Expr):
-    """``func(args...)``: a builtin math function or a cast (``f32(x)``)."""
+    """``func(args...)``: a builtin math function, a cast (``f32(x)``) or a call of a function
+    (:class:`FnDef`; the checker sets ``fn`` to its name)."""
 
     func: str
     args: list
+    fn = None
 
 
 @dataclass(eq=False)
@@ -228,7 +230,12 @@ class For(Stmt):
 
 @dataclass(eq=False)
 class Return(Stmt):
-    """``return;``: the thread does nothing more (outputs assigned before stay assigned)."""
+    """``return;`` in a kernel: the thread does nothing more (outputs assigned before stay
+    assigned). ``return value;`` in a function (:class:`FnDef`): its result; the checker sets
+    ``fn`` to the function's name."""
+
+    value: Optional[Expr] = None
+    fn = None
 
 
 # ---- declarations -----------------------------------------------------------------------------
@@ -373,8 +380,40 @@ class FnLayoutDef(Node):
 
 
 @dataclass(eq=False)
+class ValueType(Node):
+    """The type of a function parameter or result: ``f32`` (``count`` None) or ``f32[3]`` (a
+    vector; ``count`` the :class:`IntLit` of its components); ``ty`` is set by the checker."""
+
+    name: str
+    count: Optional[Expr] = None
+    ty = None
+
+
+@dataclass(eq=False)
+class FnParam(Node):
+    """``name: T`` or ``name: T[K]`` of a function: a value (read-only in the body)."""
+
+    name: str
+    type: ValueType
+    sym = None
+
+
+@dataclass(eq=False)
+class FnDef(Node):
+    """``fn name(params) -> T { body }``: a function of values, inlined at each call
+    (``frontend/functions.py``). The checker sets ``nested_return`` (a ``return`` inside an
+    ``if``/``for``)."""
+
+    name: str
+    params: list
+    result: ValueType
+    body: Block
+    nested_return = False
+
+
+@dataclass(eq=False)
 class Program(Node):
-    """A whole file: ``items`` are Kernel and LayoutDef nodes in source order."""
+    """A whole file: ``items`` are Kernel, LayoutDef, FnLayoutDef and FnDef nodes in source order."""
 
     items: list
     filename: str = "<input>"
@@ -387,6 +426,10 @@ class Program(Node):
     @property
     def layouts(self) -> list:
         return [i for i in self.items if isinstance(i, LayoutDef)]
+
+    @property
+    def functions(self) -> list:
+        return [i for i in self.items if isinstance(i, FnDef)]
 
     @property
     def fn_layouts(self) -> list:

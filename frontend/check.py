@@ -49,6 +49,7 @@ from . import ast as A
 from .accessor_clauses import AccessorChecks
 from .declarations import DeclarationChecks
 from .expressions import ExpressionChecks
+from .functions import FunctionChecks
 from .layouts import LayoutChecks
 from .statements import StatementChecks
 from .views import ViewChecks
@@ -72,8 +73,9 @@ def check(program: A.Program) -> A.Program:
     return program
 
 
-class _Checker(DeclarationChecks, AccessorChecks, LayoutChecks, ViewChecks, StatementChecks, ExpressionChecks):
-    """The checker of one program: the layouts first, then each kernel."""
+class _Checker(FunctionChecks, DeclarationChecks, AccessorChecks, LayoutChecks, ViewChecks, StatementChecks,
+               ExpressionChecks):
+    """The checker of one program: the layouts first, then the functions, then each kernel."""
 
     def run(self) -> None:
         kernel_names: dict[str, A.Kernel] = {}
@@ -83,6 +85,7 @@ class _Checker(DeclarationChecks, AccessorChecks, LayoutChecks, ViewChecks, Stat
         self.fn_layout_constant_max = max((abs(n.value) for item in self.program.items
                                            if isinstance(item, A.FnLayoutDef)
                                            for n in A.iter_nodes(item) if isinstance(n, A.IntLit)), default=0)
+        self.register_functions()  # before the kernels: their bodies call them
         for item in self.program.items:
             if isinstance(item, A.Kernel):
                 self.kernel_name_ok(item)

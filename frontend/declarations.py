@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Optional
 
 from kernc.dialect import accessors, shared_table
-from kernc.dialect.strided import Poly, StridedLayout
+from kernc.dialect.strided import PIECES, Poly, StridedLayout
 from kernc.support.errors import SourceLocation
 
 from . import ast as A
 from . import types as T
+from . import caspar
 from .accessor_clauses import guarded_output
 from .aliasing import alias_facts
 from .diagnostics import did_you_mean
@@ -143,26 +144,30 @@ class DeclarationChecks(CheckerBase):
         return True
 
     def caspar_layout(self, p: A.BufferParam, dims: list, elem: T.ScalarType) -> Optional[StridedLayout]:
-        """Caspar's layout: planes of 16-byte chunks of ``C = 16 / sizeof(T)`` components; element
-        ``e`` component ``c`` at ``(c // C) * (n * C) + e * C + c % C``. With ``K <= C`` (one chunk)
-        that is the flat ``(n, K):(C, 1)`` over a ``[n, C]`` array; more chunks need a nested layout
-        (not supported yet)."""
+        """Caspar's planes of 16-byte chunks (:mod:`kernc.frontend.caspar`): the flat
+        ``(n, K):(caspar_size(K), 1)`` here; the planes of the plane accessors are set once the
+        accessor is known (:meth:`caspar_planes`)."""
         spec = p.layout
         if spec.args:
             self.error("layout 'caspar' takes no arguments", spec.loc)
             return None
-        chunk = 16 // (elem.bits // 8)
         if len(dims) != 2:
             self.error("layout 'caspar' is for multi-component elements (T[n, K])", spec.loc,
                        hint="a single-component buffer needs no layout clause")
             return None
-        k = dims[1].value
-        if k > chunk:
-            self.error(f"layout 'caspar' with {k} components of '{elem}' (more than one 16-byte "
-                       f"chunk of {chunk}) is not supported yet", spec.loc,
-                       hint="use 'as soa' or 'as aos'")
-            return None
-        return StridedLayout((dims[0], dims[1]), (Poly.const(chunk), Poly.const(1)))
+        return caspar.flat_layout(dims[0], dims[1].value, elem.bits // 8)
+
+    @staticmethod
+    def caspar_planes(b: BufferInfo) -> None:
+        """Set the planes of an ``as caspar`` buffer with more than one chunk read or updated
+        through a plane accessor: ``caspar_planes`` (one piece per chunk) and the signature's
+        layout text (the pieces, ``A | B``)."""
+        if b.accessor in caspar.FLAT_ACCESSORS:
+            return
+        pieces = caspar.planes(b.dims[0], b.components, b.elem.bits // 8)
+        if len(pieces) > 1:
+            b.caspar_planes = pieces
+            b.sig_layout = PIECES.join(str(L) for _, L in pieces)
 
     def resolve_layout(self, p: A.BufferParam, dims: list, names_ok,
                        elem: Optional[T.ScalarType] = None) -> Optional[StridedLayout]:
@@ -428,14 +433,16 @@ class DeclarationChecks(CheckerBase):
             for s in layout.shape + layout.stride:
                 add_sizes(s, p.loc)
             shape = storage_shape(layout)
-            if isinstance(p.layout, A.LayoutName) and p.layout.name == "caspar":
-                shape = [poly_entry(dims[0]), layout.stride[0].value]
+            is_caspar = isinstance(p.layout, A.LayoutName) and p.layout.name == "caspar"
+            if is_caspar:  # Caspar's host array: (caspar_size(K), n)
+                shape = [layout.stride[0].value, poly_entry(dims[0])]
             compute = self.compute_clause(p, elem)
             b = BufferInfo(p.name, elem, dims, components, p.access, accessors.SEQUENTIAL.name, [], None,
                            layout, shape, p.loc, compute=compute,
                            compute_name=compute.name if compute is not None else None)
             if not self.buffer_range_ok(b, p):
                 continue
+            b.is_caspar = is_caspar
             sym.buffer = b
             sym.ty = b.value_type
 
@@ -477,6 +484,8 @@ class DeclarationChecks(CheckerBase):
         for sym in params:
             if sym.kind == "buffer" and sym.buffer is not None and not sym.buffer.is_view:
                 self.check_accessor(sym, by_name, size_syms, problem)
+                if sym.buffer is not None and sym.buffer.is_caspar:
+                    self.caspar_planes(sym.buffer)
         if "deterministic" in attributes:
             self.deterministic_ok(params, seen_attrs["deterministic"])
         # hidden shared_indices tables, four per index param of shared/shared_sum (the record's
@@ -502,7 +511,8 @@ class DeclarationChecks(CheckerBase):
         info.nested_return = has_nested_return(k.body.stmts)
         # the largest constant index expression (strided(0, 256 * 256)): the launcher's choice of
         # 32-bit indices bounds its products (lowering adds what else reaches index arithmetic)
-        info.index_literal_max = max(index_constant_max(k), self.fn_layout_constant_max)
+        info.index_literal_max = max(index_constant_max(k), self.fn_layout_constant_max,
+                                     self.fn_constant_max)
         # what the launcher checks for arrays shared by two buffers (aliasing.py)
         info.reads, info.writes, info.in_place = alias_facts(k, info)
         for out in info.outputs:

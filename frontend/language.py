@@ -28,7 +28,7 @@ VIEW_METHODS = ("checked", "in_bounds")
 #: Reserved words of the grammar: never names. The access words read/write/add/view and the clause
 #: words default/compute are not reserved (they are keywords only right after a buffer's dims), nor
 #: is `o` (composition, only inside layout expressions).
-KEYWORDS = ("kernel", "layout", "let", "if", "else", "for", "in", "over", "return", "as", "true",
+KEYWORDS = ("kernel", "layout", "fn", "let", "if", "else", "for", "in", "over", "return", "as", "true",
             "false")
 #: Kernel attributes (``@block(N)``, ``@deterministic``, ``@checked``, ``@tile(BM, BN, BK)``).
 KERNEL_ATTRIBUTES = ("block", "deterministic", "checked", "tile")

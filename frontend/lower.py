@@ -34,6 +34,8 @@ the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_
 - ``return;`` ends the thread: later statements are skipped (a "returned" i1 flag guards the rest of
   the enclosing blocks and later loop iterations). Outputs assigned *before* the return keep their
   value and are written, like stores that already happened in C.
+- A call of a function (``fn``) is inlined: its body is lowered in place over a state of its own
+  (``lower_functions.py``); the kern IR has no calls.
 - ``problem_size`` is the ``over`` size argument itself (or the scalar param, cast to ``index``).
 - A dynamic component index ``v[k]`` is a chain of ``arith.select`` (an out-of-range ``k`` yields
   the last component).
@@ -64,6 +66,7 @@ from .check import check
 from .index_width import index_bound_program, index_reach
 from .lower_buffers import BufferLowering, is_add_identity
 from .lower_expr import flat, mlir_filename
+from .lower_functions import FunctionLowering, result_key, returned_key
 from .symbols import Symbol
 
 arith = dialect("arith")
@@ -182,12 +185,14 @@ def _unflat(template, values: list, pos: int):
 
 
 
-class _KernelLowering(BufferLowering):
+class _KernelLowering(FunctionLowering, BufferLowering):
     """The lowering of one kernel: its ``func.func`` and the body's statements and control flow,
-    over the SSA state ``env`` (:class:`_Env`)."""
+    over the SSA state ``env`` (:class:`_Env`); calls of functions are inlined
+    (:class:`~kernc.frontend.lower_functions.FunctionLowering`)."""
 
     def __init__(self, program: A.Program, kernel: A.Kernel, module):
         super().__init__(program, kernel, module)
+        self.returned_key = _RETURNED  # the "returned" flag a `return` sets (a function's in its body)
         self.copies = 1               # how many copies the enclosing unrolled loops make of a statement
         self._stmt_keys: dict = {}    # id(statement) -> (statement, keys it assigns): stmt_keys
         self._may_return: dict = {}   # id(statement) -> (statement, bool): may_return
@@ -294,6 +299,10 @@ class _KernelLowering(BufferLowering):
             keys[s.sym] = None
             if s.sym in self.info.flagged_outputs:
                 keys[("flag", s.sym)] = None
+        elif isinstance(s, A.Return) and s.fn is not None:  # `return value;` of a function
+            keys[result_key(s.fn)] = None
+            if self.function(s.fn).nested_return:
+                keys[returned_key(s.fn)] = None
         elif isinstance(s, A.Return):
             if self.info.nested_return:
                 keys[_RETURNED] = None
@@ -351,7 +360,7 @@ class _KernelLowering(BufferLowering):
         new_types = [[T.mlir_type(T.scalar_of(sym.ty))] * T.width(sym.ty) for sym in new]
         with self.loc(loc_node):
             true = self.const(T.BOOL, True)
-            not_ret = arith.xori(env[_RETURNED], true)
+            not_ret = arith.xori(env[self.returned_key], true)
             types = [v.type for k in keys for v in flat(env[k])] + [t for ts in new_types for t in ts]
             ifop = scf.IfOp(not_ret, types, has_else=bool(types))
         with ir.InsertionPoint(ifop.then_block), env.scope():
@@ -390,13 +399,15 @@ class _KernelLowering(BufferLowering):
         while i < n:
             s = stmts[i]
             if isinstance(s, A.Return):
-                if _RETURNED in env:
+                if s.value is not None:
+                    self.function_return(s, env)
+                if self.returned_key in env:
                     with self.loc(s):
-                        env[_RETURNED] = self.const(T.BOOL, True)
+                        env[self.returned_key] = self.const(T.BOOL, True)
                 return  # the rest of the block is unreachable
             self.stmt(s, env)
             i += 1
-            if i < n and _RETURNED in env and self.may_return(s):
+            if i < n and self.returned_key in env and self.may_return(s):
                 break
         while i < n:  # the guarded segments
             j = i
@@ -549,7 +560,7 @@ class _KernelLowering(BufferLowering):
                 k = self.convert(loop.induction_variable, T.INDEX, count_ty)
                 env[s.sym] = arith.addi(start, k) if by_trips else k
             body = s.body.stmts
-            if _RETURNED in env and body and self.may_return(s):
+            if self.returned_key in env and body and self.may_return(s):
                 self.guarded(body, env, s)
             else:
                 self.stmts(body, env)
@@ -561,7 +572,7 @@ class _KernelLowering(BufferLowering):
         """``for k in a..b`` with literal bounds, one copy of the body per iteration (``k`` a
         constant in each): the same operations in the same order as the ``scf.for``."""
         body = s.body.stmts
-        guard = _RETURNED in env and self.may_return(s)
+        guard = self.returned_key in env and self.may_return(s)
         keys = [k for k in self.stmt_keys(s) if k in env]
         outer_copies, self.copies = self.copies, self.copies * len(trips)
         with env.scope():  # the body's locals end with the loop; the keys' values flow out

@@ -21,16 +21,35 @@ scf = dialect("scf")
 arith = dialect("arith")
 
 
-def _accessor_op(cls, b, buffer, args, sizes, values=None, **kw):
-    """Create a kern.read/write/add of buffer ``b`` (a :class:`BufferInfo`)."""
-    syms = b.layout.symbols
+def _accessor_op(cls, b, buffer, args, sizes, values=None, layout=None):
+    """Create a kern.read/write/add of buffer ``b`` (a :class:`BufferInfo`), over its layout or
+    ``layout`` (a piece of it: one chunk of ``as caspar``)."""
+    layout = b.layout if layout is None else layout
+    syms = layout.symbols
     if cls is kern.ReadOp:
         default = None
         if b.kind.default:
             default = (T.mlir_type(T.default_scalar(b.compute_elem)), b.default_value)
-        return kern.read(buffer, args, sizes, b.accessor, str(b.layout), syms, values, default=default)
+        return kern.read(buffer, args, sizes, b.accessor, str(layout), syms, values, default=default)
     kind = accessors.WRITE if cls is kern.WriteOp else accessors.ADD
-    return kern.write(kind, buffer, args, sizes, values, b.accessor, str(b.layout), syms)
+    return kern.write(kind, buffer, args, sizes, values, b.accessor, str(layout), syms)
+
+
+def _pieces(b) -> list:
+    """``[(first component, components, layout or None)]``: the accessor ops of buffer ``b``, one
+    per chunk of a multi-chunk ``as caspar`` buffer (``frontend/caspar.py``), else one."""
+    if not b.caspar_planes:
+        return [(0, b.components, None)]
+    return [(first, L.shape[1].value, L) for first, L in b.caspar_planes]
+
+
+def _piece_values(b, values: list, first: int, n: int) -> list:
+    """The values of components ``first .. first+n-1`` (of both elements of a pair)."""
+    k = b.components
+    parts = [values[first:first + n]]
+    if b.is_pair:
+        parts.append(values[k + first:k + first + n])
+    return [v for part in parts for v in part]
 
 
 
@@ -95,13 +114,20 @@ class BufferLowering(ExprLowering):
         a pair) are the buffer's value in ``env``."""
         for p in self.info.used_reads:
             b = p.buffer
-            syms = b.layout.symbols
-            with self.loc(p):
-                op = _accessor_op(kern.ReadOp, b, self.args[p], self.accessor_args[p],
-                                  [self.size_args[s] for s in syms],
-                                  values=[T.mlir_type(b.compute_elem)] * b.flat_width)
-                results = list(op.results)
-                if b.default_param is not None:
+            halves = 2 if b.is_pair else 1
+            parts: list = [[] for _ in range(halves)]  # the components of each element
+            for _, n, layout in _pieces(b):
+                syms = (layout or b.layout).symbols
+                with self.loc(p):
+                    op = _accessor_op(kern.ReadOp, b, self.args[p], self.accessor_args[p],
+                                      [self.size_args[s] for s in syms],
+                                      values=[T.mlir_type(b.compute_elem)] * (n * halves), layout=layout)
+                    results = list(op.results)
+                for h in range(halves):
+                    parts[h] += results[h * n:(h + 1) * n]
+            results = [v for part in parts for v in part]
+            if b.default_param is not None:
+                with self.loc(p):
                     results = self.param_default(p, results)
             env[p] = results if (b.components > 1 or b.is_pair) else results[0]
 
@@ -156,16 +182,21 @@ class BufferLowering(ExprLowering):
             if p not in self.assigned_outputs:
                 continue
             b = p.buffer
-            syms = b.layout.symbols
             with self.loc(p):
                 values = flat(env[p])
-                sizes = [self.size_args[s] for s in syms]
                 op_cls = kern.WriteOp if b.access == accessors.WRITE else kern.AddOp
+
+                def emit():
+                    for first, n, layout in _pieces(b):
+                        sizes = [self.size_args[s] for s in (layout or b.layout).symbols]
+                        _accessor_op(op_cls, b, self.args[p], self.accessor_args[p], sizes,
+                                     _piece_values(b, values, first, n), layout=layout)
+
                 flag = env.get(("flag", p))
                 if flag is not None:
                     ifop = scf.IfOp(flag, [], has_else=False)
                     with ir.InsertionPoint(ifop.then_block):
-                        _accessor_op(op_cls, b, self.args[p], self.accessor_args[p], sizes, values)
+                        emit()
                         scf.YieldOp([])
                 else:
-                    _accessor_op(op_cls, b, self.args[p], self.accessor_args[p], sizes, values)
+                    emit()

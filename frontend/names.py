@@ -38,6 +38,8 @@ class CheckerBase:
         self.in_accessor = False
         #: the parameters of the kernel being checked, by name (``default NAME`` clauses)
         self.kernel_params: dict = {}
+        self.functions: dict = {}  # name -> ast.FnDef (frontend/functions.py)
+        self.current_fn = None     # the function whose body is being checked
 
     def error(self, msg: str, loc: SourceLocation, hint: Optional[str] = None,
               note: Optional[tuple] = None) -> None:
@@ -57,6 +59,10 @@ class CheckerBase:
             return False
         if name in BUILTIN_VALUES:
             self.error(f"'{name}' is a builtin value and cannot be used as {what}", loc)
+            return False
+        if name in self.functions:
+            self.error(f"'{name}' is a function and cannot be used as {what}", loc,
+                       note=("the function is defined here", self.functions[name].loc))
             return False
         for scope in reversed(self.scopes):
             if name in scope:

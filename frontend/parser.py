@@ -40,7 +40,7 @@ _TERMINAL_WORDS = {
 # continue an expression; the order here is the order in which they are listed.
 _STRUCTURAL = [
     "';'", "')'", "']'", "'}'", "'{'", "','", "'='", "':'", "'..'", "'('",
-    "a kernel or layout definition", "'kernel'", "'over'", "a statement", "an expression", "a name",
+    "a kernel, function or layout definition", "'kernel'", "'over'", "a statement", "an expression", "a name",
     "an access mode (read, write, add)", "an integer", "'as'",
 ]
 _OPERATOR_TERMINALS = {
@@ -127,8 +127,8 @@ def _expected_words(expected, parser: Lark) -> list[str]:
         words.add("an expression")
         expected -= {"NAME", "INT", "FLOAT", "UNOP", "LSQB", "LPAR", "TRUE", "FALSE"}
     if {"KERNEL", "LAYOUT", "AT"} <= expected:
-        words.add("a kernel or layout definition")
-        expected -= {"KERNEL", "LAYOUT", "AT"}
+        words.add("a kernel, function or layout definition")
+        expected -= {"KERNEL", "LAYOUT", "AT", "FN"}
     if {"LET", "IF", "FOR"} <= expected:
         words.add("a statement")
         expected -= {"LET", "IF", "FOR", "RETURN", "NAME"}
@@ -426,6 +426,19 @@ class _ToAst:
                              domain, [o for o, _ in outs], lets, ret[1],
                              coord_locs=[l for _, l in coords])
 
+    # -- functions
+    def value_type(self, items):
+        name, count = items
+        return A.ValueType(self._loc(name), str(name), None if count is None else self.int_lit([count]))
+
+    def fn_param(self, items):
+        name, ty = items
+        return A.FnParam(self._loc(name), str(name), ty)
+
+    def fn_def(self, items):
+        _fn, name, *params, _arrow, result, body = items
+        return A.FnDef(self._loc(name), str(name), [p for p in params if p is not None], result, body)
+
     def attribute(self, items):
         name, args = items
         return A.Attribute(self._loc(name), str(name), args)
@@ -534,7 +547,8 @@ class _ToAst:
         return A.For(self._loc(var), str(var), start, stop, body)
 
     def return_stmt(self, items):
-        return A.Return(self._loc(items[0]))
+        tok, value = items
+        return A.Return(self._loc(tok), value)
 
     # -- expressions
     def binary_chain(self, items):

@@ -50,7 +50,7 @@ class StatementChecks(CheckerBase):
         elif isinstance(s, A.For):
             self.for_(s)
         elif isinstance(s, A.Return):
-            pass
+            self.return_(s)
         else:  # pragma: no cover - the parser builds no other statements
             self.error(f"unsupported statement {type(s).__name__}", s.loc)
 
@@ -218,7 +218,7 @@ class StatementChecks(CheckerBase):
                 self.error(f"operator '{op}' cannot update output '{sym.name}'; use '=', '+=' or '-='",
                            s.loc, hint="compute the value in a `let` variable first")
                 return
-        elif sym.kind == "scalar":
+        elif sym.kind in ("scalar", "fnparam"):
             self.error(f"cannot assign to parameter '{sym.name}'", base.loc,
                        hint=f"copy it into a variable: `let {sym.name}2 = {sym.name};`")
             return

@@ -57,6 +57,10 @@ class BufferInfo:
     #: reaches past it)
     swizzle: Optional[tuple] = None
     sig_layout: Optional[str] = None
+    #: ``as caspar`` (``frontend/caspar.py``), and with more than one 16-byte chunk read or updated
+    #: by a plane accessor, its chunks ``[(first component, piece layout)]``: one accessor op each
+    is_caspar: bool = False
+    caspar_planes: Optional[list] = None
 
     @property
     def kind(self) -> AccessorKind:

@@ -117,7 +117,7 @@ class KernLexer(RegexLexer):
             (r"//[^\n]*", Comment.Single),
             (r"/\*(?:.|\n)*?\*/", Comment.Multiline),
             (r"(@)(" + NAME_RE + r")", bygroups(Name.Decorator, Name.Decorator)),
-            (r"(kernel|layout)(\s+)(" + NAME_RE + r")", bygroups(Keyword, Whitespace, Name.Function)),
+            (r"(kernel|layout|fn)(\s+)(" + NAME_RE + r")", bygroups(Keyword, Whitespace, Name.Function)),
             (r"(swizzle)(\s*)(<)", bygroups(Name.Builtin, Whitespace, Operator)),
             # `A o B`: composition (a keyword only inside layout expressions)
             (r"o(?=\s+[A-Za-z_(])", Operator.Word),

@@ -50,7 +50,7 @@ def grammar() -> dict:
         {"match": r"(@)(" + NAME_RE + r")",
          "captures": {"1": {"name": "punctuation.definition.attribute.kern"},
                       "2": {"name": GROUP_SCOPES["attribute"]}}},
-        {"match": r"\b(kernel|layout)\s+(" + NAME_RE + r")",
+        {"match": r"\b(kernel|layout|fn)\s+(" + NAME_RE + r")",
          "captures": {"1": {"name": GROUP_SCOPES["keyword"]}, "2": {"name": "entity.name.function.kern"}}},
         {"match": r"\b(swizzle)\s*(<)",
          "captures": {"1": {"name": GROUP_SCOPES["layout"]}, "2": {"name": "punctuation.kern"}}},

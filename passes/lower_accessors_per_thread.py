@@ -14,6 +14,7 @@ from __future__ import annotations
 from kernc.dialect import kern
 from kernc.dialect.access import Access
 from kernc.dialect.accessors import ADD, WRITE
+from kernc.dialect.strided import Poly, parse_pieces
 from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
@@ -37,9 +38,21 @@ def whole_padded_elements(kc: KernelContext | None, acc: Access) -> bool:
     if index >= len(kc.sig.params):
         return False
     p = kc.sig.params[index]
-    if p.kind != "buffer" or p.layout != acc.layout_text or len(p.storage_shape) != 2:
+    if p.kind != "buffer" or len(p.storage_shape) != 2 or not p.layout:
         return False
-    return str(p.storage_shape[1]) == str(acc.layout.stride[0])
+    if p.layout == acc.layout_text and str(p.storage_shape[1]) == str(acc.layout.stride[0]):
+        return True  # an [n, C] array of padded elements
+    # Caspar's planes (frontend/caspar.py): a [rows, M] array, chunk k of width d_k at rows
+    # R_k .. R_k + d_k - 1 (the piece (M, c_k):(d_k, 1)+R_k*M); its padding lanes are in the array
+    # when R_k + d_k <= rows
+    if acc.layout_text not in [str(x) for x in parse_pieces(p.layout)]:
+        return False
+    (m, _), (d, _) = acc.layout.shape, acc.layout.stride
+    rows = str(p.storage_shape[0])
+    if str(p.storage_shape[1]) != str(m) or not d.is_const or not rows.isdigit():
+        return False
+    start = next((r for r in range(int(rows) + 1) if Poly.const(r) * m == acc.layout.start), None)
+    return start is not None and start + d.value <= int(rows)
 
 
 def vector_plan(acc: Access, kc: KernelContext | None) -> tuple[int, int] | None:
@@ -59,7 +72,8 @@ def vector_plan(acc: Access, kc: KernelContext | None) -> tuple[int, int] | None
     esize = b.bits(acc.storage) // 8
     if not (d1.is_const and d1.value == 1 and d0.is_const):
         return None
-    sizes = [v for v in _VECTOR_SIZES if v % esize == 0 and v // esize >= 2 and d0.value % (v // esize) == 0]
+    sizes = [v for v in _VECTOR_SIZES if v % esize == 0 and v // esize >= 2 and d0.value % (v // esize) == 0
+             and all(c % (v // esize) == 0 for _, c in acc.layout.start.terms)]  # aligned planes
     for v in sizes:
         w = v // esize
         if acc.components % w == 0:

@@ -53,6 +53,9 @@ class LowerLayouts(Pass):
                 else:
                     term = arith.MulIOp(c, emit_poly(d, env)).result
                 offset = term if offset is None else arith.AddIOp(offset, term).result
+            if layout.start.terms:  # a plane of Caspar's storage (dialect/strided.py)
+                start = emit_poly(layout.start, env)
+                offset = start if offset is None else arith.AddIOp(offset, start).result
             if offset is None:
                 offset = index_const(0)
         op.results[0].replace_all_uses_with(offset)

@@ -185,6 +185,23 @@ def caspar_width(logical_or_dtype) -> int:
     return 16 // np.dtype(getattr(logical_or_dtype, "dtype", logical_or_dtype)).itemsize
 
 
+def caspar_offsets(K: int, M: int, dtype) -> tuple[int, np.ndarray]:
+    """``(rows, offsets)``: Caspar's host array has ``rows`` rows (of ``M`` columns), and scalar ``s``
+    of object ``i`` is at flat offset ``offsets[i, s] = R_k * M + i * d_k + e`` (chunk ``k = s // cs``,
+    ``e = s % cs``, ``d_k`` the chunk's padded width, ``R_k`` its first row), as the shared design
+    note ``caspar-layout.md`` states; ``rows = caspar_size(K)`` (more for halves' 8-wide chunks)."""
+    cs = caspar_width(dtype)
+    offsets = np.zeros((M, K), np.int64)
+    row = 0
+    for first in range(0, K, cs):
+        c = min(cs, K - first)
+        d = 1 << (c - 1).bit_length()  # caspar_size(c) for 1..4
+        for e in range(c):
+            offsets[:, first + e] = row * M + np.arange(M) * d + e
+        row += d
+    return max(K + 1 if K % 4 == 3 else K, row), offsets
+
+
 def to_storage(logical: np.ndarray, K: int, layout: str | None) -> np.ndarray:
     """``logical`` has shape ``(count, K)``; the array a kernel takes for that buffer (``caspar``:
     ``(count, 16 / sizeof(T))`` with NaN padding lanes)."""
@@ -193,9 +210,10 @@ def to_storage(logical: np.ndarray, K: int, layout: str | None) -> np.ndarray:
     if layout == "soa":
         return np.ascontiguousarray(logical.T)
     if layout == "caspar":
-        out = np.full((logical.shape[0], caspar_width(logical)), np.nan, logical.dtype)
-        out[:, :K] = logical
-        return out
+        rows, off = caspar_offsets(K, logical.shape[0], logical.dtype)
+        out = np.full(rows * logical.shape[0], np.nan, logical.dtype)
+        out[off] = logical
+        return out.reshape(rows, logical.shape[0])
     return np.ascontiguousarray(logical)
 
 
@@ -205,7 +223,7 @@ def from_storage(arr: np.ndarray, K: int, layout: str | None) -> np.ndarray:
     if layout == "soa":
         return arr.T
     if layout == "caspar":
-        return arr[:, :K]
+        return arr.reshape(-1)[caspar_offsets(K, arr.shape[1], arr.dtype)[1]]
     return arr
 
 
@@ -525,8 +543,10 @@ def run_case(acc, B, K, dtype, layout=None, compute=None, P=0, *, pattern=None, 
     assert result.grid == -(-P // B) and result.block == B
     for nm, (want, how, scale, _) in outs.items():
         if nm == "x" and lay == "caspar" and not (mode == "write" and kind in ("sum", "pair")):
-            pad = got_arrays[nm][:, K:]
-            assert np.isnan(pad.astype(np.float64)).all(), f"{what}: the padding lanes were written"
+            arr = got_arrays[nm]
+            pad = np.ones(arr.size, bool)
+            pad[caspar_offsets(K, arr.shape[1], arr.dtype)[1]] = False
+            assert np.isnan(arr.reshape(-1)[pad].astype(np.float64)).all(), f"{what}: the padding lanes were written"
         got = from_storage(got_arrays[nm], K, lay if nm == "x" else None)
         if how == "exact":
             check_exact(got, want.astype(dt), f"{what}: {nm}")

@@ -94,7 +94,9 @@ def run(mod, inp: dict, B: int) -> dict:
     out["pb"] = np.arange(nb, dtype=F32) + F32(0.25)
     out["g"] = np.full((P, 3), 77.0, F32)
     out["ge"] = np.full(P, 77.0, F32)
-    mod.edge(out["pos"], out["src"], out["dst"], out["w"], out["force"], out["energy"], out["bs"],
+    # Caspar's host arrays are (4, V): the same memory as the (V, 4) rows the references index
+    mod.edge(out["pos"].reshape(4, -1), out["src"], out["dst"], out["w"], out["force"].reshape(4, -1),
+             out["energy"], out["bs"],
              out["pb"], out["g"], out["ge"])
     return out
 

@@ -43,7 +43,7 @@ def test_same_results_aligned_or_not_and_fewer_requests_when_aligned(mod, P):
         xa[...] = x
         y, q, w = np.zeros((P, 4), np.float32), np.zeros(P, np.float32), np.zeros((4, P), np.float32)
         z = np.ones((P, 4), np.float32)
-        stats[aligned] = mod.v(xa, y, z, p, q, s, w).stats
+        stats[aligned] = mod.v(xa, y, z, p.reshape(4, P), q, s, w).stats  # Caspar's (4, P) host shape
         assert np.array_equal(y, 2 * x) and np.array_equal(z, 1 + x) and np.array_equal(w, s)
         np.testing.assert_allclose(q, p[:, 0] + p[:, 1] + p[:, 2], rtol=1e-6)
     warps = -(-P // 32)
@@ -89,7 +89,7 @@ def test_padded_layout_reads_stay_inside_its_storage(n):
     """``(n,3):(4,1)`` keeps a padding lane per element but its storage ends with the last
     element's last component (cosize ``4n-1``): a 16-byte load of the last element read one
     element past the array (a CPU out-of-bounds error; on a GPU, past the buffer). Only storage
-    that holds the padding (``caspar``: ``[n, 4]``) gets vector loads."""
+    that holds the padding (``caspar``: ``[4, n]``, Caspar's host shape) gets vector loads."""
     mod = kernc.compile(PADDED)
     assert "vector.load" not in mod.ir("gpu")
     x = _aligned(4 * n - 1)

@@ -182,7 +182,11 @@ def test_dump_ast_is_deterministic_and_readable():
     ("kernel k(a: f32) over n  let x = 1; }", "s.kern:1:26: error: unexpected 'let', expected '{'"),
     ("kernel k(a: f32) over n { if a > 0.0 return; }",
      "s.kern:1:38: error: unexpected 'return', expected '{'"),
-    ("fn k() {}", "s.kern:1:1: error: unexpected name 'fn', expected a kernel or layout definition"),
+    ("func k() {}", "s.kern:1:1: error: unexpected name 'func', expected a kernel, function or layout "
+                    "definition"),
+    ("fn k() {}", "s.kern:1:8: error: unexpected '{', expected '->'"),
+    ("fn f(x) -> f32 { return x; }", "s.kern:1:7: error: unexpected ')', expected ':'"),
+    ("fn f(x: f32) -> f32[3 { return x; }", "s.kern:1:23: error: unexpected '{', expected ']'"),
     ("kernel k(a: f32) { }", "s.kern:1:18: error: unexpected '{', expected 'over'"),
     ("kernel k(a: f32) over n { for i in 0 to 3 { } }",
      "s.kern:1:38: error: unexpected name 'to', expected '..'"),
@@ -206,7 +210,7 @@ def test_dump_ast_is_deterministic_and_readable():
      "s.kern:1:35: error: unexpected character '\u0663', expected an expression"),
     # a stray character after a complete kernel offered the '}' or a name of an enclosing block
     ("kernel k(a: f32) over n { }\n$\n",
-     "s.kern:2:1: error: unexpected character '$', expected a kernel or layout definition"),
+     "s.kern:2:1: error: unexpected character '$', expected a kernel, function or layout definition"),
     ("kernel k(a: f32[n] write) over n { a = 1.0 $ }",
      "s.kern:1:44: error: unexpected character '$', expected ';'"),
 ])

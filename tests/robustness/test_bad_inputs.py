@@ -113,7 +113,6 @@ SOURCE_CASES = [
     ('lay_shape_mismatch', 'kernel k(x: f32[n] read as (m):(1)) over n { }\n', 1, 28, "layout (m):(1) does not match the dims [n] of 'x'"),
     ('lay_arg_count', 'layout foo(A) = (A, 3):(3, 1);\nkernel k(x: f32[n, 3] read as foo(n, 3)) over n { }\n', 2, 31, "layout 'foo' takes 1 argument, got 2"),
     ('lay_unknown_name_in_def', 'layout foo = (A, 3):(3, 1);\nkernel k(x: f32[n, 3] read) over n { }\n', 1, 15, "unknown name 'A' in layout 'foo'"),
-    ('lay_caspar_two_chunks', 'kernel k(x: f32[n, 5] read as caspar) over n { }\n', 1, 31, "layout 'caspar' with 5 components of 'f32' (more than one 16"),
     ('lay_caspar_single_component', 'kernel k(x: f32[n] read as caspar) over n { }\n', 1, 28, "layout 'caspar' is for multi-component elements (T[n, K])"),
     ('lay_rank_mismatch', 'kernel k(x: f32[n, 3] read as (n):(1)) over n { }\n', 1, 31, "layout (n):(1) does not match the dims [n, 3] of 'x'"),
     ('lay_duplicate_clause', 'kernel k(x: f32[n, 3] read as soa as aos) over n { }\n', 1, 38, "duplicate 'as' clause on buffer 'x'"),
