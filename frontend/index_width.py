@@ -873,7 +873,10 @@ class _BoundBuilder:
             if c is not None and abs(c) >= 1:
                 k = self.node("id", w, ins[0])
             elif c is not None and c != 0 and math.isfinite(c):
-                k = self.node("mul", w, ins[0], self.const(math.ceil(1 / abs(c)), math.ceil(1 / abs(c))))
+                # x / c = x * (1/c): |1/c| of a tiny c overflows a float (1 / 5e-324 is inf), so
+                # it goes through _cap (inf -> TOP), never straight into math.ceil
+                inv = _cap(1 / abs(c)) if abs(c) > 1 / TOP else TOP
+                k = self.node("mul", w, ins[0], self.const(inv, inv))
             else:
                 k = self.top(w)
         elif name == "math.copysign":

@@ -171,3 +171,18 @@ def test_a_program_read_from_disk_is_checked():
     assert index_bound.problem([["exec", 64]]) is not None
     assert index_bound.problem([["c", 0, 1, 1], ["p", 64, "s", 0], ["mul", 64, 0, 1]]) is None
     assert index_bound.problem("x") is not None
+
+
+@pytest.mark.parametrize("c", ["5e-324", "1e-310", "4.9e-324"])
+def test_a_float_division_by_a_subnormal_constant_is_bounded_not_an_internal_error(c):
+    """``x / c`` is bounded as ``x * (1/c)``; ``1/c`` of a subnormal ``c`` is inf in a float and
+    ``math.ceil(inf)`` raised OverflowError: an internal compiler error (found by the differential
+    fuzzer). It is now the top bound, so the launch runs 64-bit and gives numpy's answer."""
+    import kernc
+
+    src = (f"kernel k(s: f64, y: i64[n] write) over n {{\n"
+           f"    y = i64(index(i64(s / {c})) + thread_id);\n}}\n")
+    mod = kernc.compile(src)
+    y = np.zeros(3, np.int64)
+    mod.k(0.0, y, device="cpu")
+    assert y.tolist() == [0, 1, 2]
