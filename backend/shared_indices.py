@@ -40,9 +40,6 @@ from kernc.dialect import shared_table
 from kernc.dialect.shared_table import pack
 from kernc.support.errors import KerncLaunchError
 
-#: The four per-block tables, in the order of their hidden params (``dialect/shared_table.py``).
-FIELDS = shared_table.TABLES
-
 
 @dataclass
 class SharedIndices:

@@ -18,6 +18,8 @@ import tracemalloc
 
 import numpy as np
 
+from kernc.dialect import shared_table
+
 #: target id -> (text, limit)
 TARGETS = {
     "interp_transpose": ("CPU interpreter: transpose 1024^2 <= 15x np.copyto(b, a.T)", 15.0),
@@ -184,7 +186,7 @@ def _shared_indices(reps: int, n: int = 1 << 22) -> dict:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    arrays = idx.nbytes + sum(getattr(table, f).nbytes for f in ("unique", "target", "perm", "count"))
+    arrays = idx.nbytes + sum(getattr(table, f).nbytes for f in shared_table.TABLES)
     return {"label": "shared_indices(idx, 256)", "size": "2^22 random indices", "reference": "np.sort(idx)",
             "kernc_ms": t * 1e3, "reference_ms": ref_s * 1e3, "ratio": t / ref_s, "peak_mib": peak / 2**20,
             "arrays_mib": arrays / 2**20, "peak_to_arrays": peak / arrays, "peak_to_input": peak / idx.nbytes}

@@ -6,7 +6,7 @@ zipped/tiled/flat forms, ``blocked_product`` and ``raked_product``, built from
 
 from __future__ import annotations
 
-from .layout_compose import _by_mode, coalesce, complement, composition
+from .layout_compose import _by_mode, complement, composition
 from .layout_errors import LayoutError, _limit_context
 from .layout_swizzle import ComposedLayout
 from .layout_type import Layout, _as_layout, _require_static, make_layout

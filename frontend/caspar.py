@@ -19,10 +19,11 @@ whose buffer is a flat array rather than planes (``unique``, ``sum``, ``block_su
 
 from __future__ import annotations
 
+from kernc.dialect import accessors
 from kernc.dialect.strided import Poly, StridedLayout
 
 #: Accessors whose ``as caspar`` buffer is flat, object-major (not planes).
-FLAT_ACCESSORS = ("unique", "sum", "block_sum")
+FLAT_ACCESSORS = tuple(k.name for k in (accessors.UNIQUE, accessors.SUM, accessors.BLOCK_SUM))
 
 
 def caspar_size(n: int) -> int:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from kernc.dialect import accessors
+
 from . import ast as A
 from . import types as T
 from .diagnostics import did_you_mean
@@ -122,7 +124,7 @@ class ViewChecks(CheckerBase):
         sym = self.lookup(base.id)
         node = getattr(sym, "node", None)
         return (sym is not None and sym.kind == "buffer" and sym.buffer is None
-                and getattr(node, "access", None) == "view")
+                and getattr(node, "access", None) == accessors.VIEW_MODE)
 
     def view_access(self, e, sym, args: list) -> bool:
         """Check the coordinates of an access of view ``sym``; sets ``e.view`` and ``e.coords``."""

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import html
 
+from kernc.dialect import accessors
+
 #: Accessor kinds whose argument is the index buffer (``indexed(I)``), as the signature records
 #: them (``Param.index_param``); every other non-default accessor is shown by its name.
-_DEFAULT_ACCESSOR = "sequential"
+_DEFAULT_ACCESSOR = accessors.SEQUENTIAL.name
 
 
 def param_text(p) -> str:

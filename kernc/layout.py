@@ -19,4 +19,4 @@ from kernc.dialect import layout_algebra as _algebra
 from kernc.dialect.layout_algebra import *  # noqa: F401,F403  (the public names: _algebra.__all__)
 from kernc.dialect.layout_print import bank_of, layout_to_svg, layout_to_text  # noqa: F401
 
-__all__ = [*_algebra.__all__, "layout_to_text", "layout_to_svg", "bank_of"]
+__all__ = [*_algebra.__all__, "layout_to_text", "layout_to_svg", "bank_of"]  # noqa: PLE0604 (strings)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import kernc
-from kernc.support.errors import CompileError, InternalCompilerError, KerncRuntimeError
+from kernc.support.errors import CompileError, KerncRuntimeError
 
 import accessor_cases as ac
 
@@ -90,7 +90,8 @@ def test_write_sum_and_write_pair_zero_initialise_at_P0(K):
     mod = compiled(
         f"kernel k(v: {E.format('n')} read, o: {E.format('1')} write sum, f: {E.format('n')} read,\n"
         f"         x: {E.format('m')} write pair) over n {{ o = v; x = (f, v); }}")
-    shape = (lambda c: (c,) if K == 1 else (c, K))
+    def shape(c):
+        return (c,) if K == 1 else (c, K)
     o = np.full(shape(1), 7, np.float32)
     x = np.full(shape(6), 7, np.float32)
     res = mod.k(np.zeros(shape(0), np.float32), o, np.zeros(shape(0), np.float32), x)

@@ -972,14 +972,14 @@ def test_shared_atomics_and_private_attribution():
 
 
 def test_barrier_in_lane_varying_loop_raises():
-    it = Interpreter(wrap(kernel("k", f"%x: {gbuf('f32')}", f"""
+    it = Interpreter(wrap(kernel("k", f"%x: {gbuf('f32')}", """
       %c0 = arith.constant 0 : index
       %c1 = arith.constant 1 : index
       %c4 = arith.constant 4 : index
       %ub = arith.remui %tid, %c4 : index
-      scf.for %i = %c0 to %ub step %c1 {{
+      scf.for %i = %c0 to %ub step %c1 {
         gpu.barrier
-      }}""")))
+      }""")))
     with pytest.raises(KerncRuntimeError, match="barrier in divergent control flow"):
         it.run("k", 1, 32, [np.zeros(1, np.float32)])
 

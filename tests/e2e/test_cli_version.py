@@ -8,7 +8,6 @@ import importlib.metadata
 import subprocess
 import sys
 
-import pytest
 
 from kernc import __version__, versions
 from kernc.backend.toolkit import ptxas_path

@@ -11,7 +11,6 @@ values as signed Python ints, floats as numpy scalars of their width.
 
 from __future__ import annotations
 
-import math as pymath
 
 import numpy as np
 
@@ -71,7 +70,6 @@ class _Thread:
         name = op.name
         ins = [self.get(v) for v in op.operands]
         rt = op.results[0].type if len(op.results) else None
-        ev = self.ev
         if name == "func.return":
             return ("yield", [])
         if name == "scf.yield":
@@ -217,7 +215,6 @@ class _Thread:
         if short == "negf":
             return type(a)(-a)
         if short == "cmpf":
-            pred = str(op.attributes["predicate"])
             p = int(ir.IntegerAttr(op.attributes["predicate"]).value)
             names = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord", "ueq", "ugt", "uge",
                      "ult", "ule", "une", "uno", "true"]

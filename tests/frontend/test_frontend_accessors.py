@@ -9,7 +9,6 @@ and semantics through the reference evaluator of ``kern_eval.py`` (which models 
 from __future__ import annotations
 
 import random
-import re
 from fractions import Fraction
 
 import numpy as np

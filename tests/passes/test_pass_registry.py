@@ -52,7 +52,7 @@ def test_the_registry_is_the_pipeline_s_kernc_passes():
     opts = pipeline.TargetOptions(nonneg_scalars=True)
     built = (pipeline.kern_to_gpu(coalesce=True, fmad=True) + pipeline.gpu_to_llvm(opts)
              + pipeline.llvm_to_ptx())
-    assert [type(p) for p in built if not type(p) is UpstreamPass] == list(ALL)
+    assert [type(p) for p in built if type(p) is not UpstreamPass] == list(ALL)
     assert [p.name for p in pipeline.kern_to_gpu()][-2:] == ["canonicalize", "cse"]
     off = pipeline.kern_to_gpu(coalesce=False)
     assert "kern-coalesce-views" not in [p.name for p in off] and "kern-contract-fma" not in [p.name for p in off]
