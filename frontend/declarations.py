@@ -23,6 +23,7 @@ from .language import (BUILTIN_FUNCS, BUILTIN_LAYOUTS, BUILTIN_VALUES, COMPUTE_T
                        RESERVED_KERNEL_PREFIXES)
 from .names import CheckerBase
 from .statements import definitely_assigns, has_nested_return
+from .races import check_view_races
 from .symbols import BufferInfo, KernelInfo, Symbol, TableInfo, poly_entry, promoted, storage_shape
 
 
@@ -483,7 +484,10 @@ class DeclarationChecks(CheckerBase):
         kernel_scope.update({s.name: s for s in coord_syms})
         self.scopes = [kernel_scope]
         self.used_reads: list = []
+        errors_before = len(self.diags)
         self.check_block(k.body, new_scope=True)
+        if len(self.diags) == errors_before:  # (a body with errors has untyped parts)
+            check_view_races(self, k, info)
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = has_nested_return(k.body.stmts)
         # the largest constant index expression (strided(0, 256 * 256)): the launcher's choice of
