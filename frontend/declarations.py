@@ -299,6 +299,7 @@ class DeclarationChecks(CheckerBase):
     # ---- kernels ----------------------------------------------------------------------------
 
     def check_kernel(self, k: A.Kernel) -> None:
+        errors_before = len(self.diags)
         block, attributes = 256, []
         seen_attrs: dict[str, A.Attribute] = {}
         for a in k.attributes:
@@ -484,9 +485,8 @@ class DeclarationChecks(CheckerBase):
         kernel_scope.update({s.name: s for s in coord_syms})
         self.scopes = [kernel_scope]
         self.used_reads: list = []
-        errors_before = len(self.diags)
         self.check_block(k.body, new_scope=True)
-        if len(self.diags) == errors_before:  # (a body with errors has untyped parts)
+        if len(self.diags) == errors_before:  # (a kernel with errors has untyped parts)
             check_view_races(self, k, info)
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = has_nested_return(k.body.stmts)

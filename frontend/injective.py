@@ -109,6 +109,7 @@ class FormBuilder:
         self.problem = problem
         self.lets = lets
         self._busy: set = set()
+        self._let_forms: dict = {}  # (each let's form once: chains of lets stay linear)
 
     def form(self, e) -> Optional[Form]:
         if isinstance(e, A.IntLit):
@@ -170,11 +171,13 @@ class FormBuilder:
         if sym.kind == "loopvar":
             return Form.make({("loop", id(sym)): Poly.const(1)}, _ZERO)
         if sym.kind == "local" and id(sym) in self.lets and id(sym) not in self._busy:
-            self._busy.add(id(sym))
-            try:
-                return self.form(self.lets[id(sym)])
-            finally:
-                self._busy.discard(id(sym))
+            if id(sym) not in self._let_forms:
+                self._busy.add(id(sym))
+                try:
+                    self._let_forms[id(sym)] = self.form(self.lets[id(sym)])
+                finally:
+                    self._busy.discard(id(sym))
+            return self._let_forms[id(sym)]
         return None
 
 

@@ -23,6 +23,8 @@ from .injective import Form, FormBuilder, is_injective_in_items, layout_is_injec
 def check_view_races(checker, kernel: A.Kernel, info) -> None:
     """Report the racy view writes of ``kernel`` (checked, with ``info`` its ``KernelInfo``)
     through ``checker.error``."""
+    if not any(p.kind == "buffer" and p.buffer is not None and p.buffer.is_view for p in info.params):
+        return  # (no view: nothing to walk)
     body = kernel.body
     lets, reassigned = {}, set()
     for n in A.iter_nodes(body):

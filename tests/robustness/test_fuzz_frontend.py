@@ -209,6 +209,10 @@ def test_mutants_keep_mostly_failing_and_sometimes_passing():
             toks[j] = rng.choice(VOCAB)
         else:  # a class-preserving edit: usually still a valid program
             ops = [k for k, t in enumerate(toks) if t in swaps]
+            if not ops:  # (an example without these operators: examples/histogram.kern)
+                toks[j] = rng.choice(VOCAB)
+                outcomes["ok" if compile_or_diagnose("".join(toks)) else "error"] += 1
+                continue
             k = rng.choice(ops)
             toks[k] = swaps[toks[k]]
         outcomes["ok" if compile_or_diagnose("".join(toks)) else "error"] += 1
