@@ -23,7 +23,7 @@ from .strided import StridedLayout
 #: The accessor op names and the access mode of each.
 ACCESSOR_OPS = {"kern.read": accessors.READ, "kern.write": accessors.WRITE, "kern.add": accessors.ADD}
 #: The view access op names.
-VIEW_ACCESS_OPS = ("kern.view_load", "kern.view_store")
+VIEW_ACCESS_OPS = ("kern.view_load", "kern.view_store", "kern.view_atomic")
 
 
 def _syms(attrs) -> list[str]:
@@ -74,6 +74,7 @@ class Access:
     compute: ir.Type
     storage: ir.Type
     default: ir.Attribute | None
+    atomic: str | None = None
 
     @classmethod
     def from_op(cls, op) -> "Access":
@@ -146,7 +147,8 @@ class ViewAccess:
     ``mask`` is the optional ``i1`` operand (``None`` without one); ``value`` the loaded result or
     the stored operand, ``compute`` its type; ``layout`` the plain strided part of the view layout
     and ``swizzle`` its ``(B, M, S)`` (or ``None``); ``checked`` whether out-of-bounds accesses are
-    dropped (a load then gives ``default``, the typed attribute)."""
+    dropped (a load then gives ``default``, the typed attribute); ``atomic`` the ``kind`` of a
+    ``kern.view_atomic`` (always checked; ``is_store`` too), else ``None``."""
 
     op: Any
     is_store: bool
@@ -161,6 +163,7 @@ class ViewAccess:
     syms: list
     checked: bool
     default: ir.Attribute | None
+    atomic: str | None = None
 
     @classmethod
     def from_op(cls, op) -> "ViewAccess":
@@ -168,8 +171,9 @@ class ViewAccess:
         op = op.operation if hasattr(op, "operation") else op
         if op.name not in VIEW_ACCESS_OPS:
             raise KeyError(op.name)
-        is_store = op.name == "kern.view_store"
-        # ViewLoadOp/ViewStoreOp: buffer, coords, sizes, mask (0 or 1)[, value]
+        is_store = op.name != "kern.view_load"
+        atomic = ir.StringAttr(op.attributes["kind"]).value if op.name == "kern.view_atomic" else None
+        # ViewLoadOp/ViewStoreOp/ViewAtomicOp: buffer, coords, sizes, mask (0 or 1)[, value]
         (buffer,), coords, sizes, mask, *value = _groups(op)
         attrs = op.attributes
         layout_text = ir.StringAttr(attrs["layout"]).value
@@ -178,7 +182,8 @@ class ViewAccess:
             op=op, is_store=is_store, buffer=buffer, coords=coords, sizes=sizes,
             mask=mask[0] if mask else None, value=value[0][0] if is_store else op.results[0],
             layout=layout, swizzle=swizzle, layout_text=layout_text, syms=_syms(attrs),
-            checked=CHECKED_ATTR in attrs, default=attrs[DEFAULT_ATTR] if DEFAULT_ATTR in attrs else None,
+            checked=CHECKED_ATTR in attrs or atomic is not None,
+            default=attrs[DEFAULT_ATTR] if DEFAULT_ATTR in attrs else None, atomic=atomic,
         )
 
     @staticmethod

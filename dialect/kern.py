@@ -53,6 +53,11 @@ swizzle over plain strides.
   layouts) holds; otherwise the result is the typed ``default`` attribute (required when checked).
 - ``kern.view_store`` -- ``(buffer, coords..., sizes..., mask?, value)``: ``X[layout(coords)] = v``;
   ``checked``: dropped when out of bounds (same predicate as the load).
+- ``kern.view_atomic`` -- ``(buffer, coords..., sizes..., mask?, value)`` with the string attribute
+  ``kind`` (:data:`VIEW_ATOMIC_KINDS`: ``add``, ``mins``, ``minu``, ``maxs``, ``maxu``; the
+  signedness of integer ``min``/``max`` is the frontend's): ``X[layout(coords)] op= v`` as one
+  relaxed, device-scoped atomic read-modify-write (several items may update one element). Always
+  checked (no ``checked`` attribute): dropped when out of bounds or when ``mask`` is false.
 - ``kern.in_bounds`` -- ``(coords..., sizes...) -> i1``: the per-mode predicate
   ``AND_k (0 <= c_k && c_k < shape_k)`` of ``layout`` (signed compares, never merged into one
   offset compare).
@@ -349,7 +354,10 @@ BUILTIN_OPS = {
 }
 
 #: Op names of the view family (``kern-lower-views`` removes them).
-VIEW_OPS = ("kern.view_load", "kern.view_store", "kern.in_bounds", "kern.delinearize")
+VIEW_OPS = ("kern.view_load", "kern.view_store", "kern.view_atomic", "kern.in_bounds", "kern.delinearize")
+#: The ``kind`` attribute values of ``kern.view_atomic``: integer ``min``/``max`` carry their
+#: signedness (MLIR integers are signless); ``add`` is ``addi`` or ``addf`` by the value's type.
+VIEW_ATOMIC_KINDS = ("add", "mins", "minu", "maxs", "maxu")
 #: The unit attribute marking a checked view access, and the one carrying its default value.
 CHECKED_ATTR = "checked"
 
@@ -500,8 +508,12 @@ def _coords_error(op, layout_error) -> str | None:
     return err
 
 
-def _view_error(op, value_type, is_store: bool) -> str | None:
+def _view_error(op, value_type, is_store: bool, checked: bool | None = None) -> str | None:
+    """The first problem of a view access op; ``checked``: whether it is a checked access (by
+    default, whether it has the ``checked`` attribute)."""
     seg = _segments(op)
+    if checked is None:
+        checked = CHECKED_ATTR in op.attributes
     buf_t = op.operands[0].type
     if not isinstance(buf_t, ir.MemRefType) or buf_t.rank != 1:
         return "the buffer must be a 1-D memref"
@@ -522,7 +534,7 @@ def _view_error(op, value_type, is_store: bool) -> str | None:
     err = _compute_type_error(buf_t.element_type, value_type)
     if err:
         return err.replace("component values", "the value")
-    if CHECKED_ATTR in op.attributes:
+    if checked:
         if not is_store:
             if DEFAULT_ATTR not in op.attributes:
                 return f"a checked load needs a '{DEFAULT_ATTR}' attribute (the value read out of bounds)"
@@ -563,6 +575,34 @@ class ViewStoreOp(Kern.Operation, name="view_store"):
     @_verifier
     def verify_invariants(self) -> str | None:
         return _view_error(self, self.operands[-1].type, is_store=True)
+
+
+class ViewAtomicOp(Kern.Operation, name="view_atomic"):
+    """``kern.view_atomic``: ``X[layout(coords)] = kind(X[...], value)`` atomically, only in bounds."""
+
+    buffer: ext.Operand[Any]
+    coords: Sequence[ext.Operand[Any]]
+    sizes: Sequence[ext.Operand[Any]]
+    mask: Sequence[ext.Operand[Any]]
+    value: ext.Operand[Any]
+    layout: ir.StringAttr
+    syms: ir.ArrayAttr
+    kind: ir.StringAttr
+
+    @_verifier
+    def verify_invariants(self) -> str | None:
+        if CHECKED_ATTR in self.attributes:
+            return "an atomic view update is always checked: it takes no 'checked' attribute"
+        kind = ir.StringAttr(self.attributes["kind"]).value
+        if kind not in VIEW_ATOMIC_KINDS:
+            return f"kind must be one of {', '.join(VIEW_ATOMIC_KINDS)}, got '{kind}'"
+        vt = self.operands[-1].type
+        if kind != "add" and not isinstance(vt, ir.IntegerType):
+            return f"'{kind}' needs an integer value"
+        if not isinstance(self.operands[0].type, ir.MemRefType) \
+                or ir.MemRefType(self.operands[0].type).element_type != vt:
+            return "the value must have the buffer's element type (atomics run in the storage type)"
+        return _view_error(self, vt, is_store=True, checked=True)
 
 
 class InBoundsOp(Kern.Operation, name="in_bounds"):
@@ -746,6 +786,14 @@ def view_store(buffer, coords, sizes, value, layout: str, syms, checked=False, m
     if checked:
         op.operation.attributes[CHECKED_ATTR] = ir.UnitAttr.get()
     return op
+
+
+def view_atomic(buffer, coords, sizes, value, layout: str, syms, kind: str, mask=None):
+    """Build ``kern.view_atomic`` (``kind`` one of :data:`VIEW_ATOMIC_KINDS`)."""
+    attrs = _view_attrs(layout, syms)
+    attrs["kind"] = ir.StringAttr.get(kind)
+    return _build("view_atomic", [buffer, list(coords), list(sizes), [mask] if mask is not None else [], value],
+                  [], attrs)
 
 
 def in_bounds(coords, sizes, layout: str, syms):

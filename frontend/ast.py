@@ -206,6 +206,9 @@ class Assign(Stmt):
     op: str
     value: Expr
     sym = None
+    #: for an atomic view update (``x.atomic(c) += v``): the ``kern.view_atomic`` kind
+    #: (``add``, ``mins``, ``minu``, ``maxs``, ``maxu``); None otherwise
+    atomic = None
 
 
 @dataclass(eq=False)

@@ -24,6 +24,7 @@ from .language import (BUILTIN_FUNCS, BUILTIN_LAYOUTS, BUILTIN_VALUES, COMPUTE_T
                        RESERVED_KERNEL_PREFIXES)
 from .names import CheckerBase
 from .statements import definitely_assigns, has_nested_return
+from .races import check_view_races
 from .symbols import BufferInfo, KernelInfo, Symbol, TableInfo, poly_entry, promoted, storage_shape
 
 
@@ -303,6 +304,7 @@ class DeclarationChecks(CheckerBase):
     # ---- kernels ----------------------------------------------------------------------------
 
     def check_kernel(self, k: A.Kernel) -> None:
+        errors_before = len(self.diags)
         block, attributes, tile_config = 256, [], None
         seen_attrs: dict[str, A.Attribute] = {}
         for a in k.attributes:
@@ -507,6 +509,8 @@ class DeclarationChecks(CheckerBase):
         self.scopes = [kernel_scope]
         self.used_reads: list = []
         self.check_block(k.body, new_scope=True)
+        if len(self.diags) == errors_before:  # (a kernel with errors has untyped parts)
+            check_view_races(self, k, info)
         info.used_reads = [s for s in params if s in self.used_reads]
         info.nested_return = has_nested_return(k.body.stmts)
         # the largest constant index expression (strided(0, 256 * 256)): the launcher's choice of

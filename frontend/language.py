@@ -22,6 +22,15 @@ BUILTIN_FUNCS = {**{f: 1 for f in FLOAT_UNARY}, "abs": 1, "min": 2, "max": 2, "f
 PAIR_MEMBERS = ("first", "second")
 #: The methods of a ``view`` buffer (``x.checked(i, j)``, ``x.in_bounds(i, j)``).
 VIEW_METHODS = ("checked", "in_bounds")
+#: The atomic update targets of a ``view`` buffer: method -> (the operators it takes, what it does
+#: per operator). ``hist.atomic(b) += 1``, ``m.atomic_min(b) = v``, ``m.atomic_max(b) = v``.
+VIEW_ATOMIC_METHODS = {"atomic": ("+=", "-="), "atomic_min": ("=",), "atomic_max": ("=",)}
+#: The storage types each atomic update takes: what sm_90 does natively with ``atom``/``red``
+#: (PTX ISA, "atom"): add on 32/64-bit integers (two's complement: signed and unsigned alike),
+#: f16 (``atom.add.noftz.f16``), bf16 (``.bf16``, sm_90), f32 and f64; integer min/max on 32/64-bit
+#: signed and unsigned integers.
+ATOMIC_ADD_TYPES = ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64")
+ATOMIC_MINMAX_TYPES = ("i32", "u32", "i64", "u64")
 
 # ---- names ------------------------------------------------------------------------------------
 

@@ -592,6 +592,9 @@ class _KernelLowering(FunctionLowering, BufferLowering):
         sym = s.sym
         b = sym.buffer
         target = s.target
+        if s.atomic is not None:
+            self.view_atomic(s, env)
+            return
         checked = isinstance(target, A.Method)
         vals, mask = self.coords(target.coords, env)
         v = self.assigned_value(s.value, env)
@@ -604,3 +607,20 @@ class _KernelLowering(FunctionLowering, BufferLowering):
                 v = self.scalar_binop(s.op[:-1], b.compute_elem, old, v)
             kern.view_store(buf, vals, sizes, v, b.layout_text, syms, checked=checked,
                             mask=mask if checked else None)
+
+    def view_atomic(self, s: A.Assign, env: dict) -> None:
+        """``x.atomic(c) += v`` (``-= v`` adds ``-v``; two's complement for integers),
+        ``x.atomic_min(c) = v``, ``x.atomic_max(c) = v``: one ``kern.view_atomic``."""
+        sym = s.sym
+        b = sym.buffer
+        vals, mask = self.coords(s.target.coords, env)
+        v = self.assigned_value(s.value, env)
+        with self.loc(s):
+            if s.op == "-=":
+                # -0.0 - v is -v exactly (0.0 - 0.0 would turn an added -0.0 into +0.0)
+                zero = self.const(b.compute_elem, -0.0 if b.compute_elem.is_float else 0)
+                v = self.scalar_binop("-", b.compute_elem, zero, v)
+            if b.compute_elem != b.elem:  # f16/bf16: computed in f32, added in the storage type
+                v = self.convert(v, b.compute_elem, b.elem)
+            kern.view_atomic(self.args[sym], vals, self.view_sizes(b), v, b.layout_text,
+                             b.layout.symbols, s.atomic, mask=mask)

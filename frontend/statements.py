@@ -10,7 +10,7 @@ from typing import Optional
 from . import ast as A
 from . import types as T
 from .diagnostics import did_you_mean
-from .language import PAIR_MEMBERS
+from .language import ATOMIC_ADD_TYPES, ATOMIC_MINMAX_TYPES, PAIR_MEMBERS, VIEW_ATOMIC_METHODS
 from .names import CheckerBase
 from .symbols import BufferInfo, Symbol
 
@@ -101,7 +101,7 @@ class StatementChecks(CheckerBase):
                 if T.is_literal(ty) and isinstance(ty, T.ScalarType) and ty.is_int:
                     # literal bounds: an `index` loop where the variable is a view coordinate
                     # (`for k in 0..64 { a[i, k] }`), an i32 loop otherwise
-                    ty = T.INDEX if _is_coordinate_in(s.var, s.body) else T.I32
+                    ty = T.INDEX if _is_coordinate_in(s.var, s.body, self.is_view_name) else T.I32
                     self.retype(s.start, ty)
                     self.retype(s.stop, ty)
                 if not isinstance(ty, T.ScalarType) or not ty.is_int:
@@ -131,6 +131,9 @@ class StatementChecks(CheckerBase):
         target = s.target
         if isinstance(target, A.Method):
             sym = self.view_of(target.base)
+            if sym is not None and target.name in VIEW_ATOMIC_METHODS:
+                self.atomic_assign(s, sym)
+                return True
             if sym is None or target.name != "checked":
                 self.expr(s.value)
                 if sym is None and self._broken_buffer(target.base):
@@ -173,6 +176,54 @@ class StatementChecks(CheckerBase):
         if vt is not None:
             self.coerce_assigned(s.value, sym.ty, f"assignment to '{sym.name}'", b)
         return True
+
+    def atomic_assign(self, s: A.Assign, sym: Symbol) -> None:
+        """``x.atomic(c) += v`` / ``-= v``, ``x.atomic_min(c) = v``, ``x.atomic_max(c) = v``: an
+        atomic update of a view element (sets ``s.sym`` and ``s.atomic``, the
+        ``kern.view_atomic`` kind)."""
+        target = s.target
+        vt = self.expr(s.value)
+        s.sym = sym
+        b = sym.buffer
+        if not self.view_access(target, sym, target.args):
+            return
+        ops = VIEW_ATOMIC_METHODS[target.name]
+        spelled = f"{sym.name}.{target.name}(...)"
+        if s.op not in ops:
+            example = f"`{sym.name}.{target.name}(c) {ops[0]} v;`"
+            self.error(f"operator '{s.op}' cannot update '{spelled}'; it takes "
+                       f"{' or '.join(repr(o) for o in ops)}", s.loc, hint=f"write {example}")
+            return
+        storage = str(b.elem)
+        if target.name == "atomic":
+            allowed, what = ATOMIC_ADD_TYPES, "an atomic add"
+        else:
+            allowed, what = ATOMIC_MINMAX_TYPES, f"an atomic {target.name[len('atomic_'):]}"
+        if storage not in allowed:
+            self.error(f"{what} of '{sym.name}' (a '{storage}' view) is not supported: the GPU does "
+                       f"{what} natively on {', '.join(allowed)}", target.loc,
+                       hint="declare the view with one of those element types "
+                            "(e.g. count in u32 and convert afterwards)",
+                       note=(f"'{sym.name}' is declared here", sym.loc))
+            return
+        if b.compute_elem != b.elem and not (b.elem.bits == 16 and b.compute_elem.name == "f32"):
+            self.error(f"an atomic update of '{sym.name}' runs in its storage type '{storage}'; "
+                       f"a 'compute' clause does not apply to it", target.loc,
+                       note=(f"'{sym.name}' is declared here", sym.loc))
+            return
+        if b.elem.is_float and "deterministic" in self.info.attributes:
+            self.error(f"@deterministic cannot make '{sym.name}' reproducible: '{spelled} {s.op}' "
+                       f"adds floats with one atomic per item, in an order that varies from run "
+                       f"to run", target.loc,
+                       hint="drop @deterministic, or count in an integer type (integer adds are "
+                            "exact in any order)")
+            return
+        if vt is not None and not self.coerce_assigned(s.value, sym.ty, f"'{spelled} {s.op}'", b):
+            return
+        if target.name == "atomic":
+            s.atomic = "add"
+        else:
+            s.atomic = target.name[len("atomic_"):len("atomic_") + 3] + ("u" if b.elem.is_unsigned else "s")
 
     def assign(self, s: A.Assign) -> None:
         if self.view_assign(s):
@@ -353,12 +404,15 @@ def definitely_assigns(stmts: list, out: Symbol, assigned: bool) -> tuple[bool, 
     return assigned, leaks
 
 
-def _is_coordinate_in(var: str, body: A.Block) -> bool:
+def _is_coordinate_in(var: str, body: A.Block, is_view) -> bool:
     """Whether the name ``var`` occurs in a view coordinate inside ``body`` (``x[.., var + 1]``,
-    ``x.checked(..)``, ``x.in_bounds(..)`` or a layout application ``L(..)(var)``)."""
+    ``y[var]`` of a 1-D view (``is_view(name)``), ``x.checked(..)``, ``x.in_bounds(..)``,
+    ``x.atomic(..)`` or a layout application ``L(..)(var)``)."""
     for node in A.iter_nodes(body):
         if isinstance(node, A.MultiIndex):
             coords = node.indices
+        elif isinstance(node, A.Index) and isinstance(node.base, A.Name) and is_view(node.base.id):
+            coords = [node.index]
         elif isinstance(node, A.Method):
             coords = node.args
         elif isinstance(node, A.Apply):

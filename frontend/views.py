@@ -12,7 +12,7 @@ from kernc.dialect import accessors
 from . import ast as A
 from . import types as T
 from .diagnostics import did_you_mean
-from .language import BUILTIN_FUNCS, MAX_VIEW_RANK, VIEW_METHODS
+from .language import BUILTIN_FUNCS, MAX_VIEW_RANK, VIEW_ATOMIC_METHODS, VIEW_METHODS
 from .layouts import FnLayer
 from .names import CheckerBase
 
@@ -116,6 +116,11 @@ class ViewChecks(CheckerBase):
                 return sym
         return None
 
+    def is_view_name(self, name: str) -> bool:
+        """Whether ``name`` is a (well-declared) view buffer in scope."""
+        sym = self.lookup(name)
+        return sym is not None and sym.kind == "buffer" and sym.buffer is not None and sym.buffer.is_view
+
     def failed_view(self, base) -> bool:
         """Whether ``base`` names a buffer declared ``view`` whose declaration (dims, layout) gave
         an error: it keeps its view kind, so its accesses add no second error."""
@@ -153,6 +158,12 @@ class ViewChecks(CheckerBase):
                 what = f"'{e.base.id}'" if isinstance(e.base, A.Name) else "this value"
                 self.error(f"'.{e.name}(...)' is a method of 'view' buffers; {what} is not one",
                            e.loc, hint="declare the buffer `view` to access it by coordinates")
+                return None
+            if e.name in VIEW_ATOMIC_METHODS:
+                ops = VIEW_ATOMIC_METHODS[e.name]
+                self.error(f"'{sym.name}.{e.name}(...)' is an update target, not a value", e.loc,
+                           hint=f"update it: `{sym.name}.{e.name}(c) {ops[0]} v;`; read the "
+                                f"element with `{sym.name}[c]`")
                 return None
             if e.name not in VIEW_METHODS:
                 self.error(f"view '{sym.name}' has no method '.{e.name}'"

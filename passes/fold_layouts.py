@@ -30,7 +30,7 @@ from kernc.support.mlir import ir
 
 from .base import Pass, walk_ops
 
-FOLD_OPS = {"kern.view_load", "kern.view_store", "kern.in_bounds"}
+FOLD_OPS = {"kern.view_load", "kern.view_store", "kern.view_atomic", "kern.in_bounds"}
 
 
 def fold(text: str):

@@ -131,8 +131,16 @@ def store(v, buf, i) -> None:
 
 def atomic_add(v, buf, i) -> None:
     """``memref.atomic_rmw addf|addi`` (relaxed device scope after ``kern-relax-atomics``)."""
-    kind = arith.AtomicRMWKind.addf if is_float(v.type) else arith.AtomicRMWKind.addi
-    memref.AtomicRMWOp(kind, v, buf, [i])
+    atomic_rmw("add", v, buf, i)
+
+
+def atomic_rmw(kind: str, v, buf, i) -> None:
+    """``memref.atomic_rmw`` of ``kind`` (``kern.VIEW_ATOMIC_KINDS``: ``add`` is ``addf`` or
+    ``addi`` by ``v``'s type; ``mins minu maxs maxu`` integer min/max), relaxed and device-scoped
+    after ``kern-relax-atomics``; the old value is not used."""
+    if kind == "add":
+        kind = "addf" if is_float(v.type) else "addi"
+    memref.AtomicRMWOp(getattr(arith.AtomicRMWKind, kind), v, buf, [i])
 
 
 def alloca(elem: ir.Type, n: int) -> ir.Value:

@@ -13,6 +13,9 @@ Semantics: ``dialect/kern.py`` and ``docs/design/layouts.md``.
   the compute type; ``checked``: under ``scf.if (in_bounds && mask)``, else the ``default``.
 - ``kern.view_store`` -> ``memref.store`` (converted to the storage type); ``checked``: under
   ``scf.if``, dropped when out of bounds.
+- ``kern.view_atomic`` -> ``memref.atomic_rmw`` of its ``kind`` under ``scf.if (in_bounds &&
+  mask)`` (``ir_builder.atomic_rmw``, the lowering of the ``atomic(I)`` accessor too; made relaxed
+  and device-scoped by ``kern-relax-atomics``).
 - ``kern.delinearize`` -> the mixed-radix split, last coordinate fastest: per extent ``E`` (from the
   last) ``q = rest / E`` (``arith.divsi``) and ``c = rest - q * E`` (one division per extent);
   ``kern-fold-divisions`` folds the ones that undo a linearization, and ``kern-lower-divisions`` turns
@@ -102,6 +105,16 @@ class LowerViews(Pass):
             ok = b.and_(ok, v.mask)
         with b.if_(ok):
             store()
+        return []
+
+    def _view_atomic(self, op) -> list:
+        v = ViewAccess.from_op(op)
+        ok = in_bounds_value(v.coords, v.sizes, v.layout, v.syms)
+        if v.mask is not None:
+            ok = b.and_(ok, v.mask)
+        with b.if_(ok):
+            b.atomic_rmw(v.atomic, v.value, v.buffer,
+                         offset_value(v.coords, v.sizes, v.layout, v.swizzle, v.syms))
         return []
 
     def _delinearize(self, op) -> list:

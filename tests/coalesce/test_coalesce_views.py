@@ -200,7 +200,7 @@ def test_cli_no_coalesce_and_remarks(tmp_path, capsys):
 @pytest.mark.parametrize("src, kernel, why", [
     ("kernel k(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i, j] = a[i, j]; }",
      "k", "stride 1"),
-    ("kernel k(a: f32[R, C] view, b: f32[C, R] view) over (i, j) in (R, C) { b[j, 0] = a[i, j]; }",
+    ("kernel k(a: f32[R, C] view, b: f32[C, R + 1] view) over (i, j) in (R, C) { b[j, i + 1] = a[i, j]; }",
      "k", "not staging 'b': its coordinates are not the thread coordinates (i, j) in some order"),
 ])
 def test_declined(src, kernel, why, capfd):

@@ -119,3 +119,22 @@ def test_a_parameter_default_compiles_to_ptx(defaults):
     if toolkit.ptxas_path() is not None:
         result = toolkit.run_ptxas(ptx, arch="sm_90")
         assert result.ok, result.log[-2000:]
+
+
+def test_a_literal_loop_whose_variable_indexes_a_1d_view_is_an_index_loop():
+    """``y[q]`` of a 1-D view is a coordinate too (it was an i32 loop: "a coordinate must be an
+    'index'"), and so is the coordinate of ``x.atomic(..)``."""
+    src = """kernel k(x: f32[n] read, y: f32[m] view) over n {
+    if thread_id == 0 { for q in 0..4 { y[q] = x; } }
+}
+kernel h(x: u32[n] read, y: u32[m] view) over n {
+    for q in 0..2 { y.atomic(q) += x; }
+}
+"""
+    m = kernc.compile(src)
+    y = np.zeros(6, np.float32)
+    m.k(np.array([2.5, 1.0], np.float32), y, device="cpu")
+    assert y.tolist() == [2.5] * 4 + [0.0, 0.0]
+    z = np.zeros(3, np.uint32)
+    m.h(np.array([1, 2, 3], np.uint32), z, device="cpu")
+    assert z.tolist() == [6, 6, 0]
