@@ -256,17 +256,19 @@ def test_gpu_refuses_and_allows_as_the_cpu_does():
 
 # ---- in place needs one element per item (trial of issue 18, F04) -------------------------------
 
+# (the writes that several items may make are atomic: a plain one is a race the compiler refuses,
+# frontend/races.py; the read of the same elements through the other view still is not in place)
 SHARED = """
 kernel first(x: f32[n] view, y: f32[n] view, z: f32[n] write) over n {
     let v = x[0]; z = v; if thread_id == 0 { y[0] = v + 1.0; }
 }
 kernel half(x: f32[n] view, y: f32[n] view, z: f32[n] write) over n {
-    let v = x[thread_id / 2]; z = v; if thread_id % 2 == 0 { y[thread_id / 2] = v + 1.0; }
+    let v = x[thread_id / 2]; z = v; if thread_id % 2 == 0 { y.atomic(thread_id / 2) += 1.0; }
 }
-kernel modrow(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i % 2, j] = a[i % 2, j]; }
-kernel diag(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i + j, 0] = a[i + j, 0]; }
-kernel scaled(a: f32[n] view, b: f32[n] view, s: index) over n { b[thread_id * s] = a[thread_id * s]; }
-kernel onlyrow(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[i, 0] = a[i, 0]; }
+kernel modrow(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b.atomic(i % 2, j) += a[i % 2, j]; }
+kernel diag(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b.atomic(i + j, 0) += a[i + j, 0]; }
+kernel scaled(a: f32[n] view, b: f32[n] view, s: index) over n { b.atomic(thread_id * s) += a[thread_id * s]; }
+kernel onlyrow(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b.atomic(i, 0) += a[i, 0]; }
 kernel strided0(x: f32[m] read strided(o, s), o: i32, s: i32, y: f32[m] write strided(o, s)) over n { y = x; }
 kernel affine(a: f32[m] view, b: f32[m] view, o: index) over n { b[2 * thread_id + o - 1] = a[2 * thread_id + o - 1] * 3.0; }
 kernel swapped(a: f32[R, C] view, b: f32[R, C] view) over (i, j) in (R, C) { b[j, i] = -a[j, i]; }
