@@ -175,7 +175,7 @@ kernel rowsum(x: f32[M, N] view, s: f32[M] view, z: f32[M] view) over (i) in (M)
 @pytest.mark.parametrize("src, message", [
     ("kernel k(x: f32[n, m] view) over n { x[1] = 1.0; }", "view 'x' has 2 dims, but 1 coordinate is given"),
     ("kernel k(x: f32[n] view) over n { let z = x; }", "'x' is a view: access its elements by coordinates"),
-    ("kernel k(x: f32[n] view) over n { for k in 0..3 { x[k] = 1.0; } }",
+    ("kernel k(x: f32[n] view) over n { for k in 0i32..3i32 { x[k] = 1.0; } }",
      "a coordinate must be an 'index', got 'i32'"),
     ("kernel k(x: f32[n] view) over n { x.in_bounds(1) = 1.0; }", "cannot assign to 'x.in_bounds(...)'"),
     ("kernel k(x: f32[n] view) over n { let q = x.at(1); }", "view 'x' has no method '.at'"),
