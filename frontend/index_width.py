@@ -618,6 +618,7 @@ _BOUNDED_FUNCTIONS = {"math.sin": 1, "math.cos": 1, "math.tanh": 1, "math.erf": 
 #: kern ops whose index result is a thread coordinate (below the launch's largest size plus a block)
 _COORDINATES = ("kern.thread_id", "kern.block_id", "kern.block_dim", "kern.lane_id", "kern.problem_size")
 _VIEW_OPS = ("kern.view_load", "kern.view_store")
+_ACCESSOR_OPS = ("kern.read", "kern.write", "kern.add")
 
 
 def _width(t):
@@ -815,6 +816,8 @@ class _BoundBuilder:
         ins = [self.get(v) for v in op.operands] if name.startswith(("arith.", "math.")) else None
         if name in _VIEW_OPS or name == "kern.in_bounds":
             self.roots.append(self.view_offset(op, name))
+        elif name in _ACCESSOR_OPS:
+            self.roots += self.accessor_indices(op)
         if not results:
             return
         w = _width(results[0].type)
@@ -903,6 +906,23 @@ class _BoundBuilder:
         for r in results[1:]:
             if _width(r.type) is not None:
                 self.set(r, self.top(_width(r.type)))
+
+    def accessor_indices(self, op) -> list:
+        """The bounds of the index arithmetic lowering adds for a ``kern.read``/``write``/``add``:
+        for the strided kinds the element ``off + t*s`` (``pair``'s second ``off + (t+1)*s``, a
+        staged block's last ``t`` below the coordinates' bound), bounded by
+        ``|off| + (L + 1) * |s|`` with the bounds of the ``off`` and ``s`` operands themselves (any
+        expression: ``strided(a * b, s)``, ``strided(M * M, M)``). Other kinds reach elements below
+        the buffer's length (``t``, ``t + 1``, ``I[t]`` checked at launch), which the launcher
+        counts as a size; so does the layout offset of an element in bounds."""
+        from kernc.dialect.access import Access
+
+        acc = Access.from_op(op)
+        if not acc.kind.strided:
+            return []
+        off, s = (self.get(v) for v in acc.offset_stride)
+        items = self.node("add", 64, self.node("L", 64), self.const(1, 1))
+        return [self.node("add", 64, off, self.node("mul", 64, items, s))]
 
     def view_offset(self, op, name: str) -> int:
         """The bound of the element offset the layout of ``op`` gives its coordinates:
