@@ -619,6 +619,9 @@ _BOUNDED_FUNCTIONS = {"math.sin": 1, "math.cos": 1, "math.tanh": 1, "math.erf": 
 _COORDINATES = ("kern.thread_id", "kern.block_id", "kern.block_dim", "kern.lane_id", "kern.problem_size")
 _VIEW_OPS = ("kern.view_load", "kern.view_store")
 _ACCESSOR_OPS = ("kern.read", "kern.write", "kern.add")
+#: float type -> (significand bits p: round-to-nearest errs by at most 2^-p relative, a bound on
+#: the largest finite value); another float type (p, max 0) is always ``top``
+_FLOAT_ROUNDING = {"bf16": (8, TOP), "f16": (11, 65504), "f32": (24, TOP), "f64": (53, TOP)}  # (TOP: 2^64, below their max)
 
 
 def _width(t):
@@ -770,6 +773,8 @@ class _BoundBuilder:
                 bound = i0
             elif e not in dep:
                 bound = self.node("max", w, i0, e)
+            elif w == 0:  # a float carried around: each trip's rounding compounds (unbounded here)
+                bound = self.top(w)
             else:
                 lin = self._linear(e, x, dep, 0)
                 if lin is None:  # grows in a way not bounded here (p = p * 2, p = p + q)
@@ -902,6 +907,8 @@ class _BoundBuilder:
         else:  # loads and anything else: the type's range
             self.results_top(op)
             return
+        if w == 0:  # a float op: its result rounded to its type, inf past its largest value
+            k = self.node("fr", 0, *_FLOAT_ROUNDING.get(str(results[0].type), (0, 0)), k)
         self.set(results[0], k)
         for r in results[1:]:
             if _width(r.type) is not None:

@@ -15,6 +15,7 @@ import pytest
 
 import kernc
 from kernc.backend import binding, cpu
+from kernc.backend.dtypes import numpy_dtype
 
 STRIDED = """
 kernel prod_i32(x: f32[m] read strided(a * b, s) default 5.0, a: i32, b: i32, s: i32, y: f32[n] write) over n { y = x; }
@@ -58,3 +59,54 @@ def test_a_strided_offset_of_sizes_alone_is_bounded(strided):
     strided.sizes(x, y)
     assert y.tolist() == [5.0] * 3
     assert _bits(strided.sizes, (np.ones(40, np.float32), y)) == 32
+
+
+FLOATS = """
+kernel f16sq(x: f32[M] view default -1.0, f: f16, y: f32[n] write) over n { y = x.checked(index(i64(f * f))); }
+kernel f16neg(x: f32[M] view default -1.0, f: f16, y: f32[n] write) over n { y = x.checked(index(i64(-f * f))); }
+kernel f16of32(x: f32[M] view default -1.0, f: f32, y: f32[n] write) over n { y = x.checked(index(i64(f16(f * f)))); }
+kernel bf16mul(x: f32[M] view default -1.0, f: bf16, g: bf16, s: index, y: f32[n] write) over n {
+    y = x.checked(index(i64(f * g)) * s); }
+kernel bf16loop(x: f32[M] view default -1.0, f: bf16, T: i32, s: index, y: f32[n] write) over n {
+    let acc: bf16 = 0.0; for j in 0..T { acc += f; } y = x.checked(index(i64(acc)) * s); }
+kernel f32mul(x: f32[M] view default -1.0, f: f32, y: f32[n] write) over n { y = x.checked(index(i64(f * f))); }
+"""
+
+
+@pytest.fixture(scope="module")
+def floats():
+    return kernc.compile(FLOATS, filename="floats.kern")
+
+
+def _f(dtype, v):
+    return numpy_dtype(dtype).type(v)
+
+
+@pytest.mark.parametrize("name, big, small", [
+    ("f16sq", [("f16", 300)], [("f16", 3)]),          # inf -> 2^63 - 1
+    ("f16neg", [("f16", 300)], [("f16", 3)]),         # -inf -> -2^63
+    ("f16of32", [("f32", 300)], [("f32", 3)]),
+    ("bf16mul", [("bf16", 2352), ("bf16", 3776), ("index", 241)], [("bf16", 3), ("bf16", 2), ("index", 1)]),
+    ("bf16loop", [("bf16", 516), ("i32", 383), ("index", 8192)], [("bf16", 0), ("i32", 3), ("index", 1)]),
+])
+def test_float_routes_to_index_count_rounding_and_overflow(floats, name, big, small):
+    """Each of these launches reaches past int32 (``bf16`` 2352 * 3776 rounds up to 8912896, times
+    241; 383 bf16 additions of 516 round up to 262144, times 8192) and ran 32-bit."""
+    k = getattr(floats, name)
+    x = np.ones(48, np.float32)
+    args = [_f(t, v) if t != "index" and t != "i32" else v for t, v in big]
+    y = np.zeros(1, np.float32)
+    assert _bits(k, (x, *args, y)) == 64
+    k(x, *args, y)  # was: KerncRuntimeError "index arithmetic gives ..., outside int32"
+    assert y.tolist() == [-1.0]
+    args = [_f(t, v) if t != "index" and t != "i32" else v for t, v in small]
+    if name != "bf16loop":  # (a float carried around a loop is unbounded: always 64-bit)
+        assert _bits(k, (x, *args, y)) == 32
+    k(x, *args, y)
+    assert y.tolist() == [-1.0 if name == "f16neg" else 1.0]  # x[9], x[-9], x[9], x[6], x[0]
+
+
+def test_f32_products_stay_32_bit_below_the_limit(floats):
+    x, y = np.ones(48, np.float32), np.zeros(1, np.float32)
+    assert _bits(floats.f32mul, (x, np.float32(46000), y)) == 32  # 2116000000 (+ f32 rounding)
+    assert _bits(floats.f32mul, (x, np.float32(46341), y)) == 64
