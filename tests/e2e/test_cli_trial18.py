@@ -218,3 +218,19 @@ def test_a_symlink_loop_is_refused(tmp_path, capsys):
     (tmp_path / "b").symlink_to(tmp_path / "a")
     assert main(["compile", str(tmp_path / "k.kern"), "-o", str(tmp_path / "a")]) == 1
     assert "symbolic links" in capsys.readouterr().err
+
+
+# ---- retrial R06: a float scalar's -0.0 keeps its sign ------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "f16", "bf16"])
+@pytest.mark.parametrize("text", ["-0.0", "-0", "-0e0", " -0.000 "])
+def test_a_negative_zero_input_stays_negative(tmp_path, monkeypatch, capsys, text, dtype):
+    """``--input f=-0.0`` passed +0.0 (the exact Fraction of a decimal has no signed zero); the
+    API's ``f=-0.0`` gives -0.0. Integers and a plain 0 are unchanged."""
+    (tmp_path / "z.kern").write_text(f"kernel fill(f: {dtype}, y: f32[n] write) over n {{ y = f32(f); }}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "z.kern", "-q", "--size", "n=1", "--input", f"f={text}"]) == 0
+    y = np.load(tmp_path / "y.npy")
+    assert y.tolist() == [0.0] and np.signbit(y).tolist() == [True]
+    assert main(["run", "z.kern", "-q", "--size", "n=1", "--input", "f=0.0"]) == 0
+    assert np.signbit(np.load(tmp_path / "y.npy")).tolist() == [False]
