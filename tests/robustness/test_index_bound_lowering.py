@@ -110,3 +110,11 @@ def test_f32_products_stay_32_bit_below_the_limit(floats):
     x, y = np.ones(48, np.float32), np.zeros(1, np.float32)
     assert _bits(floats.f32mul, (x, np.float32(46000), y)) == 32  # 2116000000 (+ f32 rounding)
     assert _bits(floats.f32mul, (x, np.float32(46341), y)) == 64
+
+
+def test_the_strided_bound_counts_items_not_the_largest_buffer(strided):
+    """``t`` of ``off + t*s`` is below ``P + block``: a 2^30-element buffer read at three items
+    stays far from int32 (with the largest size in place of ``P`` it would be 2^31 for ``s = 2``)."""
+    sig = strided.prod_i32.signature
+    got = binding.index_values_bound(sig, {"a": 1, "b": 7, "s": 2}, {"m": 2**30, "n": 3}, 2**30 + sig.block)
+    assert got == 2**30  # the size m itself is the largest index value
