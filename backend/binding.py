@@ -106,7 +106,8 @@ def index_products_overflow(values, largest: int, block: int) -> bool:
     problem size; a coordinate is below it plus a block). Each value fitting int32 alone is not
     enough: ``5 + 2*(2**31 - 1)`` wraps to 3. A conservative bound: kernels whose integer scalars
     and literals are small (strides, paddings) stay 32-bit. Deeper products (``t * t``,
-    ``a * b * c``) are not bounded by it (README, "Semantics worth knowing")."""
+    ``a * b * c``, ``strided(a * b, s)``) are not bounded by it: ``KernelSignature.index_bound``
+    (:func:`index_values_bound`) bounds those, the accessors' ``off + t*s`` included."""
     m = max((_magnitude(v) for v in values), default=0)
     return m * max(m, largest + block) >= 2**31
 

@@ -12,7 +12,12 @@ arithmetic because the unsigned reading of a wrapped result is at most the exact
 signed reading of any ``w``-bit value is at most ``2^(w-1)`` in magnitude):
 ``|a + b| <= |a| + |b|``, ``|a * b| <= |a| * |b|``, ``select`` and ``min``/``max`` the largest,
 a division bounded by its dividend, a remainder by both operands, ``x << k`` by ``|x| * 2^k``,
-``&`` by the smaller unsigned operand, ``|`` and ``^`` by the next power of two; a value known
+``&`` by the smaller unsigned operand, ``|`` and ``^`` by the next power of two; a float op's
+result (``fr``) rounded once to its type, at most ``2^-p`` relative (``p``: 8 for ``bf16``, 11
+for ``f16``, 24 for ``f32``, 53 for ``f64``; the unit roundoff of round-to-nearest, Higham,
+*Accuracy and Stability of Numerical Algorithms*, 2.1) and ``top`` when the exact result may pass
+the type's largest finite value (an ``f16`` product of 300 and 300 is inf, which an integer
+conversion saturates to its type's range); a value known
 non-negative (``U < 2^(w-1)``) has ``S <= U``. Anything not bounded gives its type's range
 (``top``): ``2^(w-1)`` for a ``w``-bit integer, ``2^63`` for ``index``, ``2^64`` for a float.
 
@@ -37,12 +42,12 @@ LITERALS = {
     "c": 2, "p": 2, "z": 1, "L": 0, "top": 0, "shl": 1, "sext": 1, "zext": 1,
     "add": 0, "sub": 0, "gsub": 0, "mul": 0, "fma": 0, "div": 0, "divu": 0, "rem": 0, "remu": 0,
     "and": 0, "or": 0, "shr": 0, "shru": 0, "max": 0, "min": 0, "id": 0, "sgn": 0, "mag": 0,
-    "range": 0,
+    "range": 0, "fr": 2,
 }
 #: ops with exactly this many node references (``max`` and ``min``: one or more)
 _ARITY = {"c": 0, "p": 0, "z": 0, "L": 0, "top": 0, "fma": 3, "shl": 1, "sext": 1, "zext": 1,
           "id": 1, "sgn": 1, "mag": 1, "div": 2, "divu": 2, "rem": 2, "remu": 2, "add": 2, "sub": 2,
-          "gsub": 2, "mul": 2, "and": 2, "or": 2, "shr": 1, "shru": 1, "range": 2}
+          "gsub": 2, "mul": 2, "and": 2, "or": 2, "shr": 1, "shru": 1, "range": 2, "fr": 1}
 
 #: ``p`` leaves: how the argument's value bounds it
 SIGNED, UNSIGNED, FLOAT = 0, 1, 2
@@ -151,6 +156,11 @@ def step(node, vals: list, leaves) -> tuple:
         (a, au), (b, bu) = refs
         half = 1 << (w - 1) if w else TOP
         s, u = max(a, b), max(au, bu) if au < half else TOP
+    elif op == "fr":  # a float op's result rounded to its type (p significand bits, max finite)
+        p, fmax = node[2], node[3]
+        (a, _), = refs
+        s = TOP if a > fmax else min(a + (a >> p) + 1 if a else 0, fmax)
+        u = s
     elif op == "id":
         s, u = refs[0]
     elif op == "sgn":  # the magnitude, of either sign
@@ -191,7 +201,7 @@ def problem(program) -> str | None:
             return f"node {k}: a 'p' node is ['p', w, name, sign]"
         if op == "z" and not isinstance(lits[0], str):
             return f"node {k}: a 'z' node is ['z', w, name]"
-        if op in ("c", "shl", "sext", "zext") and not all(type(x) is int and 0 <= x <= TOP for x in lits):
+        if op in ("c", "shl", "sext", "zext", "fr") and not all(type(x) is int and 0 <= x <= TOP for x in lits):
             return f"node {k}: literals must be integers in 0..2^64"
         if op == "shl" and lits[0] > 64:
             return f"node {k}: a shift of more than 64"

@@ -187,6 +187,49 @@ class StridedLayout:
         env = env or {}
         return self.start.evaluate(env) + sum(int(c) * d.evaluate(env) for c, d in zip(coord, self.stride))
 
+    def injective(self, enumerate_limit: int = 1 << 16) -> bool:
+        """Whether distinct coordinates provably give distinct offsets (``False`` when not proved).
+
+        Modes of extent 1 are dropped. Static modes: sorted by ``|stride|``, each stride past the
+        span ``sum (e_j - 1) * |d_j|`` of the smaller ones proves it (compact, padded, negative
+        strides); failing that a layout of at most ``enumerate_limit`` coordinates is decided by
+        listing its offsets (``(8, 2):(1, 4)``: no; ``(2, 2):(3, 2)``: yes). A stride 0 of an extent
+        > 1 never is. Symbolic modes: a chain ``|d| = 1, e_0, e_0 * e_1, ...`` in some order (a
+        compact layout: size == cosize), strides compared as polynomials; anything else (``(M,
+        N):(ld, 1)``, whose ``ld >= N`` is not known) is not proved."""
+        one = Poly.const(1)
+        modes = [(e, d) for e, d in zip(self.shape, self.stride) if e != one]
+        if all(e.is_const and d.is_const for e, d in modes):
+            ext = sorted(((e.value, abs(d.value)) for e, d in modes if e.value > 1), key=lambda m: m[1])
+            if any(d == 0 for _, d in ext):
+                return False
+            span = 0
+            for e, d in ext:
+                if d <= span:
+                    break
+                span += (e - 1) * d
+            else:
+                return True
+            count = 1
+            for e, _ in ext:
+                count *= e
+            if count > enumerate_limit:
+                return False
+            offsets = {0}
+            for e, d in ext:
+                offsets = {o + k * d for o in offsets for k in range(e)}
+            return len(offsets) == count
+        rest, need = list(modes), one
+        while rest:
+            for k, (e, d) in enumerate(rest):
+                if d == need or d * Poly.const(-1) == need:
+                    need = need * e
+                    del rest[k]
+                    break
+            else:
+                return False
+        return True
+
     def cosize(self, env: dict) -> int:
         """``max offset + 1`` over the (non-empty) shape: the storage the layout needs, in elements."""
         dims = [s.evaluate(env) for s in self.shape]

@@ -21,12 +21,18 @@ devices). Provable from the declarations and the body:
   locals, loop variables or loaded values, whose values may differ between two uses -- and where
   those coordinates are *one element per item* (an injective function of the item): some
   coordinate is ``k * thread_id + c``, or for each ``over`` coordinate ``v`` some coordinate is
-  ``k * v + c`` (``k`` a nonzero integer literal, ``c`` free of item coordinates: scalars, sizes,
+  ``k * v + c`` (``k`` a nonzero integer literal below 2^22 in magnitude, so that ``k * v`` cannot
+  wrap modulo 2^64 onto another item's value; ``c`` free of item coordinates: scalars, sizes,
   literals, with ``+``, ``-`` and ``*`` by literals). ``x[0]``, ``x[thread_id / 2]``,
   ``x[i % 4, j]``, ``x[i + j]`` or ``x[i * s]`` let several items share an element: one item's
   store could reach another's load in any order, so such a pair is not in place;
 - ``strided(off, s)`` pairs likewise need ``s`` a nonzero integer literal (``s = 0`` at launch
   would give every item the element ``off``).
+
+In every case the (shared) layout must map distinct coordinates to distinct elements
+(``StridedLayout.injective``): a stride 0 on a mode of extent > 1 or overlapping modes
+(``(8, 2):(1, 4)``) let two items with distinct coordinates share an element; a symbolic layout
+that is not provably injective (``(M, N):(ld, 1)``) is not in place either.
 
 A kernel that writes the same element through two buffers is never safe in this sense (which write
 lands last is an accident of the lowering), so two written buffers may never share memory. A read
@@ -88,6 +94,12 @@ def _key(e) -> Optional[tuple]:
 
 _ITEM_BUILTIN = "thread_id"
 
+#: ``k * v + c`` is one element per item only for ``|k|`` below this: index arithmetic wraps
+#: modulo 2^64, and two items ``v1 != v2`` (both below 2^41: at most 2^31 - 1 blocks of 1024
+#: threads, the launcher's limit) give the same value exactly when ``k * (v1 - v2)`` is 0 modulo
+#: 2^64, which ``0 < |k * (v1 - v2)| < 2^22 * 2^41`` excludes (``c`` is the same for both)
+_MAX_COEFFICIENT = 2**22
+
 
 def _linear(e) -> Optional[dict]:
     """The item coordinates of ``e`` with their coefficients (``{coord Symbol or "thread_id": k}``,
@@ -132,7 +144,8 @@ def _one_element_per_item(coords, item_coords: list) -> bool:
     coordinate is ``k * thread_id + c`` (``k != 0``), or each ``over`` coordinate Symbol of
     ``item_coords`` has a coordinate ``k * v + c`` of its own."""
     forms = [_linear(c) for c in coords]
-    singles = {next(iter(f)) for f in forms if f is not None and len(f) == 1}
+    singles = {next(iter(f)) for f in forms
+               if f is not None and len(f) == 1 and abs(next(iter(f.values()))) < _MAX_COEFFICIENT}
     if _ITEM_BUILTIN in singles:
         return True
     return bool(item_coords) and all(id(v) in singles for v in item_coords)
@@ -240,6 +253,8 @@ def _same_elements(r, w, acc: _Accesses) -> bool:
     rb, wb = r.buffer, w.buffer
     if not _same_storage(rb, wb):
         return False
+    if not rb.layout.injective():  # (a swizzle on top permutes offsets: injective too)
+        return False  # a stride 0, overlapping modes: distinct coordinates share an element
     if rb.is_view or wb.is_view:
         if not (rb.is_view and wb.is_view):
             return False
@@ -252,7 +267,8 @@ def _same_elements(r, w, acc: _Accesses) -> bool:
     if rkind.reach is Reach.STRIDED and wkind is accessors.STRIDED:  # strided(off, s) [default v]
         rk, wk = _keys(rb.accessor_args), _keys(wb.accessor_args)
         stride = rb.accessor_args[1] if len(rb.accessor_args) > 1 else None
-        return (rk is not None and rk == wk and isinstance(stride, A.IntLit) and stride.value != 0)
+        return (rk is not None and rk == wk and isinstance(stride, A.IntLit)
+                and 0 < abs(stride.value) < _MAX_COEFFICIENT)
     if rkind is accessors.INDEXED and wkind is accessors.INDEXED:
         return rb.index_param == wb.index_param
     return False

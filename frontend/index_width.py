@@ -618,6 +618,10 @@ _BOUNDED_FUNCTIONS = {"math.sin": 1, "math.cos": 1, "math.tanh": 1, "math.erf": 
 #: kern ops whose index result is a thread coordinate (below the launch's largest size plus a block)
 _COORDINATES = ("kern.thread_id", "kern.block_id", "kern.block_dim", "kern.lane_id", "kern.problem_size")
 _VIEW_OPS = ("kern.view_load", "kern.view_store")
+_ACCESSOR_OPS = ("kern.read", "kern.write", "kern.add")
+#: float type -> (significand bits p: round-to-nearest errs by at most 2^-p relative, a bound on
+#: the largest finite value); another float type (p, max 0) is always ``top``
+_FLOAT_ROUNDING = {"bf16": (8, TOP), "f16": (11, 65504), "f32": (24, TOP), "f64": (53, TOP)}  # (TOP: 2^64, below their max)
 
 
 def _width(t):
@@ -643,6 +647,7 @@ class _BoundBuilder:
         self.of: dict = {}         # ir.Value -> node
         self.fconst: dict = {}     # node -> the float value of a float constant
         self.roots: list = []
+        self.items = None          # the node of P + block (a bound on every item t, t + 1)
 
     # -- nodes ---------------------------------------------------------------------------------
     def node(self, op: str, w: int, *fields) -> int:
@@ -769,6 +774,8 @@ class _BoundBuilder:
                 bound = i0
             elif e not in dep:
                 bound = self.node("max", w, i0, e)
+            elif w == 0:  # a float carried around: each trip's rounding compounds (unbounded here)
+                bound = self.top(w)
             else:
                 lin = self._linear(e, x, dep, 0)
                 if lin is None:  # grows in a way not bounded here (p = p * 2, p = p + q)
@@ -815,6 +822,8 @@ class _BoundBuilder:
         ins = [self.get(v) for v in op.operands] if name.startswith(("arith.", "math.")) else None
         if name in _VIEW_OPS or name == "kern.in_bounds":
             self.roots.append(self.view_offset(op, name))
+        elif name in _ACCESSOR_OPS:
+            self.roots += self.accessor_indices(op)
         if not results:
             return
         w = _width(results[0].type)
@@ -902,10 +911,29 @@ class _BoundBuilder:
         else:  # loads and anything else: the type's range
             self.results_top(op)
             return
+        if w == 0:  # a float op: its result rounded to its type, inf past its largest value
+            k = self.node("fr", 0, *_FLOAT_ROUNDING.get(str(results[0].type), (0, 0)), k)
         self.set(results[0], k)
         for r in results[1:]:
             if _width(r.type) is not None:
                 self.set(r, self.top(_width(r.type)))
+
+    def accessor_indices(self, op) -> list:
+        """The bounds of the index arithmetic lowering adds for a ``kern.read``/``write``/``add``:
+        for the strided kinds the element ``off + t*s`` (``pair``'s second ``off + (t+1)*s``, a
+        staged block's last ``t`` below ``P + block``), bounded by ``|off| + (P + block) * |s|``
+        (``L + 1`` for ``P + block`` when the problem size is not known here) with the bounds of the ``off`` and ``s`` operands themselves (any
+        expression: ``strided(a * b, s)``, ``strided(M * M, M)``). Other kinds reach elements below
+        the buffer's length (``t``, ``t + 1``, ``I[t]`` checked at launch), which the launcher
+        counts as a size; so does the layout offset of an element in bounds."""
+        from kernc.dialect.access import Access
+
+        acc = Access.from_op(op)
+        if not acc.kind.strided:
+            return []
+        off, s = (self.get(v) for v in acc.offset_stride)
+        items = self.items if self.items is not None else self.node("add", 64, self.node("L", 64), self.const(1, 1))
+        return [self.node("add", 64, off, self.node("mul", 64, items, s))]
 
     def view_offset(self, op, name: str) -> int:
         """The bound of the element offset the layout of ``op`` gives its coordinates:
@@ -982,21 +1010,38 @@ def _clamp_int(w: int, s: int, u: int) -> tuple:
     return (min(s, u), u) if u < half else (s, u)
 
 
-def index_bound_program(fn, params: list, sizes: list) -> list:
+def index_bound_program(fn, params: list, sizes: list, problem: tuple | None = None) -> list:
     """The program of :mod:`kernc.dialect.index_bound` bounding every ``index`` value of the
     kern-IR function ``fn``: ``params`` lists ``(block argument, name, dtype name)`` of its scalar
-    params, ``sizes`` ``(block argument, name)`` of its size symbols. One walk over the ops."""
+    params, ``sizes`` ``(block argument, name)`` of its size symbols, ``problem`` the kernel's
+    ``(problem_size, block)`` (``KernelSignature``: a product of size symbols or an ``index``
+    scalar; ``None``: items are bounded by the coordinates' bound). One walk over the ops."""
     from kernc.dialect import index_bound as ib
+    from kernc.dialect.strided import Poly
 
     b = _BoundBuilder()
+    named: dict = {}
     for arg, name, dtype in params:
         w = _width(arg.type)
         if w is None:
             continue
         sign = ib.FLOAT if w == 0 else ib.UNSIGNED if dtype.startswith("u") or dtype == "bool" else ib.SIGNED
-        b.set(arg, b.node("p", w, name, sign))
+        named[name] = b.node("p", w, name, sign)
+        b.set(arg, named[name])
     for arg, name in sizes:
-        b.set(arg, b.node("z", 64, name))
+        named[name] = b.node("z", 64, name)
+        b.set(arg, named[name])
+    if problem is not None:
+        try:
+            poly, items = Poly.parse(problem[0]), b.const(problem[1], problem[1])
+            for term_syms, coeff in poly.terms:
+                t = b.const(abs(coeff), abs(coeff))
+                for sym in term_syms:
+                    t = b.node("mul", 64, t, named[sym])
+                items = b.node("add", 64, items, t)
+            b.items = items
+        except (KeyError, ValueError):
+            pass  # (the coordinates' bound instead)
     for block in fn.regions[0].blocks:
         b.block(block)
     return b.finish()

@@ -245,7 +245,8 @@ class _KernelLowering(FunctionLowering, BufferLowering):
                             if not (scalars[k].ty.is_index or scalars[k].ty.is_bool)]
         sig.index_literal_max = max(sig.index_literal_max, reach.constant_bound)
         sig.index_bound = index_bound_program(f.operation, [(self.args[p], p.name, p.ty.name) for p in scalars],
-                                              [(self.size_args[n], n) for n in info.sizes])
+                                              [(self.size_args[n], n) for n in info.sizes],
+                                              (sig.problem_size, sig.block))
         f.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
 
     def prologue(self, env: dict) -> None:

@@ -274,7 +274,8 @@ def _parse_scalar(text: str, dtype: str | None = None):
     exact_numbers.parse_int`: ``007``, ``0x10``, ``1_000``, ``+5``; a decimal such as ``1e1`` is
     refused); otherwise ``true``/``false``, an int, the exact :class:`~fractions.Fraction` of a
     decimal, or ``inf``/``-inf``/``nan`` spelled so (:func:`kernc.support.exact_numbers.parse_number`:
-    ASCII digits only). The launcher rounds it to the parameter's type by the API's own rule
+    ASCII digits only); a zero written with a minus sign (``-0``, ``-0.0``, ``-0e0``) is ``-0.0`` for
+    a float type, as the API's ``f=-0.0``. The launcher rounds it to the parameter's type by the API's own rule
     (``backend/binding.py``): a decimal once, exactly, and one that overflows the type (``1e999``,
     ``1e39`` for f32) is an error, as ``1e39`` is from Python."""
     from kernc.support.exact_numbers import parse_int, parse_number
@@ -289,11 +290,14 @@ def _parse_scalar(text: str, dtype: str | None = None):
     if low in ("true", "false"):
         return low == "true"
     try:
-        return parse_number(text)
+        value = parse_number(text)
     except ValueError:
         why = "" if text.isascii() else "digits are ASCII 0-9; "
         raise ValueError(f"'{text}' is neither a number nor true/false ({why}use NAME=@file.npy "
                          f"for arrays)") from None
+    if value == 0 and low.startswith("-") and dtype is not None and dtype.startswith(("f", "bf")):
+        return -0.0  # (a Fraction or int has no signed zero; -0.0 is what the API's f=-0.0 passes)
+    return value
 
 
 def _load_npy(name: str, path: str):

@@ -11,10 +11,13 @@ standard output whose reader left.
 
 Two rules keep output folders safe and clean:
 
-- A final path component that is a symbolic link is followed only when it belongs to this user or
-  to the folder's owner (as Linux's ``fs.protected_symlinks`` does in sticky world-writable
-  folders such as ``/tmp``): a link another user planted at ``/tmp/out.ptx`` would make the write
-  replace whatever file of ours it points to. Such a link is refused (``OSError``).
+- Every symbolic link along an output path (the final component, a folder on the way, each link
+  a link points to) is followed only when it belongs to this user or to the owner of the folder
+  holding it (as Linux's ``fs.protected_symlinks`` does in sticky world-writable folders such as
+  ``/tmp``): a link another user planted at ``/tmp/out.ptx``, at ``/tmp/dir`` for ``-o
+  /tmp/dir/out.ptx``, or that a link of ours points to, would make the write replace whatever
+  file of ours it points to. Such a link is refused (``OSError``). The path is resolved link by
+  link (:func:`_resolve`), and the write goes to the path so resolved.
 - A run killed between writing a temporary file and renaming it leaves ``.kernc-XXXXXXXX.tmp``
   behind. The first write into a folder in a process removes the ones this user owns there that
   are older than :data:`STALE_TEMPORARY_SECONDS` (an hour, as the compile cache does: no write
@@ -124,14 +127,12 @@ def _stage(path: str, data: bytes) -> _Staged:
     problem = writable_problem(path)
     if problem is not None:
         raise OSError(f"cannot write '{shown}': {problem}")
-    problem = _link_problem(path)
+    path, problem = _resolve(path)
     if problem is not None:
         raise OSError(f"cannot write '{shown}': {problem}")
-    st = os.stat(path) if os.path.exists(path) else None  # follows symlinks (to a pipe, a file)
+    st = os.stat(path) if os.path.exists(path) else None  # (a pipe, a device, a file)
     if st is not None and not stat.S_ISREG(st.st_mode):
         return _Staged(shown, path, None, data)
-    if os.path.islink(path):
-        path = os.path.realpath(path)
     folder = os.path.dirname(os.path.abspath(path))
     if st is not None:
         mode = st.st_mode & 0o7777
@@ -166,20 +167,49 @@ def _link_owner(path: str) -> int:
     return os.lstat(path).st_uid
 
 
-def _link_problem(path: str) -> str | None:
-    """Why the symbolic link ``path`` may not be followed for writing, or ``None`` (not a link, or
-    one owned by this user or by the owner of its folder: see the module)."""
-    try:
-        if not stat.S_ISLNK(os.lstat(path).st_mode):
-            return None
-        owner = _link_owner(path)
-        folder_owner = os.stat(os.path.dirname(os.path.abspath(path))).st_uid
-    except OSError:
-        return None  # (no such file: nothing to follow)
-    if owner in (os.geteuid(), folder_owner):
-        return None
-    return (f"it is a symbolic link owned by another user (uid {owner}); kernc does not follow it "
-            f"(as fs.protected_symlinks does not): remove it or write elsewhere")
+#: at most this many symbolic links on one path (Linux's limit, ``ELOOP`` past it)
+MAX_LINKS = 40
+
+
+def _resolve(path: str) -> tuple:
+    """``(the path with every symbolic link resolved, None)``, or ``(path, why not)`` when a link on
+    the way belongs neither to this user nor to the owner of the folder holding it (see the
+    module), or there are more than :data:`MAX_LINKS` links (a loop). Resolved as the kernel does,
+    one component at a time (``..`` after a link goes up from its target); components past one
+    that does not exist are kept as written (nothing there to follow yet)."""
+    uid = os.geteuid()
+    pending = os.path.join(os.getcwd(), path).split("/")[::-1]  # (not normalized: ``link/..``)
+    current, links = "/", 0
+    while pending:
+        part = pending.pop()
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        candidate = os.path.join(current, part)
+        try:
+            st = os.lstat(candidate)
+        except OSError:  # (no such file: the rest is created, or fails, as written)
+            return os.path.join(candidate, *[p for p in reversed(pending) if p]), None
+        if not stat.S_ISLNK(st.st_mode):
+            current = candidate
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            return path, "Too many levels of symbolic links"
+        try:
+            owner, folder_owner = _link_owner(candidate), os.stat(current).st_uid
+            target = os.readlink(candidate)
+        except OSError as err:
+            return path, err.strerror or str(err)
+        if owner not in (uid, folder_owner):
+            return path, (f"'{candidate}' is a symbolic link owned by another user (uid {owner}); kernc "
+                          f"does not follow it (as fs.protected_symlinks does not): remove it or write elsewhere")
+        if target.startswith("/"):
+            current = "/"
+        pending += target.split("/")[::-1]
+    return current, None
 
 
 def sweep_stale_temporaries(folder: str, now: float | None = None) -> int:

@@ -314,3 +314,67 @@ def test_one_element_per_item_stays_in_place():
     g = np.arange(16, dtype=np.float32).reshape(4, 4)
     m.swapped(g, g)
     assert g.ravel().tolist() == [-v for v in range(16)]
+
+
+LAYOUTS = """
+layout Z = (8, 2):(1, 0);
+layout O = (8, 2):(1, 4);
+layout P = (8, 2):(1, 9);
+kernel zero(x: f32[8, 2] view as Z, y: f32[8, 2] view as Z, z: f32[16] write) over (i, j) in (8, 2) {
+    let v = x[i, j]; z = v; if j == 0 { y[i, j] = v + 1.0; } }
+kernel overlap(x: f32[8, 2] view as O, y: f32[8, 2] view as O, z: f32[16] write) over (i, j) in (8, 2) {
+    let v = x[i, j]; z = v; if j == 0 { y[i, j] = v + 1.0; } }
+kernel padded(x: f32[8, 2] view as P, y: f32[8, 2] view as P, z: f32[16] write) over (i, j) in (8, 2) {
+    let v = x[i, j]; z = v; y[i, j] = v + 1.0; }
+"""
+
+
+def test_a_non_injective_layout_is_not_in_place():
+    """Retrial of issue 18, R04: one-per-item coordinates through a layout with a stride 0 or
+    overlapping modes still share elements (items (i, 0) and (i, 1)); it was in place, the CPU gave
+    z all 0.0 and a GPU order 1.0 for items (i, 1). A padded static layout stays in place."""
+    m = kernc.compile(LAYOUTS, filename="layouts.kern")
+    assert m.zero.signature.in_place == []
+    assert m.overlap.signature.in_place == []
+    a, b = np.zeros(8, np.float32), np.zeros(12, np.float32)
+    refused(lambda: m.zero(a, a, np.zeros(16, np.float32)), "x", "y")
+    refused(lambda: m.overlap(b, b, np.zeros(16, np.float32)), "x", "y")
+    assert m.padded.signature.in_place == [["x", "y"]]
+    a = np.arange(17, dtype=np.float32)
+    m.padded(a, a, np.zeros(16, np.float32))
+    assert a.tolist() == [v if v == 8 else v + 1.0 for v in range(17)]  # (element 8: padding)
+
+
+@pytest.mark.parametrize("text, injective", [
+    ("(8,2):(1,0)", False), ("(8,2):(1,4)", False), ("(8,2):(1,-4)", False), ("(M,2):(1,1)", False),
+    ("(M,N):(ld,1)", False), ("(8,2):(2,1)", True), ("(2,2):(3,2)", True), ("(8,2):(-1,8)", True),
+    ("(M,N):(N,1)", True), ("(M,N):(1,M)", True), ("(M,1,N):(N,0,1)", True), ("(M,2):(-1,M)", True)])
+def test_layout_injectivity(text, injective):
+    from kernc.dialect.strided import StridedLayout
+
+    assert StridedLayout.parse(text).injective() is injective
+
+
+WRAPS = """
+kernel big(x: f32[n] view default -1.0, y: f32[n] view, z: f32[p] write) over p {
+    let v = x.checked(4611686018427387904 * thread_id); z = v;
+    if thread_id == 0 { y.checked(4611686018427387904 * thread_id) = v + 1.0; } }
+kernel big2(x: f32[n] view default -1.0, y: f32[n] view, z: f32[p] write) over p {
+    let v = x.checked(2147483648 * (2147483648 * thread_id)); z = v;
+    if thread_id == 0 { y.checked(2147483648 * (2147483648 * thread_id)) = v + 1.0; } }
+kernel bigs(x: f32[m] read strided(o, 4611686018427387904), o: i32, y: f32[m] write strided(o, 4611686018427387904)) over n { y = x; }
+kernel fits(x: f32[n] view default -1.0, y: f32[n] view, z: f32[p] write) over p {
+    let v = x.checked(4194303 * thread_id); z = v; y.checked(4194303 * thread_id) = v + 1.0; }
+"""
+
+
+def test_coefficients_that_wrap_modulo_2_64_are_not_in_place():
+    """Retrial of issue 18, R05: ``2^62 * thread_id`` gives items 0 and 4 the element 0 modulo
+    2^64 (and ``2^31 * (2^31 * t)``, a strided ``s = 2^62``); they were in place, the CPU gave
+    z[4] = 0.0 and a GPU that runs item 0 first 1.0. |k| < 2^22 stays in place."""
+    m = kernc.compile(WRAPS, filename="wraps.kern")
+    for name in ("big", "big2", "bigs"):
+        assert m[name].signature.in_place == [], name
+    a = np.zeros(8, np.float32)
+    refused(lambda: m.big(a, a, np.zeros(8, np.float32)), "x", "y")
+    assert m.fits.signature.in_place == [["x", "y"]]

@@ -164,3 +164,73 @@ def test_stale_temporaries_of_killed_writes_are_removed(tmp_path, monkeypatch):
     assert not old.exists() and fresh.exists() and other.exists()
     assert (tmp_path / "a.txt").read_text() == "done"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, other.name, "a.txt"])
+
+
+def _foreign(link, monkeypatch, foreign: set):
+    """``link`` owned by another user: really (``lchown``, as root), else through the owner lookup."""
+    if os.geteuid() == 0:
+        os.lchown(link, 4321, 4321)
+    else:
+        foreign.add(str(link))
+        monkeypatch.setattr(output_files, "_link_owner",
+                            lambda path: 4321 if path in foreign else os.lstat(path).st_uid)
+
+
+def test_another_users_symlink_anywhere_on_the_path_is_refused(tmp_path, monkeypatch, capsys):
+    """Retrial of issue 18, R07: only the last link was checked, then ``realpath`` followed the
+    whole chain: our link -> another user's link -> our file replaced it, and so did ``-o
+    planted_folder_link/victim.txt``. Every link on the way is checked now."""
+    (tmp_path / "k.kern").write_text(SZ)
+    private = tmp_path / "private"
+    private.mkdir()
+    victim = private / "victim.txt"
+    victim.write_text("precious\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    planted, planted_dir = shared / "planted", shared / "dirlink"
+    planted.symlink_to(victim)
+    planted_dir.symlink_to(private)
+    foreign: set = set()
+    _foreign(planted, monkeypatch, foreign)
+    _foreign(planted_dir, monkeypatch, foreign)
+    ours = tmp_path / "out.ptx"
+    ours.symlink_to(planted)
+    ours_dir = tmp_path / "outdir"
+    ours_dir.symlink_to(shared / "dirlink")
+    for out in (ours, planted_dir / "victim.txt", ours_dir / "victim.txt"):
+        assert main(["compile", str(tmp_path / "k.kern"), "-o", str(out)]) == 1, out
+        err = capsys.readouterr().err
+        assert "symbolic link owned by another user" in err and str(out) in err
+        assert victim.read_text() == "precious\n"
+    # links of ours all the way (a chain, a folder link, "..") are still followed
+    (tmp_path / "hop").symlink_to(tmp_path / "out2.ptx")
+    (tmp_path / "out2.ptx").symlink_to(victim)
+    (tmp_path / "pdir").symlink_to(private)
+    for out in (tmp_path / "hop", tmp_path / "pdir" / "new.ptx", tmp_path / "pdir" / ".." / "private" / "new2.ptx"):
+        assert main(["compile", str(tmp_path / "k.kern"), "-o", str(out)]) == 0, out
+    assert ".entry fill" in victim.read_text() and (tmp_path / "hop").is_symlink()
+    assert ".entry fill" in (private / "new.ptx").read_text() and (private / "new2.ptx").exists()
+
+
+def test_a_symlink_loop_is_refused(tmp_path, capsys):
+    (tmp_path / "k.kern").write_text(SZ)
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    assert main(["compile", str(tmp_path / "k.kern"), "-o", str(tmp_path / "a")]) == 1
+    assert "symbolic links" in capsys.readouterr().err
+
+
+# ---- retrial R06: a float scalar's -0.0 keeps its sign ------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "f16", "bf16"])
+@pytest.mark.parametrize("text", ["-0.0", "-0", "-0e0", " -0.000 "])
+def test_a_negative_zero_input_stays_negative(tmp_path, monkeypatch, capsys, text, dtype):
+    """``--input f=-0.0`` passed +0.0 (the exact Fraction of a decimal has no signed zero); the
+    API's ``f=-0.0`` gives -0.0. Integers and a plain 0 are unchanged."""
+    (tmp_path / "z.kern").write_text(f"kernel fill(f: {dtype}, y: f32[n] write) over n {{ y = f32(f); }}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "z.kern", "-q", "--size", "n=1", "--input", f"f={text}"]) == 0
+    y = np.load(tmp_path / "y.npy")
+    assert y.tolist() == [0.0] and np.signbit(y).tolist() == [True]
+    assert main(["run", "z.kern", "-q", "--size", "n=1", "--input", "f=0.0"]) == 0
+    assert np.signbit(np.load(tmp_path / "y.npy")).tolist() == [False]
