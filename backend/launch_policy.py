@@ -115,6 +115,10 @@ def staging_pays(sig: KernelSignature, env: dict) -> bool:
     return fill >= EMPTY_SLOT_BYTES * len(sizes) / sum(sizes) * use
 
 
+#: The items :func:`shared_read_traffic` counts at most (whole blocks, evenly spread).
+SAMPLE_ITEMS = 1 << 16
+
+
 def _xp(a):
     """numpy or CuPy, as the array ``a``."""
     if isinstance(a, np.ndarray):
@@ -173,6 +177,10 @@ def shared_read_traffic(p, table, env: dict) -> dict:
     ``unique[b*B + tid]`` for ``tid < count`` (one request, 4 bytes a lane) and the distinct
     elements, ascending, then nothing more from global memory. The interpreter's counters of the
     two kernels differ by exactly these numbers (``tests/accessors/test_shared_choice.py``).
+    Above :data:`SAMPLE_ITEMS` items only every ``k``-th full block is counted (about
+    ``SAMPLE_ITEMS`` items, the same blocks for both forms), so the choice costs a few
+    milliseconds at any size (2^20 items: all blocks took half as long as the interpreter's
+    launch); the numbers are then those of the sampled blocks.
     ``None`` where :func:`_element_loads` gives no model of the element's loads."""
     xp = _xp(table.indices)
     B, P = table.block_size, table.problem_size
@@ -180,16 +188,23 @@ def shared_read_traffic(p, table, env: dict) -> dict:
     if plan is None:
         return None
     es, start, loads = plan
+    nb = table.count.shape[0]
+    count, unique, I = table.count, table.unique, table.indices
+    if P > SAMPLE_ITEMS:  # every step-th full block: the same blocks for both forms
+        step = -(-(P // B) // (SAMPLE_ITEMS // B))
+        rows = xp.arange(0, P // B, step)
+        count, unique = count[rows], unique.reshape(nb, B)[rows].reshape(-1)
+        I = I[:P // B * B].reshape(-1, B)[rows].reshape(-1)
+        P, nb = int(I.shape[0]), int(rows.shape[0])
     nwarp = -(-P // WARP)
     elems = xp.zeros(nwarp * WARP, dtype=xp.int64)
-    elems[:P] = table.indices
+    elems[:P] = I
     valid = (xp.arange(nwarp * WARP) < P).reshape(nwarp, WARP)
     ind_sec = sum(_distinct_per_row(((elems * es + start + o) // SECTOR).reshape(nwarp, WARP), valid)
                   for o in loads)
-    nb = table.count.shape[0]
     slots = xp.arange(nb * B)
-    staging = (slots % B < table.count.astype(xp.int64)[slots // B]).reshape(-1, WARP)
-    uniq = table.unique.astype(xp.int64).reshape(-1, WARP)
+    staging = (slots % B < count.astype(xp.int64)[slots // B]).reshape(-1, WARP)
+    uniq = unique.astype(xp.int64).reshape(-1, WARP)
     stage_warps = int(staging[:, 0].sum())
     lanes = staging.sum(axis=1)
     sh_sec = int((-(-lanes * 4 // SECTOR)).sum())  # unique[b*B + tid]: contiguous, 128-byte aligned rows

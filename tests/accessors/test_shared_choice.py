@@ -150,3 +150,24 @@ def test_shared_sum_without_reuse_runs_as_atomic():
         assert x.tolist() == want.tolist()
         assert res.shared is staged
         assert res.stats.global_atomics == (int(shared_indices(I, B).count.sum()) if staged else P)
+
+
+def test_large_launches_count_a_sample_of_blocks(monkeypatch):
+    """Above ``SAMPLE_ITEMS`` items the model counts every k-th full block (a few ms at 2^20 items,
+    where counting all took half the interpreter's launch); on these inputs the sample gives the
+    choice that counting every block gives."""
+    sig = gather("shared", 3).k.signature
+    p = sig.shared_accesses[0]
+    rng = np.random.default_rng(11)
+    P = 16 * B + 77
+    for pattern, I in (("random", rng.integers(0, 8 * P, P).astype(np.uint32)),
+                       ("clustered", indices("clustered", P, rng)), ("one", indices("one", P, rng))):
+        tab = shared_indices(I, B)
+        env = {"m": int(I.max()) + 1, "n": P}
+        full = launch_policy.shared_pays(sig, {"i": tab}, env)
+        monkeypatch.setattr(launch_policy, "SAMPLE_ITEMS", 4 * B)
+        sampled = launch_policy.shared_read_traffic(p, tab, env)
+        assert launch_policy.shared_pays(sig, {"i": tab}, env) == full == (pattern != "random")
+        monkeypatch.undo()
+        whole = launch_policy.shared_read_traffic(p, tab, env)
+        assert sampled["indexed"][1] < whole["indexed"][1]  # (fewer warps counted)
