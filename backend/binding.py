@@ -83,6 +83,23 @@ class BoundLaunch:
         return self.variant.staged
 
 
+def _shared_pays(sig: KernelSignature, tables: dict, env: dict) -> bool:
+    """:func:`launch_policy.shared_pays` for these tables, computed once per table object and
+    sizes (a prebuilt ``shared_indices`` table passed to repeated launches is measured once)."""
+    key = (tuple((p.name, p.accessor, p.index_param, p.dtype, p.layout, p.components)
+                 for p in sig.shared_accesses), "deterministic" in sig.attributes, tuple(sorted(env.items())))
+    held = [t for t in tables.values() if isinstance(t, SharedIndices)]
+    memo = getattr(held[0], "_shared_pays", None) if len(held) == 1 else None
+    if memo is not None and key in memo:
+        return memo[key]
+    pays = launch_policy.shared_pays(sig, tables, env)
+    if len(held) == 1:
+        if memo is None:
+            memo = held[0]._shared_pays = {}
+        memo[key] = pays
+    return pays
+
+
 def _show_exact(value) -> str:
     """An int or :class:`~fractions.Fraction` argument for a message: an int in full unless huge, a
     fraction as a 17-digit decimal (``1e+39``, ``0.1``)."""
@@ -426,12 +443,15 @@ def check_aliasing(sig: KernelSignature, plan: "BindPlan", values: dict) -> None
 
 
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,
-         plan: BindPlan | None = None) -> BoundLaunch:
+         plan: BindPlan | None = None, choose_shared: bool = True) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
 
     ``is_array(x)`` says whether ``x`` is an array of the target device (numpy for ``"cpu"``, CuPy for
     ``"cuda"``); ``zeros(n, dtype)`` allocates zero-filled scratch memory there (default numpy). Size symbols that no array shape binds are taken from ``kwargs`` (``n=1000``).
-    ``plan``: ``BindPlan(sig)``, built here when not given. Raises :class:`KerncLaunchError`.
+    ``plan``: ``BindPlan(sig)``, built here when not given. ``choose_shared``: let the launch
+    policy run a kernel's ``shared(I)``/``shared_sum(I)`` accesses as ``indexed(I)``/``atomic(I)``
+    where staging cannot pay (:func:`launch_policy.shared_pays`, ``variant.shared``); ``False``:
+    always staged. Raises :class:`KerncLaunchError`.
     """
     params = sig.params
     plan = plan or BindPlan(sig)
@@ -644,7 +664,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         )
     variant = Variant(index_bits,
                       nonneg_scalars=bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
-                      staged=launch_policy.run_staged(sig, problem, env))
+                      staged=launch_policy.run_staged(sig, problem, env),
+                      shared=not (choose_shared and grid and sig.shared_accesses)
+                      or _shared_pays(sig, tables, env))
     return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, variant,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
                        [p.name for p in params if getattr(p, "zero_init", False)], scalar_bound)

@@ -21,8 +21,10 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
+
 from kernc.dialect.signature import KernelSignature
-from kernc.dialect.strided import Poly
+from kernc.dialect.strided import Poly, StridedLayout
 
 from .dtypes import numpy_dtype
 
@@ -113,6 +115,148 @@ def staging_pays(sig: KernelSignature, env: dict) -> bool:
     return fill >= EMPTY_SLOT_BYTES * len(sizes) / sum(sizes) * use
 
 
+#: The items :func:`shared_read_traffic` counts at most (whole blocks, evenly spread).
+SAMPLE_ITEMS = 1 << 16
+
+
+def _xp(a):
+    """numpy or CuPy, as the array ``a``."""
+    if isinstance(a, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _element_loads(p, env: dict) -> tuple[int, int, list[int]] | None:
+    """How one lane loads an element of buffer param ``p`` (``shared``/``indexed`` read alike):
+    ``(element stride, start, [offset of each load instruction])`` in bytes from the buffer's base;
+    ``None`` for a layout that is not one flat ``(element[, component])`` mode pair (``as
+    caspar``'s planes of chunks, nested modes), which :func:`shared_pays` leaves staged.
+    An element whose components are contiguous and whose size is 8 or 16 bytes, or a multiple of
+    16 (8), loads as 16- (8-) byte vectors, as ``lower_accessors_per_thread.vector_plan`` makes
+    them for an aligned buffer; any other one as one load per component."""
+    size = numpy_dtype(p.dtype).itemsize
+    try:
+        lay = StridedLayout.parse(p.layout)
+    except ValueError:
+        return None
+    if lay.rank > 2:
+        return None
+    stride = [int(d.evaluate(env)) for d in lay.stride]
+    start = int(lay.start.evaluate(env)) * size
+    K = int(p.components)
+    if lay.rank < 2:
+        return stride[0] * size, start, [0]
+    d0, d1 = stride
+    for v in (16, 8):
+        w = v // size
+        if d1 == 1 and w >= 2 and K % w == 0 and d0 % w == 0 and v % size == 0:
+            return d0 * size, start, [k * v for k in range(K // w)]
+    return d0 * size, start, [c * d1 * size for c in range(K)]
+
+
+def _distinct_per_row(sectors, valid) -> int:
+    """Sum over the rows of ``sectors`` (``(warps, 32)`` ints: the sector each lane touches) of the
+    distinct sectors among the row's ``valid`` lanes (a prefix of each row): the sectors of one
+    load instruction of every warp, as the interpreter counts them (``backend/interpreter``)."""
+    xp = _xp(sectors)
+    s = xp.where(valid, sectors, sectors[:, :1])  # (invalid lanes repeat lane 0: no new sector)
+    s.sort(axis=1)
+    distinct = 1 + (s[:, 1:] != s[:, :-1]).sum(axis=1)
+    return int((distinct * valid[:, 0]).sum())
+
+
+def shared_read_traffic(p, table, env: dict) -> dict:
+    """The global load traffic that differs between ``shared(I)`` and ``indexed(I)`` for the read
+    of buffer param ``p`` on the ``shared_indices`` table ``table`` (sizes ``env``):
+    ``{"indexed": (sectors, requests), "shared": (sectors, requests)}``. Both load ``I[t]`` (or
+    ``target[t]``, the same pattern) once per thread, which is left out. ``indexed``: every warp
+    loads its lanes' elements (one request per load instruction, :func:`_element_loads`; its
+    distinct sectors). ``shared``: in each block the first ``ceil(count/32)`` warps load
+    ``unique[b*B + tid]`` for ``tid < count`` (one request, 4 bytes a lane) and the distinct
+    elements, ascending, then nothing more from global memory. The interpreter's counters of the
+    two kernels differ by exactly these numbers (``tests/accessors/test_shared_choice.py``).
+    Above :data:`SAMPLE_ITEMS` items only every ``k``-th full block is counted (about
+    ``SAMPLE_ITEMS`` items, the same blocks for both forms), so the choice costs a few
+    milliseconds at any size (2^20 items: all blocks took half as long as the interpreter's
+    launch); the numbers are then those of the sampled blocks.
+    ``None`` where :func:`_element_loads` gives no model of the element's loads."""
+    xp = _xp(table.indices)
+    B, P = table.block_size, table.problem_size
+    plan = _element_loads(p, env)
+    if plan is None:
+        return None
+    es, start, loads = plan
+    nb = table.count.shape[0]
+    count, unique, I = table.count, table.unique, table.indices
+    if P > SAMPLE_ITEMS:  # every step-th full block: the same blocks for both forms
+        step = -(-(P // B) // (SAMPLE_ITEMS // B))
+        rows = xp.arange(0, P // B, step)
+        count, unique = count[rows], unique.reshape(nb, B)[rows].reshape(-1)
+        I = I[:P // B * B].reshape(-1, B)[rows].reshape(-1)
+        P, nb = int(I.shape[0]), int(rows.shape[0])
+    nwarp = -(-P // WARP)
+    elems = xp.zeros(nwarp * WARP, dtype=xp.int64)
+    elems[:P] = I
+    valid = (xp.arange(nwarp * WARP) < P).reshape(nwarp, WARP)
+    ind_sec = sum(_distinct_per_row(((elems * es + start + o) // SECTOR).reshape(nwarp, WARP), valid)
+                  for o in loads)
+    slots = xp.arange(nb * B)
+    staging = (slots % B < count.astype(xp.int64)[slots // B]).reshape(-1, WARP)
+    uniq = unique.astype(xp.int64).reshape(-1, WARP)
+    stage_warps = int(staging[:, 0].sum())
+    lanes = staging.sum(axis=1)
+    sh_sec = int((-(-lanes * 4 // SECTOR)).sum())  # unique[b*B + tid]: contiguous, 128-byte aligned rows
+    sh_sec += sum(_distinct_per_row((uniq * es + start + o) // SECTOR, staging) for o in loads)
+    return {"indexed": (ind_sec, nwarp * len(loads)), "shared": (sh_sec, stage_warps * (1 + len(loads)))}
+
+
+def shared_sum_traffic(p, table) -> dict:
+    """What ``shared_sum(I)`` on ``table`` saves and costs against ``atomic(I)`` for buffer param
+    ``p``: ``{"atomics_saved": (P - sum(count)) * K, "extra_sectors": sectors of the unique[]
+    loads of the block's sorted positions (4 bytes each, ascending, one warp row of 128 bytes at
+    most 4 sectors)}``."""
+    P, K = table.problem_size, int(p.components)
+    nwarp = -(-P // WARP)
+    return {"atomics_saved": (P - int(table.count.sum())) * K,
+            "extra_sectors": nwarp * (WARP * 4 // SECTOR)}
+
+
+def shared_pays(sig: KernelSignature, tables: dict, env: dict) -> bool:
+    """Whether a launch of a kernel with ``shared(I)``/``shared_sum(I)`` accesses
+    (``sig.shared_accesses``) should run them staged, rather than the build that lowers them as
+    ``indexed(I)``/``atomic(I)`` (``Variant.shared=False``), given the ``shared_indices`` tables
+    the launcher built (``tables``: index param -> table) and the sizes ``env``.
+
+    The rule, from the interpreter's counters (``docs/performance.md``, "When shared(I) pays"):
+    staging pays for the reads when the element sectors it saves cover the ``unique`` table
+    sectors it adds (:func:`shared_read_traffic`: staged sectors at most ``indexed``'s) and the
+    requests it saves (warps with no distinct element left to stage issue none) cover the
+    ``unique`` and staging requests it adds (staged requests at most ``indexed``'s); for the
+    updates when the atomics it saves (one per thread and component against one per distinct index
+    per block) are at least the sectors of the ``unique`` loads it adds
+    (:func:`shared_sum_traffic`). A ``@deterministic`` ``shared_sum`` counts as paying (its
+    ``atomic`` form is not deterministic, and that build keeps it staged). Every access must pay
+    for the kernel to run staged."""
+    reads = [0, 0, 0, 0]  # staged sectors, staged requests, indexed sectors, indexed requests
+    saved = extra = 0
+    deterministic = "deterministic" in sig.attributes
+    for p in sig.shared_accesses:
+        table = tables[p.index_param]
+        if p.accessor == "shared":
+            t = shared_read_traffic(p, table, env)
+            if t is None:  # no model of its loads: staged, as before the choice
+                return True
+            for i, v in enumerate(t["shared"] + t["indexed"]):
+                reads[i] += v
+        elif not deterministic:
+            t = shared_sum_traffic(p, table)
+            saved += t["atomics_saved"]
+            extra += t["extra_sectors"]
+    return reads[0] <= reads[2] and reads[1] <= reads[3] and saved >= extra
+
+
 def tile_count(sig: KernelSignature, problem: int, env: dict) -> int:
     """The number of tiles of a kernel that kern-coalesce-views maps to tiles (``sig.tiles`` =
     ``[[extent, tile], ...]``), its grid (one block per tile): ``batch * prod ceil(extent / tile)`` with ``batch`` = ``P``
@@ -152,4 +296,4 @@ def launch_grid(sig: KernelSignature, problem: int, env: dict) -> tuple[int, int
 
 
 __all__ = ["MAX_GRID_X", "WARP", "SECTOR", "EMPTY_SLOT_BYTES", "tile_fill", "unstaged_sector_use", "staging_pays",
-           "tile_count", "run_staged", "launch_grid"]
+           "tile_count", "run_staged", "launch_grid", "shared_read_traffic", "shared_sum_traffic", "shared_pays"]

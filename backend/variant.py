@@ -36,7 +36,11 @@ class Variant:
     - ``staged``: the kernels staged by ``kern-coalesce-views`` run staged (``False``: the same
       program compiled without the pass, which the launch policy picks when the tiles would be
       mostly empty, ``launch_policy.staging_pays``); the same PTX either way for a program that
-      stages nothing.
+      stages nothing;
+    - ``shared``: ``shared(I)`` reads and ``shared_sum(I)`` updates are staged through workgroup
+      memory (``False``: the same program compiled with ``CompileOptions.shared=False``, as
+      ``indexed(I)``/``atomic(I)``, which the launch policy picks where staging cannot pay,
+      ``launch_policy.shared_pays``); the same PTX either way for a program without them.
 
     ``ValueError`` for an ``index_bits`` other than 32 or 64.
     """
@@ -45,6 +49,7 @@ class Variant:
     aligned: bool = True
     nonneg_scalars: bool = False
     staged: bool = True
+    shared: bool = True
 
     def __post_init__(self):
         if self.index_bits not in (32, 64) or isinstance(self.index_bits, bool):
@@ -60,7 +65,7 @@ class Variant:
         """The variant in words, as ``--time-passes`` labels its stages: ``"index 64, unaligned"``."""
         return (f"index {self.index_bits}" + ("" if self.aligned else ", unaligned")
                 + (", index scalars >= 0" if self.nonneg_scalars else "")
-                + ("" if self.staged else ", unstaged"))
+                + ("" if self.staged else ", unstaged") + ("" if self.shared else ", shared as indexed"))
 
 
 __all__ = ["Variant", "ALIGN"]

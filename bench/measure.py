@@ -433,6 +433,72 @@ def accessor_traffic(kern_path: str, problem_size: int, seed: int = 0, kernels=N
             "ideal_sectors_per_request": IDEAL_SECTORS_PER_REQUEST, "rows": rows}
 
 
+#: Element widths (f32 components) and index patterns of :func:`shared_choice_traffic`.
+SHARED_CHOICE_WIDTHS = (1, 3, 9)
+SHARED_CHOICE_PATTERNS = {
+    "random": "uniform over m = P/8 elements",
+    "sorted": "the random indices sorted (8 uses each, neighbours together)",
+    "clustered": "sorted, then shuffled within each block of 256 threads",
+    "one_per_block": "one distinct index per block (b * 7)",
+}
+
+
+def _shared_choice_indices(pattern: str, P: int, rng):
+    import numpy as np
+
+    B = ACCESSOR_BLOCK
+    if pattern == "one_per_block":
+        return (np.arange(P) // B * 7).astype(np.uint32)
+    I = rng.integers(0, max(P // 8, 1), P).astype(np.uint32)
+    if pattern != "random":
+        I.sort()
+    if pattern == "clustered":
+        for b in range(0, P, B):
+            I[b:b + B] = rng.permutation(I[b:b + B])
+    return I
+
+
+def shared_choice_traffic(problem_size: int, seed: int = 0) -> dict:
+    """``shared(I)`` (as the launcher runs it: staged, or as ``indexed`` where staging cannot pay,
+    ``launch_policy.shared_pays``) against ``indexed(I)`` on the same indices, CPU-interpreter
+    global-load counters: one row per element width (4, 12, 36 bytes: f32 with 1, 3, 9
+    components) and index pattern (:data:`SHARED_CHOICE_PATTERNS`), at ``problem_size`` and at
+    ``problem_size + 77`` (not a multiple of a warp). Results are checked bitwise against indexed
+    (a row with a difference holds ``error``). Returns ``{"block", "patterns", "rows": [{"bytes",
+    "pattern", "P", "shared_staged", "shared_sectors", "shared_requests", "indexed_sectors",
+    "indexed_requests", "sector_ratio"}]}``."""
+    import numpy as np
+
+    import kernc
+
+    B = ACCESSOR_BLOCK
+    rows = []
+    for K in SHARED_CHOICE_WIDTHS:
+        xt, yt = ("f32[m]", "f32[n]") if K == 1 else (f"f32[m, {K}]", f"f32[n, {K}]")
+        mods = {a: kernc.compile(f"@block({B})\nkernel k(x: {xt} read {a}(i), i: u32[n] read, y: {yt} write) "
+                                 f"over n {{\n    y = x;\n}}\n") for a in ("indexed", "shared")}
+        for pattern in SHARED_CHOICE_PATTERNS:
+            for P in (problem_size, problem_size + 77):
+                rng = np.random.default_rng([seed, K, P, len(pattern)])
+                I = _shared_choice_indices(pattern, P, rng)
+                x = rng.standard_normal((int(I.max()) + 1, K) if K > 1 else int(I.max()) + 1).astype(np.float32)
+                row = {"bytes": 4 * K, "pattern": pattern, "P": P}
+                out = {}
+                for a, mod in mods.items():
+                    y = np.full((P, K) if K > 1 else P, np.nan, np.float32)
+                    res = mod.k(x, I, y)
+                    out[a] = y
+                    row[f"{a}_sectors"] = res.stats.global_load_sectors
+                    row[f"{a}_requests"] = res.stats.global_load_requests
+                    if a == "shared":
+                        row["shared_staged"] = res.shared
+                if out["shared"].tobytes() != out["indexed"].tobytes():
+                    row["error"] = "shared(I) and indexed(I) results differ"
+                row["sector_ratio"] = row["shared_sectors"] / max(row["indexed_sectors"], 1)
+                rows.append(row)
+    return {"block": B, "patterns": dict(SHARED_CHOICE_PATTERNS), "rows": rows}
+
+
 #: Problem shapes of :func:`view_traffic` (full run, ``--quick``).
 VIEW_SHAPES = {
     "transpose": {"full": (64, 64), "quick": (32, 32)},

@@ -45,6 +45,9 @@ TARGETS = {
     "gemm_sectors_per_output": ("gemm 256^3 f32 (tiled): global-load sectors per output <= 1.25", 1.25),
     "gemm_bank_conflicts": ("gemm (tiled): 0 bank conflicts", 0),
     "gemm_spills": ("gemm (tiled): 0 spill bytes (ptxas)", 0),
+    # measured: the largest shared/indexed ratio over every width, pattern and size (limit 1)
+    "shared_le_indexed": ("shared <= indexed sectors and requests everywhere", 1.0),
+    "shared_clustered_36": ("shared <= 0.4x indexed sectors on 36-byte clustered", 0.4),
 }
 COMPILE_COLUMNS = ("inprocess_warm", "inprocess_cache_hit", "cli_cold", "cli_first_run", "cli_cache_hit")
 #: Code quality compares builds with the same floating-point semantics: kernc --fmad against nvcc's
@@ -192,6 +195,12 @@ def collect(ns) -> dict:
             results["memory_accessors"] = measure.accessor_traffic(ACCESSORS_KERN, 1024 if quick else 4096)
         except Exception as err:  # noqa: BLE001
             results["memory_accessors"] = {"error": _err(err)}
+        if "error" not in results["memory_accessors"]:  # shared(I) as the launcher runs it against indexed(I)
+            try:
+                results["memory_accessors"]["shared_vs_indexed"] = measure.shared_choice_traffic(
+                    1024 if quick else 4096)
+            except Exception as err:  # noqa: BLE001
+                results["memory_accessors"]["shared_vs_indexed"] = {"error": _err(err)}
         results["interpreter"] = interp.run(examples_dir, quick)  # CPU interpreter speed (bench/interp.py)
         # gemm with and without kern-tile-contractions: CPU-interpreter counters and ptxas -v
         if os.path.exists(os.path.join(examples_dir, "gemm.kern")):
@@ -334,7 +343,29 @@ def evaluate_targets(results: dict) -> list[dict]:
         text, limit = TARGETS[target]
         out.append({"target": target, "text": text, "example": "gemm", "kernel": None, "measured": value,
                     "unit": unit, "limit": limit, "status": _status(value, limit)})
+    out += _shared_targets(((results.get("memory_accessors") or {}).get("shared_vs_indexed")) or {})
     return out + interp.targets(results)
+
+
+def _shared_targets(sv: dict) -> list[dict]:
+    """The two ``shared(I)`` against ``indexed(I)`` targets of ``bench.measure.shared_choice_traffic``:
+    the largest ratio of shared's to indexed's sectors or requests over every row (a row whose
+    results differ counts as failing), and the largest sector ratio on 36-byte clustered rows."""
+    rows = [r for r in sv.get("rows", [])]
+    worst = clustered = None
+    if rows:
+        worst = max(float("inf") if "error" in r else
+                    max(r["shared_sectors"] / max(r["indexed_sectors"], 1),
+                        r["shared_requests"] / max(r["indexed_requests"], 1)) for r in rows)
+        c36 = [r["sector_ratio"] for r in rows if r["bytes"] == 36 and r["pattern"] == "clustered"]
+        clustered = max(c36) if c36 else None
+    out = []
+    for target, value, unit in (("shared_le_indexed", worst, "x indexed (worst of sectors, requests)"),
+                                ("shared_clustered_36", clustered, "x indexed sectors")):
+        text, limit = TARGETS[target]
+        out.append({"target": target, "text": text, "example": "shared_vs_indexed", "kernel": None,
+                    "measured": value, "unit": unit, "limit": limit, "status": _status(value, limit)})
+    return out
 
 
 # -- the table ---------------------------------------------------------------------------------------
@@ -584,7 +615,24 @@ def _render_memory_accessors(acc) -> list[str]:
     lines.append(_table(["accessor", "load req", "load sectors", "load sectors/req", "store req",
                          "store sectors/req", "atomics (expected)", "shared req", "bank conflicts"], rows))
     lines += ["  inputs:", *(f"    {k}: {v}" for k, v in acc["inputs"].items()), "  what each row should show:"]
-    return lines + ["  " + n for n in notes]
+    return lines + ["  " + n for n in notes] + _render_shared_vs_indexed(acc.get("shared_vs_indexed"))
+
+
+def _render_shared_vs_indexed(sv) -> list[str]:
+    """The rows of ``bench.measure.shared_choice_traffic`` (nothing when absent)."""
+    if not sv:
+        return []
+    head = ["", "shared(I) as the launcher runs it against indexed(I) (global loads; targets: shared <= indexed "
+                "sectors and requests everywhere, <= 0.4x sectors on 36-byte clustered)"]
+    if "error" in sv:
+        return head + [f"  error: {sv['error']}"]
+    rows = [[f"{r['bytes']} B", r["pattern"], r["P"],
+             "error" if "error" in r else ("staged" if r["shared_staged"] else "as indexed"),
+             f"{r['shared_sectors']} / {r['shared_requests']}", f"{r['indexed_sectors']} / {r['indexed_requests']}",
+             f"{r['sector_ratio']:.2f}"] for r in sv["rows"]]
+    return head + [_table(["element", "indices", "P", "shared ran", "shared sectors / req",
+                           "indexed sectors / req", "sectors ratio"], rows)] + [
+        "  indices:", *(f"    {k}: {v}" for k, v in sv["patterns"].items())]
 
 
 def _render_memory_contractions(con) -> list[str]:

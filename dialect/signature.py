@@ -190,6 +190,12 @@ class KernelSignature:
         except (KeyError, TypeError, AttributeError) as err:
             raise ValueError(f"malformed kernel signature: {type(err).__name__}: {err}") from None
 
+    @property
+    def shared_accesses(self) -> list[Param]:
+        """The buffer params read through ``shared(I)`` or updated through ``shared_sum(I)`` (the
+        accesses whose staging the launcher chooses, ``launch_policy.shared_pays``), in order."""
+        return [p for p in self.params if p.kind == "buffer" and p.accessor in ("shared", "shared_sum")]
+
     def param(self, name: str) -> Param:
         """The param called ``name``; ``KeyError`` if there is none."""
         for p in self.params + self.extra:

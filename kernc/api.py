@@ -37,7 +37,10 @@ class LaunchResult:
     ``staged``, for a kernel whose view accesses kern-coalesce-views staged through workgroup
     tiles: ``True`` when that kernel ran, ``False`` when the launch ran the kernel compiled without
     the pass instead (its tiles would have been mostly empty: ``launch_policy.staging_pays``);
-    ``None`` for other kernels and empty problems."""
+    ``None`` for other kernels and empty problems. ``shared``, for a kernel with ``shared(I)`` or
+    ``shared_sum(I)`` accesses: ``True`` when they ran staged through workgroup memory, ``False``
+    when the launch ran them as ``indexed(I)``/``atomic(I)`` instead (staging could not pay on
+    these indices: ``launch_policy.shared_pays``); ``None`` for other kernels and empty problems."""
 
     device: str
     problem_size: int
@@ -46,6 +49,7 @@ class LaunchResult:
     sizes: dict = field(default_factory=dict)
     stats: object = None
     staged: bool | None = None
+    shared: bool | None = None
 
     def __repr__(self) -> str:  # kernc/display.py
         return display.launch_repr(self)
@@ -69,6 +73,9 @@ class Kernel:
         self._bind_plan = binding.BindPlan(self.signature)  # what every launch's binding reuses
         self._arg_names = frozenset(self.signature.arg_names)
         self._staged = True if self.signature.tiles else None  # LaunchResult.staged of its own runs
+        # LaunchResult.shared of its own runs: False for the build that lowers them as indexed/atomic
+        self._shared = module._compilation.options.shared if self.signature.shared_accesses else None
+        self._prepared_shared = None  # LaunchResult.shared of the launch _prepared repeats
 
     def _packer(self, index_bits: int):
         packer = self._packers.get(index_bits)
@@ -105,7 +112,7 @@ class Kernel:
             prepared = self._prepared
             if prepared is not None and prepared(args):  # a repeated GPU call: bound as the last one
                 return LaunchResult("cuda", prepared.problem_size, prepared.grid, prepared.block,
-                                    dict(prepared.sizes), None, self._prepared_staged)
+                                    dict(prepared.sizes), None, self._prepared_staged, self._prepared_shared)
             return self.launch(args, {}, None)
         device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
         stats = kwargs.pop("stats") if "stats" in kwargs and "stats" not in self._arg_names else True
@@ -127,10 +134,13 @@ class Kernel:
         positional_only = not kwargs
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
-            bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan)
+            bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan,
+                                 choose_shared=self._module._choose_shared)
+            if not bound.variant.shared:
+                return self._unshared().launch(args, kwargs, device, progress, stats=stats)
             if not bound.variant.staged:
                 return dataclasses.replace(self._unstaged().launch(args, kwargs, device, progress, stats=stats),
-                                           staged=False)
+                                           staged=False, shared=self._shared)
             bar = progress_bar(self.name, progress)
             try:
                 counters = cpu.launch(self._module._interpreter(), bound, stats=bool(stats), progress=bar)
@@ -147,13 +157,21 @@ class Kernel:
             kwargs = {k: (cuda.as_cupy(v) if cuda.is_cuda_array(v) else v) for k, v in kwargs.items()}
             cp = cuda.cupy()
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
-                                 zeros=cp.zeros, plan=self._bind_plan)
+                                 zeros=cp.zeros, plan=self._bind_plan, choose_shared=self._module._choose_shared)
+            if not bound.variant.shared:
+                unshared = self._unshared()
+                result = unshared.launch(args, kwargs, device)
+                if positional_only:  # calls that bind as this one did make the same choice
+                    self._prepared, self._prepared_staged = unshared._prepared, unshared._prepared_staged
+                    self._prepared_shared = False
+                return result
             if not bound.variant.staged:
                 unstaged = self._unstaged()
                 result = unstaged.launch(args, kwargs, device)
                 if positional_only:  # calls that bind as this one did make the same choice
                     self._prepared, self._prepared_staged = unstaged._prepared, False
-                return dataclasses.replace(result, staged=False)
+                    self._prepared_shared = self._shared
+                return dataclasses.replace(result, staged=False, shared=self._shared)
             current = cp.cuda.runtime.getDevice()
             cuda.check_same_device(bound, current)
             variant = cuda.launch_variant(bound)
@@ -162,12 +180,13 @@ class Kernel:
             cuda.launch(module, bound, packer)
             if positional_only and bound.arrays:  # what __call__'s fast path can repeat
                 self._prepared = cuda.prepare(module, bound, packer, current, variant)
-                self._prepared_staged = self._staged
+                self._prepared_staged, self._prepared_shared = self._staged, self._shared
             counters = None
         else:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
         return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), counters,
-                            self._staged if bound.grid else None)  # (no block ran for an empty problem)
+                            self._staged if bound.grid else None,  # (no block ran for an empty problem)
+                            self._shared if bound.grid else None)
 
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the
@@ -175,17 +194,26 @@ class Kernel:
         (``launch_policy.staging_pays``: e.g. a transpose with an extent of a few elements)."""
         return self._module._unstaged_module().kernels[self.name]
 
+    def _unshared(self) -> "Kernel":
+        """This kernel compiled with ``shared(I)``/``shared_sum(I)`` lowered as ``indexed(I)``/
+        ``atomic(I)`` (``CompileOptions.shared=False``), which a launch runs instead where staging
+        cannot pay (``launch_policy.shared_pays``: e.g. indices with little reuse per block)."""
+        return self._module._unshared_module().kernels[self.name]
+
 
 class Module:
     """A compiled ``.kern`` program: ``.ptx``, ``.ir(stage)``, and one :class:`Kernel` per kernel
     as an attribute (``mod.saxpy``) and by name (``mod["saxpy"]``, for a kernel whose name is also
     an attribute, such as ``ptx``)."""
 
-    def __init__(self, compilation: Compilation):
+    def __init__(self, compilation: Compilation, choose_shared: bool = True):
         self._compilation = compilation
+        # launches may run shared(I)/shared_sum(I) as indexed/atomic where staging cannot pay
+        self._choose_shared = bool(choose_shared) and compilation.options.shared
         self._interp = None
         self._cuda: dict = {}
         self._unstaged_mod = None  # the Module compiled without kern-coalesce-views, on first need
+        self._unshared_mod = None  # the Module with shared(I) lowered as indexed(I), on first need
         self._lock = threading.Lock()
         self.kernels = {name: Kernel(self, name) for name in compilation.signatures}
 
@@ -235,6 +263,14 @@ class Module:
                 self._unstaged_mod = Module(self._compilation.unstaged())
             return self._unstaged_mod
 
+    def _unshared_module(self) -> "Module":
+        """The same program compiled with the same options but ``shared=False``
+        (``Compilation.unshared``: built on first use, from the compile cache when it has it)."""
+        with self._lock:
+            if self._unshared_mod is None:
+                self._unshared_mod = Module(self._compilation.unshared(), choose_shared=False)
+            return self._unshared_mod
+
     def _cuda_module_of(self, variant: Variant, device: int) -> cuda.CudaModule:
         """The PTX of ``variant`` loaded on CUDA device ``device``, once per module."""
         key = (variant, device)
@@ -249,7 +285,7 @@ class Module:
 
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
-            fmad: bool = False, coalesce: bool = True, tile: bool = True) -> Module:
+            fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -261,19 +297,27 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     ``coalesce=False`` turns off the staging of transposed view accesses through a workgroup tile
     (``kern-coalesce-views``; ``kernc compile --no-coalesce``), e.g. to measure a naive transpose.
     ``tile=False`` turns off the tiling of contraction loops (``kern-tile-contractions``; ``kernc
-    compile --no-tile``): each item then runs its own loop, as written.
+    compile --no-tile``): each item then runs its own loop, as written. ``choose_shared=False``
+    always runs ``shared(I)``/``shared_sum(I)`` staged (default: a launch runs them as
+    ``indexed(I)``/``atomic(I)`` where staging cannot pay on its indices,
+    ``launch_policy.shared_pays``, reported as ``LaunchResult.shared``; ``kernc run
+    --always-shared``).
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
     for numpy arrays or on the GPU for CUDA arrays, updates ``write``/``add`` buffers in place, and
     returns a :class:`LaunchResult`.
     """
+    if not isinstance(choose_shared, (bool, np.bool_)):
+        raise ValueError(f"choose_shared must be True or False, got {choose_shared!r}")
     return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level, fmad=fmad,
-                                                             coalesce=coalesce, tile=tile)))
+                                                             coalesce=coalesce, tile=tile)),
+                  choose_shared=choose_shared)
 
 
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
-                 fmad: bool = False, coalesce: bool = True, tile: bool = True) -> Module:
+                 fmad: bool = False, coalesce: bool = True, tile: bool = True,
+                 choose_shared: bool = True) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -281,7 +325,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
         raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
     path = os.fsdecode(os.fspath(path))
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
-                   coalesce=coalesce, tile=tile)
+                   coalesce=coalesce, tile=tile, choose_shared=choose_shared)
 
 
 def read_source(path) -> str:

@@ -413,7 +413,8 @@ def cmd_run(ns) -> int:
 
     _check_run_outputs(ns)
     mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad,
-                        coalesce=not ns.no_coalesce, tile=not ns.no_tile)
+                        coalesce=not ns.no_coalesce, tile=not ns.no_tile,
+                        choose_shared=not ns.always_shared)
     names = list(mod.kernels)
     if ns.kernel is None:
         if len(names) != 1:
@@ -516,7 +517,8 @@ def cmd_run(ns) -> int:
     stats = result.stats.to_dict() if result.stats is not None and (ns.stats or ns.stats_json) else None
     # the JSON also says which kernel ran (LaunchResult.staged), as the summary line does: the
     # counters of a staged kernel's unstaged run are another kernel's
-    stats_text = (json.dumps({**stats, "staged": result.staged}, indent=2, sort_keys=True) + "\n"
+    stats_text = (json.dumps({**stats, "staged": result.staged, "shared": result.shared}, indent=2,
+                             sort_keys=True) + "\n"
                   if stats is not None and ns.stats_json else None)
     if stats_text is not None and ns.stats_json != "-":
         files.append((ns.stats_json, stats_text))
@@ -527,6 +529,10 @@ def cmd_run(ns) -> int:
     staging = {True: "; view accesses staged through workgroup tiles",
                False: "; without view staging (the tiles would have been mostly empty for these extents)",
                None: ""}[result.staged]
+    staging += {True: "; shared(I)/shared_sum(I) staged through workgroup memory",
+                False: "; shared(I)/shared_sum(I) ran as indexed(I)/atomic(I) (staging would not pay on "
+                       "these indices: too little reuse per block)",
+                None: ""}[result.shared]
     print(
         f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}{staging}; "
         f"wrote {', '.join(written) or 'nothing'}", file=info

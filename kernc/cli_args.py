@@ -140,12 +140,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--no-tile", action="store_true",
                    help="do not tile contraction loops through workgroup memory (compare --stats)")
+    r.add_argument("--always-shared", action="store_true",
+                   help="always stage shared(I)/shared_sum(I) through workgroup memory (default: run them as "
+                        "indexed(I)/atomic(I) where staging would not pay on the indices; compare --stats)")
     r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
     r.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar (one is shown on a terminal for CPU runs longer than about 2 s)")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
                    "kernel staged view accesses), false (a staged kernel ran without staging for "
-                   "these extents) or null (nothing to stage, or an empty launch)")
+                   "these extents) or null (nothing to stage, or an empty launch), and \"shared\": true "
+                   "(shared(I)/shared_sum(I) staged), false (run as indexed(I)/atomic(I)) or null")
 
     lay = sub.add_parser("layout", help="print a CuTe-style layout as a grid of offsets (or an SVG)")
     lay.add_argument("expr", help="e.g. '(4,8):(8,1)', 'Sw<3,3,3> o (8,64):(64,1)', '(6,2):(8,2) o (4,3):(3,1)'")

@@ -65,7 +65,10 @@ class CompileOptions:
     contract ``a*b + c`` into a fused multiply-add (``kern-contract-fma``; ``kernc compile --fmad``,
     nvcc's ``--fmad=true``), rounded once on the GPU and on the CPU interpreter alike. ``tile``:
     run ``kern-tile-contractions`` (block tiles of contraction loops through workgroup memory;
-    ``kernc compile --no-tile`` turns it off).
+    ``kernc compile --no-tile`` turns it off). ``shared``: stage ``shared(I)`` reads and
+    ``shared_sum(I)`` updates through workgroup memory (``False``: lower them as ``indexed(I)`` and
+    ``atomic(I)``, the build a :class:`Variant` with ``shared=False`` names, which the launcher runs
+    where staging cannot pay, ``launch_policy.shared_pays``).
     """
 
     arch: str = "sm_90"
@@ -77,6 +80,7 @@ class CompileOptions:
     remarks: bool = False  # kern-coalesce-views: its decisions on stderr
     fmad: bool = False  # kern-contract-fma
     tile: bool = True  # kern-tile-contractions
+    shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -129,7 +133,7 @@ def validate_options(opts: "CompileOptions") -> None:
                                      or not all(isinstance(k, str) for k in opts.kernels)):
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
-    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile"):
+    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -267,6 +271,7 @@ class Compilation:
         self._ptx: dict[Variant, str] = {}
         self._llvm: dict[Variant, str] = {}
         self._unstaged: Compilation | None = None  # built by unstaged() on first use
+        self._unshared: Compilation | None = None  # built by unshared() on first use
         self._program = None
         # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _stage_text)
         self._modules: dict[str, object] = {}  # stage -> module (after a compile)
@@ -278,7 +283,7 @@ class Compilation:
         if use_cache and after_pass is None and cache.enabled() and not self.options.remarks:
             # --no-coalesce and --fmad build other IR, so they get their own keys
             extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
-                                          tile=self.options.tile)
+                                          tile=self.options.tile, shared=self.options.shared)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -324,6 +329,8 @@ class Compilation:
                                   "here has one")
             if self.options.fmad:
                 kw["fmad"] = True
+            if not self.options.shared:
+                kw["shared"] = False
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
                        self._timer("gpu", ""))
             self._modules["gpu"] = module
@@ -487,12 +494,29 @@ class Compilation:
                 self._unstaged = Compilation(self.source, self.filename, options)
             return self._unstaged
 
+    def unshared(self) -> "Compilation":
+        """This program compiled with the same options but ``shared=False`` (``shared(I)`` as
+        ``indexed(I)``, ``shared_sum(I)`` as ``atomic(I)``: the build a :class:`Variant` with
+        ``shared=False`` names), made on first use (from the compile cache when it has it); this
+        compilation itself when it has no ``shared``/``shared_sum`` access or ``shared`` is off."""
+        if not self.options.shared or not any(sig.shared_accesses for sig in self.signatures.values()):
+            return self
+        with self._lock:
+            if self._unshared is None:
+                options = dataclasses.replace(self.options, shared=False, remarks=False)
+                self._unshared = Compilation(self.source, self.filename, options)
+            return self._unshared
+
     def _builder(self, variant: Variant) -> tuple["Compilation", Variant]:
-        """The compilation that builds ``variant`` (:meth:`unstaged` for ``staged=False``) and the
-        variant as that compilation keys it (``staged=True``: its own kernels, as compiled)."""
-        if variant.staged:
-            return self, variant
-        return self.unstaged(), dataclasses.replace(variant, staged=True)
+        """The compilation that builds ``variant`` (:meth:`unstaged` for ``staged=False``,
+        :meth:`unshared` for ``shared=False``) and the variant as that compilation keys it
+        (``staged=True``, ``shared=True``: its own kernels, as compiled)."""
+        builder = self
+        if not variant.shared:
+            builder, variant = builder.unshared(), dataclasses.replace(variant, shared=True)
+        if not variant.staged:
+            builder, variant = builder.unstaged(), dataclasses.replace(variant, staged=True)
+        return builder, variant
 
     def _lower_to_llvm(self, variant: Variant) -> ir.Module:
         # kern-attach-target links libdevice only if calls remain after kern-libdevice-to-intrinsics

@@ -74,6 +74,8 @@ def launch_repr(result) -> str:
             + (f" ({sizes})" if sizes else "") + f", {result.grid} blocks of {result.block}")
     if result.staged is not None:
         text += ", staged" if result.staged else ", unstaged"
+    if getattr(result, "shared", None) is not None:
+        text += ", shared staged" if result.shared else ", shared as indexed"
     s = result.stats
     if s is not None:
         text += (f"; {s.global_load_requests} load requests / {s.global_load_sectors} sectors, "

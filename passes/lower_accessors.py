@@ -43,6 +43,8 @@ This module holds the pass and its dispatch on the accessor kind: each kind's re
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from kernc.dialect import accessors
@@ -90,6 +92,12 @@ class LowerAccessors(Pass):
     name = "kern-lower-accessors"
     summary = "lower kern.read/write/add to memory, workgroup staging, shuffles and atomics"
 
+    #: stage ``shared(I)`` reads and ``shared_sum(I)`` updates through workgroup memory (``False``:
+    #: lower them as ``indexed(I)`` and ``atomic(I)``, the build the launcher runs where staging
+    #: cannot pay, ``launch_policy.shared_pays``; a ``@deterministic`` ``shared_sum`` stays staged,
+    #: since ``atomic`` is not deterministic). The kernel's signature and tables stay as they are.
+    stage_shared: bool = True
+
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for fn in functions(module, {"gpu.func", "func.func"}):
             ops = walk_ops(fn, _ACCESSORS_AND_IFS)  # one walk finds the guard and the accessors
@@ -100,12 +108,26 @@ class LowerAccessors(Pass):
                 sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
                 kc = KernelContext(fn, sig, guards[0], int(sig.block))
                 for op in accesses:
-                    lower_access(kc, Access.from_op(op))
+                    acc = Access.from_op(op)
+                    lower_access(kc, acc if self.stage_shared else plain_form(kc, acc))
                 _merge_into_guard(kc)
                 kc.check_limit()
             else:  # not an outlined kernel (kernc opt on kern IR): per-thread lowering in place
                 for op in accesses:
                     lower_access(None, Access.from_op(op))
+
+
+def plain_form(kc: KernelContext, acc: Access) -> Access:
+    """``acc`` as the per-thread accessor of the same semantics when it is a ``shared(I)`` read
+    (``indexed(I)``: bitwise the same values) or a non-``@deterministic`` ``shared_sum(I)``
+    update (``atomic(I)``: the same sum, in another order), taking ``I`` itself (the kernel's
+    argument) in place of its tables; any other access unchanged."""
+    plain = {accessors.SHARED.name: accessors.INDEXED, accessors.SHARED_SUM.name: accessors.ATOMIC}
+    kind = plain.get(acc.kind.name)
+    if kind is None or (kind is accessors.ATOMIC and kc.deterministic):
+        return acc
+    index = kc.arg(kc.sig.param(kc.param_of(acc.buffer)).index_param)
+    return dataclasses.replace(acc, kind=kind, args=[index])
 
 
 def _check_inside_guard(accesses: list, guard) -> None:

@@ -19,22 +19,26 @@ def stage(kc, acc, slot, t, tid, blk, p, in_range):
     table, ``target[t] = rank | count << 16``, gives both the rank and the block's number of
     distinct elements (``count``); a thread past the problem reads 0 (it reads nothing).
 
-    Thread ``tid`` of the block stages element ``unique[block*B + tid]``. That table entry is loaded
-    by every thread, unconditionally and alongside ``target[t]`` (the table has ``ceil(P/B)*B``
-    entries), and the element itself too, at index 0 past ``count`` (entries there may be anything,
-    e.g. in a prebuilt table; the copy in workgroup memory is never read): the three global loads
-    form a chain of two, ``target``/``unique`` then ``X``, as ``indexed``'s ``I`` then ``X``. Guarded
-    by ``tid < count``, ``unique`` waited for ``target`` (LLVM sinks a load into the only block that
-    uses it); on an H200 that made a 2^24-element gather 1.24x slower."""
+    Thread ``tid`` of the block stages element ``unique[block*B + tid]`` only when ``tid < count``:
+    a thread past the block's distinct count loads neither the table entry nor an element (a warp
+    with no stager issues no request; with one distinct index per block only its first warp loads,
+    where ``indexed`` loads in every warp). The global loads form a chain of three, ``target``, then
+    ``unique``, then ``X`` (``indexed``: ``I`` then ``X``); loading ``unique`` and element 0 in every
+    thread shortened it to two but cost loads and requests past the count (on an H200 that chain
+    made a 2^24-element gather 1.24x slower; where staging saves no sectors the launcher runs the
+    ``indexed`` build instead, ``launch_policy.shared_pays``). A thread's slot of workgroup memory
+    past the count holds zero and is never read (ranks are below the count).
+"""
     unique, target = acc.table(shared_table.UNIQUE), acc.table(shared_table.TARGET)
     B = kc.block
     i32 = ir.IntegerType.get_signless(32)
     base = b.mul(blk, b.idx(B))
     packed = b.if_else(in_range, [i32], lambda: [b.load(target, t)], lambda: [b.zero(i32)])[0]
-    entry = b.index_cast_ui(b.load(unique, b.add(base, tid)))
     cnt = b.index_cast_ui(b.arith.ShRUIOp(packed, b.const(shared_table.HALF_BITS, i32)).result)
     r = b.index_cast_ui(b.arith.AndIOp(packed, b.const(shared_table.LOW_MASK, i32)).result)
-    e = b.select(b.cmp("ult", tid, cnt), entry, b.idx(0))
+    stager = b.cmp("ult", tid, cnt)  # (count <= the block's threads in range: stagers are in range)
+    e = b.if_else(stager, [b.index_t()], lambda: [b.index_cast_ui(b.load(unique, b.add(base, tid)))],
+                  lambda: [b.idx(0)])[0]
     esize = b.bits(acc.compute) // 8
     pieces = chunks(acc.components, B, esize)
     plan = vector_plan(acc, kc) if len(pieces) == 1 else None
@@ -42,10 +46,14 @@ def stage(kc, acc, slot, t, tid, blk, p, in_range):
         smem = kc.workgroup(acc.compute, B * len(chunk), f"{SHARED.name}({acc.layout_text})",
                             location=acc.location)
         kc.begin_staging()
-        if plan is not None:  # the whole element in vector loads when aligned
-            comps = vectorised(acc, e, plan, lambda: [load(acc, e, c) for c in chunk])
-        else:
-            comps = [load(acc, e, c) for c in chunk]
+
+        def staged_loads(chunk=chunk):
+            if plan is not None:  # the whole element in vector loads when aligned
+                return vectorised(acc, e, plan, lambda: [load(acc, e, c) for c in chunk])
+            return [load(acc, e, c) for c in chunk]
+
+        comps = b.if_else(stager, [acc.compute] * len(chunk), staged_loads,
+                          lambda chunk=chunk: [b.zero(acc.compute)] * len(chunk))
         for j, v in enumerate(comps):
             b.store(v, smem, b.add(b.idx(j * B), tid))
         b.barrier()

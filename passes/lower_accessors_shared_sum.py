@@ -38,8 +38,9 @@ def update(kc, acc, vals, t, tid, blk, p):
     warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
     # 1. permute values into sorted order: sorted position j = tid takes the value of the thread
     # in the low half of perm[j] (its run key is the high half). perm is loaded before the exchange's
-    # barrier and the run's element, unique[block*B + key], right after it (every position loads
-    # it, unconditionally: LLVM would sink a load used only by the run ends into their branch), so
+    # barrier and the run's element, unique[block*B + key], right after it (every position of the
+    # block's threads loads it, not only the run ends: LLVM would sink a load used only by the run
+    # ends into their branch; positions past the block's threads load nothing), so
     # neither load waits behind the barrier or the scan: on an H200 a 2^24-element scatter-add
     # took 112.5 us with perm loaded after the barrier and unique at the run ends, 84.1 us so.
     def from_perm():
@@ -50,8 +51,10 @@ def update(kc, acc, vals, t, tid, blk, p):
     src, key = b.if_else(valid, [b.index_t(), i32], from_perm, lambda: [b.idx(0), b.const(B, i32)])
     w = exchange(kc, acc, vals[:K], tid, lambda: src, valid, f"{SHARED_SUM.name}({acc.layout_text})")
     if not kc.deterministic:
-        run = b.select(valid, b.index_cast_ui(key), b.idx(0))  # (key B past the block's threads)
-        element = b.index_cast_ui(b.load(unique, b.add(base, run)))
+        # (positions past the block's threads, key B, hold no run: they load no table entry)
+        element = b.if_else(valid, [b.index_t()],
+                            lambda: [b.index_cast_ui(b.load(unique, b.add(base, b.index_cast_ui(key))))],
+                            lambda: [b.idx(0)])[0]
     # 2. keys of all sorted positions, for run ends and run starts in earlier warps
     keys = kc.workgroup(i32, B, f"{SHARED_SUM.name} keys", region="keys")
     b.store(key, keys, tid)

@@ -103,17 +103,20 @@ class TargetOptions:
     nonneg_scalars: bool = False
 
 
-def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True) -> list[Pass]:
+def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
+                shared: bool = True) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
     loops through workgroup memory); ``remarks``: a callable that receives both passes' one-line
     explanations;
     ``fmad``: contract ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile
-    --fmad``)."""
+    --fmad``); ``shared``: stage ``shared(I)``/``shared_sum(I)`` through workgroup memory
+    (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``)."""
     off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile))
            if not on}
-    return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks}},
+    return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
+                                 LowerAccessors: {"stage_shared": shared}},
                    off)
             + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])
 

@@ -146,7 +146,9 @@ _MODULES: dict = {}
 
 def module(acc, B, K, dtype, layout=None, compute=None):
     """The compiled module of a case, compiled once per session (failures are cached too, so a
-    broken case fails fast everywhere it is used)."""
+    broken case fails fast everywhere it is used). ``shared``/``shared_sum`` always run staged
+    (``choose_shared=False``): the matrix tests the staging itself; the launcher's choice of the
+    ``indexed``/``atomic`` form is tested in ``test_shared_choice.py``."""
     import kernc
 
     key = (acc, B, K, dtype, layout if K > 1 else None, compute)
@@ -154,7 +156,7 @@ def module(acc, B, K, dtype, layout=None, compute=None):
         try:
             _MODULES[key] = poison_uninitialized(kernc.compile(
                 kern_text(acc, B, K, dtype, layout, compute),
-                filename=f"{acc}_B{B}_K{K}_{dtype}_{layout}_{compute}.kern"))
+                filename=f"{acc}_B{B}_K{K}_{dtype}_{layout}_{compute}.kern", choose_shared=False))
         except Exception as err:  # noqa: BLE001 - re-raised on every use
             _MODULES[key] = err
     m = _MODULES[key]

@@ -27,10 +27,11 @@ U32_MAX = 0xFFFFFFFF
 _SRC: dict = {}
 
 
-def compiled(src):
-    if src not in _SRC:
-        _SRC[src] = kernc.compile(src)
-    return _SRC[src]
+def compiled(src, choose_shared=True):
+    """``src`` compiled once per session; ``choose_shared=False``: ``shared(I)`` always staged."""
+    if (src, choose_shared) not in _SRC:
+        _SRC[src, choose_shared] = kernc.compile(src, choose_shared=choose_shared)
+    return _SRC[src, choose_shared]
 
 
 # ---- the table encoding -----------------------------------------------------------------------
@@ -138,7 +139,9 @@ def test_precomputed_table_in_place_of_I(acc, B):
 
 
 def _gather_kernel(B):
-    return compiled(f"@block({B})\nkernel k(x: f32[m] read shared(i), i: u32[n] read, y: f32[n] write) over n {{ y = x; }}")
+    """A ``shared(i)`` gather that always runs staged (the tables as given are what is tested)."""
+    return compiled(f"@block({B})\nkernel k(x: f32[m] read shared(i), i: u32[n] read, y: f32[n] write) over n {{ y = x; }}",
+                    choose_shared=False)
 
 
 def test_precomputed_table_is_used_as_given():

@@ -52,7 +52,9 @@ def edge_module(B: int, det: bool):
     key = (B, det)
     if key not in _MODS:
         src = EDGE.format(B=B, det="@deterministic " if det else "")
-        _MODS[key] = ac.poison_uninitialized(kernc.compile(src, filename=f"edge_B{B}_{det}.kern"))
+        # (always staged: the model is that of the staged shared_sum's order, not atomic's)
+        _MODS[key] = ac.poison_uninitialized(kernc.compile(src, filename=f"edge_B{B}_{det}.kern",
+                                                           choose_shared=False))
     return _MODS[key]
 
 
@@ -278,7 +280,8 @@ def test_edge_update_example_equals_its_reference(P, seed):
     spec.loader.exec_module(ref_mod)
     key = ("example", 256)
     if key not in _MODS:
-        _MODS[key] = ac.poison_uninitialized(kernc.compile_file(os.path.join(root, "examples", "edge_update.kern")))
+        _MODS[key] = ac.poison_uninitialized(kernc.compile_file(os.path.join(root, "examples", "edge_update.kern"),
+                                                                choose_shared=False))
     mod = _MODS[key]
     rng = np.random.default_rng(seed)
     for sort in (False, True):

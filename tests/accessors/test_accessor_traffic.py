@@ -141,8 +141,9 @@ def test_pair_reads_each_element_once_plus_block_edges(B, K, layout):
 def test_shared_beats_indexed_on_clustered_indices_with_identical_results(B, K, layout):
     """Threads of a block share a few scattered elements (``hubs``): ``indexed`` fetches their
     sectors once per warp, ``shared`` once per block. (Its tables cost more: every thread loads
-    ``target[t]`` and ``unique[b*B + tid]``, 8 bytes, where ``indexed`` loads ``I[t]``, 4; so the
-    element sectors are compared, the table sectors being exactly those of the traffic model.)"""
+    ``target[t]`` and every thread below its block's count ``unique[b*B + tid]``, where ``indexed``
+    loads ``I[t]``; so the element sectors are compared, the table sectors being exactly those of
+    the traffic model.)"""
     gather = ac.module("indexed", B, K, "f32", layout, None)
     staged = ac.module("shared", B, K, "f32", layout, None)
     for P in (B + 1, 3 * B + 7):
@@ -158,9 +159,10 @@ def test_shared_beats_indexed_on_clustered_indices_with_identical_results(B, K, 
         if not (layout == "aos" and K in (2, 4)):  # (aos 8/16-byte elements are loaded as vectors)
             assert (s1.global_load_requests, s1.global_load_sectors) == tm.indexed_read_loads(I, B, K, m, layout, 4)
         nb = -(-P // B)
-        t, every = np.arange(P), np.arange(nb * B)
+        t, slots = np.arange(P), np.arange(nb * B)
+        stagers = slots[slots % B < shared_indices(I, B).count.astype(np.int64)[slots // B]]
         index_sectors = tm._warp_requests(t, t * 4, B)[1]
-        table_sectors = index_sectors + tm._warp_requests(every, every * 4, B)[1]  # target, unique
+        table_sectors = index_sectors + tm._warp_requests(stagers, stagers * 4, B)[1]  # target, unique
         assert s2.global_load_sectors - table_sectors < s1.global_load_sectors - index_sectors
 
 
@@ -217,3 +219,28 @@ def test_shared_sum_equals_atomic_bitwise_on_exact_data():
             ac.module("shared_sum", B, 3, "f32", "aos", None).k(v=v, x=xs, i=I)
             ac.module("atomic", B, 3, "f32", "aos", None).k(v=v, x=xa, i=I)
             assert xs.tobytes() == xa.tobytes()
+
+
+@pytest.mark.parametrize("K", [1, 3, 9])  # 4-, 12- and 36-byte elements
+def test_no_staging_loads_past_the_blocks_distinct_count(K):
+    """Regression (issue 23): threads past their block's distinct count loaded ``unique[b*B + tid]``
+    and element 0, so with one distinct index per block ``shared(I)`` made more load requests than
+    ``indexed(I)`` (160 against 128 at 4 bytes) and a sorted gather of 12-byte elements more
+    sectors (2007 against 1448). Now only a block's first ``ceil(count/32)`` warps stage: on both
+    inputs ``shared`` loads at most ``indexed``'s sectors and requests, with the same bits."""
+    B = 256
+    gather = ac.module("indexed", B, K, "f32", None, None)
+    staged = ac.module("shared", B, K, "f32", None, None)
+    rng = np.random.default_rng(K)
+    for P in (4 * B, 4 * B + 77):
+        m = max(P // 8, 1)
+        for I in ((np.arange(P) // B * 7).astype(np.uint32),                     # one distinct per block
+                  np.sort(rng.integers(0, m, P)).astype(np.uint32)):             # sorted, 8 uses each
+            X = ac.to_storage(ac.values(rng, (int(I.max()) + 1, K), "f32", False), K, None)
+            y1 = np.zeros((P, K) if K > 1 else (P,), np.float32)
+            y2 = np.zeros_like(y1)
+            s1 = gather.k(x=X, i=I, y=y1).stats
+            s2 = staged.k(x=X, i=I, y=y2).stats
+            assert y1.tobytes() == y2.tobytes()
+            assert s2.global_load_sectors <= s1.global_load_sectors, (P, K)
+            assert s2.global_load_requests <= s1.global_load_requests, (P, K)

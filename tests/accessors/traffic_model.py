@@ -46,9 +46,9 @@ def shared_read_loads(I: np.ndarray, B: int, K: int, m: int, layout: str | None,
     """Global load (requests, sectors) of a kernel whose only global loads are one ``shared(I)`` read.
 
     - every thread ``t < P`` loads ``target[t]`` (u32: its rank and its block's ``count``) once;
-    - every thread of every block (past ``P`` too) loads ``unique[b*B + tid]`` (u32) once, and per
-      component chunk the chunk's components of element ``unique[b*B + tid]`` if ``tid < count[b]``
-      (the distinct elements, ascending, consecutive threads), else of element 0 -- one 16-byte
+    - only the threads below their block's count (``tid < count[b]``) load ``unique[b*B + tid]``
+      (u32) once, and per component chunk the chunk's components of that element (the distinct
+      elements, ascending, consecutive threads); the others load nothing -- one 16-byte
       vector load per element when an ``aos`` element is exactly 16 bytes, staged in one chunk,
       and the buffer is 16-byte ``aligned``.
     """
@@ -60,11 +60,12 @@ def shared_read_loads(I: np.ndarray, B: int, K: int, m: int, layout: str | None,
     count = tab.count.astype(np.int64)
     t_all = np.arange(P)
     req, sec = _warp_requests(t_all, t_all * 4, B)                # target[t]
-    stagers = np.arange(nb * B)                                    # every thread of every block
+    slots = np.arange(nb * B)
+    stagers = slots[slots % B < count[slots // B]]                 # tid < count[b] only
     r, s = _warp_requests(stagers, stagers * 4, B)                 # unique[b*B + tid]
     req += r
     sec += s
-    elems = np.where(stagers % B < count[stagers // B], tab.unique.astype(np.int64)[stagers], 0)
+    elems = tab.unique.astype(np.int64)[stagers]
     all_chunks = chunks(K, B, compute_bytes)
     vector = (aligned and layout != "soa" and K > 1 and K * storage_bytes == 16 and len(all_chunks) == 1)
     for ch in all_chunks:
@@ -100,9 +101,9 @@ def indexed_read_loads(I: np.ndarray, B: int, K: int, m: int, layout: str | None
 
 def shared_sum_run_end_loads(I: np.ndarray, B: int) -> tuple[int, int]:
     """Global load (requests, sectors) of ``unique[b*B + key]`` in a ``shared_sum(I)`` update: every
-    thread of every block (past ``P`` too) loads the u32 of its sorted position's run, ``key`` = the
-    rank of the ``j``-th smallest index of the block (thread ``b*B + j``), or 0 past the block's
-    threads: ascending addresses, one per run. The rest of its loads, ``perm`` by every thread
+    thread of a block's threads in range loads the u32 of its sorted position's run, ``key`` = the
+    rank of the ``j``-th smallest index of the block (thread ``b*B + j``); positions past the
+    block's threads load nothing: ascending addresses, one per run. The rest of its loads, ``perm`` by every thread
     ``t < P``, have exactly the pattern of ``atomic(I)``'s ``I[t]``."""
     P = int(I.size)
     lanes, addrs = [], []
@@ -110,10 +111,8 @@ def shared_sum_run_end_loads(I: np.ndarray, B: int) -> tuple[int, int]:
         vals = np.sort(I[b * B:(b + 1) * B].astype(np.int64), kind="stable")
         starts = np.append(True, vals[1:] != vals[:-1])
         rank = np.cumsum(starts) - 1                                    # the run of sorted entry j
-        key = np.zeros(B, np.int64)
-        key[:vals.size] = rank
-        lanes.append(b * B + np.arange(B))
-        addrs.append((b * B + key) * 4)                                  # unique[b*B + key]
+        lanes.append(b * B + np.arange(vals.size))
+        addrs.append((b * B + rank) * 4)                                 # unique[b*B + key]
     if not lanes:
         return 0, 0
     return _warp_requests(np.concatenate(lanes), np.concatenate(addrs), B)

@@ -173,3 +173,17 @@ def test_render_memory_sections(acc, views):
 def test_accessor_kernels_file_is_the_one_the_runner_uses():
     assert os.path.samefile(runner.ACCESSORS_KERN, ACCESSORS)
     assert os.path.isdir(runner.KERN_DIR) and os.path.exists(os.path.join(runner.KERN_DIR, "permute.kern"))
+
+
+def test_shared_vs_indexed_rows_meet_their_targets():
+    """``bench.measure.shared_choice_traffic``: every width and pattern has a row, results equal
+    indexed's, and both targets (shared <= indexed in sectors and requests everywhere; <= 0.4x
+    sectors on 36-byte clustered) pass; the rows render."""
+    sv = measure.shared_choice_traffic(256)
+    assert len(sv["rows"]) == len(measure.SHARED_CHOICE_WIDTHS) * len(measure.SHARED_CHOICE_PATTERNS) * 2
+    assert not any("error" in r for r in sv["rows"])
+    targets = {t["target"]: t for t in runner._shared_targets(sv)}
+    assert targets["shared_le_indexed"]["status"] == "PASS" and targets["shared_le_indexed"]["measured"] <= 1
+    assert targets["shared_clustered_36"]["status"] == "PASS"
+    text = "\n".join(runner._render_shared_vs_indexed(sv))
+    assert "36 B" in text and "clustered" in text and "staged" in text

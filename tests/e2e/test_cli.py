@@ -198,6 +198,26 @@ def test_run_builds_shared_indices_tables_itself(tmp_path, capsys):
     assert np.array_equal(np.load(tmp_path / "o" / "y.npy"), [8, 8, 2, 0, 8])
 
 
+def test_run_reports_the_shared_choice_and_always_shared_keeps_staging(tmp_path, capsys):
+    """`kernc run` says whether shared(I) ran staged or as indexed(I) (summary line and
+    --stats-json "shared"); with distinct indices (no reuse) it runs as indexed, unless
+    --always-shared."""
+    src = tmp_path / "g.kern"
+    src.write_text("kernel g(x: f32[m] read shared(i), i: u32[n] read, y: f32[n] write) over n { y = x; }\n")
+    np.save(tmp_path / "x.npy", np.arange(64, dtype=np.float32))
+    np.save(tmp_path / "i.npy", np.arange(64, dtype=np.uint32)[::-1].copy())
+    for extra, shared in (([], False), (["--always-shared"], True)):
+        stats = tmp_path / "s.json"
+        rc = main(["run", str(src), "--input", f"x=@{tmp_path / 'x.npy'}", "--input", f"i=@{tmp_path / 'i.npy'}",
+                   "--output-dir", str(tmp_path / "o"), "--stats-json", str(stats), *extra])
+        out = capsys.readouterr().out
+        assert rc == 0
+        assert np.array_equal(np.load(tmp_path / "o" / "y.npy"), np.arange(64)[::-1])
+        assert json.loads(stats.read_text())["shared"] is shared
+        assert ("ran as indexed(I)/atomic(I)" in out) is not shared
+        assert ("staged through workgroup memory" in out) is shared
+
+
 def test_run_reads_bf16_npy_files(tmp_path, capsys):
     """np.save writes bfloat16 arrays as raw 2-byte records: kernc run used to reject them, telling
     the user to call .astype(np.bfloat16), which numpy does not have."""
