@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from kernc.dialect import accessors
 from kernc.dialect.signature import KernelSignature
 from kernc.dialect.strided import Poly, StridedLayout
 
@@ -244,7 +245,7 @@ def shared_pays(sig: KernelSignature, tables: dict, env: dict) -> bool:
     deterministic = "deterministic" in sig.attributes
     for p in sig.shared_accesses:
         table = tables[p.index_param]
-        if p.accessor == "shared":
+        if p.accessor == accessors.SHARED.name:
             t = shared_read_traffic(p, table, env)
             if t is None:  # no model of its loads: staged, as before the choice
                 return True

@@ -194,7 +194,8 @@ class KernelSignature:
     def shared_accesses(self) -> list[Param]:
         """The buffer params read through ``shared(I)`` or updated through ``shared_sum(I)`` (the
         accesses whose staging the launcher chooses, ``launch_policy.shared_pays``), in order."""
-        return [p for p in self.params if p.kind == "buffer" and p.accessor in ("shared", "shared_sum")]
+        return [p for p in self.params if p.kind == "buffer"
+                and p.accessor in (accessors.SHARED.name, accessors.SHARED_SUM.name)]
 
     def param(self, name: str) -> Param:
         """The param called ``name``; ``KeyError`` if there is none."""
