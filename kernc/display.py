@@ -71,7 +71,7 @@ def module_html(module) -> str:
 def launch_repr(result) -> str:
     sizes = ", ".join(f"{k}={v}" for k, v in result.sizes.items())
     text = (f"<kernc launch on {result.device}: P={result.problem_size}"
-            + (f" ({sizes})" if sizes else "") + f", {result.grid} blocks of {result.block}")
+            + (f" ({sizes})" if sizes else "") + f", {result.grid} block{'' if result.grid == 1 else 's'} of {result.block}")
     if result.staged is not None:
         text += ", staged" if result.staged else ", unstaged"
     if getattr(result, "shared", None) is not None:

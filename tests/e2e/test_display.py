@@ -43,3 +43,5 @@ def test_launch_result_and_stats_table():
     ends = {line.index(str(v)) + len(str(v)) for line, v in zip(lines, res.stats.to_dict().values())}
     assert len(ends) == 1
     assert "<table>" in res.stats._repr_html_()
+    one = mod.saxpy(2.0, x[:10], y[:10])
+    assert ", 1 block of 256;" in repr(one)  # (it said "1 blocks")
