@@ -187,7 +187,7 @@ class StridedLayout:
         env = env or {}
         return self.start.evaluate(env) + sum(int(c) * d.evaluate(env) for c, d in zip(coord, self.stride))
 
-    def injective(self, enumerate_limit: int = 1 << 16) -> bool:
+    def injective(self, enumerate_limit: int = 1 << 16, padded: bool = False) -> bool:
         """Whether distinct coordinates provably give distinct offsets (``False`` when not proved).
 
         Modes of extent 1 are dropped. Static modes: sorted by ``|stride|``, each stride past the
@@ -196,7 +196,10 @@ class StridedLayout:
         listing its offsets (``(8, 2):(1, 4)``: no; ``(2, 2):(3, 2)``: yes). A stride 0 of an extent
         > 1 never is. Symbolic modes: a chain ``|d| = 1, e_0, e_0 * e_1, ...`` in some order (a
         compact layout: size == cosize), strides compared as polynomials; anything else (``(M,
-        N):(ld, 1)``, whose ``ld >= N`` is not known) is not proved."""
+        N):(ld, 1)``, whose ``ld >= N`` is not known) is not proved. ``padded``: a symbolic chain
+        may also start at any constant stride and step by a whole multiple (up to 64) of the span
+        so far (``(n, 3):(4, 1)``, NHWC with padded channels): distinct offsets too, as the race
+        check (``frontend/races.py``) accepts; the in-place check keeps the compact chain."""
         one = Poly.const(1)
         modes = [(e, d) for e, d in zip(self.shape, self.stride) if e != one]
         if all(e.is_const and d.is_const for e, d in modes):
@@ -220,10 +223,18 @@ class StridedLayout:
                 offsets = {o + k * d for o in offsets for k in range(e)}
             return len(offsets) == count
         rest, need = list(modes), one
+        if padded:  # the chain starts at the smallest constant stride
+            consts = [m for m in rest if m[1].is_const and m[1].value != 0]
+            if not consts:
+                return False
+            first = min(consts, key=lambda m: abs(m[1].value))
+            rest.remove(first)
+            need = first[1] * first[0]
+        factors = range(1, 65) if padded else (1,)
         while rest:
             for k, (e, d) in enumerate(rest):
-                if d == need or d * Poly.const(-1) == need:
-                    need = need * e
+                if any(d == need * Poly.const(f) or d == need * Poly.const(-f) for f in factors):
+                    need = d * e
                     del rest[k]
                     break
             else:

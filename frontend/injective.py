@@ -269,32 +269,4 @@ def layout_is_injective(layout) -> bool:
     with each at least the span of the smaller ones, or symbolic ones in an exact chain (each
     stride a positive integer multiple of a smaller one times its extent: row-major, column-major,
     NHWC, ``(n, 3):(4, 1)``). A swizzle on top is a bijection of offsets and changes nothing."""
-    modes = [(s, d) for s, d in zip(layout.shape, layout.stride) if not (s.is_const and s.value <= 1)]
-    if all(s.is_const and d.is_const for s, d in modes):
-        span = 0
-        for s, d in sorted(((s.value, abs(d.value)) for s, d in modes), key=lambda m: m[1]):
-            if d <= span:
-                return False
-            span += d * (s - 1)
-        return True
-    left = list(modes)
-    ones = [m for m in left if m[1].is_const and m[1].value != 0]
-    if not ones:
-        return False
-    cur = min(ones, key=lambda m: abs(m[1].value))
-    left.remove(cur)
-    span_stride = cur[1] * cur[0]
-    while left:
-        nxt = None
-        for m in left:
-            for k in range(1, 65):
-                if m[1] == span_stride * Poly.const(k) or m[1] == span_stride * Poly.const(-k):
-                    nxt = m
-                    break
-            if nxt is not None:
-                break
-        if nxt is None:
-            return False
-        left.remove(nxt)
-        span_stride = nxt[1] * nxt[0]
-    return True
+    return layout.injective(padded=True)
