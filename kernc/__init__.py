@@ -23,9 +23,10 @@ def __getattr__(name):
         from kernc import api
 
         return getattr(api, name)
-    # `kernc.layout.Layout(...)` (no MLIR needed), `kernc.errors.Diagnostic` and `kernc.mlir.ir` after
-    # a plain `import kernc` (the last two are the modules of kernc.support under their public names)
-    if name in ("layout", "errors", "mlir"):
+    # `kernc.layout.Layout(...)` and `kernc.caspar.to_caspar(x)` (no MLIR needed), `kernc.errors.Diagnostic`
+    # and `kernc.mlir.ir` after a plain `import kernc` (the last two are the modules of kernc.support
+    # under their public names)
+    if name in ("layout", "errors", "mlir", "caspar"):
         import importlib
 
         return importlib.import_module(f"kernc.{name}")
