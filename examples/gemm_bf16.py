@@ -11,7 +11,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_f16 import gemm_f32_sums, gemm_f64  # noqa: E402, F401
+from gemm_f16 import GPU_TOLERANCE, gemm_f32_sums, gemm_f64  # noqa: E402, F401
 from gemm_f16 import make_inputs as _make_inputs  # noqa: E402
 
 
