@@ -108,13 +108,10 @@ def _sext(v: ir.Value, to: ir.Type) -> ir.Value:
 
 
 def _extract(container: ir.Value, pos: list) -> ir.Value:
-    """``llvm.extractvalue container[pos]`` of a memref descriptor (``ptr`` or integer fields)."""
-    fields = re.fullmatch(r"!llvm\.struct<\((.*)\)>", str(container.type)).group(1)
-    parts = re.findall(r"ptr(?:<\d+>)?|i\d+|array<\d+ x (i\d+)>", fields)
-    text = re.findall(r"ptr(?:<\d+>)?|i\d+(?!\d)|array<\d+ x i\d+>", fields)[pos[0]]
-    del parts
-    if text.startswith("array<"):
-        text = text.split(" x ")[1].rstrip(">")
-    t = ir.Type.parse("!llvm." + text if text.startswith("ptr") else text)
+    """``llvm.extractvalue container[pos]`` of a memref descriptor: field 0 and 1 pointers, 2 the
+    offset, ``[3, d]`` / ``[4, d]`` the sizes and strides (integers of the offset's width)."""
+    m = _DESCRIPTOR.fullmatch(str(container.type))
+    t = ir.Type.parse(f"!llvm.ptr{m.group(pos[0] + 1) or ''}") if pos[0] < 2 \
+        else ir.IntegerType.get_signless(int(m.group(3)))
     return ir.Operation.create("llvm.extractvalue", results=[t], operands=[container],
                                attributes={"position": ir.DenseI64ArrayAttr.get(list(pos))}).result
