@@ -46,7 +46,7 @@ such a contraction stays on ``kern-tile-contractions``' path, with a remark.
 
 Applies on ``sm_80`` and later (``arch``); elsewhere, or when a kernel is not such a contraction
 (other loop body, other types, ``@tile`` given, a block that is not a power-of-two number of
-warps), the kernel is left to ``kern-tile-contractions`` and ``remarks`` says why. Off with
+warps or has more than :data:`MAX_BLOCK` threads), the kernel is left to ``kern-tile-contractions`` and ``remarks`` says why. Off with
 ``--no-tensor-cores`` / ``kernc.compile(..., tensor_cores=False)``.
 """
 
@@ -78,6 +78,10 @@ MIN_SM = 80
 PAD = 8
 #: The mma instruction shape (m, n, k).
 MMA_M, MMA_N, MMA_K = 16, 8, 16
+#: Most threads per block: each thread holds 64 f32 accumulators, its fragments and the staging
+#: addresses (about 210 registers at 256 threads, ptxas -v); 512 threads would leave 128 (65536
+#: registers per block) and spill.
+MAX_BLOCK = 256
 
 
 def sm_number(arch: str) -> int:
@@ -133,6 +137,9 @@ def mma_config(block: int, warp_m: int, warp_n: int, bk: int) -> MmaConfig | str
     """The configuration of a block of ``block`` threads, or why there is none (a remark)."""
     if block % WARP or (block // WARP) & (block // WARP - 1):
         return f"its block of {block} threads is not a power-of-two number of warps"
+    if block > MAX_BLOCK:
+        return (f"its block of {block} threads would leave each thread fewer registers than its "
+                f"accumulators and fragments need (at most {MAX_BLOCK} threads)")
     if warp_m % MMA_M or warp_n % (2 * MMA_N) or bk % MMA_K or min(warp_m, warp_n, bk) <= 0:
         return (f"a {warp_m}x{warp_n} warp tile in chunks of {bk} is not made of m16n8k16 steps "
                 "(warp_m a multiple of 16, warp_n of 16, block_k of 16)")

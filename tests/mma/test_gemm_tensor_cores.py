@@ -144,6 +144,24 @@ kernel g(a: f16[M, K] view, b: f16[K, N] view, c: f32[M, N] view) over (i, j) in
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64) + 3, rtol=1e-5)
 
 
+@pytest.mark.parametrize("block, tiles", [(32, [["M", 64], ["N", 32]]), (128, [["M", 128], ["N", 64]]),
+                                          (512, [["M", 64], ["N", 64]])])
+def test_block_sizes(block, tiles, capsys):
+    """The warp grid follows @block: 1 warp computes 64x32, 4 warps 2x2 of them; 512 threads (too
+    few registers each) stay on CUDA cores, with a remark."""
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    text = text.replace("kernel gemm_f16", f"@block({block}) kernel gemm_f16")
+    err = _remarks(text, capsys)
+    mod = kernc.compile(text)
+    assert mod._compilation.signatures["gemm_f16"].tiles == tiles
+    if block == 512:
+        assert "not using tensor cores for 'gemm_f16': its block of" in err
+    a, b = _inputs(70, 35, 41, np.float16)
+    c = np.zeros((70, 41), np.float32)
+    mod.gemm_f16(a, b, c)
+    np.testing.assert_array_equal(c, example_reference("gemm_f16").gemm_f32_sums(a, b))
+
+
 def test_tensor_cores_option_must_be_a_bool():
     with pytest.raises(ValueError, match="tensor_cores must be True or False"):
         kernc.compile("kernel k(x: f32[n] write) over n { x = 1.0; }", tensor_cores="no")
