@@ -663,8 +663,8 @@ def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
     """``examples/gemm_f16.kern`` on tensor cores (``kern-mma-contractions``) and on CUDA cores
     (``kernc.compile(..., tensor_cores=False)``: ``kern-tile-contractions``) on
     :data:`CONTRACTION_SHAPES` f16 inputs: the CPU interpreter's counters (global-load sectors per
-    output, shared requests and bank conflicts of the staging stores and CUDA-core loads; the
-    interpreter does not count ``ldmatrix``), ptxas's registers and spill bytes of each PTX for
+    output, shared requests and bank conflicts: the staging stores, the CUDA-core loads and the
+    ``ldmatrix`` phases), ptxas's registers and spill bytes of each PTX for
     ``arch`` (``sm_80`` when ``arch`` has no tensor cores; ``None`` without ptxas), whether each
     result is within 1e-3 relative (scaled by sqrt(K)) of the f64 product and whether the two are
     bitwise equal. Returns ``{"gemm_f16": {"shape", "arch", "variants": {"tensor_cores": row,

@@ -708,7 +708,7 @@ def _render_tensor_cores(tc) -> list[str]:
                          f"{m['load_sectors_per_output']:.3g}", _sectors_cell(m, "load"), m["shared_requests"],
                          m["shared_bank_conflicts"], m["registers"] if m["registers"] is not None else "n/a", spill])
         notes.append(f"  {job} ({e.get('arch')}): within 1e-3*sqrt(K) of f64: {e['within_f64']}; results bitwise "
-                     f"equal on the CPU: {e['bitwise_equal']} (ldmatrix reads are not counted)")
+                     f"equal on the CPU: {e['bitwise_equal']}")
     lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
                          "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes

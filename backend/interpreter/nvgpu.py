@@ -20,6 +20,11 @@ elements at a 16-byte aligned address; lane ``l`` receives, of each matrix ``q``
 ``l >> 2``, columns ``2*(l % 4) + {0, 1}`` (with ``.trans``: rows ``2*(l % 4) + {0, 1}`` of column
 ``l >> 2``) as register ``q``.
 
+Traffic: one ``ldmatrix`` is one shared request per warp, served in one phase per 8x8 matrix (8
+rows of 16 bytes: 32 words); its bank conflicts are counted per phase as
+:class:`~kernc.backend.interpreter.traffic.RunStats` defines them (rows whose 16 bytes share banks
+with another row's conflict: an unpadded 64-byte row stride gives 3 per phase).
+
 Arithmetic of ``mma.sync`` m16n8k16 (f16/bf16 products, f32 accumulators): each product is exact in
 f32 (11-bit or 8-bit significands: at most 22 bits), and ``d = c + sum_k a[m, k]*b[k, n]`` is summed
 in f32 starting from ``c``, ``k`` ascending, each addition rounded to nearest even -- the
@@ -36,7 +41,7 @@ import numpy as np
 from kernc.support.errors import KerncRuntimeError
 
 from .memory import _access, _addr
-from .traffic import WARP_SIZE
+from .traffic import BANK_BYTES, WARP_SIZE, _bank_conflicts
 from .translate import handles
 from .types import _scalar_ty
 
@@ -129,6 +134,8 @@ def _ldmatrix(tr, o):
         else:
             full[act] = addr
         rows = full.reshape(-1, WARP_SIZE)  # [warp, lane]: the row address lane gives
+        if fr.collect:
+            _count_ldmatrix(fr, mask, buf, rel, act, n)
         data = buf.data
         out = []
         for q in range(n):
@@ -142,6 +149,21 @@ def _ldmatrix(tr, o):
             out.append(pair)
         env[r] = tuple(out)
     return f
+
+
+def _count_ldmatrix(fr, mask, buf, rel, act, n: int) -> None:
+    """One request per active warp; per matrix ``q`` a phase of the 4 words of each of its 8 rows
+    (the addresses of lanes ``8q .. 8q+7``, within the attribution)."""
+    r = np.zeros(fr.L, np.int64)
+    if act is None:
+        r[:] = rel
+    else:
+        r[act] = rel
+    live = np.ones(fr.L // WARP_SIZE, bool) if act is None else np.asarray(mask).reshape(-1, WARP_SIZE).any(axis=1)
+    fr.stats.shared_requests += int(live.sum())
+    first = (r.reshape(-1, WARP_SIZE)[live, :8 * n] * buf.itemsize) // BANK_BYTES  # [warp, 8q + row]
+    words = first[:, :, None] + np.arange(16 // BANK_BYTES)  # [warp, 8q + row, word]
+    fr.stats.shared_bank_conflicts += _bank_conflicts(words.reshape(-1, WARP_SIZE))
 
 
 @handles("nvgpu.mma.sync")

@@ -68,6 +68,28 @@ def test_tensor_cores_off_gives_the_cuda_core_tiles_and_the_same_sums():
     np.testing.assert_array_equal(c_on, c_off)  # both sum k ascending in f32 on the CPU
 
 
+def test_padded_tiles_make_ldmatrix_bank_conflict_free(monkeypatch):
+    """The 8-element row padding is what keeps ldmatrix conflict free: padded, 0 conflicts; with
+    PAD = 0 the A rows (64 bytes apart) put 4 of a phase's 8 rows in one 4-bank group (3 conflicts
+    per phase, 4 phases per x4, 4 x4 per k16 step) and the B rows (256 bytes apart) all 8 (7 per
+    phase, 2 phases per x2, 4 x2): 104 per warp and k16 step, 4 steps of K = 64, 8 warps: 3328."""
+    from kernc.api import Module
+    from kernc.compiler import Compilation, CompileOptions
+    from kernc.passes import mma_contractions
+
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    a, b = _inputs(64, 64, 64, np.float16)
+    c = np.zeros((64, 64), np.float32)
+    padded = compiled_example("gemm_f16").gemm_f16(a, b, c).stats
+    assert padded.shared_bank_conflicts == 0 and padded.shared_requests > 0
+    monkeypatch.setattr(mma_contractions, "PAD", 0)
+    mod = Module(Compilation(text, "unpadded.kern", CompileOptions(), use_cache=False))
+    assert "memref<4096xf16" in mod._compilation.gpu_ir()  # a: 128 x 32, no padding
+    unpadded = mod.gemm_f16(a, b, c).stats
+    assert unpadded.shared_bank_conflicts == 3328
+    np.testing.assert_array_equal(c, example_reference("gemm_f16").gemm_f32_sums(a, b))
+
+
 def test_a_wrong_fragment_layout_is_a_wrong_cpu_result(monkeypatch):
     """The interpreter takes the ISA's mapping seriously: with a0..a7's rows and columns swapped
     (the A fragment read as its transpose) the gemm is wrong."""
