@@ -57,12 +57,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kernc.dialect import kern
-from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping, of_function
+from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.support.mlir import dialect, ir
 
 from . import ir_builder as b
 from .base import Pass, functions, internal, option
+from .targets import PTX_VERSION
 from .tile_contractions import Decline, _Analysis, _clone, _slice
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, source_location
 
@@ -157,7 +158,7 @@ class MmaContractions(Pass):
     summary = "f16/bf16 contraction loops on tensor cores: ldmatrix + mma.sync m16n8k16, f32 sums"
 
     #: the target (``kernc compile --arch``): tensor cores from ``sm_80``
-    arch: str = option("sm_90")
+    arch: str = option("sm_90", choices=tuple(PTX_VERSION))
     #: the items of one warp (multiples of 16) and the loop chunk staged per step (multiple of 16)
     warp_m: int = option(64)
     warp_n: int = option(32)
@@ -449,4 +450,4 @@ class _Rewrite:
         return slots
 
 
-__all__ = ["MmaContractions", "MmaConfig", "mma_config", "sm_number", "of_function"]
+__all__ = ["MmaContractions", "MmaConfig", "mma_config", "sm_number"]
