@@ -220,3 +220,21 @@ def test_ptx_has_mma_and_ldmatrix_and_assembles_without_spills(name, arch):
     assert result.ok, result.log
     assert result.spills[name] == (0, 0), result.log
     assert result.registers[name] <= 255
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["gemm_f16"])  # (bf16 CuPy arrays: tests/gpu/test_cuda.py's example run)
+@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (130, 15, 100), (257, 300, 129)])
+def test_gemm_on_gpu_tensor_cores_matches_numpy(name, M, K, N):
+    """The same semantics on a GPU's tensor cores (CPU: test_gemm_on_tensor_cores_matches_numpy):
+    within 1e-3 relative (scaled by sqrt(K)) of the f64 product."""
+    import cupy as cp
+
+    mod = compiled_example(name)
+    assert "mma.sync.aligned.m16n8k16" in mod.ptx
+    a, b = _inputs(M, K, N, _dtype(name))
+    c = cp.full((M, N), np.nan, np.float32)
+    result = getattr(mod, name)(cp.asarray(a), cp.asarray(b), c)
+    cp.cuda.runtime.deviceSynchronize()
+    assert result.device == "cuda"
+    _within_f64(c.get(), a, b)
