@@ -146,6 +146,8 @@ def test_sm_75_has_no_tensor_core_path(capsys):
     err = _remarks(text, capsys, arch="sm_75")
     assert "contractions are not run on tensor cores: sm_75 has no mma.sync m16n8k16" in err
     assert "tiling 'gemm_f16' as 64x64x16" in err
+    # the gpu IR's cache key tells them apart: the same source for sm_90, then sm_75
+    assert "mma.sync" in kernc.compile(text, arch="sm_90").ptx
     assert "mma.sync" not in kernc.compile(text, arch="sm_75").ptx
 
 
