@@ -58,9 +58,9 @@ REFERENCES = ("gather", "scatter", "transpose")
 #: wide (skinny) ones show the launch-time choice between the staged and the unstaged kernel
 #: (``launch_policy.staging_pays``): R x 8 runs unstaged, 8 x C staged.
 FULL_SIZES = {"gather": 1 << 24, "scatter": 1 << 24, "transpose": (4096, 4096),
-              "transpose_tall": (1 << 21, 8), "transpose_wide": (8, 1 << 21)}
+              "transpose_tall": (1 << 21, 8), "transpose_wide": (8, 1 << 21), "gemm_f16": 8192}
 QUICK_SIZES = {"gather": 1 << 20, "scatter": 1 << 20, "transpose": (1024, 1024),
-               "transpose_tall": (1 << 16, 8), "transpose_wide": (8, 1 << 16)}
+               "transpose_tall": (1 << 16, 8), "transpose_wide": (8, 1 << 16), "gemm_f16": 2048}
 #: Relative tolerance of the scatter-add check (f32 sums in an unspecified order; see check_scatter).
 SCATTER_RTOL = 4e-6
 
@@ -556,13 +556,45 @@ _COMPARE = {"gather": _gather, "scatter": _scatter, "transpose": _transpose,
 
 
 # -- all GPU measurements ----------------------------------------------------------------------------
+def _gemm_f16(b: _Bench, n: int) -> dict:
+    """``examples/gemm_f16.kern`` (tensor cores where the device has them) against
+    ``cupy.matmul`` of the same f16 matrices (cuBLAS HGEMM, f32 accumulation), ``n x n x n``:
+    median device ms and GFLOP/s (``2 n^3`` flops) of each, and their ratio (> 1: kernc faster).
+    kernc's result is checked against ``cupy.matmul`` in f32 first (1e-3 relative, scaled by
+    ``sqrt(n)``); ``RuntimeError`` when it is off."""
+    import math
+
+    import numpy as np
+
+    cp = b.cp
+    mod = b.kernc(os.path.join(b.examples_dir, "gemm_f16.kern"))
+    rng = np.random.default_rng(0)
+    a = cp.asarray(rng.standard_normal((n, n)).astype(np.float16))
+    bb = cp.asarray(rng.standard_normal((n, n)).astype(np.float16))
+    c = cp.zeros((n, n), dtype=cp.float32)
+    launch = _kernc_raw(cp, mod.gemm_f16, (a, bb, c))
+    launch()
+    cp.cuda.Device().synchronize()
+    want = cp.matmul(a.astype(cp.float32), bb.astype(cp.float32))
+    if not bool(cp.allclose(c, want, rtol=1e-3 * math.sqrt(n), atol=1e-3 * math.sqrt(n))):
+        raise RuntimeError("gemm_f16: kernc's result differs from cupy.matmul")
+    want = None
+    t_k = _time_device(cp, launch, b.reps, max(1, b.inner // 4))
+    t_r = _time_device(cp, lambda: cp.matmul(a, bb), b.reps, max(1, b.inner // 4))
+    flops = 2.0 * n ** 3
+    return {"n": n, "arch": b.arch, "tensor_cores": "mma.sync" in mod.ptx,
+            "kernc_ms": t_k, "cupy_ms": t_r, "kernc_gflops": flops / (t_k * 1e-3) / 1e9,
+            "cupy_gflops": flops / (t_r * 1e-3) / 1e9, "ratio_kernc_to_cupy": t_r / t_k}
+
+
 def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, reps: int,
         bandwidth_n: int | None = None, sizes: dict | None = None) -> dict:
     """All GPU measurements as a dict; ``{"available": False, "note": ...}`` without a GPU, and an
     ``"error"`` entry (instead of an exception) when a measurement fails. ``bandwidth_n``: elements
     of the saxpy bandwidth run (default 2^26, ``quick`` 2^22). ``sizes``: problem sizes of the
     bandwidth comparisons overriding :data:`FULL_SIZES` / :data:`QUICK_SIZES` (``{"gather": n,
-    "scatter": n, "transpose": (R, C)}``, any subset).
+    "scatter": n, "transpose": (R, C), "gemm_f16": n}``, any subset); ``out["gemm_f16_tensor_cores"]``
+    is :func:`_gemm_f16`'s row (or its ``error``).
 
     Each comparison of :data:`COMPARISONS` is ``out["<name>_bandwidth"]``: its sizes, the bytes
     counted per launch (``bytes_per_launch``, ``bytes_counted``), ``variants`` (``{key: {"label",
@@ -637,6 +669,10 @@ def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, 
                 finally:  # each comparison's arrays are garbage now: give their memory back
                     if hasattr(cp, "get_default_memory_pool"):
                         cp.get_default_memory_pool().free_all_blocks()
+            try:  # kern-mma-contractions: gemm_f16 against cuBLAS HGEMM
+                out["gemm_f16_tensor_cores"] = _gemm_f16(bench, chosen["gemm_f16"])
+            except Exception as err:  # noqa: BLE001
+                out["gemm_f16_tensor_cores"] = {"error": f"{type(err).__name__}: {err}"}
 
         # -- host launch overhead -----------------------------------------------------------------
         small = 1024

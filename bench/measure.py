@@ -657,3 +657,61 @@ def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
     except Exception as err:  # noqa: BLE001
         entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
     return {"gemm": entry}
+
+
+def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:
+    """``examples/gemm_f16.kern`` on tensor cores (``kern-mma-contractions``) and on CUDA cores
+    (``kernc.compile(..., tensor_cores=False)``: ``kern-tile-contractions``) on
+    :data:`CONTRACTION_SHAPES` f16 inputs: the CPU interpreter's counters (global-load sectors per
+    output, shared requests and bank conflicts: the staging stores, the CUDA-core loads and the
+    ``ldmatrix`` phases), ptxas's registers and spill bytes of each PTX for
+    ``arch`` (``sm_80`` when ``arch`` has no tensor cores; ``None`` without ptxas), whether each
+    result is within 1e-3 relative (scaled by sqrt(K)) of the f64 product and whether the two are
+    bitwise equal. Returns ``{"gemm_f16": {"shape", "arch", "variants": {"tensor_cores": row,
+    "cuda_cores": row}, "within_f64", "bitwise_equal"}}``; a job that fails holds ``error``."""
+    import math
+
+    import numpy as np
+
+    import kernc
+    from kernc.backend.toolkit import ptxas_path, run_ptxas
+    from kernc.passes.mma_contractions import MIN_SM, sm_number
+
+    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"]
+    tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
+    entry: dict = {"source": "examples/gemm_f16.kern", "kernel": "gemm_f16", "shape": [M, K, N],
+                   "dtype": "f16 (f32 sums)", "arch": tc_arch}
+    try:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal((M, K)).astype(np.float16)
+        b = rng.standard_normal((K, N)).astype(np.float16)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        bound = 1e-3 * math.sqrt(K) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) / K
+        variants, outs, within = {}, {}, {}
+        for variant, on in (("tensor_cores", True), ("cuda_cores", False)):
+            mod = kernc.compile_file(os.path.join(examples_dir, "gemm_f16.kern"), arch=tc_arch, tensor_cores=on)
+            if on and "mma.sync" not in mod.ptx:
+                raise AssertionError("gemm_f16 was not compiled for tensor cores")
+            c = np.full((M, N), np.nan, np.float32)
+            stats = mod.gemm_f16(a, b, c).stats.to_dict()
+            outs[variant] = c
+            within[variant] = bool(np.all(np.abs(c - want) <= bound))
+            row = {"tensor_cores": on, **traffic_row(stats),
+                   "load_sectors_per_output": stats["global_load_sectors"] / (M * N),
+                   "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
+            if ptxas_path():
+                got = run_ptxas(mod.ptx, tc_arch)
+                if not got.ok:
+                    raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
+                row["registers"] = got.registers.get("gemm_f16")
+                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get("gemm_f16", (None, None))
+            variants[variant] = row
+        if not within["tensor_cores"]:
+            raise AssertionError("gemm_f16 (tensor cores): wrong result")
+        entry["variants"] = variants
+        entry["within_f64"] = within
+        entry["bitwise_equal"] = bool(np.array_equal(outs["tensor_cores"].view(np.int32),
+                                                     outs["cuda_cores"].view(np.int32)))
+    except Exception as err:  # noqa: BLE001
+        entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
+    return {"gemm_f16": entry}

@@ -45,6 +45,9 @@ TARGETS = {
     "gemm_sectors_per_output": ("gemm 256^3 f32 (tiled): global-load sectors per output <= 1.25", 1.25),
     "gemm_bank_conflicts": ("gemm (tiled): 0 bank conflicts", 0),
     "gemm_spills": ("gemm (tiled): 0 spill bytes (ptxas)", 0),
+    "gemm_f16_tc_spills": ("gemm_f16 (tensor cores): 0 spill bytes (ptxas)", 0),
+    # measured: kernc's time / cupy.matmul's on the GPU at 8192^3 (>= 70% of cuBLAS HGEMM's speed)
+    "gemm_f16_vs_cublas": ("gemm_f16 8192^3 (tensor cores): time <= 1/0.7 x cupy.matmul f16", 1 / 0.7),
     # measured: the largest shared/indexed ratio over every width, pattern and size (limit 1)
     "shared_le_indexed": ("shared <= indexed sectors and requests everywhere", 1.0),
     "shared_clustered_36": ("shared <= 0.4x indexed sectors on 36-byte clustered", 0.4),
@@ -205,6 +208,9 @@ def collect(ns) -> dict:
         # gemm with and without kern-tile-contractions: CPU-interpreter counters and ptxas -v
         if os.path.exists(os.path.join(examples_dir, "gemm.kern")):
             results["memory_contractions"] = measure.contraction_traffic(examples_dir, quick, ns.arch)
+        # gemm_f16 on tensor cores and on CUDA cores: CPU-interpreter counters and ptxas -v
+        if os.path.exists(os.path.join(examples_dir, "gemm_f16.kern")):
+            results["memory_tensor_cores"] = measure.tensor_core_traffic(examples_dir, quick, ns.arch)
 
         if os.path.exists(os.path.join(examples_dir, "saxpy.kern")):
             try:
@@ -343,6 +349,17 @@ def evaluate_targets(results: dict) -> list[dict]:
         text, limit = TARGETS[target]
         out.append({"target": target, "text": text, "example": "gemm", "kernel": None, "measured": value,
                     "unit": unit, "limit": limit, "status": _status(value, limit)})
+    tc = ((results.get("memory_tensor_cores") or {}).get("gemm_f16") or {}).get("variants") or {}
+    tc = tc.get("tensor_cores") or {}
+    tc_spills = (None if tc.get("spill_stores_bytes") is None
+                 else tc["spill_stores_bytes"] + tc["spill_loads_bytes"])
+    gm = (results.get("gpu") or {}).get("gemm_f16_tensor_cores") or {}
+    slower = gm["kernc_ms"] / gm["cupy_ms"] if gm.get("n") == 8192 and gm.get("cupy_ms") else None
+    for target, value, unit in (("gemm_f16_tc_spills", tc_spills, "bytes"),
+                                ("gemm_f16_vs_cublas", slower, "x cupy.matmul's time")):
+        text, limit = TARGETS[target]
+        out.append({"target": target, "text": text, "example": "gemm_f16", "kernel": None,
+                    "measured": value, "unit": unit, "limit": limit, "status": _status(value, limit)})
     out += _shared_targets(((results.get("memory_accessors") or {}).get("shared_vs_indexed")) or {})
     return out + interp.targets(results)
 
@@ -501,6 +518,7 @@ def render(results: dict) -> str:
     parts += _render_memory_views(results.get("memory_views"))
     parts += _render_memory_accessors(results.get("memory_accessors"))
     parts += _render_memory_contractions(results.get("memory_contractions"))
+    parts += _render_tensor_cores(results.get("memory_tensor_cores"))
     parts += interp.render(results)
 
     lp = results.get("launch")
@@ -528,6 +546,13 @@ def render(results: dict) -> str:
                          f"CUDA C++ {bw['reference_gbs']:.0f} GB/s ({pk(bw['reference_pct_of_peak'])}); "
                          f"ratio {_x(bw['ratio_kernc_to_reference'])}")
         parts += _render_bandwidth(g)
+        gm = g.get("gemm_f16_tensor_cores")
+        if gm and "error" in gm:
+            parts.append(f"  gemm_f16 against cupy.matmul: error: {gm['error']}")
+        elif gm:
+            parts.append(f"  gemm_f16 {gm['n']}^3 ({gm['arch']}, tensor cores: {gm['tensor_cores']}): kernc "
+                         f"{gm['kernc_gflops']:.0f} GFLOP/s, cupy.matmul f16 {gm['cupy_gflops']:.0f} GFLOP/s; "
+                         f"ratio {_x(gm['ratio_kernc_to_cupy'])}")
         lo = g.get("launch_overhead")
         if lo:
             parts.append(f"  host launch overhead per call (n={lo['n']}): kernc API {lo['kernc_api_us']:.1f} us, "
@@ -659,6 +684,31 @@ def _render_memory_contractions(con) -> list[str]:
                      f"{e['classic_32x32_sectors_per_output']:.3g} (32x32 tiles) or "
                      f"{e['classic_64x64_sectors_per_output']:.3g} (64x64) per output; results bitwise equal: "
                      f"{e['bitwise_equal']}")
+    lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
+                         "bank conflicts", "registers", "spill bytes st+ld"], rows))
+    return lines + notes
+
+
+def _render_tensor_cores(tc) -> list[str]:
+    """The gemm_f16 rows on tensor cores and on CUDA cores (nothing when the results hold none)."""
+    if not tc:
+        return []
+    lines = ["", "Tensor cores (kern-mma-contractions; cuda_cores = kernc.compile(src, tensor_cores=False)): "
+                 "CPU-interpreter global-load sectors per output, ptxas -v registers and spill bytes"]
+    rows, notes = [], []
+    for job, e in tc.items():
+        shape = "x".join(str(d) for d in e.get("shape", ()))
+        if "error" in e:
+            rows.append([job, shape, f"error: {e['error']}"])
+            continue
+        for i, (variant, m) in enumerate(e["variants"].items()):
+            spill = ("n/a" if m["spill_stores_bytes"] is None
+                     else f"{m['spill_stores_bytes']}+{m['spill_loads_bytes']}")
+            rows.append([job if i == 0 else "", shape if i == 0 else "", variant,
+                         f"{m['load_sectors_per_output']:.3g}", _sectors_cell(m, "load"), m["shared_requests"],
+                         m["shared_bank_conflicts"], m["registers"] if m["registers"] is not None else "n/a", spill])
+        notes.append(f"  {job} ({e.get('arch')}): within 1e-3*sqrt(K) of f64: {e['within_f64']}; results bitwise "
+                     f"equal on the CPU: {e['bitwise_equal']}")
     lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
                          "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes

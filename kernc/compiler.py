@@ -65,7 +65,9 @@ class CompileOptions:
     contract ``a*b + c`` into a fused multiply-add (``kern-contract-fma``; ``kernc compile --fmad``,
     nvcc's ``--fmad=true``), rounded once on the GPU and on the CPU interpreter alike. ``tile``:
     run ``kern-tile-contractions`` (block tiles of contraction loops through workgroup memory;
-    ``kernc compile --no-tile`` turns it off). ``shared``: stage ``shared(I)`` reads and
+    ``kernc compile --no-tile`` turns it off). ``tensor_cores``: run ``kern-mma-contractions``
+    (f16/bf16 contractions on the tensor cores of ``arch``, ``sm_80`` and later; ``kernc compile
+    --no-tensor-cores`` turns it off). ``shared``: stage ``shared(I)`` reads and
     ``shared_sum(I)`` updates through workgroup memory (``False``: lower them as ``indexed(I)`` and
     ``atomic(I)``, the build a :class:`Variant` with ``shared=False`` names, which the launcher runs
     where staging cannot pay, ``launch_policy.shared_pays``).
@@ -80,6 +82,7 @@ class CompileOptions:
     remarks: bool = False  # kern-coalesce-views: its decisions on stderr
     fmad: bool = False  # kern-contract-fma
     tile: bool = True  # kern-tile-contractions
+    tensor_cores: bool = True  # kern-mma-contractions (on sm_80 and later)
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
@@ -133,7 +136,7 @@ def validate_options(opts: "CompileOptions") -> None:
                                      or not all(isinstance(k, str) for k in opts.kernels)):
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
-    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared"):
+    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -283,7 +286,8 @@ class Compilation:
         if use_cache and after_pass is None and cache.enabled() and not self.options.remarks:
             # --no-coalesce and --fmad build other IR, so they get their own keys
             extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
-                                          tile=self.options.tile, shared=self.options.shared)
+                                          tile=self.options.tile, shared=self.options.shared,
+                                          tensor_cores=self.uses_tensor_cores)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -315,11 +319,19 @@ class Compilation:
                 kw["coalesce"] = False
             if not self.options.tile or not n_d:  # kern-tile-contractions: the same
                 kw["tile"] = False
+            if not self.uses_tensor_cores or not n_d:  # kern-mma-contractions: the same
+                kw["tensor_cores"] = False
+            else:
+                kw["arch"] = self.options.arch
             if self.options.remarks:
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
                 if not self.options.coalesce:  # say why there is no decision to read
                     kw["remarks"](f"{filename}: remark: view accesses are not staged: kern-coalesce-views "
                                   "is off (--no-coalesce)")
+                if self.options.tile and n_d and not self.uses_tensor_cores:
+                    kw["remarks"](f"{filename}: remark: contractions are not run on tensor cores: "
+                                  + ("kern-mma-contractions is off (--no-tensor-cores)" if not self.options.tensor_cores
+                                     else f"{self.options.arch} has no mma.sync m16n8k16 (sm_80 and later)"))
                 if not self.options.tile and n_d:
                     kw["remarks"](f"{filename}: remark: contractions are not tiled: kern-tile-contractions "
                                   "is off (--no-tile)")
@@ -346,6 +358,15 @@ class Compilation:
             })
 
     # -- the compile cache --------------------------------------------------------------------
+    @property
+    def uses_tensor_cores(self) -> bool:
+        """Whether ``kern-mma-contractions`` runs: ``tensor_cores`` is on and ``arch`` has
+        ``mma.sync`` m16n8k16 (``sm_80`` and later; the gpu IR then depends on that, not on
+        the exact arch, and its cache key says so)."""
+        from kernc.passes.mma_contractions import MIN_SM, sm_number
+
+        return bool(self.options.tensor_cores) and sm_number(self.options.arch) >= MIN_SM
+
     def _load_cached(self, entry: dict | None) -> bool:
         """Take the kern/gpu IR and signatures from a cache entry; False if it is unusable."""
         if entry is None:

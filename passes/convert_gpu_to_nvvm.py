@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import re
+
 from kernc.support.mlir import ir
 
-from .base import UpstreamPass, functions
+from . import llvm_ops
+from .base import UpstreamPass, functions, walk_ops
 
 #: What a kernel function is renamed to while the upstream conversion names its workgroup globals.
 MARK = "$"
@@ -26,8 +29,9 @@ MARK = "$"
 def compiler_pipeline(index_bits: int = 32) -> str:
     """The upstream pipeline the compiler runs (``passes/pipeline.py``), for ``index`` of
     ``index_bits`` bits."""
+    # convert-nvgpu-to-nvvm: kern-mma-contractions' nvgpu.ldmatrix / nvgpu.mma.sync (a no-op without)
     return ("gpu.module(convert-scf-to-cf,"
-            f"convert-gpu-to-nvvm{{index-bitwidth={index_bits}}},"
+            f"convert-gpu-to-nvvm{{index-bitwidth={index_bits}}},convert-nvgpu-to-nvvm,"
             "reconcile-unrealized-casts)")
 
 
@@ -49,6 +53,7 @@ class ConvertGpuToNVVM(UpstreamPass):
                 renamed.append(name)
         try:
             super().apply(ctx, module)
+            widen_nvgpu_index_casts(module)
         finally:
             if renamed:
                 back = {name + MARK: name for name in renamed}
@@ -56,3 +61,57 @@ class ConvertGpuToNVVM(UpstreamPass):
                     name = ir.StringAttr(fn.attributes["sym_name"]).value
                     if name in back:
                         fn.attributes["sym_name"] = ir.StringAttr.get(back[name])
+
+
+_DESCRIPTOR = re.compile(r"!llvm\.struct<\(ptr(<\d+>)?, ptr(<\d+>)?, i(\d+), array<(\d+) x i\d+>, array<\d+ x i\d+>\)>")
+
+
+def widen_nvgpu_index_casts(module: ir.Module) -> None:
+    """Resolve the casts between ``convert-gpu-to-nvvm{index-bitwidth=32}`` and
+    ``convert-nvgpu-to-nvvm`` (which has no index-bitwidth option: its ``index`` is 64 bits): a pair
+    of ``unrealized_conversion_cast`` s ``i32 -> index -> i64`` becomes ``llvm.sext`` (``index`` is
+    signed), and one from a 32-bit memref descriptor to a 64-bit one (the ``nvgpu.ldmatrix``
+    source) the same descriptor with its offset, sizes and strides sign-extended. Other casts are
+    left alone (``reconcile-unrealized-casts`` ran already; a left one still fails translation)."""
+    i64 = ir.IntegerType.get_signless(64)
+    for cast in walk_ops(module, {"builtin.unrealized_conversion_cast"}):
+        if len(cast.operands) != 1 or len(cast.results) != 1:
+            continue
+        inner = cast.operands[0].owner
+        inner = inner.operation if hasattr(inner, "operation") else inner
+        if not isinstance(inner, ir.Operation) or inner.name != "builtin.unrealized_conversion_cast" \
+                or len(inner.operands) != 1:
+            continue
+        src, dst = inner.operands[0], cast.results[0]
+        s_t, d_t = str(src.type), str(dst.type)
+        with ir.InsertionPoint(cast), cast.location:
+            if s_t == "i32" and d_t == "i64":
+                new = _sext(src, i64)
+            else:
+                ms, md = _DESCRIPTOR.fullmatch(s_t), _DESCRIPTOR.fullmatch(d_t)
+                if not (ms and md and ms.group(3) == "32" and md.group(3) == "64"
+                        and ms.group(4) == md.group(4)):
+                    continue
+                new = llvm_ops.undef(dst.type)
+                for pos in ([0], [1]):
+                    new = llvm_ops.insertvalue(new, _extract(src, pos), pos)
+                for pos in [[2]] + [[f, d] for f in (3, 4) for d in range(int(ms.group(4)))]:
+                    new = llvm_ops.insertvalue(new, _sext(_extract(src, pos), i64), pos)
+        dst.replace_all_uses_with(new)
+        cast.erase()
+        if not list(inner.results[0].uses):
+            inner.erase()
+
+
+def _sext(v: ir.Value, to: ir.Type) -> ir.Value:
+    return ir.Operation.create("llvm.sext", results=[to], operands=[v]).result
+
+
+def _extract(container: ir.Value, pos: list) -> ir.Value:
+    """``llvm.extractvalue container[pos]`` of a memref descriptor: field 0 and 1 pointers, 2 the
+    offset, ``[3, d]`` / ``[4, d]`` the sizes and strides (integers of the offset's width)."""
+    m = _DESCRIPTOR.fullmatch(str(container.type))
+    t = ir.Type.parse(f"!llvm.ptr{m.group(pos[0] + 1) or ''}") if pos[0] < 2 \
+        else ir.IntegerType.get_signless(int(m.group(3)))
+    return ir.Operation.create("llvm.extractvalue", results=[t], operands=[container],
+                               attributes={"position": ir.DenseI64ArrayAttr.get(list(pos))}).result

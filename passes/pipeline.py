@@ -30,6 +30,7 @@ from .lower_divisions import LowerDivisions
 from .lower_fma import LowerFMA
 from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
+from .mma_contractions import MmaContractions
 from .reduce_iv_divisions import ReduceIVDivisions
 from .relax_atomics import RelaxAtomics
 from .select_to_branch import SelectToBranch
@@ -46,6 +47,7 @@ KERN_TO_GPU: tuple[type[Pass], ...] = (
     FoldLayouts,
     OutlineToGpu,
     LowerAccessors,
+    MmaContractions,          # optional: tensor_cores=True (kernc compile --no-tensor-cores turns it off)
     TileContractions,         # optional: tile=True (kernc compile --no-tile turns it off)
     CoalesceViews,            # optional: coalesce=True (kernc compile --no-coalesce turns it off)
     LowerViews,
@@ -104,7 +106,7 @@ class TargetOptions:
 
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
-                shared: bool = True) -> list[Pass]:
+                shared: bool = True, tensor_cores: bool = True, arch: str = "sm_90") -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -112,10 +114,13 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     explanations;
     ``fmad``: contract ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile
     --fmad``); ``shared``: stage ``shared(I)``/``shared_sum(I)`` through workgroup memory
-    (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``)."""
-    off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile))
-           if not on}
+    (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``);
+    ``tensor_cores``: run ``kern-mma-contractions`` (f16/bf16 contractions on the tensor cores of
+    ``arch``, from ``sm_80``; ``kernc compile --no-tensor-cores`` turns it off)."""
+    off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
+                               (MmaContractions, tensor_cores)) if not on}
     return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
+                                 MmaContractions: {"remarks": remarks, "arch": arch},
                                  LowerAccessors: {"stage_shared": shared}},
                    off)
             + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])

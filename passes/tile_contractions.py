@@ -188,6 +188,8 @@ class TileContractions(Pass):
         for fn in functions(module, {"gpu.func"}):
             if SIGNATURE_ATTR not in fn.attributes:
                 continue
+            if of_function(fn).tile is not None:
+                continue  # mapped to tiles already (kern-mma-contractions took it): nothing to say
             sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
             plan = _Analysis(fn, sig)
             try:

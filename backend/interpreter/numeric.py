@@ -741,6 +741,18 @@ def _vector_ty(tr, t, o):
 def _vector_constant(tr, o, attr):
     """``arith.constant dense<...> : vector<NxT>`` (canonicalize folds a ``vector.from_elements`` of
     constants into one), as the interpreter's vector value: a tuple of ``N`` scalars of type ``T``."""
+    nd = re.fullmatch(r"vector<(\d+)x((?:\d+x)+)(\w+)>", str(o.results[0].type))
+    if nd and isinstance(attr, ir.DenseElementsAttr) and attr.is_splat:  # an n-D splat (mma fragments)
+        ety = _scalar_ty(nd.group(3))
+        x = attr.get_splat_value().value
+        v = ety.dtype.type(x) if ety.kind == "f" else _int_const(int(x), ety)
+        for d in reversed([int(nd.group(1))] + [int(d) for d in nd.group(2).rstrip("x").split("x")]):
+            v = (v,) * d
+        r = tr.define(o.results[0])
+
+        def splat(fr, mask):
+            fr.env[r] = v
+        return splat
     n, ety = _vector_ty(tr, o.results[0].type, o)
     if not isinstance(attr, ir.DenseElementsAttr):
         tr.unsupported(o, f"arith.constant {attr}")

@@ -83,14 +83,20 @@ def _vector_extract(tr, o):
     if len(o.operands) > 1:
         tr.unsupported(o, "vector.extract at a dynamic position")
     pos = list(ir.DenseI64ArrayAttr(o.attributes["static_position"]))
-    if len(pos) != 1:
-        tr.unsupported(o, "vector.extract of a multi-dimensional vector")
     r = tr.define(o.results[0])
-    k = pos[0]
+    if len(pos) == 1:
+        k = pos[0]
 
-    def f(fr, mask):
-        fr.env[r] = fr.env[v][k]
-    return f
+        def f(fr, mask):
+            fr.env[r] = fr.env[v][k]
+        return f
+
+    def nd(fr, mask):  # an n-D vector is nested tuples (backend/interpreter/nvgpu.py)
+        x = fr.env[v]
+        for k in pos:
+            x = x[k]
+        fr.env[r] = x
+    return nd
 
 
 @handles("vector.broadcast", "vector.splat")

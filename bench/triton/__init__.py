@@ -29,6 +29,10 @@ NOT_COMPARABLE: dict[str, str] = {
     "gemm": ("a Triton GEMM is written with tl.dot, whose reduction order (and, by default, TF32 "
              "inputs) is not the kernel's k-ascending sum; the hand-written tiled CUDA C++ gemm is "
              "the reference"),
+    "gemm_f16": ("Triton's tl.dot on tensor cores sums in its own order, not the kernel's (and the CPU "
+                 "interpreter's) k-ascending f32 sum; on a GPU the bench compares gemm_f16 with cuBLAS "
+                 "(cupy.matmul f16)"),
+    "gemm_bf16": "as gemm_f16: tl.dot's order is not the k-ascending sum; cuBLAS is the GPU reference",
 }
 
 

@@ -180,6 +180,24 @@ def test_quick_run_has_the_memory_traffic_sections(quick_results):
     assert "Contraction tiling (kern-tile-contractions" in stdout
 
 
+def test_quick_run_has_the_tensor_core_rows(quick_results):
+    """kern-mma-contractions: gemm_f16 64^3 (--quick) on tensor cores and on CUDA cores, both within
+    the f64 tolerance and bitwise equal on the CPU; one 128x128 tile loads a and b once (64x64 f16
+    each, 2 sectors per warp request: 512 sectors for 4096 outputs); 0 spills where ptxas runs."""
+    res, stdout = quick_results
+    tc = res["memory_tensor_cores"]["gemm_f16"]
+    assert "error" not in tc, tc
+    assert tc["shape"] == [64, 64, 64] and tc["bitwise_equal"] is True
+    assert tc["within_f64"] == {"tensor_cores": True, "cuda_cores": True}
+    row = tc["variants"]["tensor_cores"]
+    assert row["load_sectors_per_output"] == 0.125 and row["blocks"] == 1
+    assert row["shared_bank_conflicts"] == 0
+    target = next(t for t in res["targets"] if t["target"] == "gemm_f16_tc_spills")
+    if row["registers"] is not None:
+        assert row["spill_stores_bytes"] == row["spill_loads_bytes"] == 0 and target["status"] == "PASS"
+    assert "Tensor cores (kern-mma-contractions" in stdout
+
+
 def test_first_run_tree_is_kernc_without_pyc_files(tmp_path):
     """The CLI first run imports kernc from a copy without ``.pyc`` files (``python -B`` writes
     none), data files included; a folder without kernc is refused, not timed."""

@@ -270,7 +270,8 @@ def test_run_on_a_stand_in_device(monkeypatch):
     monkeypatch.setattr(cuda, "available", lambda: True)
     monkeypatch.setattr(cuda, "cupy", lambda: fake)
     monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
-    sizes = {"gather": N, "scatter": N, "transpose": SHAPE, "transpose_tall": (300, 8), "transpose_wide": (8, 300)}
+    sizes = {"gather": N, "scatter": N, "transpose": SHAPE, "transpose_tall": (300, 8), "transpose_wide": (8, 300),
+             "gemm_f16": 40}
     res = gpu.run(EXAMPLES, CU_DIR, None, True, 1, bandwidth_n=1024, sizes=sizes)
 
     assert "error" not in res, res.get("error")
@@ -300,6 +301,11 @@ def test_run_on_a_stand_in_device(monkeypatch):
         for key, r in c["ratios"].items():
             a, b = key.split("/")
             assert r == pytest.approx(c["variants"][a]["gbs"] / c["variants"][b]["gbs"])
+    gm = res["gemm_f16_tensor_cores"]  # kern-mma-contractions' gemm against cupy.matmul (numpy here)
+    assert "error" not in gm, gm.get("error")
+    assert gm["n"] == 40 and gm["tensor_cores"] is True and gm["kernc_ms"] > 0
+    assert gm["kernc_gflops"] == pytest.approx(2 * 40 ** 3 / (gm["kernc_ms"] * 1e6))
+    assert gm["ratio_kernc_to_cupy"] == pytest.approx(gm["cupy_ms"] / gm["kernc_ms"])
     g, s, t = res["gather_bandwidth"], res["scatter_bandwidth"], res["transpose_bandwidth"]
     idx = gpu.gather_data(np, N)["idx"]
     assert g["n"] == N and g["distinct"] == len(np.unique(idx)) and g["bytes_per_launch"] == 8 * N + 4 * g["distinct"]
