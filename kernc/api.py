@@ -285,7 +285,8 @@ class Module:
 
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
-            fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True) -> Module:
+            fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
+            privatize: bool = True) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -297,7 +298,9 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     ``coalesce=False`` turns off the staging of transposed view accesses through a workgroup tile
     (``kern-coalesce-views``; ``kernc compile --no-coalesce``), e.g. to measure a naive transpose.
     ``tile=False`` turns off the tiling of contraction loops (``kern-tile-contractions``; ``kernc
-    compile --no-tile``): each item then runs its own loop, as written. ``choose_shared=False``
+    compile --no-tile``): each item then runs its own loop, as written. ``privatize=False`` turns
+    off the per-block workgroup copies of small atomically updated views (``kern-privatize-atomics``;
+    ``kernc compile --no-privatize``): one global atomic per update. ``choose_shared=False``
     always runs ``shared(I)``/``shared_sum(I)`` staged (default: a launch runs them as
     ``indexed(I)``/``atomic(I)`` where staging cannot pay on its indices,
     ``launch_policy.shared_pays``, reported as ``LaunchResult.shared``; ``kernc run
@@ -311,13 +314,14 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     if not isinstance(choose_shared, (bool, np.bool_)):
         raise ValueError(f"choose_shared must be True or False, got {choose_shared!r}")
     return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level, fmad=fmad,
-                                                             coalesce=coalesce, tile=tile)),
+                                                             coalesce=coalesce, tile=tile,
+                                                             privatize=privatize)),
                   choose_shared=choose_shared)
 
 
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
-                 choose_shared: bool = True) -> Module:
+                 choose_shared: bool = True, privatize: bool = True) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -325,7 +329,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
         raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
     path = os.fsdecode(os.fspath(path))
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
-                   coalesce=coalesce, tile=tile, choose_shared=choose_shared)
+                   coalesce=coalesce, tile=tile, choose_shared=choose_shared, privatize=privatize)
 
 
 def read_source(path) -> str:

@@ -110,8 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-tile", action="store_true",
                    help="do not tile contraction loops (block tiles through workgroup memory, several "
                         "items per thread)")
+    # kern-privatize-atomics
+    c.add_argument("--no-privatize", action="store_true",
+                   help="do not give small atomically updated views a per-block copy in workgroup memory")
     c.add_argument("--remarks", action="store_true",
-                   help="explain optimisation decisions (view access staging, contraction tiling) on stderr")
+                   help="explain optimisation decisions (view access staging, contraction tiling, "
+                        "privatized atomics) on stderr")
     c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     c.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the IR or PTX on standard output: auto (a terminal, unless NO_COLOR is "
@@ -140,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--no-tile", action="store_true",
                    help="do not tile contraction loops through workgroup memory (compare --stats)")
+    r.add_argument("--no-privatize", action="store_true",
+                   help="do not give small atomically updated views a per-block copy in workgroup memory "
+                        "(compare --stats)")
     r.add_argument("--always-shared", action="store_true",
                    help="always stage shared(I)/shared_sum(I) through workgroup memory (default: run them as "
                         "indexed(I)/atomic(I) where staging would not pay on the indices; compare --stats)")

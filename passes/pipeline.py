@@ -30,6 +30,7 @@ from .lower_divisions import LowerDivisions
 from .lower_fma import LowerFMA
 from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
+from .privatize_atomics import PrivatizeAtomics
 from .reduce_iv_divisions import ReduceIVDivisions
 from .relax_atomics import RelaxAtomics
 from .select_to_branch import SelectToBranch
@@ -48,6 +49,7 @@ KERN_TO_GPU: tuple[type[Pass], ...] = (
     LowerAccessors,
     TileContractions,         # optional: tile=True (kernc compile --no-tile turns it off)
     CoalesceViews,            # optional: coalesce=True (kernc compile --no-coalesce turns it off)
+    PrivatizeAtomics,         # optional: privatize=True (kernc compile --no-privatize turns it off)
     LowerViews,
     LowerLayouts,
     FoldDivisions,
@@ -104,7 +106,7 @@ class TargetOptions:
 
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
-                shared: bool = True) -> list[Pass]:
+                shared: bool = True, privatize: bool = True) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -112,10 +114,13 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     explanations;
     ``fmad``: contract ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile
     --fmad``); ``shared``: stage ``shared(I)``/``shared_sum(I)`` through workgroup memory
-    (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``)."""
-    off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile))
-           if not on}
+    (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``);
+    ``privatize``: run ``kern-privatize-atomics`` (per-block workgroup copies of small atomically
+    updated views)."""
+    off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
+                               (PrivatizeAtomics, privatize)) if not on}
     return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
+                                 PrivatizeAtomics: {"remarks": remarks},
                                  LowerAccessors: {"stage_shared": shared}},
                    off)
             + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])
