@@ -94,7 +94,7 @@ class LanguageArg(Enum):
 
     #: an integer expression over scalar params and size symbols (``strided(off, s)``)
     INTEGER = "integer"
-    #: the name of an index buffer param (``indexed(I)``): a sequential 1-D ``u32``/``i32`` read
+    #: the name of an index buffer param (``indexed(I)``): a sequential 1-D ``u8``..``u32``/``i8``..``i32`` read
     #: buffer with one entry per item
     INDEX_BUFFER = "index buffer"
 
