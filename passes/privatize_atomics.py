@@ -279,7 +279,7 @@ class PrivatizeAtomics(Pass):
             self._remark(ops[0], f"privatizing the atomic updates of '{name}' ({S} x {dtype}, {nbytes} bytes): "
                                  f"a per-block copy in workgroup memory updated with workgroup atomics, "
                                  f"then one global atomic per changed element per block; each thread runs "
-                                 f"{K} items ({BK} per block, at most {S / BK:.3g} global atomics per item)")
+                                 f"{K} item{'s' if K != 1 else ''} ({BK} per block, at most {S / BK:.3g} global atomics per item)")
         sig.tiles = [[sig.problem_size, BK]]
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
         mapping = ItemMapping(B, (sig.problem_size,), (BK,), K, f"({B},{K}):(1,{B})", True)

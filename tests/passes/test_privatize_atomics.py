@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import kernc
+from kernc.backend import toolkit
 
 SRC = """
 kernel add_u32(key: u16[n] read, h: u32[1000] view) over n { h.atomic(index(key) % 1000) += 1; }
@@ -111,3 +112,14 @@ def test_remarks_explain_the_declines(capsys):
     assert said(14, "its copy (8192 elements, 32768 bytes) would not fit the 16384 bytes")
     assert said(2, "privatizing the atomic updates of 'h' (1000 x u32, 4000 bytes)")
     assert said(11, "privatizing the atomic updates of 'h' (256 x u32, 1024 bytes)")
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_privatized_kernels_assemble(arch):
+    """Workgroup atomics of every kind here (8/16-bit and float min/max ones as a CAS loop on the
+    shared word) assemble, at block scope."""
+    ptx = kernc.compile(SRC, arch=arch).ptx
+    assert "atom.relaxed.cta.shared.cas.b32" in ptx and "atom.relaxed.cta.shared.add.u32" in ptx
+    result = toolkit.run_ptxas(ptx, arch=arch)
+    assert result.ok, result.log
