@@ -80,3 +80,20 @@ def test_ptx_updates_a_shared_copy_then_flushes_with_device_scope_atomics(arch):
     assert ptx.count("bar.sync") == 2
     result = toolkit.run_ptxas(ptx, arch=arch)
     assert result.ok, result.log
+
+
+def test_cli_run_no_privatize(tmp_path, capsys):
+    """``kernc run --stats`` shows the privatized counts; ``--no-privatize`` one atomic per item."""
+    from kernc.cli import main
+
+    np.save(tmp_path / "d.npy", np.full(100_000, 3, np.uint8))
+    np.save(tmp_path / "h.npy", np.zeros(256, np.uint32))
+    counts = []
+    for extra in ([], ["--no-privatize"]):
+        assert main(["run", str(EXAMPLE), "--input", f"data=@{tmp_path / 'd.npy'}", "--input",
+                     f"hist=@{tmp_path / 'h.npy'}", "--stats", "-q", "--output-dir", str(tmp_path / "out"),
+                     *extra]) == 0
+        out = capsys.readouterr().out
+        counts.append(int(out.split("global_atomics:")[1].split()[0]))
+        assert np.load(tmp_path / "out" / "hist.npy")[3] == 100_000
+    assert counts == [-(-100_000 // 4096), 100_000]
