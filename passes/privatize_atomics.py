@@ -24,14 +24,14 @@ thread,
 copy (``K = ceil(items_per_element * S / B)``, at most :attr:`max_items_per_thread`): the flush
 then costs at most ``1 / items_per_element`` global atomics per item (256 bins, 256 threads: 16
 items per thread, 4096 per block, at most 1/16 global atomic per item; 2^20 equal bytes make 256).
-The result is the same as without the pass for the update kinds that commute (integer add, min,
-max, or, and; float min/max, one total order); a float add sums per block first, another order of
-the same relaxed atomics.
+Only updates that commute exactly are privatized (integer add, min, max, or, and; float min/max,
+one total order), so the result is bitwise the one without the pass; a float add is not (summed
+per block first, it would round differently from the item-order sum of the CPU interpreter).
 
 The pass declines (and says why under ``--remarks``, at the update's source line) a kernel whose
 items are mapped to tiles already, that uses workgroup memory, barriers or shuffles already
 (block-wide accessors), reads ``block_id``/``lane_id`` (their meaning would change), or a view that
-the kernel also reads or writes plainly, updates with two kinds, whose layout has size symbols or a
+the kernel also reads or writes plainly, updates with two kinds or with float adds, whose layout has size symbols or a
 swizzle, or whose copy would exceed :attr:`max_bytes`. It runs after ``kern-coalesce-views`` and
 before ``kern-lower-views``, on ``kern.view_atomic``; ``kernc compile --no-privatize`` (and
 ``kernc.compile(privatize=False)``) leaves it out of the pipeline.
@@ -198,6 +198,11 @@ class PrivatizeAtomics(Pass):
                 kinds = {ir.StringAttr(op.attributes["kind"]).value for op in ops}
                 if len(kinds) != 1:
                     raise Decline(f"it is updated with {len(kinds)} kinds of atomics ({', '.join(sorted(kinds))})")
+                kind = next(iter(kinds))
+                if kind == "add" and b.is_float(ir.MemRefType(buf.type).element_type):
+                    raise Decline("float adds would be summed per block first, a different rounding "
+                                  "from the adds in item order (only updates that commute exactly are "
+                                  "privatized)")
                 layouts = {ir.StringAttr(op.attributes["layout"]).value for op in ops}
                 if len(layouts) != 1 or any(len(ir.ArrayAttr(op.attributes["syms"])) for op in ops):
                     raise Decline("its layout is not static (size symbols)")

@@ -60,7 +60,10 @@ def test_same_result_as_unprivatized(name, n):
     r_off = getattr(off, name)(*b)
     np.testing.assert_array_equal(a[-1].view(f"u{a[-1].itemsize}"), b[-1].view(f"u{b[-1].itemsize}"))
     assert r_off.stats.global_atomics == n
-    assert r_on.stats.global_atomics <= min(n, 64 * r_on.stats.blocks)
+    if name == "add_f32":  # float adds are not privatized (another rounding): one atomic per item
+        assert r_on.stats.global_atomics == n and r_on.stats.shared_requests == 0
+    else:
+        assert r_on.stats.global_atomics <= min(n, 64 * r_on.stats.blocks)
 
 
 def test_1000_bins_take_63_items_per_thread():
@@ -112,6 +115,7 @@ def test_remarks_explain_the_declines(capsys):
     assert said(14, "its copy (8192 elements, 32768 bytes) would not fit the 16384 bytes")
     assert said(2, "privatizing the atomic updates of 'h' (1000 x u32, 4000 bytes)")
     assert said(11, "privatizing the atomic updates of 'h' (256 x u32, 1024 bytes)")
+    assert said(3, "not privatizing the atomic updates of 'h': float adds would be summed per block first")
 
 
 @pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
