@@ -168,8 +168,7 @@ class PrivatizeAtomics(Pass):
             raise Decline("the kernel's items are mapped to tiles already")
         if "workgroup_attributions" in fn.attributes or walk_ops(fn, _BLOCK_OPS):
             raise Decline("the kernel already works per block (workgroup memory, barriers or shuffles)")
-        ids = sorted({op.name.split(".", 1)[1] for op in walk_ops(fn, {"kern.block_id", "kern.lane_id",
-                                                                       "kern.block_dim"})})
+        ids = sorted({op.name.split(".", 1)[1] for op in walk_ops(fn, {"kern.block_id", "kern.lane_id"})})
         if ids:
             raise Decline(f"the kernel reads {' and '.join(f'{n}()' for n in ids)}, which running several "
                           "items per thread would change")
