@@ -64,7 +64,18 @@ class BoundLaunch:
         """What the launcher fills the ``zero_init`` buffer ``name`` (``write sum``, ``write pair``)
         with: the identity of a float sum, ``-0.0``, in a launch with items (a sum of only ``-0.0``
         terms is ``-0.0``, IEEE 754, as ``add`` outputs and ``write block_sum`` give it; elements
-        no item adds to keep it; ``-0.0`` is 0 for an integer dtype); ``0`` in an empty launch."""
+        no item adds to keep it; ``-0.0`` is 0 for an integer dtype); ``0`` in an empty launch.
+        A ``write max``/``write min`` buffer gets the identity of its reduction in every launch:
+        ``-inf``/``+inf`` for floats, the dtype's lowest/highest integer (an empty problem's
+        extremum)."""
+        p = self.signature.param(name)
+        reduce = p.accessor_kind.reduce
+        if reduce != "add":
+            dt = numpy_dtype(p.dtype)
+            if dt.kind == "f" or p.dtype in ("f16", "bf16"):
+                return float("-inf") if reduce == "max" else float("inf")
+            info = np.iinfo(dt)
+            return int(info.min) if reduce == "max" else int(info.max)
         return -0.0 if self.grid else 0
 
     @property
@@ -603,8 +614,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
         _check_index_values(sig, params, flat, env, problem)
 
     largest = max([problem, *sizes.values(), *(f.size for f in flat.values())], default=0)
-    if tiles:  # the tile loop's last step computes about tiles + grid (compared signed)
-        largest = max(largest, tiles + grid)
+    if tiles:  # the tile loop's last step computes about tiles + grid (compared signed), and the
+        # items of the last tile (kern-privatize-atomics: t up to P + its tile's items)
+        largest = max(largest, tiles + grid, problem + math.prod(t for _, t in sig.tiles))
     index_bits = 32 if largest < 2**31 - sig.block else 64
 
     out_args = []

@@ -80,7 +80,8 @@ def _xp(a):
 
 
 def shared_indices(indices, block_size: int) -> SharedIndices:
-    """Build the table for a 1-D ``uint32`` (or ``int32`` non-negative) index array.
+    """Build the table for a 1-D ``uint32`` (or non-negative ``int32``; ``uint16``/``uint8``, or
+    non-negative ``int16``/``int8``, widened) index array.
 
     ``block_size`` must be a power of two in 32..1024 and equal to the ``@block`` size of the kernel
     the table is used with. Raises :class:`KerncLaunchError` for a bad array or block size.
@@ -99,14 +100,16 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
     """
     if not (isinstance(block_size, int) and 32 <= block_size <= 1024 and block_size & (block_size - 1) == 0):
         raise KerncLaunchError(f"shared_indices: block_size must be a power of two in 32..1024, got {block_size!r}")
-    if getattr(indices, "ndim", None) != 1 or getattr(indices, "dtype", None) not in (np.uint32, np.int32):
-        raise KerncLaunchError("shared_indices: expected a 1-D uint32 (or int32) array")
+    if getattr(indices, "ndim", None) != 1 or getattr(indices, "dtype", None) not in INDEX_DTYPES:
+        raise KerncLaunchError("shared_indices: expected a 1-D uint32 (or int32, uint16, int16, uint8, "
+                               "int8) array")
     xp = _xp(indices)
     P = int(indices.shape[0])
     B = block_size
-    if indices.dtype == np.int32 and P and int(indices.min()) < 0:
+    if indices.dtype.kind == "i" and P and int(indices.min()) < 0:
         raise KerncLaunchError("shared_indices: negative index values")
-    vals = indices.view(xp.uint32)
+    # 8/16-bit indices are widened (exactly: they are non-negative) to the tables' 32 bits
+    vals = indices.view(xp.uint32) if indices.dtype.itemsize == 4 else indices.astype(xp.uint32)
     nb = -(-P // B)
     unique = xp.zeros(nb * B, dtype=xp.uint32)
     target = xp.empty(nb * B, dtype=xp.uint32)
@@ -129,6 +132,8 @@ def shared_indices(indices, block_size: int) -> SharedIndices:
     return SharedIndices(indices, B, unique, target, perm, count)
 
 
+#: The dtypes of the index arrays :func:`shared_indices` takes (the ``I`` of ``shared(I)``).
+INDEX_DTYPES = tuple(np.dtype(t) for t in ("uint32", "int32", "uint16", "int16", "uint8", "int8"))
 #: Entries per chunk of blocks on the host (see :func:`shared_indices`).
 CHUNK = 1 << 16
 _HI = 1 if sys.byteorder == "little" else 0  # the uint32 half of a uint64 that holds its high bits

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from . import interp, measure, tools
+from . import histogram, interp, measure, tools
 from .options import build_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -205,6 +205,13 @@ def collect(ns) -> dict:
             except Exception as err:  # noqa: BLE001
                 results["memory_accessors"]["shared_vs_indexed"] = {"error": _err(err)}
         results["interpreter"] = interp.run(examples_dir, quick)  # CPU interpreter speed (bench/interp.py)
+        if os.path.exists(os.path.join(examples_dir, "histogram.kern")):  # bench/histogram.py
+            try:
+                results["histogram"] = histogram.traffic(examples_dir)
+                if not ns.no_gpu:
+                    results["histogram"]["gpu"] = histogram.gpu_run(examples_dir, CUDA_DIR, quick, max(3, sub_reps))
+            except Exception as err:  # noqa: BLE001
+                results["histogram"] = {"error": _err(err)}
         # gemm with and without kern-tile-contractions: CPU-interpreter counters and ptxas -v
         if os.path.exists(os.path.join(examples_dir, "gemm.kern")):
             results["memory_contractions"] = measure.contraction_traffic(examples_dir, quick, ns.arch)
@@ -361,7 +368,7 @@ def evaluate_targets(results: dict) -> list[dict]:
         out.append({"target": target, "text": text, "example": "gemm_f16", "kernel": None,
                     "measured": value, "unit": unit, "limit": limit, "status": _status(value, limit)})
     out += _shared_targets(((results.get("memory_accessors") or {}).get("shared_vs_indexed")) or {})
-    return out + interp.targets(results)
+    return out + interp.targets(results) + histogram.targets(results)
 
 
 def _shared_targets(sv: dict) -> list[dict]:
@@ -520,6 +527,7 @@ def render(results: dict) -> str:
     parts += _render_memory_contractions(results.get("memory_contractions"))
     parts += _render_tensor_cores(results.get("memory_tensor_cores"))
     parts += interp.render(results)
+    parts += histogram.render(results)
 
     lp = results.get("launch")
     if lp:

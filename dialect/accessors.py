@@ -22,6 +22,10 @@ The records, in the order the language lists them (:data:`KINDS`)::
     atomic                add             I               I: index buffer  no          no    no
     block_sum             write add       -               -                yes         no    no
     sum                   write add       -               -                yes         no    no
+    block_max             write           -               -                yes         no    no
+    block_min             write           -               -                yes         no    no
+    max                   write           -               -                yes         no    no
+    min                   write           -               -                yes         no    no
     view                  view            -               (view ops)       no          no    no
 
 Where each kind is lowered (``passes/<module>.py``, :attr:`AccessorKind.lowering`) and what the
@@ -41,7 +45,13 @@ launcher needs of its buffer (:attr:`~AccessorKind.elements`, :attr:`~AccessorKi
     atomic                lower_accessors_per_thread   I[t] < elements     -           -
     block_sum             lower_accessors_sum          ceil(P / B)         -           -
     sum                   lower_accessors_sum          -                   write       -
+    block_max             lower_accessors_sum          ceil(P / B)         -           -
+    block_min             lower_accessors_sum          ceil(P / B)         -           -
+    max                   lower_accessors_sum          -                   write       -
+    min                   lower_accessors_sum          -                   write       -
     view                  lower_views                  -                   -           -
+
+(``max``/``min`` are filled with the identity of their reduction, :attr:`AccessorKind.reduce`.)
 
 (``@deterministic`` ``shared_sum(I)`` also takes the global merge tables of ``I``,
 :attr:`~AccessorKind.deterministic_tables`; ``passes/to_gpu.py`` adds them.)
@@ -94,7 +104,7 @@ class LanguageArg(Enum):
 
     #: an integer expression over scalar params and size symbols (``strided(off, s)``)
     INTEGER = "integer"
-    #: the name of an index buffer param (``indexed(I)``): a sequential 1-D ``u32``/``i32`` read
+    #: the name of an index buffer param (``indexed(I)``): a sequential 1-D ``u8``..``u32``/``i8``..``i32`` read
     #: buffer with one entry per item
     INDEX_BUFFER = "index buffer"
 
@@ -191,6 +201,11 @@ class AccessorKind:
       ``atomic``, ``unique`` -> ``sum``); ``adjoint_read``: for an update kind, the kind through
       which the adjoint kernel reads the cotangents of what it wrote (``shared_sum`` -> ``shared``,
       ``sum`` -> ``unique``). ``None``: not expressible with today's kinds.
+    - ``reduce``: how a block-wide update combines the items' values: ``"add"`` (sums, and every
+      other kind), ``"max"``/``"min"`` (``max``, ``min``, ``block_max``, ``block_min``: integer
+      max/min by the element type's signedness, float IEEE 754-2019 ``maximum``/``minimum``);
+      its identity (``-0.0``/0, ``-inf``/the type's lowest, ``+inf``/its highest) starts every
+      reduction, is what an item that assigns nothing contributes, and fills ``zero_init`` buffers.
     - ``lowering``: the module of ``kernc.passes`` that lowers its ops (``passes/<lowering>.py``;
       ``kern-lower-accessors`` dispatches on it): ``"lower_accessors_shared"`` for ``shared``.
     """
@@ -214,6 +229,7 @@ class AccessorKind:
     deterministic_tables: tuple[str, ...] = ()
     adjoint_add: str | None = None
     adjoint_read: str | None = None
+    reduce: str = "add"
     lowering: str = ""
 
     def __repr__(self) -> str:
@@ -306,6 +322,18 @@ SUM = AccessorKind(
     "sum", "sum", True, _UPDATES, (), (), Reach.FIRST, block_wide=True, elements=ElementCount.NONE,
     zero_init=(WRITE,), deterministic=Determinism.REORDERED, adjoint_read="unique",
     lowering="lower_accessors_sum")
+BLOCK_MAX = AccessorKind(
+    "block_max", "block_max", True, (WRITE,), (), (), Reach.BLOCK, block_wide=True,
+    elements=ElementCount.BLOCKS, reduce="max", lowering="lower_accessors_sum")
+BLOCK_MIN = AccessorKind(
+    "block_min", "block_min", True, (WRITE,), (), (), Reach.BLOCK, block_wide=True,
+    elements=ElementCount.BLOCKS, reduce="min", lowering="lower_accessors_sum")
+MAX = AccessorKind(
+    "max", "max", True, (WRITE,), (), (), Reach.FIRST, block_wide=True, elements=ElementCount.NONE,
+    zero_init=(WRITE,), reduce="max", lowering="lower_accessors_sum")
+MIN = AccessorKind(
+    "min", "min", True, (WRITE,), (), (), Reach.FIRST, block_wide=True, elements=ElementCount.NONE,
+    zero_init=(WRITE,), reduce="min", lowering="lower_accessors_sum")
 VIEW = AccessorKind(
     "view", "view", False, (VIEW_MODE,), (), (), Reach.VIEW, block_wide=False,
     elements=ElementCount.NONE,
@@ -314,7 +342,7 @@ VIEW = AccessorKind(
 #: Every kind, in the order the language lists them (messages list them in this order).
 KINDS: tuple[AccessorKind, ...] = (
     SEQUENTIAL, STRIDED, STRIDED_DEFAULT, INDEXED, SHARED, UNIQUE, PAIR, PAIR_STRIDED_DEFAULT,
-    SHARED_SUM, ATOMIC, BLOCK_SUM, SUM, VIEW,
+    SHARED_SUM, ATOMIC, BLOCK_SUM, SUM, BLOCK_MAX, BLOCK_MIN, MAX, MIN, VIEW,
 )
 BY_NAME: dict[str, AccessorKind] = {k.name: k for k in KINDS}
 #: The accessor patterns of the language.
@@ -345,6 +373,7 @@ def _check_registry() -> None:
             assert READ in BY_NAME[k.adjoint_read].modes, k.name
         assert set(k.table_args) <= set(k.tables), k.name
         assert k.lowering.startswith("lower_"), k.name
+        assert k.reduce in ("add", "max", "min") and (k.reduce == "add" or k.block_wide), k.name
         assert k.index_param == bool(k.tables or any(a.type is Operand.INDEX_BUFFER for a in k.ir_args)), k.name
 
 

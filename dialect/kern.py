@@ -54,8 +54,9 @@ swizzle over plain strides.
 - ``kern.view_store`` -- ``(buffer, coords..., sizes..., mask?, value)``: ``X[layout(coords)] = v``;
   ``checked``: dropped when out of bounds (same predicate as the load).
 - ``kern.view_atomic`` -- ``(buffer, coords..., sizes..., mask?, value)`` with the string attribute
-  ``kind`` (:data:`VIEW_ATOMIC_KINDS`: ``add``, ``mins``, ``minu``, ``maxs``, ``maxu``; the
-  signedness of integer ``min``/``max`` is the frontend's): ``X[layout(coords)] op= v`` as one
+  ``kind`` (:data:`VIEW_ATOMIC_KINDS`: ``add``, ``mins``, ``minu``, ``maxs``, ``maxu``, ``ori``,
+  ``andi``, float ``minimumf``/``maximumf``; the signedness of integer ``min``/``max`` is the
+  frontend's): ``X[layout(coords)] op= v`` as one
   relaxed, device-scoped atomic read-modify-write (several items may update one element). Always
   checked (no ``checked`` attribute): dropped when out of bounds or when ``mask`` is false.
 - ``kern.in_bounds`` -- ``(coords..., sizes...) -> i1``: the per-mode predicate
@@ -357,7 +358,11 @@ BUILTIN_OPS = {
 VIEW_OPS = ("kern.view_load", "kern.view_store", "kern.view_atomic", "kern.in_bounds", "kern.delinearize")
 #: The ``kind`` attribute values of ``kern.view_atomic``: integer ``min``/``max`` carry their
 #: signedness (MLIR integers are signless); ``add`` is ``addi`` or ``addf`` by the value's type.
-VIEW_ATOMIC_KINDS = ("add", "mins", "minu", "maxs", "maxu")
+VIEW_ATOMIC_KINDS = ("add", "mins", "minu", "maxs", "maxu", "ori", "andi", "minimumf", "maximumf")
+#: The kinds that need an integer value, and those that need a float (IEEE 754-2019 ``minimum``/
+#: ``maximum``: a NaN operand gives NaN, ``-0.0 < +0.0``; ``arith.AtomicRMWKind`` names).
+VIEW_ATOMIC_INT_KINDS = ("mins", "minu", "maxs", "maxu", "ori", "andi")
+VIEW_ATOMIC_FLOAT_KINDS = ("minimumf", "maximumf")
 #: The unit attribute marking a checked view access, and the one carrying its default value.
 CHECKED_ATTR = "checked"
 
@@ -597,8 +602,10 @@ class ViewAtomicOp(Kern.Operation, name="view_atomic"):
         if kind not in VIEW_ATOMIC_KINDS:
             return f"kind must be one of {', '.join(VIEW_ATOMIC_KINDS)}, got '{kind}'"
         vt = self.operands[-1].type
-        if kind != "add" and not isinstance(vt, ir.IntegerType):
+        if kind in VIEW_ATOMIC_INT_KINDS and not isinstance(vt, ir.IntegerType):
             return f"'{kind}' needs an integer value"
+        if kind in VIEW_ATOMIC_FLOAT_KINDS and isinstance(vt, ir.IntegerType):
+            return f"'{kind}' needs a float value"
         if not isinstance(self.operands[0].type, ir.MemRefType) \
                 or ir.MemRefType(self.operands[0].type).element_type != vt:
             return "the value must have the buffer's element type (atomics run in the storage type)"

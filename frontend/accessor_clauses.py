@@ -23,6 +23,10 @@ from .symbols import BufferInfo, Symbol
 
 #: The accessor patterns of the language by name, in the order messages list them.
 PATTERNS = {k.name: k for k in accessors.LANGUAGE}
+#: The element types of an index buffer ``I`` (``indexed``/``shared``/``shared_sum``/``atomic``):
+#: loaded and widened to ``index`` (``arith.index_castui``); a negative signed entry is a launch
+#: error (the launcher's index check), as for ``i32``.
+INDEX_TYPES = ("u8", "u16", "u32", "i8", "i16", "i32")
 
 
 class AccessorChecks(CheckerBase):
@@ -216,8 +220,9 @@ class AccessorChecks(CheckerBase):
 
     def index_param(self, sym: Symbol, pat: A.Pattern, by_name: dict, problem: Optional[str]) -> bool:
         """Check the index buffer ``I`` of ``indexed/shared/shared_sum/atomic(I)``; set
-        ``index_param``. ``I`` must be a sequential 1-D u32/i32 ``read`` buffer with one entry per
-        item (its dim is the problem size symbol)."""
+        ``index_param``. ``I`` must be a sequential 1-D ``read`` buffer of an integer type of at
+        most 32 bits (:data:`INDEX_TYPES`, widened to ``index`` on load) with one entry per item
+        (its dim is the problem size symbol)."""
         p: A.BufferParam = sym.node
         a = (pat.args or [None])[0]
         what = f"{pat.name}(I)"
@@ -244,15 +249,15 @@ class AccessorChecks(CheckerBase):
             problems.append("read")
         if tb.components != 1:
             problems.append("1-D")
-        if tb.elem.name not in ("u32", "i32"):
-            problems.append("u32 or i32")
+        if tb.elem.name not in INDEX_TYPES:
+            problems.append("an integer type of at most 32 bits")
         pats = target.node.patterns
         if (pats and pats[0].name != accessors.SEQUENTIAL.name) or target.node.default is not None \
                 or str(tb.layout) != f"({tb.dims[0]}):(1)":
             problems.append(accessors.SEQUENTIAL.name)
         if problems:
-            self.error(f"the index buffer '{a.id}' of {pat.name}({a.id}) must be a 1-D u32 or i32 "
-                       f"buffer read sequentially", a.loc,
+            self.error(f"the index buffer '{a.id}' of {pat.name}({a.id}) must be a 1-D "
+                       f"{'/'.join(INDEX_TYPES)} buffer read sequentially", a.loc,
                        note=(f"'{a.id}' is declared here", target.loc),
                        hint=f"declare it as `{a.id}: u32[{problem or 'n'}] read`")
             return False

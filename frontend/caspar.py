@@ -23,7 +23,8 @@ from kernc.dialect import accessors
 from kernc.dialect.strided import Poly, StridedLayout
 
 #: Accessors whose ``as caspar`` buffer is flat, object-major (not planes).
-FLAT_ACCESSORS = tuple(k.name for k in (accessors.UNIQUE, accessors.SUM, accessors.BLOCK_SUM))
+FLAT_ACCESSORS = tuple(k.name for k in (accessors.UNIQUE, accessors.SUM, accessors.BLOCK_SUM, accessors.MAX,
+                                        accessors.MIN, accessors.BLOCK_MAX, accessors.BLOCK_MIN))
 
 
 def caspar_size(n: int) -> int:

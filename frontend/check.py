@@ -34,7 +34,7 @@ Language rules enforced here (the reference for the lowering):
   in the accessor registry lists it (``AccessorKind.modes``, ``dialect/accessors.py``);
   ``default v`` only on ``read strided(off, s)`` / ``read pair strided`` (which requires one),
   with ``v`` a number literal rounded once to the compute type; the index param of ``indexed``/``shared``/``shared_sum``/``atomic`` is a sequential
-  1-D ``u32``/``i32`` ``read`` buffer with one entry per item. A ``pair`` read is used as ``u.first`` / ``u.second``;
+  1-D ``read`` buffer of ``u8 u16 u32 i8 i16 i32`` with one entry per item. A ``pair`` read is used as ``u.first`` / ``u.second``;
   a ``pair`` output is assigned ``out = (a, b)`` or ``out.first`` / ``out.second``.
 - Buffers compute in their compute type (``f16``/``bf16`` -> ``f32``, or ``compute f32|f64`` on
   float storage, never narrower); an output also accepts values of its storage type (widened

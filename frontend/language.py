@@ -23,14 +23,24 @@ PAIR_MEMBERS = ("first", "second")
 #: The methods of a ``view`` buffer (``x.checked(i, j)``, ``x.in_bounds(i, j)``).
 VIEW_METHODS = ("checked", "in_bounds")
 #: The atomic update targets of a ``view`` buffer: method -> (the operators it takes, what it does
-#: per operator). ``hist.atomic(b) += 1``, ``m.atomic_min(b) = v``, ``m.atomic_max(b) = v``.
-VIEW_ATOMIC_METHODS = {"atomic": ("+=", "-="), "atomic_min": ("=",), "atomic_max": ("=",)}
-#: The storage types each atomic update takes: what sm_90 does natively with ``atom``/``red``
-#: (PTX ISA, "atom"): add on 32/64-bit integers (two's complement: signed and unsigned alike),
-#: f16 (``atom.add.noftz.f16``), bf16 (``.bf16``, sm_90), f32 and f64; integer min/max on 32/64-bit
-#: signed and unsigned integers.
-ATOMIC_ADD_TYPES = ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64")
-ATOMIC_MINMAX_TYPES = ("i32", "u32", "i64", "u64")
+#: per operator). ``hist.atomic(b) += 1``, ``m.atomic_min(b) = v``, ``m.atomic_max(b) = v``,
+#: ``f.atomic_or(b) = bits``, ``f.atomic_and(b) = bits``.
+VIEW_ATOMIC_METHODS = {"atomic": ("+=", "-="), "atomic_min": ("=",), "atomic_max": ("=",),
+                       "atomic_or": ("=",), "atomic_and": ("=",)}
+_INTS = ("i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64")
+_FLOATS = ("f16", "bf16", "f32", "f64")
+#: The storage types each atomic update takes (method -> types): add, min and max on every integer
+#: and float type, or/and on integers.
+ATOMIC_TYPES = {"atomic": _INTS + _FLOATS, "atomic_min": _INTS + _FLOATS, "atomic_max": _INTS + _FLOATS,
+                "atomic_or": _INTS, "atomic_and": _INTS}
+#: The ones sm_90 does natively with one ``atom``/``red`` (PTX ISA, "atom"): add on 32/64-bit
+#: integers (two's complement: signed and unsigned alike), f16 (``atom.add.noftz.f16``), bf16
+#: (``.bf16``, sm_90), f32 and f64; integer min/max/or/and on 32/64-bit integers. The others (8/16-bit
+#: integers, float min/max, bf16 add below sm_90, f16 add below sm_70, f64 add below sm_60) are a
+#: compare-and-swap loop: LLVM's AtomicExpand pass rewrites the ``atomicrmw`` the NVPTX backend cannot
+#: select into a ``cmpxchg`` loop (8/16-bit ones on the containing aligned 32-bit word, masked).
+ATOMIC_NATIVE = {"atomic": ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f64"),
+                 **{m: ("i32", "u32", "i64", "u64") for m in ("atomic_min", "atomic_max", "atomic_or", "atomic_and")}}
 
 # ---- names ------------------------------------------------------------------------------------
 

@@ -53,6 +53,16 @@ def _piece_values(b, values: list, first: int, n: int) -> list:
 
 
 
+def reduce_identity(reduce: str, s) -> float | int:
+    """The identity of the ``max``/``min`` reduction ``reduce`` on scalar type ``s``: ``-inf``/
+    ``+inf`` for a float, the type's lowest/highest value for an integer (what an item that
+    assigns nothing contributes to a ``write max`` / ``block_min`` ...)."""
+    if s.is_float:
+        return float("-inf") if reduce == "max" else float("inf")
+    lo, hi = (0, (1 << s.bits) - 1) if s.is_unsigned else (-(1 << (s.bits - 1)), (1 << (s.bits - 1)) - 1)
+    return lo if reduce == "max" else hi
+
+
 def is_add_identity(v) -> bool:
     """True if ``v`` is an ``arith.constant`` identity of addition: ``-0.0`` for a float (the
     initial value of a pending ``add`` output, see ``BufferLowering.init_outputs``), ``0`` for an
@@ -170,6 +180,8 @@ class BufferLowering(ExprLowering):
                 # nothing keeps the element's bits, a -0.0 included); +0.0 would turn a -0.0
                 # element into +0.0. A `write` output's value starts as 0 (+0.0).
                 init = -0.0 if (b.access == "add" and T.default_scalar(b.compute_elem).is_float) else 0
+                if b.kind.reduce != "add":  # max/min: the identity of the reduction
+                    init = reduce_identity(b.kind.reduce, T.default_scalar(b.compute_elem))
                 zeros = [self.const(b.compute_elem, init) for _ in range(b.flat_width)]
                 env[p] = zeros if (b.components > 1 or b.is_pair) else zeros[0]
                 if p in info.flagged_outputs:

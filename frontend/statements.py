@@ -10,7 +10,7 @@ from typing import Optional
 from . import ast as A
 from . import types as T
 from .diagnostics import did_you_mean
-from .language import ATOMIC_ADD_TYPES, ATOMIC_MINMAX_TYPES, PAIR_MEMBERS, VIEW_ATOMIC_METHODS
+from .language import ATOMIC_TYPES, PAIR_MEMBERS, VIEW_ATOMIC_METHODS
 from .names import CheckerBase
 from .symbols import BufferInfo, Symbol
 
@@ -195,15 +195,15 @@ class StatementChecks(CheckerBase):
                        f"{' or '.join(repr(o) for o in ops)}", s.loc, hint=f"write {example}")
             return
         storage = str(b.elem)
-        if target.name == "atomic":
-            allowed, what = ATOMIC_ADD_TYPES, "an atomic add"
-        else:
-            allowed, what = ATOMIC_MINMAX_TYPES, f"an atomic {target.name[len('atomic_'):]}"
+        allowed = ATOMIC_TYPES[target.name]
+        what = "an atomic add" if target.name == "atomic" else f"an atomic {target.name[len('atomic_'):]}"
         if storage not in allowed:
             self.error(f"{what} of '{sym.name}' (a '{storage}' view) is not supported: the GPU does "
-                       f"{what} natively on {', '.join(allowed)}", target.loc,
+                       f"{what} on {', '.join(allowed)}", target.loc,
                        hint="declare the view with one of those element types "
-                            "(e.g. count in u32 and convert afterwards)",
+                            "(e.g. count in u32 and convert afterwards)"
+                            + (", or update the float's bits in a u32/u64 view"
+                               if target.name in ("atomic_or", "atomic_and") else ""),
                        note=(f"'{sym.name}' is declared here", sym.loc))
             return
         if b.compute_elem != b.elem and not (b.elem.bits == 16 and b.compute_elem.name == "f32"):
@@ -211,7 +211,7 @@ class StatementChecks(CheckerBase):
                        f"a 'compute' clause does not apply to it", target.loc,
                        note=(f"'{sym.name}' is declared here", sym.loc))
             return
-        if b.elem.is_float and "deterministic" in self.info.attributes:
+        if b.elem.is_float and target.name == "atomic" and "deterministic" in self.info.attributes:
             self.error(f"@deterministic cannot make '{sym.name}' reproducible: '{spelled} {s.op}' "
                        f"adds floats with one atomic per item, in an order that varies from run "
                        f"to run", target.loc,
@@ -220,10 +220,15 @@ class StatementChecks(CheckerBase):
             return
         if vt is not None and not self.coerce_assigned(s.value, sym.ty, f"'{spelled} {s.op}'", b):
             return
+        op = target.name[len("atomic_"):]
         if target.name == "atomic":
             s.atomic = "add"
+        elif op in ("or", "and"):
+            s.atomic = {"or": "ori", "and": "andi"}[op]
+        elif b.elem.is_float:  # IEEE 754-2019 maximum/minimum: NaN wins, -0.0 < +0.0
+            s.atomic = op + "imumf"
         else:
-            s.atomic = target.name[len("atomic_"):len("atomic_") + 3] + ("u" if b.elem.is_unsigned else "s")
+            s.atomic = op + ("u" if b.elem.is_unsigned else "s")
 
     def assign(self, s: A.Assign) -> None:
         if self.view_assign(s):

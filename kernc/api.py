@@ -286,7 +286,7 @@ class Module:
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
             fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
-            tensor_cores: bool = True) -> Module:
+            tensor_cores: bool = True, privatize: bool = True) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -301,7 +301,9 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     compile --no-tile``): each item then runs its own loop, as written. ``tensor_cores=False``
     keeps f16/bf16 contractions off the tensor cores (``kern-mma-contractions``, ``sm_80`` and
     later: ``mma.sync`` fed by ``ldmatrix``; ``kernc compile --no-tensor-cores``); they are then
-    tiled on CUDA cores, their sums in the loop's order. ``choose_shared=False``
+    tiled on CUDA cores, their sums in the loop's order. ``privatize=False`` turns
+    off the per-block workgroup copies of small atomically updated views (``kern-privatize-atomics``;
+    ``kernc compile --no-privatize``): one global atomic per update. ``choose_shared=False``
     always runs ``shared(I)``/``shared_sum(I)`` staged (default: a launch runs them as
     ``indexed(I)``/``atomic(I)`` where staging cannot pay on its indices,
     ``launch_policy.shared_pays``, reported as ``LaunchResult.shared``; ``kernc run
@@ -316,13 +318,13 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
         raise ValueError(f"choose_shared must be True or False, got {choose_shared!r}")
     return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level, fmad=fmad,
                                                              coalesce=coalesce, tile=tile,
-                                                             tensor_cores=tensor_cores)),
+                                                             tensor_cores=tensor_cores, privatize=privatize)),
                   choose_shared=choose_shared)
 
 
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
-                 choose_shared: bool = True, tensor_cores: bool = True) -> Module:
+                 choose_shared: bool = True, tensor_cores: bool = True, privatize: bool = True) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -330,7 +332,8 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
         raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
     path = os.fsdecode(os.fspath(path))
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
-                   coalesce=coalesce, tile=tile, choose_shared=choose_shared, tensor_cores=tensor_cores)
+                   coalesce=coalesce, tile=tile, choose_shared=choose_shared, tensor_cores=tensor_cores,
+                   privatize=privatize)
 
 
 def read_source(path) -> str:

@@ -114,9 +114,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-tensor-cores", action="store_true",
                    help="do not run f16/bf16 contractions on tensor cores (mma.sync, sm_80 and later); "
                         "they are tiled on CUDA cores instead")
+    # kern-privatize-atomics
+    c.add_argument("--no-privatize", action="store_true",
+                   help="do not give small atomically updated views a per-block copy in workgroup memory")
     c.add_argument("--remarks", action="store_true",
                    help="explain optimisation decisions (view access staging, contraction tiling, tensor "
-                        "cores) on stderr")
+                        "cores, privatized atomics) on stderr")
     c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     c.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the IR or PTX on standard output: auto (a terminal, unless NO_COLOR is "
@@ -147,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not tile contraction loops through workgroup memory (compare --stats)")
     r.add_argument("--no-tensor-cores", action="store_true",
                    help="do not run f16/bf16 contractions on tensor cores (mma.sync; compare --stats)")
+    r.add_argument("--no-privatize", action="store_true",
+                   help="do not give small atomically updated views a per-block copy in workgroup memory "
+                        "(compare --stats)")
     r.add_argument("--always-shared", action="store_true",
                    help="always stage shared(I)/shared_sum(I) through workgroup memory (default: run them as "
                         "indexed(I)/atomic(I) where staging would not pay on the indices; compare --stats)")

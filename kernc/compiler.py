@@ -70,7 +70,9 @@ class CompileOptions:
     --no-tensor-cores`` turns it off). ``shared``: stage ``shared(I)`` reads and
     ``shared_sum(I)`` updates through workgroup memory (``False``: lower them as ``indexed(I)`` and
     ``atomic(I)``, the build a :class:`Variant` with ``shared=False`` names, which the launcher runs
-    where staging cannot pay, ``launch_policy.shared_pays``).
+    where staging cannot pay, ``launch_policy.shared_pays``). ``privatize``: run
+    ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views;
+    ``kernc compile --no-privatize`` turns it off).
     """
 
     arch: str = "sm_90"
@@ -84,6 +86,7 @@ class CompileOptions:
     tile: bool = True  # kern-tile-contractions
     tensor_cores: bool = True  # kern-mma-contractions (on sm_80 and later)
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
+    privatize: bool = True  # kern-privatize-atomics
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -136,7 +139,7 @@ def validate_options(opts: "CompileOptions") -> None:
                                      or not all(isinstance(k, str) for k in opts.kernels)):
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
-    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores"):
+    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -287,7 +290,7 @@ class Compilation:
             # --no-coalesce and --fmad build other IR, so they get their own keys
             extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
                                           tile=self.options.tile, shared=self.options.shared,
-                                          tensor_cores=self.uses_tensor_cores)
+                                          tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -339,6 +342,11 @@ class Compilation:
                     kw["remarks"](f"{filename}: remark: nothing to stage: kern-coalesce-views stages the "
                                   "view accesses of N-D problems (over (i, j) in (M, N)), and no kernel "
                                   "here has one")
+            if not self.options.privatize or not walk_ops(module, {"kern.view_atomic"}):
+                kw["privatize"] = False  # (scheduled only where there are view atomics)
+                if self.options.remarks and not self.options.privatize:
+                    kw["remarks"](f"{filename}: remark: atomic updates are not privatized: "
+                                  "kern-privatize-atomics is off (--no-privatize)")
             if self.options.fmad:
                 kw["fmad"] = True
             if not self.options.shared:

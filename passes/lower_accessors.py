@@ -286,8 +286,9 @@ def _block_update(kc: KernelContext, acc: Access) -> None:
     kept = [i for i in range(n) if i not in derived]
     with ir.InsertionPoint(kc.guard):
         slot = b.alloca(acc.compute, len(kept))
-        for k in range(len(kept)):
-            b.store(b.add_identity(acc.compute), slot, b.idx(k))
+        for k in range(len(kept)):  # (max/min: the identity of their reduction)
+            init = b.add_identity(acc.compute) if acc.kind.reduce == "add" else sums.identity(kc, acc)
+            b.store(init, slot, b.idx(k))
     with ir.InsertionPoint(acc.op):
         for k, i in enumerate(kept):
             b.store(acc.values[i], slot, b.idx(k))

@@ -24,27 +24,29 @@ def tid_values():
     return t, tid, blk, p
 
 
-def warp_sum(v: ir.Value) -> ir.Value:
-    """Butterfly (xor) reduction over the 32 lanes of a warp: every lane gets the warp's sum."""
+def warp_sum(v: ir.Value, combine=b.add) -> ir.Value:
+    """Butterfly (xor) reduction over the 32 lanes of a warp: every lane gets the warp's sum (or
+    the reduction ``combine``, e.g. a max)."""
     for off in (16, 8, 4, 2, 1):
         other, _ = b.shuffle("xor", v, off)
-        v = b.add(v, other)
+        v = combine(v, other)
     return v
 
 
-def block_totals(kc, acc, vals, tid, finish) -> None:
+def block_totals(kc, acc, vals, tid, finish, combine=b.add, identity=None) -> None:
     """Sum ``vals`` over the threads of the block in a fixed order: warp butterflies, one partial per
     warp in workgroup memory, then warp 0 reduces the partials and, still inside warp 0's region,
     its lane 0 (thread 0) calls ``finish(totals)`` to store or add them. No value crosses the join
     of warp 0's region, so ptxas sees the final butterfly as convergent (a yielded total used by
     ``tid == 0`` after the join made it emit a divergent copy of the butterfly). Every thread must
-    call it (it has a barrier)."""
+    call it (it has a barrier). ``combine``/``identity``: another reduction than the sum (``max``,
+    ``min``: :mod:`.lower_accessors_sum`), in the same fixed order."""
     B = kc.block
     nw = B // WARP
     K = len(vals)
     lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
     warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
-    sums = [warp_sum(v) for v in vals]
+    sums = [warp_sum(v, combine) for v in vals]
     smem = kc.workgroup(acc.compute, nw * K, f"{acc.kind.name} partials")
     kc.begin_staging()
     with b.if_(b.cmp("eq", lane, b.idx(0))):
@@ -59,9 +61,9 @@ def block_totals(kc, acc, vals, tid, finish) -> None:
             part = b.if_else(
                 b.cmp("ult", lane, b.idx(nw)), [acc.compute],
                 lambda c=c: [b.load(smem, b.add(b.idx(c * nw), lane))],
-                lambda: [b.add_identity(acc.compute)],
+                lambda: [identity() if identity else b.add_identity(acc.compute)],
             )[0]
-            totals.append(warp_sum(part))
+            totals.append(warp_sum(part, combine))
         with b.if_(b.cmp("eq", lane, b.idx(0))):
             finish(totals)
 

@@ -31,6 +31,7 @@ from .lower_fma import LowerFMA
 from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
 from .mma_contractions import MmaContractions
+from .privatize_atomics import PrivatizeAtomics
 from .reduce_iv_divisions import ReduceIVDivisions
 from .relax_atomics import RelaxAtomics
 from .select_to_branch import SelectToBranch
@@ -50,6 +51,7 @@ KERN_TO_GPU: tuple[type[Pass], ...] = (
     MmaContractions,          # optional: tensor_cores=True (kernc compile --no-tensor-cores turns it off)
     TileContractions,         # optional: tile=True (kernc compile --no-tile turns it off)
     CoalesceViews,            # optional: coalesce=True (kernc compile --no-coalesce turns it off)
+    PrivatizeAtomics,         # optional: privatize=True (kernc compile --no-privatize turns it off)
     LowerViews,
     LowerLayouts,
     FoldDivisions,
@@ -106,7 +108,8 @@ class TargetOptions:
 
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
-                shared: bool = True, tensor_cores: bool = True, arch: str = "sm_90") -> list[Pass]:
+                shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
+                arch: str = "sm_90") -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -116,11 +119,13 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     --fmad``); ``shared``: stage ``shared(I)``/``shared_sum(I)`` through workgroup memory
     (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``);
     ``tensor_cores``: run ``kern-mma-contractions`` (f16/bf16 contractions on the tensor cores of
-    ``arch``, from ``sm_80``; ``kernc compile --no-tensor-cores`` turns it off)."""
+    ``arch``, from ``sm_80``; ``kernc compile --no-tensor-cores`` turns it off); ``privatize``: run
+    ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views)."""
     off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
-                               (MmaContractions, tensor_cores)) if not on}
+                               (MmaContractions, tensor_cores), (PrivatizeAtomics, privatize)) if not on}
     return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
                                  MmaContractions: {"remarks": remarks, "arch": arch},
+                                 PrivatizeAtomics: {"remarks": remarks},
                                  LowerAccessors: {"stage_shared": shared}},
                    off)
             + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])

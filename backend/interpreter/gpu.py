@@ -71,15 +71,56 @@ def _atomic_apply(data: np.ndarray, addr: np.ndarray, vals: np.ndarray, fn) -> n
     return old
 
 
-# arith::AtomicRMWKind enum values -> (name, ufunc or None for assign, view: "s" | "u" | "f")
+# arith::AtomicRMWKind enum values -> (name, ufunc or None for assign, view: "s" | "u" | "f" | "k":
+# floats through order-preserving integer keys, _minmax_f)
 _ATOMIC_KINDS = {
     0: ("addf", np.add, "f"), 1: ("addi", np.add, "s"), 2: ("andi", np.bitwise_and, "s"),
-    3: ("assign", None, "s"), 4: ("maximumf", np.maximum, "f"), 5: ("maxnumf", np.fmax, "f"),
-    6: ("maxs", np.maximum, "s"), 7: ("maxu", np.maximum, "u"), 8: ("minimumf", np.minimum, "f"),
+    3: ("assign", None, "s"), 4: ("maximumf", np.maximum, "k"), 5: ("maxnumf", np.fmax, "f"),
+    6: ("maxs", np.maximum, "s"), 7: ("maxu", np.maximum, "u"), 8: ("minimumf", np.minimum, "k"),
     9: ("minnumf", np.fmin, "f"), 10: ("mins", np.minimum, "s"), 11: ("minu", np.minimum, "u"),
     12: ("mulf", np.multiply, "f"), 13: ("muli", np.multiply, "s"), 14: ("ori", np.bitwise_or, "s"),
     15: ("xori", np.bitwise_xor, "s"),
 }
+
+
+def _float_key(x: np.ndarray, nan_key: str) -> np.ndarray:
+    """IEEE 754 floats (any width, ``bfloat16`` too) as signed integers of the same width in the
+    order of the floats, ``-0.0`` below ``+0.0``; every NaN becomes the ``nan_key`` (``"max"`` or
+    ``"min"``) end of the integer range. The key of a non-NaN is its bits with the non-sign bits
+    flipped when the sign is set (an involution: :func:`_float_of_key` undoes it)."""
+    sdt = np.dtype(f"i{x.dtype.itemsize}")
+    s = x.view(sdt)
+    key = np.where(s < 0, s ^ np.iinfo(sdt).max, s).astype(sdt)
+    ext = np.iinfo(sdt).max if nan_key == "max" else np.iinfo(sdt).min
+    key[x != x] = ext
+    return key
+
+
+def _float_of_key(key: np.ndarray, dtype) -> np.ndarray:
+    """The floats of :func:`_float_key` keys (the ends of the range: a quiet NaN)."""
+    info = np.iinfo(key.dtype)
+    out = np.where(key < 0, key ^ info.max, key).astype(key.dtype).view(dtype).copy()
+    out[(key == info.max) | (key == info.min)] = np.nan
+    return out
+
+
+def _minmax_f(data: np.ndarray, addr: np.ndarray, vals: np.ndarray, fn, fold: bool):
+    """``minimumf``/``maximumf`` (IEEE 754-2019 ``minimum``/``maximum``, LLVM's ``fminimum``/
+    ``fmaximum``: a NaN operand gives NaN, ``-0.0 < +0.0``) of the lanes' values into ``data`` in
+    lane order: the same integer ``fn`` on order-preserving keys (:func:`_float_key`, NaN at the end
+    that wins), so signed zeros and NaNs come out as on the GPU; the old values, or ``None`` when
+    ``fold``."""
+    side = "max" if fn is np.maximum else "min"
+    ua, pos = np.unique(addr, return_inverse=True)
+    keys = _float_key(data[ua], side)
+    vk = _float_key(np.asarray(vals, dtype=data.dtype), side)
+    if fold:
+        fn.at(keys, pos, vk)
+        old = None
+    else:
+        old = _float_of_key(_atomic_apply(keys, pos, vk, fn), data.dtype)
+    data[ua] = _float_of_key(keys, data.dtype)
+    return old
 
 
 # ------------------------------------------------------------------------------------------------
@@ -257,7 +298,7 @@ def _atomic(tr, o):
     # serialised atomics, without the sort that returning the old values needs
     fold = fn is not None and not any(True for _ in o.results[0].uses)
     r = tr.define(o.results[0])
-    if ty.bits == 1 and view != "f":
+    if ty.bits == 1 and view not in ("f", "k"):
         tr.unsupported(o, "memref.atomic_rmw on i1")
 
     def f(fr, mask):
@@ -278,14 +319,21 @@ def _atomic(tr, o):
         else:
             val = np.full(n, val, dtype=ty.dtype)
         data = buf.data
-        if fold:
+        if view == "k":
+            old = _minmax_f(data, addr, val, fn, fold)
+            if fold:
+                env[r] = zero
+                return
+        elif fold:
             if view == "u":
                 fn.at(data.view(ty.udtype), addr, val.view(ty.udtype))
             else:
                 fn.at(data, addr, val)
             env[r] = zero
             return
-        if view == "u":
+        if view == "k":
+            pass
+        elif view == "u":
             old = _atomic_apply(data.view(ty.udtype), addr, val.view(ty.udtype), fn).view(ty.dtype)
         else:
             old = _atomic_apply(data, addr, val, fn)

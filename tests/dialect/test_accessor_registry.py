@@ -15,7 +15,7 @@ from kernc.support.mlir import ir
 
 def test_every_kind_is_in_one_place():
     assert [k.name for k in A.KINDS] == list(A.BY_NAME)
-    assert len(set(A.BY_NAME)) == len(A.KINDS) == 13
+    assert len(set(A.BY_NAME)) == len(A.KINDS) == 17
     A._check_registry()
     for k in A.KINDS:
         assert A.kind(k.name) is k

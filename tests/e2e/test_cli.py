@@ -720,8 +720,9 @@ def test_time_passes_reports_every_step_of_a_real_compile(tmp_path, monkeypatch,
     steps = [label for label in labels if not label.startswith(("stage ", "other", "total"))]
     target = CompileOptions().target(libdevice=None)
     assert steps == (["import kernc.compiler", "MLIR context", "parser tables", "parse", "check", "lower"]
-                     # saxpy is 1-D: no staging, no tiling, no tensor cores
-                     + [p.name for p in pipeline.kern_to_gpu(coalesce=False, tile=False, tensor_cores=False)]
+                     # saxpy is 1-D: no staging, no tiling, no tensor cores, no view atomics
+                     + [p.name for p in pipeline.kern_to_gpu(coalesce=False, tile=False, tensor_cores=False,
+                                                             privatize=False)]
                      + [p.name for p in pipeline.gpu_to_llvm(target)] + [p.name for p in pipeline.llvm_to_ptx()])
     assert labels[-2:] == ["other (printing IR, copying modules, the compile cache)", "total"]
     ms = [float(r[0]) for r in rows]

@@ -65,8 +65,8 @@ def test_compilation_timings_cover_the_stages_it_ran():
     comp = Compilation(src, "k.kern", use_cache=False)
     assert [(r.stage, r.variant) for r in comp.timings] == [("kern", ""), ("gpu", "")]
     assert [name for name, _ in comp.timings[0].steps] == ["parse", "check", "lower"]
-    assert [name for name, _ in comp.timings[1].steps] == [
-        p.name for p in pipeline.kern_to_gpu(coalesce=False, tile=False, tensor_cores=False)]  # 1-D: none of them
+    assert [name for name, _ in comp.timings[1].steps] == [p.name for p in pipeline.kern_to_gpu(
+        coalesce=False, tile=False, tensor_cores=False, privatize=False)]  # 1-D: none of them
     comp.llvm_ir()
     comp.ptx()
     comp.ptx()  # the same variant: answered from memory

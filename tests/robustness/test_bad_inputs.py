@@ -97,7 +97,7 @@ SOURCE_CASES = [
     ('acc_unknown_accessor', 'kernel k(x: f32[n] read strid(1, 2)) over n { }\n', 1, 25, "unknown accessor 'strid'; did you mean 'strided'?"),
     ('acc_strided_arity', 'kernel k(x: f32[n] read strided(1)) over n { }\n', 1, 25, "accessor 'strided' takes 2 arguments, got 1"),
     ('acc_strided_float_arg', 'kernel k(x: f32[n] read strided(o, 2), o: f32) over n { }\n', 1, 33, "strided arguments must be integers, got 'f32'"),
-    ('acc_index_buffer_float', 'kernel k(x: f32[n] read indexed(j), j: f32[n] read) over n { }\n', 1, 33, "the index buffer 'j' of indexed(j) must be a 1-D u32 or i32 "),
+    ('acc_index_buffer_float', 'kernel k(x: f32[n] read indexed(j), j: f32[n] read) over n { }\n', 1, 33, "the index buffer 'j' of indexed(j) must be a 1-D u8/u16/u32/i8/i16/i32 "),
     ('acc_unknown_index_buffer', 'kernel k(x: f32[n] read indexed(j)) over n { }\n', 1, 33, "unknown index buffer 'j'"),
     ('acc_shared_on_write', 'kernel k(x: f32[n] write shared(i), i: u32[n] read) over n { }\n', 1, 26, "accessor 'shared' is only for 'read' buffers, not 'write'"),
     ('acc_unique_on_add', 'kernel k(x: f32[n] add unique) over n { }\n', 1, 24, "accessor 'unique' is only for 'read' buffers, not 'add'"),

@@ -1,11 +1,12 @@
 // RUN: %kernc opt %s --passes 'kern-relax-atomics' | FileCheck %s
 // kern-relax-atomics: every llvm.atomicrmw inside a gpu.module becomes monotonic with
-// syncscope("device") (atom.relaxed.gpu, CUDA's atomicAdd), whatever ordering and scope it had;
+// syncscope("device") (atom.relaxed.gpu, CUDA's atomicAdd), whatever ordering and scope it had, one
+// on workgroup memory (!llvm.ptr<3>) syncscope("block") (atom.relaxed.cta.shared);
 // other atomics (llvm.cmpxchg) and atomics outside a gpu.module are left alone.
 
 // CHECK-LABEL: llvm.func @acc
 // CHECK-NEXT: llvm.atomicrmw fadd %arg0, %arg2 syncscope("device") monotonic : !llvm.ptr<1>, f32
-// CHECK-NEXT: llvm.atomicrmw add %arg1, %arg3 syncscope("device") monotonic : !llvm.ptr<3>, i32
+// CHECK-NEXT: llvm.atomicrmw add %arg1, %arg3 syncscope("block") monotonic : !llvm.ptr<3>, i32
 // CHECK-NEXT: llvm.atomicrmw max %arg0, %arg3 syncscope("device") monotonic : !llvm.ptr<1>, i32
 // CHECK-NEXT: llvm.cmpxchg %arg1, %arg3, %arg3 acq_rel monotonic : !llvm.ptr<3>, i32
 // CHECK-NEXT: llvm.return
