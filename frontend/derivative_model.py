@@ -95,6 +95,15 @@ def comp(atom, i: int | None) -> str:
     return text
 
 
+def unwrap(e):
+    """``e`` without the casts to its own type the prepared source wraps vector values in
+    (``let t = f64(w * p);``)."""
+    while isinstance(e, A.Call) and e.fn is None and e.func in T.SCALARS and len(e.args) == 1 \
+            and e.args[0].ty == e.ty:
+        e = e.args[0]
+    return e
+
+
 def op_of(e):
     """``(kind, op, operands)`` of an elementwise operation node, or None."""
     if isinstance(e, A.Unary):
@@ -139,5 +148,5 @@ def local_only(s: A.Assign) -> bool:
     return s.sym is not None and s.sym.kind == "local"
 
 
-__all__ = ["Target", "classify_target", "assigned_locals", "comp", "op_of", "components", "is_float",
+__all__ = ["unwrap", "Target", "classify_target", "assigned_locals", "comp", "op_of", "components", "is_float",
            "printed_stmt", "printed_block", "local_only"]

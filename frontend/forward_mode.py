@@ -15,7 +15,7 @@ from __future__ import annotations
 from . import ast as A
 from . import printer as P
 from . import types as T
-from .derivative_model import classify_target, comp, components, op_of
+from .derivative_model import unwrap, classify_target, comp, components, op_of
 from .derivative_prep import error, is_float, type_name, typed_let, zeros
 from .derivative_rules import terms
 
@@ -121,6 +121,7 @@ class Forward:
     def tangent(self, e, ty) -> str:
         """The tangent of ``e`` (one operation over atoms, an atom or a read) as text of type
         ``ty``."""
+        e = unwrap(e)
         if not is_float(e.ty):
             return zeros(ty)
         if isinstance(e, (A.Name, A.Member)):

@@ -29,7 +29,7 @@ from __future__ import annotations
 from . import ast as A
 from . import printer as P
 from . import types as T
-from .derivative_model import (assigned_locals, classify_target, comp, components, local_only, op_of,
+from .derivative_model import (unwrap, assigned_locals, classify_target, comp, components, local_only, op_of,
                                printed_block)
 from .derivative_prep import error, is_float, typed_let, zeros
 from .derivative_rules import neg, terms
@@ -152,7 +152,6 @@ class Reverse:
             seed = neg(seed) if s.op == "-=" else seed
             return [], [f"let {g} = {seed};"] + self.acc(s.value, g)
         if t.kind == "output":
-            var = self.out_adj[(t.name, t.side)]
             if s.op not in ("=", "+=", "-="):
                 raise error(f"'{s.op}' on the output '{t.name}' has no derivative kernel yet", s,
                             self.source, hint="compute the value in a 'let' and assign it")
@@ -160,7 +159,7 @@ class Reverse:
                 parts = zip(("first", "second"), s.value.elems)
                 return [], [line for side, v in parts for line in self.output_part(
                     self.out_adj[(t.name, side)], None, t.ty, s.op, v)]
-            return [], self.output_part(var, t.component, t.ty, s.op, s.value)
+            return [], self.output_part(self.out_adj[(t.name, t.side)], t.component, t.ty, s.op, s.value)
         # a local
         copy = self.names.fresh(f"{t.name}_saved")
         fwd = [f"let {copy} = {t.name};"] + self.plain(s)
@@ -239,6 +238,7 @@ class Reverse:
     def acc(self, e, g: str) -> list:
         """Statements adding ``g`` (a name of ``e``'s type) times de/d(operands) to the operands'
         adjoints; ``e`` is one operation over atoms (or an atom, a read, a vector literal)."""
+        e = unwrap(e)
         if not is_float(e.ty):
             return []
         if isinstance(e, (A.Name, A.Member)):
@@ -246,6 +246,12 @@ class Reverse:
                 else self.add_whole(e, g)
         if isinstance(e, (A.FloatLit, A.IntLit)):
             return []
+        view = self.view_read(e)
+        if view is not None:
+            name, coords = view
+            if name not in self.plan.wrt:
+                return []
+            return [f"{self.plan.grads[name]}.atomic({coords}) += {g};"]
         if isinstance(e, A.VectorLit):
             return [line for i, x in enumerate(e.elems) for line in self.add_to(x, None, f"{g}[{i}]")]
         if isinstance(e, A.Index):
@@ -257,12 +263,6 @@ class Reverse:
                 return []
             start = e.start.value if e.start is not None else 0
             return [f"{adj}[{start + i}] += {g}[{i}];" for i in range(T.width(e.ty))]
-        view = self.view_read(e)
-        if view is not None:
-            name, coords = view
-            if name not in self.plan.wrt:
-                return []
-            return [f"{self.plan.grads[name]}.atomic({coords}) += {g};"]
         op = op_of(e)
         if op is None:
             raise error("this expression has no derivative", e, self.source)
