@@ -121,7 +121,7 @@ class _Gen:
             return f"({e()} / (1.5 + {d} * {d}))"
         if form == 5:
             f = self.r.choice(["exp", "sin", "cos", "tanh", "abs", "floor", "ceil"])
-            return f"{f}({e()})"
+            return f"exp(tanh({e()}))" if f == "exp" else f"{f}({e()})"  # (bounded: no huge values)
         if form == 6:
             d = e()
             return f"sqrt(1.0 + {d} * {d})"
