@@ -33,7 +33,12 @@ def check(source: str, kernel: str, wrt, args: dict, sizes: dict | None = None, 
     parameter of ``kernel`` by name: numpy arrays, outputs included, and scalars)."""
     sizes = dict(sizes or {})
     rng = np.random.default_rng(seed)
-    gmod, jmod = modules or (kernc.grad(source, kernel=kernel, wrt=wrt), kernc.jvp(source, kernel=kernel, wrt=wrt))
+    if modules is None:  # one module holding K, K_grad and K_jvp: compiled once
+        base = source.rstrip()
+        jvp_kernel = kernc.derivative_source(source, kernel, wrt, "jvp")[len(base):]
+        both = kernc.derivative_source(source, kernel, wrt, "grad") + jvp_kernel
+        modules = (kernc.compile(both),) * 2
+    gmod, jmod = modules
     fwd = gmod[kernel]
     gk, jk = gmod[f"{kernel}_grad"], jmod[f"{kernel}_jvp"]
     outs = _outputs(fwd.signature, gk.signature, wrt)
