@@ -251,3 +251,25 @@ def test_gradient_on_the_gpu_equals_the_cpu_interpreter():
     mod.k_grad(**dev)
     for name in ("pos_bar", "w_bar"):
         np.testing.assert_allclose(cp.asnumpy(dev[name]), host[name], rtol=1e-12, atol=1e-12)
+
+
+def test_shared_read_adjoint_issues_one_atomic_per_distinct_index_and_component_per_block():
+    """The adjoint of a ``shared(I)`` read is ``shared_sum(I)``: with clustered indices, at most one
+    global atomic per distinct index and component per block, against one per item and component
+    for the ``atomic(I)`` adjoint of an ``indexed(I)`` read (what Warp's adjoints do)."""
+    body = "over n { y = p[0] * p[1] + sin(p[2]); }"
+    n, v = 512, 16
+    index = np.sort(np.random.default_rng(0).integers(0, v, n)).astype(np.uint32)  # clustered
+    p = np.random.default_rng(1).uniform(-1, 1, (v, 3))
+    counts = {}
+    for pattern in ("shared(I)", "indexed(I)"):
+        src = f"kernel k(p: f64[V, 3] read {pattern}, I: u32[n] read, y: f64[n] write) {body}"
+        mod = kernc.grad(src, kernel="k", wrt=["p"])
+        p_bar = np.zeros((v, 3))
+        result = mod.k_grad(p, index, np.zeros(n), np.ones(n), p_bar)
+        counts[pattern] = (result.stats.global_atomics, p_bar, result.shared)
+    distinct_per_block = sum(len(np.unique(index[b:b + 256])) for b in range(0, n, 256))
+    atomics, shared_bar, staged = counts["shared(I)"]
+    assert staged is True and atomics <= 3 * distinct_per_block
+    assert counts["indexed(I)"][0] == 3 * n
+    np.testing.assert_allclose(shared_bar, counts["indexed(I)"][1], rtol=1e-12)
