@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kernc.dialect import accessors
-from kernc.support.errors import CompileError, Diagnostic
+from kernc.support.errors import CompileError, Diagnostic, InternalCompilerError
 
 from . import ast as A
 from . import printer as P
@@ -126,9 +126,13 @@ def derivative_source(text: str, filename: str, kernel: str, wrt=None, mode: str
 def _check_kernel(program: A.Program, kernel_text: str, filename: str) -> A.Kernel:
     """The checked kernel of ``kernel_text``, with the layouts and functions of ``program`` (parsing
     only the new text: a derivative costs no second parse of the whole program)."""
-    new = parse(kernel_text, filename)
-    kept = [i for i in program.items if not isinstance(i, A.Kernel)]
-    check(A.Program(new.loc, kept + new.items, filename, kernel_text))
+    try:
+        new = parse(kernel_text, filename)
+        kept = [i for i in program.items if not isinstance(i, A.Kernel)]
+        check(A.Program(new.loc, kept + new.items, filename, kernel_text))
+    except CompileError as err:  # the derivative is kernc's text: an error in it is kernc's bug
+        raise InternalCompilerError(f"the derivative kernel kernc generated does not check:\n{err}\n"
+                                    f"--- generated text ---\n{kernel_text}") from None
     return new.kernels[0]
 
 
@@ -157,10 +161,14 @@ def resolve_wrt(k: A.Kernel, wrt, text: str) -> list:
         if tunable is not None:
             wrt = tunable
         else:
-            wrt = [n for n, s in syms.items() if _float_input(s) and n not in (constant or [])]
+            written = _written_views(k)
+            wrt = [n for n, s in syms.items() if _float_input(s) and n not in (constant or []) and n not in written]
     elif isinstance(wrt, str):
         wrt = [w.strip() for w in wrt.split(",") if w.strip()]
     wrt = list(dict.fromkeys(wrt))
+    if not wrt:
+        raise _error(f"kernel '{k.name}' has nothing to differentiate: it reads no float parameter "
+                     "(or wrt names none)", k, text)
     for name in wrt:
         if not isinstance(name, str) or name not in params:
             raise _error(f"wrt names '{name}', which is not a parameter of kernel '{k.name}' "
@@ -187,22 +195,23 @@ def _float_input(sym) -> bool:
     if sym.kind == "scalar":
         return is_float(sym.ty)
     b = sym.buffer
-    return b is not None and not b.is_output and is_float(b.compute_elem) and \
-        (not b.is_view or sym.name not in getattr(sym, "_written", ()))
+    return b is not None and not b.is_output and is_float(b.compute_elem)
 
 
 # ---- parameters of the derivative kernel ----------------------------------------------------------
 
 
 def _outputs(k: A.Kernel, text: str) -> list:
-    """The outputs of ``k``: ``write``/``add`` buffers and the views it writes, in parameter order;
+    """The float outputs of ``k``: ``write``/``add`` buffers and the views it writes, in parameter order;
     a view both read and written is refused (its reads would see other items' writes)."""
     written = _written_views(k)
     read = {n.base.id for n in A.iter_nodes(k.body) if isinstance(n, (A.MultiIndex, A.Index, A.Method))
             and isinstance(n.base, A.Name) and n.base.id in written and not _is_target(n, k)}
     out = []
     for sym in k.info.params:
-        if sym.kind == "buffer" and sym.buffer is not None and sym.buffer.is_output:
+        if sym.kind != "buffer" or sym.buffer is None or not is_float(sym.buffer.compute_elem):
+            continue  # an integer output has no derivative: no seed, no tangent
+        if sym.buffer.is_output:
             out.append(sym.name)
         elif sym.name in written:
             if sym.name in read:

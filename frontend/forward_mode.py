@@ -57,6 +57,8 @@ class Forward:
     def assign(self, s: A.Assign) -> list:
         t = classify_target(s)
         plain = [f"{P.expr(s.target)} {s.op} {P.expr(s.value)};"]
+        if t.kind != "local" and t.name not in self.plan.outputs_dot:
+            return []  # an integer output: no derivative
         if t.kind == "view":
             if s.atomic is not None and s.atomic != "add":
                 raise error(f"the atomic min/max update of '{t.name}' has no derivative", s, self.source)

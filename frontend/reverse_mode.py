@@ -141,6 +141,8 @@ class Reverse:
 
     def assign(self, s: A.Assign) -> tuple:
         t = classify_target(s)
+        if t.kind != "local" and t.name not in self.plan.seeds:
+            return [], []  # an integer output: no derivative
         if t.kind == "view":
             g = self.names.fresh("g")
             seed = f"{self.plan.seeds[t.name]}{t.coords}" if s.atomic is None else \
