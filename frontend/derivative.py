@@ -67,10 +67,12 @@ class Plan:
     outputs_dot: dict = field(default_factory=dict)
 
 
-def derivative_source(text: str, filename: str, kernel: str, wrt=None, mode: str = "grad") -> tuple:
+def derivative_source(text: str, filename: str, kernel: str, wrt=None, mode: str = "grad",
+                      remarks=None) -> tuple:
     """``(source, name)``: ``text`` with the derivative kernel of ``kernel`` appended, and that
     kernel's name (``kernel + "_grad"`` or ``"_jvp"``). ``wrt``: parameter names (a sequence or
-    one comma-separated string), or None for the kernel's roles. Raises ``CompileError`` (located)
+    one comma-separated string), or None for the kernel's roles. ``remarks``: a callable given a
+    ``file:line:col: remark: ...`` line for each decision (how each loop is reversed). Raises ``CompileError`` (located)
     for any error in the program or the request, ``ValueError`` for an unknown ``mode``."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -96,7 +98,8 @@ def derivative_source(text: str, filename: str, kernel: str, wrt=None, mode: str
 
     # 1. inline functions, one float operation per statement; check that
     prep_name = names.fresh(f"{kernel}_prepared")
-    body = Prepare(program, k, names).body()
+    prepare = Prepare(program, k, names)
+    body = prepare.body()
     header = P.kernel_header(prep_name, [a for a in k.attributes if a.name in _KEPT_ATTRIBUTES],
                              [P.param(p) for p in k.params], P.over(k.over))
     prepared_text = f"{header}\n" + "\n".join(P.indent(body)) + "\n}\n"
@@ -107,7 +110,12 @@ def derivative_source(text: str, filename: str, kernel: str, wrt=None, mode: str
     if mode == "grad":
         decls += [_seed(params[y], plan.seeds[y], k, text) for y in outputs]
         decls += [_gradient(params[x], plan.grads[x], k, text) for x in wrt]
-        lines = Reverse(pk, plan, names, text).body()
+        reverse = Reverse(pk, plan, names, text)
+        lines = reverse.body()
+        if remarks is not None:
+            where = dict(zip([n for n in _loops(pk.body)], prepare.loops))
+            for loop, what in reverse.remarks:
+                remarks(f"{where[loop].loc}: remark: {derived}: {what}")
     else:
         decls += [_tangent(params[x], plan.tangents[x]) for x in wrt]
         decls += [_renamed(params[y], plan.outputs_dot[y]) for y in outputs]
@@ -121,6 +129,20 @@ def derivative_source(text: str, filename: str, kernel: str, wrt=None, mode: str
     kernel_text = f"{comment}\n{header}\n" + "\n".join(P.indent(lines)) + "\n}\n"
     _check_kernel(program, kernel_text, filename)
     return f"{text.rstrip()}\n\n{kernel_text}", derived
+
+
+def _loops(block) -> list:
+    """The ``for`` statements of ``block`` in source order (a loop before the loops in its body)."""
+    out = []
+    for s in block.stmts:
+        if isinstance(s, A.For):
+            out.append(s)
+            out += _loops(s.body)
+        elif isinstance(s, A.If):
+            out += _loops(s.then)
+            if s.orelse is not None:
+                out += _loops(s.orelse if isinstance(s.orelse, A.Block) else A.Block(s.loc, [s.orelse]))
+    return out
 
 
 def _check_kernel(program: A.Program, kernel_text: str, filename: str) -> A.Kernel:

@@ -113,6 +113,8 @@ class Prepare:
         self.program, self.kernel, self.names = program, kernel, names
         self.functions = {f.name: f for f in program.functions}
         self.source = program.source
+        #: the user's ``for`` statements, in the order of the prepared kernel's loops
+        self.loops: list = []
 
     def body(self) -> list:
         return self.stmts(self.kernel.body.stmts, None)
@@ -159,6 +161,7 @@ class Prepare:
         elif isinstance(s, A.If):
             out.extend(self.if_stmt(s, fn, out))
         elif isinstance(s, A.For):
+            self.loops.append(s)  # (in the order the prepared text has them: a loop before its body)
             start = self.ex(s.start, fn, out)
             stop = self.ex(s.stop, fn, out)
             var = s.var

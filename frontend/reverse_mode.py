@@ -45,6 +45,8 @@ class Reverse:
         self.local_adj: dict = {}   # local name -> its adjoint's name
         self.read_adj: dict = {}    # (param name, side or None) -> the accumulator's name
         self.out_adj: dict = {}     # (output name, side or None) -> the seed variable's name
+        #: ``(prepared loop, text)``: how each loop was reversed (``kernc grad --remarks``)
+        self.remarks: list = []
 
     # ---- the kernel ---------------------------------------------------------------------------
 
@@ -131,6 +133,12 @@ class Reverse:
         lo, hi = self.names.fresh("lo"), self.names.fresh("hi")
         rk, k, k2 = self.names.fresh(f"{s.var}_rev"), self.names.fresh(s.var), self.names.fresh(s.var)
         inner = [f"let {k}: {ty} = {lo} + {hi} - 1 - {rk};"] + restore
+        carried = assigned_locals(s)
+        self.remarks.append((s, (
+            f"loop reversed by recomputation: iteration k reruns iterations before it from the state "
+            f"before the loop, as it carries {', '.join(repr(c) for c in carried)} (O(n^2) body runs "
+            "for n iterations; nothing is stored)") if carried else
+            "loop reversed in O(n): its body carries no local from one iteration to the next"))
         if restore:  # recompute the state at the start of iteration k
             inner += ([f"for {k2} in {lo}..{k} {{", f"    let {s.var}: {ty} = {k2};"]
                       + P.indent(printed_block(s.body.stmts, local_only)) + ["}"])

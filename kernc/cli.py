@@ -181,7 +181,8 @@ def cmd_derivative(ns) -> int:
     from kernc.frontend.derivative import derivative_source
 
     text = _read_source(ns.file)
-    source, name = derivative_source(text, ns.file, ns.kernel, ns.wrt, ns.command)
+    remark = (lambda line: _stderr().write(line + "\n")) if ns.remarks else None
+    source, name = derivative_source(text, ns.file, ns.kernel, ns.wrt, ns.command, remark)
     if ns.emit == "source":
         _emit(source, ns.output)
         return EXIT_OK

@@ -163,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
         d.add_argument("--emit", choices=["source", "kern", "gpu", "ptx"], default="source",
                        help="the .kern source (default) or that stage of the derivative kernel")
         d.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU (default sm_90)")
+        d.add_argument("--remarks", action="store_true",
+                       help="explain on stderr how each loop is reversed (recomputation or O(n))")
 
     lay = sub.add_parser("layout", help="print a CuTe-style layout as a grid of offsets (or an SVG)")
     lay.add_argument("expr", help="e.g. '(4,8):(8,1)', 'Sw<3,3,3> o (8,64):(64,1)', '(6,2):(8,2) o (4,3):(3,1)'")

@@ -304,3 +304,19 @@ def test_examples_in_f64_match_finite_differences(name):
 def test_nothing_to_differentiate():
     with pytest.raises(CompileError, match="nothing to differentiate"):
         kernc.grad("kernel k(x: u32[n] read, y: u32[n] write) over n { y = x; }", kernel="k")
+
+
+def test_remarks_say_how_each_loop_is_reversed(tmp_path):
+    src = tmp_path / "k.kern"
+    src.write_text("""kernel k(x: f64[n, 3] read, y: f64[n] add) over n {
+    let acc: f64 = 0.0;
+    for j in 0..3 { acc += x[j] * acc; }
+    for q in 0..3 { y += x[q]; }
+    y += acc;
+}""")
+    r = _cli("grad", str(src), "--kernel", "k", "--remarks")
+    assert r.returncode == 0
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith(f"{src}:3:9: remark: k_grad: loop reversed by recomputation") and "'acc'" in lines[0]
+    assert lines[1].startswith(f"{src}:4:9: remark: k_grad: loop reversed in O(n)")
+    assert _cli("grad", str(src), "--kernel", "k").stderr == ""
