@@ -205,7 +205,8 @@ class _Gen:
     def add_output(self, name: str) -> None:
         kind = self.r.choice(["write", "add2", "strided", "atomic", "shared_sum", "sum", "pair", "view",
                               "view_atomic"])
-        e = lambda: self.expr(2)  # noqa: E731
+        # each output value also takes a value of the body, so it depends on the inputs
+        e = lambda: f"{self.expr(2)} + 0.5 * {self.r.choice(self.scalars)}"  # noqa: E731
         b = self.body
         if kind == "write":
             self.params.append(f"{name}: f64[n] write")
