@@ -71,3 +71,17 @@ def test_lm_converges_to_the_noise_floor_and_matches_scipy():
     r = solver.BundleAdjuster(p).residuals(solver.to_caspar(res.cameras), solver.to_caspar(res.points))
     np.testing.assert_allclose(np.asarray(r).ravel(), solver.residuals_numpy(res.cameras, res.points, p),
                                rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.gpu
+def test_lm_on_cupy_reaches_the_cost_of_the_cpu_interpreter():
+    cp = pytest.importorskip("cupy")
+    from kernc.backend import cuda
+
+    if not cuda.available():
+        pytest.skip("no CUDA device")
+    p = bal.read(HERE / "synthetic.bal")
+    mod = solver.module()
+    cpu = solver.BundleAdjuster(p, mod).solve()
+    gpu = solver.BundleAdjuster(p, mod, xp=cp).solve()
+    assert abs(gpu.costs[-1] - cpu.costs[-1]) <= 1e-6 * cpu.costs[-1]
