@@ -19,7 +19,7 @@ from .accessor_clauses import guarded_output
 from .aliasing import alias_facts
 from .diagnostics import did_you_mean
 from .expressions import index_constant_max
-from .language import (BUILTIN_FUNCS, BUILTIN_LAYOUTS, BUILTIN_VALUES, COMPUTE_TYPES, INDEX_MAX, KERNEL_ATTRIBUTES,
+from .language import (ROLE_ATTRIBUTES, BUILTIN_FUNCS, BUILTIN_LAYOUTS, BUILTIN_VALUES, COMPUTE_TYPES, INDEX_MAX, KERNEL_ATTRIBUTES,
                        KEYWORDS, MAX_COMPONENTS, MAX_VIEW_RANK, PTX_PARAM_NAME, RESERVED_KERNEL_NAMES,
                        RESERVED_KERNEL_PREFIXES)
 from .names import CheckerBase
@@ -214,6 +214,22 @@ class DeclarationChecks(CheckerBase):
             return None
         return layout
 
+    def role_names(self, k: A.Kernel, params: dict) -> None:
+        """``@tunable(...)``/``@constant(...)`` name parameters of the kernel, each in one role."""
+        seen: dict = {}
+        for a in k.attributes:
+            if a.name not in ROLE_ATTRIBUTES:
+                continue
+            for x in a.args or []:
+                if not isinstance(x, A.Name):
+                    continue
+                if x.id not in params:
+                    self.error(f"@{a.name} names '{x.id}', which is not a parameter of kernel '{k.name}'"
+                               + did_you_mean(x.id, list(params)), x.loc)
+                elif x.id in seen and seen[x.id] != a.name:
+                    self.error(f"'{x.id}' is declared both @{seen[x.id]} and @{a.name}", x.loc)
+                seen[x.id] = a.name
+
     def view_param(self, sym, p: A.BufferParam, elem, dims_names_ok, add_sizes) -> None:
         """Check a ``view`` buffer param: dims (any rank up to :data:`MAX_VIEW_RANK`), storage
         layout (row-major by default, literal, named, or a swizzled named layout), ``default`` and
@@ -335,6 +351,11 @@ class DeclarationChecks(CheckerBase):
                     continue
                 tile_config = {"tile": [x.value for x in args],
                                "at": [a.loc.filename, a.loc.line, a.loc.column]}
+            elif a.name in ROLE_ATTRIBUTES:  # roles of derivatives (frontend/derivative.py)
+                bad = next((x for x in a.args or [] if not isinstance(x, A.Name)), None)
+                if a.args is None or bad is not None:
+                    self.error(f"@{a.name} takes parameter names, e.g. @{a.name}(x, a)",
+                               bad.loc if bad is not None else a.loc)
             elif a.name in ("deterministic", "checked"):
                 if a.args is not None:
                     self.error(f"@{a.name} takes no arguments", a.loc)
@@ -343,7 +364,8 @@ class DeclarationChecks(CheckerBase):
             else:
                 self.error(f"unknown kernel attribute '@{a.name}'"
                            + did_you_mean(a.name, KERNEL_ATTRIBUTES), a.loc,
-                           hint="kernel attributes: @block(N), @deterministic, @checked, @tile(BM, BN, BK)")
+                           hint="kernel attributes: @block(N), @deterministic, @checked, @tile(BM, BN, BK), "
+                                "@tunable(x, ...), @constant(c, ...)")
 
         params: list[Symbol] = []
         by_name: dict[str, Symbol] = {}
@@ -365,6 +387,7 @@ class DeclarationChecks(CheckerBase):
             by_name[p.name] = sym
             params.append(sym)
 
+        self.role_names(k, by_name)
         sizes: list[str] = []
         size_syms: dict[str, Symbol] = {}
 

@@ -50,7 +50,10 @@ ATOMIC_NATIVE = {"atomic": ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f
 KEYWORDS = ("kernel", "layout", "fn", "let", "if", "else", "for", "in", "over", "return", "as", "true",
             "false")
 #: Kernel attributes (``@block(N)``, ``@deterministic``, ``@checked``, ``@tile(BM, BN, BK)``).
-KERNEL_ATTRIBUTES = ("block", "deterministic", "checked", "tile")
+KERNEL_ATTRIBUTES = ("block", "deterministic", "checked", "tile", "tunable", "constant")
+#: The role attributes of derivatives (``@tunable(x, a)``: differentiated by default,
+#: ``@constant(c)``: never; Caspar's Tunable and Constant; ``docs/derivatives.md``).
+ROLE_ATTRIBUTES = ("tunable", "constant")
 #: Compute types a ``compute`` clause may name.
 COMPUTE_TYPES = ("f32", "f64")
 #: Prefixes and names a kernel may not have: the kernel name is the PTX entry name, which must be a

@@ -19,7 +19,7 @@ from kernc.support.version import __version__  # noqa: E402
 
 def __getattr__(name):
     # The API pulls in MLIR; load it on first use so `import kernc` stays cheap.
-    if name in ("compile", "compile_file", "Module", "Kernel", "LaunchResult"):
+    if name in ("compile", "compile_file", "grad", "jvp", "derivative_source", "Module", "Kernel", "LaunchResult"):
         from kernc import api
 
         return getattr(api, name)
@@ -36,6 +36,9 @@ def __getattr__(name):
 __all__ = [
     "compile",
     "compile_file",
+    "grad",
+    "jvp",
+    "derivative_source",
     "Module",
     "Kernel",
     "LaunchResult",

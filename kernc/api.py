@@ -322,6 +322,30 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
                   choose_shared=choose_shared)
 
 
+def grad(text: str, *, kernel: str, wrt=None, filename: str = "<string>", **options) -> Module:
+    """Compile ``text`` with the reverse-mode derivative of ``kernel`` appended: the module has
+    ``kernel`` and ``kernel + "_grad"`` (``docs/derivatives.md``). ``wrt``: the parameter names
+    (a sequence or ``"x,a"``) to differentiate with respect to, default the kernel's ``@tunable``
+    roles, else every float parameter it reads. ``options`` are :func:`compile`'s. Raises
+    ``CompileError`` (located) for a bad request: ``wrt`` naming an unknown, integer or output
+    parameter, an accessor with no dual. The source of the new kernel is ``derivative_source``."""
+    return compile(derivative_source(text, kernel, wrt, "grad", filename), filename=filename, **options)
+
+
+def jvp(text: str, *, kernel: str, wrt=None, filename: str = "<string>", **options) -> Module:
+    """As :func:`grad`, with the forward-mode derivative ``kernel + "_jvp"`` (Jacobian-vector
+    products: ``x_dot`` tangents in, ``y_dot`` = J x_dot out)."""
+    return compile(derivative_source(text, kernel, wrt, "jvp", filename), filename=filename, **options)
+
+
+def derivative_source(text: str, kernel: str, wrt=None, mode: str = "grad", filename: str = "<string>") -> str:
+    """The ``.kern`` source of :func:`grad` (``mode="grad"``) or :func:`jvp` (``"jvp"``): ``text``
+    with the derivative kernel appended (what ``kernc grad`` prints)."""
+    from kernc.frontend.derivative import derivative_source as source
+
+    return source(text, filename, kernel, wrt, mode)[0]
+
+
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
                  choose_shared: bool = True, tensor_cores: bool = True, privatize: bool = True) -> Module:

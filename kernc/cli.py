@@ -176,6 +176,26 @@ def cmd_check(ns) -> int:
     return EXIT_OK
 
 
+def cmd_derivative(ns) -> int:
+    """``kernc grad`` / ``kernc jvp``: the program with the derivative kernel of ``--kernel``
+    appended, as ``.kern`` source (``--emit kern``/``gpu``/``ptx``: that stage of it), printed or
+    written atomically to ``-o``."""
+    _refuse_overwriting_input(ns)
+    from kernc.frontend.derivative import derivative_source
+
+    text = _read_source(ns.file)
+    remark = (lambda line: _stderr().write(line + "\n")) if ns.remarks else None
+    source, name = derivative_source(text, ns.file, ns.kernel, ns.wrt, ns.command, remark)
+    if ns.emit == "source":
+        _emit(source, ns.output)
+        return EXIT_OK
+    from kernc.compiler import Compilation, CompileOptions
+
+    comp = Compilation(source, ns.file, CompileOptions(arch=ns.arch, kernels=(name,)), None)
+    _emit(comp.ir(ns.emit), ns.output)
+    return EXIT_OK
+
+
 def cmd_opt(ns) -> int:
     """``kernc opt``: parse MLIR text, run the named kernc/upstream passes, print the result."""
     from kernc.compiler import context, mlir_error_text, run_passes
@@ -615,7 +635,7 @@ def cmd_bench(ns) -> int:
 
 #: What each subcommand of :func:`kernc.cli_args.build_parser` runs.
 COMMANDS = {"compile": cmd_compile, "check": cmd_check, "opt": cmd_opt, "run": cmd_run, "layout": cmd_layout,
-            "bench": cmd_bench}
+            "bench": cmd_bench, "grad": cmd_derivative, "jvp": cmd_derivative}
 
 
 def _report_ice(err: BaseException, argv) -> int:

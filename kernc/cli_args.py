@@ -164,6 +164,21 @@ def build_parser() -> argparse.ArgumentParser:
                    "these extents) or null (nothing to stage, or an empty launch), and \"shared\": true "
                    "(shared(I)/shared_sum(I) staged), false (run as indexed(I)/atomic(I)) or null")
 
+    for mode, what in (("grad", "reverse mode: K_grad adds dL/dx to x_bar"),
+                       ("jvp", "forward mode: K_jvp gives y_dot = J x_dot")):
+        d = sub.add_parser(mode, help=f"print the .kern source of a kernel's derivative ({what})")
+        d.add_argument("file")
+        d.add_argument("--kernel", required=True, help="the kernel to differentiate")
+        d.add_argument("--wrt", default=None, metavar="X,A",
+                       help="the parameters to differentiate with respect to (default: the kernel's "
+                            "@tunable roles, else every float parameter it reads)")
+        d.add_argument("-o", "--output", default=None, help="output file ('-' or none: stdout)")
+        d.add_argument("--emit", choices=["source", "kern", "gpu", "ptx"], default="source",
+                       help="the .kern source (default) or that stage of the derivative kernel")
+        d.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU (default sm_90)")
+        d.add_argument("--remarks", action="store_true",
+                       help="explain on stderr how each loop is reversed (recomputation or O(n))")
+
     lay = sub.add_parser("layout", help="print a CuTe-style layout as a grid of offsets (or an SVG)")
     lay.add_argument("expr", help="e.g. '(4,8):(8,1)', 'Sw<3,3,3> o (8,64):(64,1)', '(6,2):(8,2) o (4,3):(3,1)'")
     form = lay.add_mutually_exclusive_group()

@@ -124,3 +124,38 @@ def test_lm_numpy_converges_to_the_noise_floor(shipped):
     assert len(out.history) <= 30
     assert out.initial_cost > 100 * out.cost
     assert abs(out.rms - SIGMA) <= 0.05 * SIGMA, out.rms
+
+
+@pytest.fixture(scope="module")
+def kernc_ops(shipped):
+    from kernels import KerncOps
+
+    return KerncOps(shipped)
+
+
+def test_kernc_derivatives_match_the_numpy_model(shipped, kernc_ops):
+    s = shipped
+    x = (s.cameras, s.points)
+    ref = NumpyOps(s.cam_idx, s.pt_idx, s.observed)
+    rng = np.random.default_rng(3)
+    v = (rng.standard_normal(s.cameras.shape), rng.standard_normal(s.points.shape))
+    jv, want = kernc_ops.jvp(x, v), ref.jvp(x, v)
+    assert np.abs(jv - want).max() <= 1e-6 * np.abs(want).max()
+    rbar = rng.standard_normal(s.observed.shape)
+    for got, want in zip(kernc_ops.vjp(x, rbar), ref.vjp(x, rbar)):
+        assert np.abs(got - want).max() <= 1e-6 * np.abs(want).max()
+    # the dot-product test of the two modes: <rbar, J v> = <J^T rbar, v>
+    lhs = float(np.vdot(rbar, jv))
+    rhs = sum(float(np.vdot(a, b)) for a, b in zip(kernc_ops.vjp(x, rbar), v))
+    assert abs(lhs - rhs) <= 1e-9 * abs(lhs)
+
+
+def test_lm_with_kernc_derivatives_matches_scipy(shipped, kernc_ops):
+    from scipy_reference import solve_with_scipy
+
+    s = shipped
+    out = levenberg_marquardt(kernc_ops, (s.cameras, s.points), s.cam_idx, s.pt_idx)
+    assert len(out.history) <= 30
+    assert abs(out.rms - SIGMA) <= 0.05 * SIGMA, out.rms     # the noise floor
+    _, _, cost = solve_with_scipy(s.cameras, s.points, s.cam_idx, s.pt_idx, s.observed, ftol=1e-10)
+    assert abs(out.cost - cost) <= 1e-3 * cost, (out.cost, cost)
