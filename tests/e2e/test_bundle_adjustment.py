@@ -159,3 +159,19 @@ def test_lm_with_kernc_derivatives_matches_scipy(shipped, kernc_ops):
     assert abs(out.rms - SIGMA) <= 0.05 * SIGMA, out.rms     # the noise floor
     _, _, cost = solve_with_scipy(s.cameras, s.points, s.cam_idx, s.pt_idx, s.observed, ftol=1e-10)
     assert abs(out.cost - cost) <= 1e-3 * cost, (out.cost, cost)
+
+
+@pytest.mark.gpu
+def test_kernc_ops_on_cuda_equal_the_interpreter(shipped, kernc_ops):
+    from kernels import KerncOps
+
+    s = shipped
+    gpu = KerncOps(s, device="cuda")
+    x = (s.cameras, s.points)
+    rng = np.random.default_rng(5)
+    v = (rng.standard_normal(s.cameras.shape), rng.standard_normal(s.points.shape))
+    np.testing.assert_allclose(gpu.residual(x), kernc_ops.residual(x), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(gpu.jvp(x, v), kernc_ops.jvp(x, v), rtol=1e-12, atol=1e-9)
+    rbar = rng.standard_normal(s.observed.shape)
+    for got, want in zip(gpu.vjp(x, rbar), kernc_ops.vjp(x, rbar)):  # atomics: any order of the adds
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-9)
