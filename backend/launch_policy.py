@@ -293,6 +293,10 @@ def launch_grid(sig: KernelSignature, problem: int, env: dict) -> tuple[int, int
     if sig.tiles:
         tiles = tile_count(sig, problem, env)
         return min(tiles, MAX_GRID_X), tiles
+    if sig.groups:  # kern-map-groups: a warp or block per group, looping over the groups
+        n = math.prod(int(Poly.parse(str(e)).evaluate(env)) for e in sig.groups["extents"])
+        groups = problem // n if n else 0
+        return min(-(-groups // sig.groups["per_block"]), MAX_GRID_X), groups
     return (math.ceil(problem / sig.block) if problem else 0), 0
 
 

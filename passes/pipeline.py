@@ -30,6 +30,7 @@ from .lower_divisions import LowerDivisions
 from .lower_fma import LowerFMA
 from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
+from .map_groups import MapGroups
 from .reduce_iv_divisions import ReduceIVDivisions
 from .relax_atomics import RelaxAtomics
 from .select_to_branch import SelectToBranch
@@ -45,6 +46,7 @@ KERN_TO_GPU: tuple[type[Pass], ...] = (
     VerifyKern,
     FoldLayouts,
     OutlineToGpu,
+    MapGroups,                # reductions across items (issue 21): a warp or block per group
     LowerAccessors,
     TileContractions,         # optional: tile=True (kernc compile --no-tile turns it off)
     CoalesceViews,            # optional: coalesce=True (kernc compile --no-coalesce turns it off)
@@ -104,7 +106,7 @@ class TargetOptions:
 
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
-                shared: bool = True) -> list[Pass]:
+                shared: bool = True, group_registers: bool = True) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -112,11 +114,14 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     explanations;
     ``fmad``: contract ``a*b + c`` into ``math.fma`` (``kern-contract-fma``, ``kernc compile
     --fmad``); ``shared``: stage ``shared(I)``/``shared_sum(I)`` through workgroup memory
-    (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``)."""
+    (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``);
+    ``group_registers``: keep the values of reductions across items in registers where they fit
+    (``False``: ``MapGroups.registers = 0``, every phase re-reads)."""
     off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile))
            if not on}
+    groups = {"remarks": remarks} if group_registers else {"remarks": remarks, "registers": 0}
     return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
-                                 LowerAccessors: {"stage_shared": shared}},
+                                 LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
                    off)
             + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])
 
