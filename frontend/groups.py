@@ -108,33 +108,47 @@ def prepare_groups(checker, k: A.Kernel, coord_syms: list, info) -> None:
 
 
 def _once_per_group(block: A.Block, views: set, excluded: set, reduced: list) -> None:
-    for i, s in enumerate(block.stmts):
-        if isinstance(s, A.If):
-            for b in (s.then, s.orelse):
-                if isinstance(b, A.Block):
-                    _once_per_group(b, views, excluded, reduced)
-                elif isinstance(b, A.If):
-                    _once_per_group(A.Block(b.loc, [b]), views, excluded, reduced)
-        elif isinstance(s, A.For):
-            _once_per_group(s.body, views, excluded, reduced)
-        elif isinstance(s, A.Assign) and isinstance(s.target, (A.MultiIndex, A.Index, A.Method)):
-            t = s.target
-            if isinstance(t, A.Method) and t.name != "checked":
-                continue
-            base = t.base
-            if not (isinstance(base, A.Name) and base.id in views):
-                continue
-            idx = t.indices if isinstance(t, A.MultiIndex) else [t.index] if isinstance(t, A.Index) else t.args
-            used = set().union(*(_names(c) for c in idx)) if idx else set()
-            if used & excluded or _reductions(s.target):
-                continue
-            cond = None
-            for c in reduced:
-                eq = A.Binary(s.loc, "==", A.Name(s.loc, c), A.IntLit(s.loc, 0, None, "0"))
-                cond = eq if cond is None else A.Binary(s.loc, "&&", cond, eq)
-            w = A.If(s.loc, cond, A.Block(s.loc, [s]), None)
-            w.once_per_group = True
-            block.stmts[i] = w
+    out = []
+    for s in block.stmts:
+        out += _once(s, views, excluded, reduced)
+    block.stmts[:] = out
+
+
+def _once(s, views: set, excluded: set, reduced: list) -> list:
+    """``[s]``, or a once-per-group write ``s`` under ``if <reduced coordinates> == 0``, after a
+    ``let`` of its value when that holds a reduction (which every item must reach)."""
+    if isinstance(s, A.If):
+        for b in (s.then, s.orelse):
+            if isinstance(b, A.Block):
+                _once_per_group(b, views, excluded, reduced)
+            elif isinstance(b, A.If):
+                _once(b, views, excluded, reduced)  # (else if: an If returns itself)
+    elif isinstance(s, A.For):
+        _once_per_group(s.body, views, excluded, reduced)
+    elif isinstance(s, A.Assign) and isinstance(s.target, (A.MultiIndex, A.Index, A.Method)):
+        t = s.target
+        if isinstance(t, A.Method) and t.name != "checked":
+            return [s]
+        base = t.base
+        if not (isinstance(base, A.Name) and base.id in views):
+            return [s]
+        idx = t.indices if isinstance(t, A.MultiIndex) else [t.index] if isinstance(t, A.Index) else t.args
+        used = set().union(*(_names(c) for c in idx)) if idx else set()
+        if used & excluded or _reductions(s.target):
+            return [s]
+        cond = None
+        for c in reduced:
+            eq = A.Binary(s.loc, "==", A.Name(s.loc, c), A.IntLit(s.loc, 0, None, "0"))
+            cond = eq if cond is None else A.Binary(s.loc, "&&", cond, eq)
+        pre = []
+        if _reductions(s.value):  # (a name no program can spell)
+            name = f"once.{s.loc.line}.{s.loc.column}"
+            pre = [A.Let(s.loc, name, None, s.value)]
+            s.value = A.Name(s.loc, name)
+        w = A.If(s.loc, cond, A.Block(s.loc, [s]), None)
+        w.once_per_group = True
+        return pre + [w]
+    return [s]
 
 
 def check_reduction(checker, e: A.GroupReduce):

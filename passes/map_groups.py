@@ -208,6 +208,9 @@ class _Kernel:
         kc = KernelContext(fn, self.sig, guard, B)
         self.kc = kc
         with ir.InsertionPoint(guard), guard.location:
+            # (a constant extent is defined in the body, which goes away)
+            self.extents = [_owner(v).clone().results[0] if isinstance(_owner(v), ir.Operation)
+                            and _owner_parent(_owner(v)) == guard else v for v in self.extents]
             tid = gpu.ThreadIdOp(gpu.Dimension.x).result
             bid = gpu.BlockIdOp(gpu.Dimension.x).result
             gdim = gpu.GridDimOp(gpu.Dimension.x).result

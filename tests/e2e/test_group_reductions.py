@@ -1,0 +1,238 @@
+"""Reductions across items (``sum[j](e)``, ``max[j](e)``, ...; kern-map-groups) on the CPU
+interpreter: values against numpy for every kind and the extents that hit each path (a warp
+per group, a block with registers, a block looping over a large group), bitwise determinism and
+independence from the number of groups, the once-per-group write, PTX accepted by ptxas, and the
+located errors of bad input. The GPU launch (marked ``gpu``) checks the same values.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc.backend import toolkit
+from kernc.errors import CompileError
+from conftest import EXAMPLES, compiled_example, gpu_available
+
+sys.path.insert(0, EXAMPLES)
+import layernorm as ln_ref  # noqa: E402
+import softmax as sm_ref  # noqa: E402
+
+KINDS = """
+kernel kinds(a: i32[R, N] view, u: u32[R, N] view, f: f32[R, N] view, h: f16[R, N] view,
+             s: i32[R] view, mx: i32[R] view, mn: u32[R] view, fa: f32[R] view, fm: f32[R] view,
+             hs: f16[R] view, bits_and: u32[R] view, bits_or: u32[R] view, every: i32[R] view,
+             some: i32[R] view) over (r, j) in (R, N) {
+    s[r] = sum[j](a[r, j]);
+    mx[r] = max[j](a[r, j]);
+    mn[r] = min[j](u[r, j]);
+    fa[r] = sum[j](f[r, j]);
+    fm[r] = min[j](f[r, j]);
+    hs[r] = sum[j](f16(h[r, j]));
+    bits_and[r] = and[j](u[r, j]);
+    bits_or[r] = or[j](u[r, j]);
+    every[r] = select(all[j](a[r, j] > -1000000), 1, 0);
+    some[r] = select(any[j](a[r, j] == 7), 1, 0);
+}
+"""
+
+# a group of constant extent 5 (a warp per group, several groups per block) and a reduction over
+# two coordinates of a 3-D problem
+SMALL = """
+kernel small(x: f32[R, 5] view, y: f32[R, 5] view) over (r, j) in (R, 5) {
+    y[r, j] = x[r, j] - max[j](x[r, j]);
+}
+kernel planes(x: f32[B, M, N] view, y: f32[B] view) over (k, i, j) in (B, M, N) {
+    y[k] = sum[i, j](x[k, i, j]);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def kinds():
+    return kernc.compile(KINDS, filename="kinds.kern")
+
+
+@pytest.fixture(scope="module")
+def small():
+    return kernc.compile(SMALL, filename="small.kern")
+
+
+def _kinds_inputs(R, N, rng):
+    a = rng.integers(-50, 50, (R, N)).astype(np.int32)
+    a[:, 0] = 2**31 - 1 - R  # the integer sum wraps
+    u = rng.integers(0, 2**32, (R, N), dtype=np.uint64).astype(np.uint32)
+    f = rng.standard_normal((R, N)).astype(np.float32)
+    h = rng.uniform(-1, 1, (R, N)).astype(np.float16)
+    out = {k: np.zeros(R, t) for k, t in (("s", np.int32), ("mx", np.int32), ("mn", np.uint32),
+                                          ("fa", np.float32), ("fm", np.float32), ("hs", np.float16),
+                                          ("bits_and", np.uint32), ("bits_or", np.uint32),
+                                          ("every", np.int32), ("some", np.int32))}
+    return {"a": a, "u": u, "f": f, "h": h, **out}
+
+
+@pytest.mark.parametrize("R,N", [(1, 1), (3, 3), (2, 33), (2, 257), (1, 1000), (2, 5000)])
+def test_every_kind_matches_numpy(kinds, R, N):
+    args = _kinds_inputs(R, N, np.random.default_rng(R * 7 + N))
+    kinds.kinds(**args)
+    a, u, f = args["a"], args["u"], args["f"]
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(args["s"], a.sum(axis=1, dtype=np.int32))  # wraps mod 2^32
+    np.testing.assert_array_equal(args["mx"], a.max(axis=1))
+    np.testing.assert_array_equal(args["mn"], u.min(axis=1))
+    np.testing.assert_array_equal(args["bits_and"], np.bitwise_and.reduce(u, axis=1))
+    np.testing.assert_array_equal(args["bits_or"], np.bitwise_or.reduce(u, axis=1))
+    np.testing.assert_array_equal(args["every"], np.ones(R, np.int32))
+    np.testing.assert_array_equal(args["some"], (a == 7).any(axis=1).astype(np.int32))
+    np.testing.assert_allclose(args["fa"], f.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(args["fm"], f.min(axis=1))
+    # f16 reduces in f32 and is rounded once
+    want = args["h"].astype(np.float64).sum(axis=1)
+    np.testing.assert_allclose(args["hs"].astype(np.float64), want, rtol=2e-3, atol=2e-3)
+
+
+def test_float_max_min_propagate_nan(kinds):
+    args = _kinds_inputs(2, 40, np.random.default_rng(5))
+    args["f"][1, 17] = np.nan
+    kinds.kinds(**args)
+    assert np.isnan(args["fm"][1]) and not np.isnan(args["fm"][0])  # IEEE minimum: NaN propagates
+
+
+def test_warp_per_group_and_several_coordinates(small):
+    rng = np.random.default_rng(3)
+    for R in (1, 7, 70):
+        x = rng.standard_normal((R, 5)).astype(np.float32)
+        y = np.zeros_like(x)
+        res = small.small(x=x, y=y)
+        np.testing.assert_array_equal(y, x - x.max(axis=1, keepdims=True))
+        assert res.grid == -(-R // 8)  # 8 warps of 256 threads: 8 groups per block
+    x = rng.standard_normal((3, 7, 50)).astype(np.float32)
+    y = np.zeros(3, np.float32)
+    small.planes(x=x, y=y)
+    np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=(1, 2)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("N", [1, 3, 33, 257, 1000, 4096, 5000])
+def test_softmax_bitwise_deterministic_and_independent_of_rows(N):
+    mod = compiled_example("softmax")
+    rng = np.random.default_rng(N)
+    x = (4 * rng.standard_normal((5, N))).astype(np.float32)
+    ys = []
+    for _ in range(2):
+        y = np.zeros_like(x)
+        mod.softmax(x=x, y=y)
+        ys.append(y)
+    np.testing.assert_array_equal(ys[0].view(np.uint32), ys[1].view(np.uint32))
+    one = np.zeros((1, N), np.float32)
+    mod.softmax(x=x[3:4].copy(), y=one)  # row 3 alone: the same bits as among five rows
+    np.testing.assert_array_equal(one[0].view(np.uint32), ys[0][3].view(np.uint32))
+    want = sm_ref.reference({"x": x})["y"]
+    np.testing.assert_allclose(ys[0], want, **sm_ref.TOLERANCE)
+
+
+@pytest.mark.parametrize("R,N", [(1, 1), (1, 3), (4, 33), (3, 257), (2, 1000), (1, 5000)])
+def test_layernorm_forward_and_backward(R, N):
+    mod = compiled_example("layernorm")
+    rng = np.random.default_rng(R * 1000 + N)
+    inputs = ln_ref.make_inputs(0, rng)
+    inputs.update(x=(1.5 + 2 * rng.standard_normal((R, N))).astype(np.float32),
+                  w=rng.uniform(0.5, 1.5, N).astype(np.float32), b=rng.standard_normal(N).astype(np.float32),
+                  y=np.zeros((R, N), np.float32), mean=np.zeros(R, np.float32), rstd=np.zeros(R, np.float32))
+    want = ln_ref.reference(dict(inputs))
+    mod.layernorm(**inputs)
+    for k, v in want.items():
+        np.testing.assert_allclose(inputs[k], v, **ln_ref.TOLERANCE, err_msg=k)
+    first = {k: inputs[k].copy() for k in want}
+    inputs["y"][:] = 0
+    mod.layernorm(**inputs)
+    for k in want:  # bitwise the same on a second run
+        np.testing.assert_array_equal(inputs[k].view(np.uint32), first[k].view(np.uint32))
+    bwd = ln_ref.backward_inputs(R, N, rng)
+    expected = ln_ref.backward({k: v.copy() for k, v in bwd.items()})
+    mod.layernorm_bwd(**bwd)
+    for k, v in expected.items():
+        np.testing.assert_allclose(bwd[k], v, rtol=1e-4, atol=2e-5, err_msg=k)
+
+
+def test_counters_softmax_rows_read_once_coalesced():
+    mod = compiled_example("softmax")
+    x = np.random.default_rng(0).standard_normal((8, 4096)).astype(np.float32)
+    st = mod.softmax(x=x, y=np.zeros_like(x)).stats
+    assert st.global_load_sectors / st.global_load_requests == 4.0
+    assert st.global_load_sectors * 32 == x.nbytes  # every element loaded once (registers)
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+@pytest.mark.parametrize("name", ["softmax", "layernorm"])
+def test_ptxas_accepts_sm_90(name):
+    ptx = compiled_example(name).ptx
+    result = toolkit.run_ptxas(ptx, arch="sm_90")
+    assert result.ok, result.log[-3000:]
+    assert "shfl.sync.bfly.b32" in ptx and "bar.sync" in ptx
+
+
+def test_remarks_explain_the_mapping(capsys):
+    from kernc import cli
+
+    path = os.path.join(EXAMPLES, "softmax.kern")
+    assert cli.main(["compile", "--emit", "gpu", "--remarks", "-o", os.devnull, path]) == 0
+    err = capsys.readouterr().err
+    assert "softmax.kern:9:" in err and "block of 256 threads per group" in err
+    assert "kept in registers" in err
+
+
+# ---- bad input --------------------------------------------------------------------------------
+
+_HEAD = "kernel k(x: f32[R, N] view, y: f32[R, N] view, m: f32[R] view) over (r, j) in (R, N) {\n"
+
+
+@pytest.mark.parametrize("body,message", [
+    ("y[r, j] = sum[q](x[r, j]);", "'q' is not a coordinate of kernel 'k'"),
+    ("if x[r, j] > 0.0 { y[r, j] = sum[j](x[r, j]); }", "top-level statements"),
+    ("y[r, j] = sum[j](x[r, j] - max[j](x[r, j]));", "nested reductions"),
+    ("y[r, j] = sum[j](x[r, j]) + sum[r](x[r, j]);", "must reduce the same coordinates"),
+    ("y[r, j] = f32(and[j](x[r, j]));", "needs a integer or bool value"),
+    ("y[r, j] = select(all[j](1), 1.0, 0.0);", "needs a bool value"),
+    ("y[r, j] = prod[j](x[r, j]);", "is not a reduction"),
+    ("let q = j; m[r + q] = sum[j](x[r, j]);", "data race"),
+])
+def test_bad_reductions_are_located_errors(body, message):
+    with pytest.raises(CompileError) as err:
+        kernc.compile(_HEAD + "    " + body + "\n}\n", filename="bad.kern")
+    text = str(err.value)
+    assert message in text, text
+    assert "bad.kern:2:" in text, text
+
+
+def test_reduction_in_a_1d_kernel_is_refused():
+    with pytest.raises(CompileError) as err:
+        kernc.compile("kernel k(x: f32[n] view, y: f32[n] view) over n {\n    y[thread_id] = "
+                      "sum[n](x[thread_id]);\n}\n", filename="one.kern")
+    assert "this kernel is 1-D" in str(err.value) and "one.kern:2:" in str(err.value)
+
+
+def test_once_per_group_write_is_the_first_items():
+    mod = kernc.compile(_HEAD + "    let s = sum[j](x[r, j]);\n    m[r] = x[r, j] + s;\n"
+                                "    y[r, j] = s;\n}\n", filename="once.kern")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m = np.zeros(3, np.float32)
+    mod.k(x=x, y=np.zeros_like(x), m=m)
+    np.testing.assert_array_equal(m, x[:, 0] + x.sum(axis=1))  # item j == 0 writes
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
+def test_gpu_softmax_matches_interpreter_bitwise():
+    import cupy as cp
+
+    mod = compiled_example("softmax")
+    x = (4 * np.random.default_rng(1).standard_normal((64, 4096))).astype(np.float32)
+    y = np.zeros_like(x)
+    mod.softmax(x=x, y=y)
+    gx, gy = cp.asarray(x), cp.zeros_like(cp.asarray(x))
+    mod.softmax(x=gx, y=gy)
+    np.testing.assert_array_equal(gy.get().view(np.uint32), y.view(np.uint32))
