@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from . import interp, measure, tools
+from . import interp, measure, reductions, tools
 from .options import build_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -202,6 +202,7 @@ def collect(ns) -> dict:
             except Exception as err:  # noqa: BLE001
                 results["memory_accessors"]["shared_vs_indexed"] = {"error": _err(err)}
         results["interpreter"] = interp.run(examples_dir, quick)  # CPU interpreter speed (bench/interp.py)
+        results["memory_reductions"] = reductions.measure(examples_dir, quick)  # issue 21 (bench/reductions.py)
         # gemm with and without kern-tile-contractions: CPU-interpreter counters and ptxas -v
         if os.path.exists(os.path.join(examples_dir, "gemm.kern")):
             results["memory_contractions"] = measure.contraction_traffic(examples_dir, quick, ns.arch)
@@ -344,7 +345,7 @@ def evaluate_targets(results: dict) -> list[dict]:
         out.append({"target": target, "text": text, "example": "gemm", "kernel": None, "measured": value,
                     "unit": unit, "limit": limit, "status": _status(value, limit)})
     out += _shared_targets(((results.get("memory_accessors") or {}).get("shared_vs_indexed")) or {})
-    return out + interp.targets(results)
+    return out + interp.targets(results) + reductions.targets(results)
 
 
 def _shared_targets(sv: dict) -> list[dict]:
@@ -502,6 +503,7 @@ def render(results: dict) -> str:
     parts += _render_memory_accessors(results.get("memory_accessors"))
     parts += _render_memory_contractions(results.get("memory_contractions"))
     parts += interp.render(results)
+    parts += reductions.render(results)
 
     lp = results.get("launch")
     if lp:
