@@ -54,6 +54,8 @@ scf = dialect("scf")
 
 #: Ops whose execution is visible outside the item: they run in the last phase only.
 _EFFECTS = ("kern.view_store", "kern.view_atomic", "memref.store", "memref.atomic_rmw")
+#: Groups per team when values that depend on no kept coordinate stay in registers across groups.
+GROUP_ROWS = 4
 #: Ops that tie an item to its thread, which the pass remaps.
 _PER_THREAD = ("kern.read", "kern.write", "kern.add", "kern.block_id", "kern.lane_id", "kern.block_dim")
 
@@ -180,9 +182,27 @@ class _Kernel:
                     raise _error(op, "a write inside control flow that computes a value used by a later "
                                      "reduction: the compiler cannot order it",
                                  hint="compute the value first, then write it after the reductions")
+        self._body_ops = [o for seg, _ in self.segments for o in seg] + list(self.tail)
+        self.invariant = self._invariant_ops(guard) if self.opts.registers else set()
         self.static_n = _static_product([self.extents[a] for a in self.axes])
         self.T = WARP if self.static_n is not None and self.static_n <= WARP else self.B
         self.rewrite()
+
+    def _invariant_ops(self, guard) -> set:
+        """The body's top-level ops without effects or regions whose values depend on no kept
+        coordinate and no reduction (``w[j]`` of a row reduction): the register path computes
+        them once per thread for all the groups it runs. Empty unless one of them is a load
+        (nothing else is worth registers across groups)."""
+        defined_inside = {r for op in walk_ops(guard) for r in op.results}
+        ok = {self.coords[a] for a in self.axes}
+        out = set()
+        for op in self._body_ops:
+            if len(op.regions) or _has_effects(op) or op.name.startswith("kern.group"):
+                continue
+            if all(v in ok or (v not in defined_inside and v not in self.coords) for v in op.operands):
+                out.add(op)
+                ok.update(op.results)
+        return out if any(op.name == "kern.view_load" for op in out) else set()
 
     # -- the rewrite ----------------------------------------------------------------------------
     def rewrite(self) -> None:
@@ -201,6 +221,13 @@ class _Kernel:
             keep = (f"at run time: up to {K * T} items per group kept in registers (at most {K} per "
                     "thread), larger groups re-read per phase" if K else
                     "registers off: each phase re-reads what it needs")
+        # values that depend on no kept coordinate (w[j]) are loaded once per thread for all the
+        # groups it runs: a block then runs GROUP_ROWS groups (fewer blocks, each reusing them)
+        self.rows = GROUP_ROWS if self.invariant and K and (chunks is None or chunks <= K) else 1
+        if self.rows > 1:
+            loads = sorted({_load_name(op, fn, self.sig) for op in self.invariant if op.name == "kern.view_load"})
+            keep += (f"; {', '.join(loads)} (the same for every group) loaded once per thread, each "
+                     f"block running {self.rows} groups")
         names = ", ".join(self.names[a] for a in self.axes)
         for _, red in self.segments:
             self.opts.remark(red, f"reducing over ({names}) with {how}, threads stepping through the "
@@ -230,33 +257,39 @@ class _Kernel:
             for a in self.axes:
                 n = b.mul(n, self.extents[a])
             self.n = n
-            loop = scf.ForOp(start, groups, step)
-            with ir.InsertionPoint(loop.body):
-                g = loop.induction_variable
-                kept_vals = self._delinearize(g, [self.extents[k] for k in self.kept])
-                self.kept_map = dict(zip([self.coords[k] for k in self.kept], kept_vals))
-                if chunks is not None:
-                    if K and chunks <= K:
-                        self._registers(chunks)
-                    else:
-                        self._looped()
-                elif K:
-                    fits = b.cmp("ule", n, b.idx(K * T))
-                    op = scf.IfOp(fits, [], has_else=True)
-                    with ir.InsertionPoint(op.then_block):
-                        self._registers(K)
-                        scf.YieldOp([])
-                    with ir.InsertionPoint(op.else_block):
-                        self._looped()
-                        scf.YieldOp([])
+            self.loop_bounds = (start, groups, step)
+            if chunks is not None:
+                if K and chunks <= K:
+                    self._registers(chunks)
                 else:
-                    self._looped()
-                scf.YieldOp([])
+                    self._group_loop(self._looped)
+            elif K:
+                fits = b.cmp("ule", n, b.idx(K * T))  # (uniform: the same for every group)
+                op = scf.IfOp(fits, [], has_else=True)
+                with ir.InsertionPoint(op.then_block):
+                    self._registers(K)
+                    scf.YieldOp([])
+                with ir.InsertionPoint(op.else_block):
+                    self._group_loop(self._looped)
+                    scf.YieldOp([])
+            else:
+                self._group_loop(self._looped)
         kc.check_limit()
         guard.erase()
         self.sig.groups = {"extents": [_poly_text(self.extents[a], fn, self.sig, self.reductions[0])
-                                       for a in self.axes], "per_block": per_block}
+                                       for a in self.axes], "per_block": per_block * self.rows}
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(self.sig.to_json())
+
+    def _group_loop(self, emit) -> None:
+        """``for g = start; g < groups; g += step { emit() }`` with the kept coordinates of
+        group ``g`` in ``self.kept_map``."""
+        loop = scf.ForOp(*self.loop_bounds)
+        with ir.InsertionPoint(loop.body):
+            g = loop.induction_variable
+            kept_vals = self._delinearize(g, [self.extents[k] for k in self.kept])
+            self.kept_map = dict(zip([self.coords[k] for k in self.kept], kept_vals))
+            emit()
+            scf.YieldOp([])
 
     def _delinearize(self, linear, extents: list) -> list:
         if not extents:
@@ -265,11 +298,12 @@ class _Kernel:
             return [linear]
         return kern.delinearize(linear, extents)
 
-    def _item(self, c: ir.Value):
-        """``(q, valid, mapping)`` of the lane's item ``q = lane + T*c``."""
+    def _item(self, c: ir.Value, kept: bool = True):
+        """``(valid, mapping)`` of the lane's item ``q = lane + T*c``: whether it is in the group,
+        and its reduced coordinates (and the group's kept ones unless ``kept`` is false)."""
         q = b.add(self.lane, b.mul(c, b.idx(self.T))) if not _is_zero(c) else self.lane
         valid = b.cmp("ult", q, self.n)
-        mapping = dict(self.kept_map)
+        mapping = dict(self.kept_map) if kept else {}
         red_vals = self._delinearize(q, [self.extents[a] for a in self.axes])
         mapping.update(zip([self.coords[a] for a in self.axes], red_vals))
         return valid, mapping
@@ -288,8 +322,30 @@ class _Kernel:
                 mapping[old_r] = new_r
 
     def _registers(self, K: int) -> None:
-        """The register path: each lane's ``K`` items computed once, kept in SSA values."""
-        items = [self._item(b.idx(c)) for c in range(K)]
+        """The register path: each lane's ``K`` items computed once, kept in SSA values; the
+        values that depend on no kept coordinate (``w[j]``) computed once per thread, before
+        the loop over the groups (:attr:`invariant`)."""
+        pre = [self._item(b.idx(c), kept=False) for c in range(K)]
+        inv = self.invariant
+        if inv:
+            used = set()
+            for op in [o for seg, red in self.segments for o in [*seg, red]] + list(self.tail):
+                if op not in inv:
+                    for o in [op, *walk_ops(op)]:
+                        used.update(o.operands)
+            live = [r for op in self._body_ops if op in inv for r in op.results if r in used]
+            for valid, mapping in pre:
+                op = scf.IfOp(valid, [v.type for v in live], has_else=True)
+                with ir.InsertionPoint(op.then_block):
+                    self._clone([o for o in self._body_ops if o in inv], mapping, effects=False)
+                    scf.YieldOp([mapping[v] for v in live])
+                with ir.InsertionPoint(op.else_block):
+                    scf.YieldOp([_zero(v.type) for v in live])
+                mapping.update(zip(live, op.results))
+        self._group_loop(lambda: self._registers_group(pre))
+
+    def _registers_group(self, pre: list) -> None:
+        items = [(valid, {**mapping, **self.kept_map}) for valid, mapping in pre]
         later_uses = _uses_after(self.segments, self.tail)
         for s, (seg, red) in enumerate(self.segments):
             deferred = {v for op in seg if _has_effects(op) for o in [op, *walk_ops(op)] for v in o.operands}
@@ -299,9 +355,10 @@ class _Kernel:
             t = red.results[0].type
             partial = None
             for valid, mapping in items:
+                live = [v for v in live if v not in mapping]  # (hoisted: mapped already)
                 op = scf.IfOp(valid, [v.type for v in live], has_else=True)
                 with ir.InsertionPoint(op.then_block):
-                    self._clone(seg, mapping, effects=False)
+                    self._clone([o for o in seg if o not in self.invariant], mapping, effects=False)
                     scf.YieldOp([mapping[v] for v in live])
                 with ir.InsertionPoint(op.else_block):
                     scf.YieldOp([_zero(v.type) for v in live])
@@ -316,7 +373,7 @@ class _Kernel:
             with b.if_(valid):
                 for seg, _ in self.segments:
                     self._clone(seg, mapping, effects=True)
-                self._clone(self.tail, mapping, effects=None)
+                self._clone([o for o in self.tail if o not in self.invariant], mapping, effects=None)
 
     def _looped(self) -> None:
         """The re-reading path: each phase loops over the lane's items and recomputes."""
@@ -462,3 +519,10 @@ def _poly_text(v, fn, sig: KernelSignature, op) -> str:
         return str(c)
     raise _error(op, "a reduction across items needs the reduced coordinates' extents to be size "
                      "symbols or constants", hint="over (r, j) in (R, N)")
+
+
+def _load_name(op, fn, sig: KernelSignature) -> str:
+    for name, a in zip(sig.arg_names, fn.regions[0].blocks[0].arguments):
+        if a == op.operands[0]:
+            return f"'{name}'"
+    return "a view"
