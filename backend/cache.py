@@ -320,13 +320,14 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
 
 
 def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = True,
-                    shared: bool = True) -> tuple:
+                    shared: bool = True, group_registers: bool = True) -> tuple:
     """The compile options that change the gpu IR, as ``includes`` pairs of :func:`front_key`
     (empty for the defaults, so default keys stay as they were)."""
     return ((() if coalesce else (("--no-coalesce", ""),))
             + ((("--fmad", ""),) if fmad else ())
             + (() if tile else (("--no-tile", ""),))
-            + (() if shared else (("--no-shared", ""),)))
+            + (() if shared else (("--no-shared", ""),))
+            + (() if group_registers else (("--no-group-registers", ""),)))
 
 
 def ptx_key(front: str, arch: str, opt_level: int, variant: Variant | int) -> str:

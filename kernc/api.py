@@ -285,7 +285,8 @@ class Module:
 
 
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
-            fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True) -> Module:
+            fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
+            group_registers: bool = True) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -301,7 +302,9 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     always runs ``shared(I)``/``shared_sum(I)`` staged (default: a launch runs them as
     ``indexed(I)``/``atomic(I)`` where staging cannot pay on its indices,
     ``launch_policy.shared_pays``, reported as ``LaunchResult.shared``; ``kernc run
-    --always-shared``).
+    --always-shared``). ``group_registers=False`` makes every phase of a kernel with reductions
+    across items re-read what it needs (``kern-map-groups``; ``kernc compile --no-group-registers``;
+    the same results, bit for bit) instead of keeping values in registers.
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
@@ -311,13 +314,14 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     if not isinstance(choose_shared, (bool, np.bool_)):
         raise ValueError(f"choose_shared must be True or False, got {choose_shared!r}")
     return Module(Compilation(text, filename, CompileOptions(arch=arch, opt_level=opt_level, fmad=fmad,
-                                                             coalesce=coalesce, tile=tile)),
+                                                             coalesce=coalesce, tile=tile,
+                                                             group_registers=group_registers)),
                   choose_shared=choose_shared)
 
 
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
-                 choose_shared: bool = True) -> Module:
+                 choose_shared: bool = True, group_registers: bool = True) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -325,7 +329,8 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
         raise TypeError(f"path must be a str, bytes or os.PathLike, got {type(path).__name__}")
     path = os.fsdecode(os.fspath(path))
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
-                   coalesce=coalesce, tile=tile, choose_shared=choose_shared)
+                   coalesce=coalesce, tile=tile, choose_shared=choose_shared,
+                   group_registers=group_registers)
 
 
 def read_source(path) -> str:

@@ -101,7 +101,8 @@ def cmd_compile(ns) -> int:
     coalesce, remarks = not getattr(ns, "no_coalesce", False), getattr(ns, "remarks", False)
     fmad = getattr(ns, "fmad", False)
     tile = not getattr(ns, "no_tile", False)  # kern-tile-contractions: other IR, no fast path
-    if ns.emit == "ptx" and use_cache and coalesce and tile and not remarks:
+    group_registers = not getattr(ns, "no_group_registers", False)  # kern-map-groups: the same
+    if ns.emit == "ptx" and use_cache and coalesce and tile and group_registers and not remarks:
         from kernc.backend import cache
 
         ptx = cache.lookup_ptx(text, ns.file, arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
@@ -116,7 +117,8 @@ def cmd_compile(ns) -> int:
     t_compile = time.perf_counter()
     opts = CompileOptions(arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits, kernels=kernels,
                           verify_each=ns.verify_each or os.environ.get("KERNC_VERIFY_EACH") == "1",
-                          coalesce=coalesce, remarks=remarks, fmad=fmad, tile=tile)
+                          coalesce=coalesce, remarks=remarks, fmad=fmad, tile=tile,
+                          group_registers=group_registers)
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     result = comp.ir(ns.emit)
     wall = time.perf_counter() - t_compile

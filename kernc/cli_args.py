@@ -110,6 +110,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-tile", action="store_true",
                    help="do not tile contraction loops (block tiles through workgroup memory, several "
                         "items per thread)")
+    # kern-map-groups
+    c.add_argument("--no-group-registers", action="store_true",
+                   help="reductions across items: re-read in every phase instead of keeping values in "
+                        "registers")
     c.add_argument("--remarks", action="store_true",
                    help="explain optimisation decisions (view access staging, contraction tiling) on stderr")
     c.add_argument("--fmad", action="store_true", help=_FMAD_HELP)

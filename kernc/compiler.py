@@ -81,6 +81,7 @@ class CompileOptions:
     fmad: bool = False  # kern-contract-fma
     tile: bool = True  # kern-tile-contractions
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
+    group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -133,7 +134,7 @@ def validate_options(opts: "CompileOptions") -> None:
                                      or not all(isinstance(k, str) for k in opts.kernels)):
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
-    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared"):
+    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "group_registers"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -283,7 +284,8 @@ class Compilation:
         if use_cache and after_pass is None and cache.enabled() and not self.options.remarks:
             # --no-coalesce and --fmad build other IR, so they get their own keys
             extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
-                                          tile=self.options.tile, shared=self.options.shared)
+                                          tile=self.options.tile, shared=self.options.shared,
+                                          group_registers=self.options.group_registers)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -331,6 +333,8 @@ class Compilation:
                 kw["fmad"] = True
             if not self.options.shared:
                 kw["shared"] = False
+            if not self.options.group_registers:
+                kw["group_registers"] = False
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
                        self._timer("gpu", ""))
             self._modules["gpu"] = module

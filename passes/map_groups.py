@@ -216,11 +216,11 @@ class _Kernel:
             keep = f"its {chunks} item{'s' if chunks > 1 else ''} per thread kept in registers across the phases"
         elif chunks is not None:
             keep = (f"{chunks} items per thread, more than the {K} kept in registers: each phase re-reads "
-                    "what it needs" if K else "registers off: each phase re-reads what it needs")
+                    "what it needs" if K else "registers off (--no-group-registers): each phase re-reads what it needs")
         else:
             keep = (f"at run time: up to {K * T} items per group kept in registers (at most {K} per "
                     "thread), larger groups re-read per phase" if K else
-                    "registers off: each phase re-reads what it needs")
+                    "registers off (--no-group-registers): each phase re-reads what it needs")
         # values that depend on no kept coordinate (w[j]) are loaded once per thread for all the
         # groups it runs: a block then runs GROUP_ROWS groups (fewer blocks, each reusing them)
         self.rows = GROUP_ROWS if self.invariant and K and (chunks is None or chunks <= K) else 1

@@ -166,6 +166,20 @@ def test_counters_softmax_rows_read_once_coalesced():
     assert st.global_load_sectors * 32 == x.nbytes  # every element loaded once (registers)
 
 
+def test_registers_off_rereads_with_the_same_bits():
+    """group_registers=False (kernc compile --no-group-registers): every phase re-reads x (3 loads
+    of each element for softmax's 3 phases), and the results are the same bits."""
+    path = os.path.join(EXAMPLES, "softmax.kern")
+    off = kernc.compile_file(path, group_registers=False)
+    on = compiled_example("softmax")
+    x = (4 * np.random.default_rng(2).standard_normal((3, 1000))).astype(np.float32)
+    y_on, y_off = np.zeros_like(x), np.zeros_like(x)
+    st_on = on.softmax(x=x, y=y_on).stats
+    st_off = off.softmax(x=x, y=y_off).stats
+    np.testing.assert_array_equal(y_on.view(np.uint32), y_off.view(np.uint32))
+    assert st_on.global_load_sectors * 3 == st_off.global_load_sectors
+
+
 @pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 @pytest.mark.parametrize("name", ["softmax", "layernorm"])
 def test_ptxas_accepts_sm_90(name):
