@@ -95,6 +95,41 @@ def test_every_kind_matches_numpy(kinds, R, N):
     np.testing.assert_allclose(args["hs"].astype(np.float64), want, rtol=2e-3, atol=2e-3)
 
 
+WIDE = """
+kernel wide(a: f64[R, N] view, b: i64[R, N] view, h: bf16[R, N] view, k: u8[R, N] view,
+            s: f64[R] view, m: i64[R] view, hm: bf16[R] view, km: u8[R] view) over (r, j) in (R, N) {
+    s[r] = sum[j](a[r, j]);
+    m[r] = max[j](b[r, j]);
+    hm[r] = max[j](bf16(h[r, j]));
+    km[r] = min[j](k[r, j]);
+}
+"""
+
+
+def test_64_bit_bf16_and_8_bit_values():
+    """f64 and i64 go through the shuffles as two 32-bit halves, bf16 reduces as f32, u8 widens
+    to 32 bits for the exchange; the PTX assembles for sm_80 and sm_90."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    mod = kernc.compile(WIDE, filename="wide.kern")
+    R, N = 3, 300
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((R, N)), rng.integers(-2**40, 2**40, (R, N))
+    h = rng.standard_normal((R, N)).astype(ml_dtypes.bfloat16)
+    k = rng.integers(0, 256, (R, N)).astype(np.uint8)
+    out = {"s": np.zeros(R), "m": np.zeros(R, np.int64), "hm": np.zeros(R, ml_dtypes.bfloat16),
+           "km": np.zeros(R, np.uint8)}
+    mod.wide(a=a, b=b, h=h, k=k, **out)
+    np.testing.assert_allclose(out["s"], a.sum(axis=1), rtol=1e-13)
+    np.testing.assert_array_equal(out["m"], b.max(axis=1))
+    np.testing.assert_array_equal(out["hm"], h.max(axis=1))
+    np.testing.assert_array_equal(out["km"], k.min(axis=1))
+    if toolkit.ptxas_path() is not None:
+        for arch in ("sm_80", "sm_90"):
+            ptx = kernc.compile(WIDE, filename="wide.kern", arch=arch).ptx
+            result = toolkit.run_ptxas(ptx, arch=arch)
+            assert result.ok, result.log[-2000:]
+
+
 def test_float_max_min_propagate_nan(kinds):
     args = _kinds_inputs(2, 40, np.random.default_rng(5))
     args["f"][1, 17] = np.nan
@@ -250,3 +285,18 @@ def test_gpu_softmax_matches_interpreter_bitwise():
     gx, gy = cp.asarray(x), cp.zeros_like(cp.asarray(x))
     mod.softmax(x=gx, y=gy)
     np.testing.assert_array_equal(gy.get().view(np.uint32), y.view(np.uint32))
+
+
+def test_launch_grid_runs_a_block_per_groups_of_the_signature():
+    from kernc.backend import launch_policy
+
+    sig = compiled_example("layernorm").layernorm.signature  # w, b kept across 4 groups per block
+    assert sig.groups == {"extents": ["N"], "per_block": 4}
+    assert launch_policy.launch_grid(sig, 10 * 7, {"R": 10, "N": 7}) == (3, 10 + 3 * 3)
+    assert launch_policy.launch_grid(sig, 0, {"R": 0, "N": 7})[0] == 0
+    x = np.ones((10, 7), np.float32)
+    args = dict(x=x, w=np.ones(7, np.float32), b=np.zeros(7, np.float32), y=np.zeros_like(x),
+                mean=np.zeros(10, np.float32), rstd=np.zeros(10, np.float32), eps=np.float32(1.0))
+    assert compiled_example("layernorm").layernorm(**args).grid == 3
+    np.testing.assert_array_equal(args["mean"], np.ones(10, np.float32))
+    np.testing.assert_array_equal(args["y"], np.zeros_like(x))
