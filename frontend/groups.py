@@ -42,10 +42,15 @@ def prepare_groups(checker, k: A.Kernel, coord_syms: list, info) -> None:
     if not found:
         return
     coords = [s.name for s in coord_syms]
-    top = set()
+    top, after_return = set(), {}
+    returned = None
     for s in k.body.stmts:
         if isinstance(s, (A.Let, A.Assign)):
             top.update(id(n) for n in _reductions(s))
+            if returned is not None:
+                after_return.update((id(n), returned) for n in _reductions(s))
+        if returned is None:
+            returned = next((n for n in A.iter_nodes(s) if isinstance(n, A.Return)), None)
     first_axes = None
     for r in found:
         r.prepared = True
@@ -80,6 +85,12 @@ def prepare_groups(checker, k: A.Kernel, coord_syms: list, info) -> None:
             if any(n is not r for n in _reductions(r.args[0])):
                 checker.error(f"a reduction inside '{r.op}[..]': nested reductions cannot be ordered",
                               r.loc, hint="compute the inner reduction first: `let m = max[j](..);`")
+            elif id(r) in after_return:
+                checker.error(f"'{r.op}[..]' after a `return` that some items may take: they would not "
+                              f"take part in their group's reduction", r.loc,
+                              hint="reduce before the `return`, or mask instead of returning: "
+                                   "sum[j](select(c, v, 0.0))",
+                              note=("the return", after_return[id(r)].loc))
             elif id(r) not in top:
                 checker.error(f"'{r.op}[..]' must be reached by every item of its group: it can only "
                               f"stand in the kernel body's top-level statements", r.loc,

@@ -139,7 +139,7 @@ class _Kernel:
         for r in self.reductions:
             if _owner_parent(r) != guard:
                 raise _error(r, "this reduction runs in control flow that differs between the items of "
-                                "its group (an `if`, a loop, `&&`/`||`, or after a `return` inside an `if`)",
+                                "its group (an `if`, a loop, or after a `return` inside an `if`)",
                              hint="compute it in the kernel body's top-level statements")
         delins = [op for op in body if op.name == "kern.delinearize"
                   and isinstance(_owner(op.operands[0]), ir.Operation)

@@ -222,6 +222,7 @@ def test_ptxas_accepts_sm_90(name):
     result = toolkit.run_ptxas(ptx, arch="sm_90")
     assert result.ok, result.log[-3000:]
     assert "shfl.sync.bfly.b32" in ptx and "bar.sync" in ptx
+    assert all(v == (0, 0) for v in result.spills.values()), result.log[-2000:]  # registers fit
 
 
 def test_remarks_explain_the_mapping(capsys):
@@ -248,6 +249,9 @@ _HEAD = "kernel k(x: f32[R, N] view, y: f32[R, N] view, m: f32[R] view) over (r,
     ("y[r, j] = select(all[j](1), 1.0, 0.0);", "needs a bool value"),
     ("y[r, j] = prod[j](x[r, j]);", "is not a reduction"),
     ("let q = j; m[r + q] = sum[j](x[r, j]);", "data race"),
+    ("if x[r, j] > 0.0 { return; } y[r, j] = sum[j](x[r, j]);", "after a `return`"),
+    ("for c in 0..3 { y[r, j] = max[j](x[r, c]); }", "top-level statements"),
+    ("y[r, j] = sum[j](index(j));", "numeric type other than 'index'"),
 ])
 def test_bad_reductions_are_located_errors(body, message):
     with pytest.raises(CompileError) as err:
@@ -300,3 +304,12 @@ def test_launch_grid_runs_a_block_per_groups_of_the_signature():
     assert compiled_example("layernorm").layernorm(**args).grid == 3
     np.testing.assert_array_equal(args["mean"], np.ones(10, np.float32))
     np.testing.assert_array_equal(args["y"], np.zeros_like(x))
+
+
+def test_reduction_in_a_function_is_refused():
+    src = ("fn rowsum(v: f32) -> f32 {\n    return sum[j](v);\n}\n"
+           "kernel k(x: f32[R, N] view, y: f32[R, N] view) over (r, j) in (R, N) {\n"
+           "    y[r, j] = rowsum(x[r, j]);\n}\n")
+    with pytest.raises(CompileError) as err:
+        kernc.compile(src, filename="fn.kern")
+    assert "cannot stand in a function" in str(err.value) and "fn.kern:2:12" in str(err.value)
