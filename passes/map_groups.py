@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kernc.dialect import kern
+from kernc.dialect.mapping import MAPPING_ATTR
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.support.errors import CompileError, Diagnostic
 from kernc.support.mlir import dialect, ir
@@ -279,6 +280,8 @@ class _Kernel:
         self.sig.groups = {"extents": [_poly_text(self.extents[a], fn, self.sig, self.reductions[0])
                                        for a in self.axes], "per_block": per_block * self.rows}
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(self.sig.to_json())
+        if MAPPING_ATTR in fn.attributes:  # (items no longer map linearly: sig.groups says how)
+            del fn.attributes[MAPPING_ATTR]
 
     def _group_loop(self, emit) -> None:
         """``for g = start; g < groups; g += step { emit() }`` with the kept coordinates of
