@@ -230,9 +230,15 @@ class _Kernel:
             keep += (f"; {', '.join(loads)} (the same for every group) loaded once per thread, each "
                      f"block running {self.rows} groups")
         names = ", ".join(self.names[a] for a in self.axes)
+        rank = len(self.coords)
+        if self.axes == list(range(rank - len(self.axes), rank)):
+            along = f"coalesced along '{self.names[-1]}'"
+        else:  # (the group's consecutive items are not the fastest coordinate's)
+            along = (f"'{self.names[-1]}' is not reduced, so a warp's items are strided in memory: "
+                     f"reduce over the last coordinate (or transpose) to coalesce")
         for _, red in self.segments:
             self.opts.remark(red, f"reducing over ({names}) with {how}, threads stepping through the "
-                                  f"group's items (coalesced along '{self.names[self.axes[-1]]}'); {keep}")
+                                  f"group's items ({along}); {keep}")
         kc = KernelContext(fn, self.sig, guard, B)
         self.kc = kc
         with ir.InsertionPoint(guard), guard.location:

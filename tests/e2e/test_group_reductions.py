@@ -49,6 +49,14 @@ kernel small(x: f32[R, 5] view, y: f32[R, 5] view) over (r, j) in (R, 5) {
 kernel planes(x: f32[B, M, N] view, y: f32[B] view) over (k, i, j) in (B, M, N) {
     y[k] = sum[i, j](x[k, i, j]);
 }
+kernel cols(x: f32[R, N] view, y: f32[N] view) over (r, j) in (R, N) {
+    y[j] = sum[r](x[r, j]);
+}
+kernel total(x: f32[R, N] view, y: f32[1] view, z: f32[R, N] view) over (r, j) in (R, N) {
+    let s = sum[r, j](x[r, j]);
+    y[0] = s;
+    z[r, j] = x[r, j] / s;
+}
 """
 
 
@@ -149,6 +157,31 @@ def test_warp_per_group_and_several_coordinates(small):
     y = np.zeros(3, np.float32)
     small.planes(x=x, y=y)
     np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=(1, 2)), rtol=1e-5, atol=1e-5)
+
+
+def test_column_sums_and_a_sum_over_every_item(small, capsys, tmp_path):
+    x = np.random.default_rng(4).standard_normal((300, 7)).astype(np.float32)
+    y = np.zeros(7, np.float32)
+    assert small.cols(x=x, y=y).grid == 7  # a group per column
+    np.testing.assert_allclose(y, x.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-5)
+    total, z = np.zeros(1, np.float32), np.zeros_like(x)
+    assert small.total(x=x, y=total, z=z).grid == 1  # one group: every item
+    np.testing.assert_allclose(total, [x.astype(np.float64).sum()], rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(z, x / total[0])
+    from kernc import cli
+
+    src = tmp_path / "cols.kern"
+    src.write_text(SMALL, encoding="utf-8")
+    assert cli.main(["compile", "--emit", "gpu", "--remarks", "-o", os.devnull, str(src)]) == 0
+    assert "'j' is not reduced, so a warp's items are strided in memory" in capsys.readouterr().err
+
+
+def test_a_row_of_a_million_items_runs_looped():
+    mod = compiled_example("softmax")
+    x = np.random.default_rng(6).standard_normal((1, 1 << 20)).astype(np.float32)
+    y = np.zeros_like(x)
+    mod.softmax(x=x, y=y)
+    np.testing.assert_allclose(y, sm_ref.reference({"x": x})["y"], rtol=1e-4, atol=1e-12)
 
 
 @pytest.mark.parametrize("N", [1, 3, 33, 257, 1000, 4096, 5000])
