@@ -53,8 +53,9 @@ arith = dialect("arith")
 gpu = dialect("gpu")
 scf = dialect("scf")
 
-#: Ops whose execution is visible outside the item: they run in the last phase only.
-_EFFECTS = ("kern.view_store", "kern.view_atomic", "memref.store", "memref.atomic_rmw")
+#: Ops whose execution is visible outside the item: they run in the last phase only (other
+#: memory ops at this stage are the item's private arrays).
+_EFFECTS = ("kern.view_store", "kern.view_atomic")
 #: Groups per team when values that depend on no kept coordinate stay in registers across groups.
 GROUP_ROWS = 4
 #: Ops that tie an item to its thread, which the pass remaps.
@@ -177,12 +178,6 @@ class _Kernel:
             else:
                 cur.append(op)
         self.tail = cur
-        for seg, red in self.segments:
-            for op in seg:
-                if _has_effects(op) and len(op.results):
-                    raise _error(op, "a write inside control flow that computes a value used by a later "
-                                     "reduction: the compiler cannot order it",
-                                 hint="compute the value first, then write it after the reductions")
         self._body_ops = [o for seg, _ in self.segments for o in seg] + list(self.tail)
         self.invariant = self._invariant_ops(guard) if self.opts.registers else set()
         self.static_n = _static_product([self.extents[a] for a in self.axes])
@@ -323,9 +318,12 @@ class _Kernel:
         ``None`` all."""
         for op in ops:
             eff = _has_effects(op)
-            if effects is False and eff or effects is True and not eff:
+            if effects is False and eff and not len(op.results) or effects is True and not eff:
                 continue
             new = op.clone()
+            if effects is False and eff:  # (an `if` that writes and computes: its values, not its writes)
+                for inner in walk_ops(new, set(_EFFECTS)):
+                    inner.erase()
             _remap(new, mapping)
             for old_r, new_r in zip(op.results, new.results):
                 mapping[old_r] = new_r

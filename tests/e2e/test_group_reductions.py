@@ -346,3 +346,54 @@ def test_reduction_in_a_function_is_refused():
     with pytest.raises(CompileError) as err:
         kernc.compile(src, filename="fn.kern")
     assert "cannot stand in a function" in str(err.value) and "fn.kern:2:12" in str(err.value)
+
+
+MIX = """
+kernel mix(x: f32[R, N] view, y: f32[R, N] view, z: f32[R, N] view, c: f32[R] view) over (r, j) in (R, N) {
+    let v = x[r, j];
+    if v < 0.0 {
+        v = -v;
+        z[r, j] = 1.0;
+    } else {
+        z[r, j] = 2.0;
+    }
+    let acc = 0.0;
+    for k in 0..3 {
+        acc += v * f32(k);
+    }
+    let m = max[j](acc);
+    let t = acc / m;
+    if t > 0.5 {
+        t = t * 2.0;
+    }
+    let s = sum[j](t);
+    c[r] = s;
+    y[r, j] = t / s + v;
+}
+"""
+
+
+def test_control_flow_around_and_between_reductions():
+    """An `if` that both writes and computes before a reduction (its values in the phases, its
+    write in the last one), a loop, an `if` between reductions; registers on and off, bitwise
+    alike."""
+    runs = []
+    for registers in (True, False):
+        mod = kernc.compile(MIX, filename="mix.kern", group_registers=registers)
+        results = []
+        for R, N in [(3, 7), (2, 300), (2, 5000)]:
+            x = np.random.default_rng(R + N).standard_normal((R, N)).astype(np.float32)
+            out = {"y": np.zeros_like(x), "z": np.zeros_like(x), "c": np.zeros(R, np.float32)}
+            mod.mix(x=x, **out)
+            v = np.abs(x)
+            acc = v * 0 + v * 1 + v * 2
+            t = acc / acc.max(axis=1, keepdims=True)
+            t = np.where(t > 0.5, t * 2, t)
+            s = t.sum(axis=1, keepdims=True)
+            np.testing.assert_allclose(out["y"], t / s + v, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(out["c"], s[:, 0], rtol=1e-5)
+            np.testing.assert_array_equal(out["z"], np.where(x < 0, 1, 2))
+            results.append(out["y"])
+        runs.append(results)
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
