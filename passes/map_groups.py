@@ -23,7 +23,11 @@ body under the guard ``t < P`` by:
   computed once and kept (the body's segment of each phase runs once per item, unrolled over
   ``c``; equal ``view_load`` s of read-only views are merged first, so ``x[r, j]`` used before
   and after a reduction is loaded once). Otherwise each phase loops over ``c`` and recomputes
-  (re-reads) what it needs; writes run in the last phase only (in program order).
+  (re-reads) what it needs; writes run in the last phase only (in program order; an ``if``
+  that writes and computes runs for its values in the earlier phases, its writes stripped).
+- values that depend on no kept coordinate (layernorm's ``w[j]``), on the register path, are
+  computed once per thread before the loop over the groups, and a team then runs
+  :data:`GROUP_ROWS` groups (the launcher's grid is divided by it: ``sig.groups["per_block"]``).
 
 Reductions must stand in the body's top level (the frontend checks it; hand-written IR gets a
 located error here too), and a kernel's reductions all reduce the same coordinates. Per-item
