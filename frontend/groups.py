@@ -168,9 +168,13 @@ def check_reduction(checker, e: A.GroupReduce):
     if e.axes is None:
         for a in e.args:
             checker.expr(a)
-        if not getattr(e, "prepared", False):
+        if not getattr(e, "prepared", False) and e.op not in REDUCTIONS:
+            checker.error(f"'{e.op or 'this expression'}[..](..)' is not a reduction", e.loc,
+                          hint="reductions across items are " + ", ".join(f"{n}[..](e)" for n in REDUCTIONS))
+        elif not getattr(e, "prepared", False):
             checker.error(f"'{e.op}[..]' reduces across the items of a kernel: it cannot stand in a "
-                          f"function", e.loc, hint="reduce in the kernel body and pass the value in")
+                          f"function or a parameter's clause, only in the kernel body", e.loc,
+                          hint="reduce in the kernel body and pass the value in")
         return None  # (prepare_groups reported why)
     (a,) = e.args
     t = checker.expr(a)
