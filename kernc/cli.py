@@ -416,7 +416,7 @@ def cmd_run(ns) -> int:
     _check_run_outputs(ns)
     mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad,
                         coalesce=not ns.no_coalesce, tile=not ns.no_tile,
-                        choose_shared=not ns.always_shared)
+                        choose_shared=not ns.always_shared, group_registers=not ns.no_group_registers)
     names = list(mod.kernels)
     if ns.kernel is None:
         if len(names) != 1:

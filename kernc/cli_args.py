@@ -144,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--no-tile", action="store_true",
                    help="do not tile contraction loops through workgroup memory (compare --stats)")
+    r.add_argument("--no-group-registers", action="store_true",
+                   help="reductions across items: re-read in every phase instead of keeping values in "
+                        "registers (compare --stats)")
     r.add_argument("--always-shared", action="store_true",
                    help="always stage shared(I)/shared_sum(I) through workgroup memory (default: run them as "
                         "indexed(I)/atomic(I) where staging would not pay on the indices; compare --stats)")
