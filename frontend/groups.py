@@ -9,7 +9,7 @@ every item of its group in the same order: it may only stand in the kernel body'
 statements (not under ``if``, in a loop, in a function, or inside another reduction), and all
 reductions of a kernel reduce the same coordinates.
 
-A plain view write whose coordinates name no reduced coordinate and no local variable
+A plain view store (``=``) whose coordinates name no reduced coordinate and no local variable
 (``mean[r] = m;`` with ``r`` kept) is a *once-per-group* write: :func:`prepare_groups` puts it
 under ``if j == 0 { .. }`` (every reduced coordinate 0: the group's first item), so one item of
 each group writes it and the race check sees the pinned coordinate.
@@ -136,7 +136,8 @@ def _once(s, views: set, excluded: set, reduced: list) -> list:
                 _once(b, views, excluded, reduced)  # (else if: an If returns itself)
     elif isinstance(s, A.For):
         _once_per_group(s.body, views, excluded, reduced)
-    elif isinstance(s, A.Assign) and isinstance(s.target, (A.MultiIndex, A.Index, A.Method)):
+    elif isinstance(s, A.Assign) and s.op == "=" and isinstance(s.target, (A.MultiIndex, A.Index, A.Method)):
+        # (a `+=` stays every item's: the race check refuses it, pointing at the reduction)
         t = s.target
         if isinstance(t, A.Method) and t.name != "checked":
             return [s]
