@@ -265,7 +265,7 @@ def test_remarks_explain_the_mapping(capsys):
     assert cli.main(["compile", "--emit", "gpu", "--remarks", "-o", os.devnull, path]) == 0
     err = capsys.readouterr().err
     with open(path, encoding="utf-8") as f:
-        line = next(n for n, text in enumerate(f, 1) if "max[j]" in text)
+        line = next(n for n, text in enumerate(f, 1) if "let m = max[j]" in text)
     assert f"softmax.kern:{line}:13: remark: reducing over (j) with a block of 256 threads per group" in err
     assert "kept in registers" in err
 
