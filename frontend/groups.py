@@ -6,7 +6,8 @@ A reduction ``op[c..](e)`` combines ``e`` over every item that shares the kernel
 coordinates (its *group*) and gives every item of the group the result. The compiler runs the
 body in phases split at the reductions (``kern-map-groups``), so a reduction must be reached by
 every item of its group in the same order: it may only stand in the kernel body's top-level
-statements (not under ``if``, in a loop, in a function, or inside another reduction), and all
+statements, an ``if``'s condition or a loop's bounds (not under ``if``, in a loop's body, in a
+function, after a ``return`` some items may take, or inside another reduction), and all
 reductions of a kernel reduce the same coordinates.
 
 A plain view store (``=``) whose coordinates name no reduced coordinate and no local variable
@@ -45,10 +46,14 @@ def prepare_groups(checker, k: A.Kernel, coord_syms: list, info) -> None:
     top, after_return = set(), {}
     returned = None
     for s in k.body.stmts:
-        if isinstance(s, (A.Let, A.Assign)):
-            top.update(id(n) for n in _reductions(s))
+        # what every item evaluates: a top-level statement's expressions, an `if`'s condition and
+        # a loop's bounds (not what runs inside them)
+        parts = ([s] if isinstance(s, (A.Let, A.Assign)) else [s.cond] if isinstance(s, A.If)
+                 else [s.start, s.stop] if isinstance(s, A.For) else [])
+        for part in parts:
+            top.update(id(n) for n in _reductions(part))
             if returned is not None:
-                after_return.update((id(n), returned) for n in _reductions(s))
+                after_return.update((id(n), returned) for n in _reductions(part))
         if returned is None:
             returned = next((n for n in A.iter_nodes(s) if isinstance(n, A.Return)), None)
     first_axes = None

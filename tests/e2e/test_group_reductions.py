@@ -415,3 +415,26 @@ def test_control_flow_around_and_between_reductions():
         runs.append(results)
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def test_reductions_in_a_top_level_condition_and_loop_bound():
+    src = """
+kernel k(x: f32[R, N] view, y: f32[R, N] view) over (r, j) in (R, N) {
+    if sum[j](x[r, j]) > 0.0 {
+        y[r, j] = 1.0;
+    } else {
+        y[r, j] = -1.0;
+    }
+    for k in 0..i32(max[j](x[r, j])) {
+        y[r, j] += 10.0;
+    }
+}
+"""
+    mod = kernc.compile(src, filename="cond.kern")
+    x = (2 * np.random.default_rng(1).standard_normal((6, 40))).astype(np.float32)
+    y = np.zeros_like(x)
+    mod.k(x=x, y=y)
+    want = (np.where(x.sum(axis=1, keepdims=True) > 0, 1.0, -1.0)
+            + 10 * np.maximum(0, x.max(axis=1, keepdims=True).astype(np.int32)))
+    np.testing.assert_array_equal(y, want.astype(np.float32))
+
