@@ -194,10 +194,12 @@ class _Kernel:
         them once per thread for all the groups it runs. Empty unless one of them is a load
         (nothing else is worth registers across groups)."""
         defined_inside = {r for op in walk_ops(guard) for r in op.results}
+        stored = {op.operands[0] for op in walk_ops(guard, set(_EFFECTS))}  # (their loads stay per group)
         ok = {self.coords[a] for a in self.axes}
         out = set()
         for op in self._body_ops:
-            if len(op.regions) or _has_effects(op) or op.name.startswith("kern.group"):
+            if len(op.regions) or _has_effects(op) or op.name.startswith("kern.group") \
+                    or op.name == "kern.view_load" and op.operands[0] in stored:
                 continue
             if all(v in ok or (v not in defined_inside and v not in self.coords) for v in op.operands):
                 out.add(op)
@@ -400,7 +402,7 @@ class _Kernel:
                 mapping.update(totals)
 
                 def then(seg_upto=self.segments[:s + 1], mapping=mapping, red=red):
-                    for k, (sg, rd) in enumerate(seg_upto):
+                    for sg, _ in seg_upto:
                         self._clone(sg, mapping, effects=False)
                     return [mapping[red.operands[0]]]
 
