@@ -320,7 +320,8 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
 
 
 def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = True,
-                    shared: bool = True, tensor_cores: bool = True, privatize: bool = True) -> tuple:
+                    shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
+                    group_registers: bool = True) -> tuple:
     """The compile options that change the gpu IR, as ``includes`` pairs of :func:`front_key`
     (empty for the defaults, so default keys stay as they were)."""
     return ((() if coalesce else (("--no-coalesce", ""),))
@@ -328,7 +329,8 @@ def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = T
             + (() if tile else (("--no-tile", ""),))
             + (() if shared else (("--no-shared", ""),))
             + (() if tensor_cores else (("--no-tensor-cores", ""),))
-            + (() if privatize else (("--no-privatize", ""),)))
+            + (() if privatize else (("--no-privatize", ""),))
+            + (() if group_registers else (("--no-group-registers", ""),)))
 
 
 def ptx_key(front: str, arch: str, opt_level: int, variant: Variant | int) -> str:

@@ -289,10 +289,17 @@ def launch_grid(sig: KernelSignature, problem: int, env: dict) -> tuple[int, int
     """``(grid, tiles)`` of a launch of ``problem`` items (sizes ``env``): for a kernel with tiles,
     ``tiles`` = :func:`tile_count` and one block per tile up to :data:`MAX_GRID_X` (it loops over
     the rest); otherwise ``tiles`` = 0 and ``ceil(problem / block)`` blocks (0 for an empty problem),
-    which the caller must check against :data:`MAX_GRID_X`."""
+    which the caller must check against :data:`MAX_GRID_X`. A kernel with reductions across items
+    (``sig.groups``, kern-map-groups) runs ``ceil(groups / per_block)`` blocks (capped: it loops
+    over its groups); its second value is then what its group loop's index reaches, less the grid."""
     if sig.tiles:
         tiles = tile_count(sig, problem, env)
         return min(tiles, MAX_GRID_X), tiles
+    if sig.groups:  # kern-map-groups: a warp or block per group, looping over the groups
+        n = math.prod(int(Poly.parse(str(e)).evaluate(env)) for e in sig.groups["extents"])
+        groups = problem // n if n else 0
+        grid = min(-(-groups // sig.groups["per_block"]), MAX_GRID_X)
+        return grid, groups + grid * (sig.groups["per_block"] - 1)  # (the loop's last g + step, less grid)
     return (math.ceil(problem / sig.block) if problem else 0), 0
 
 

@@ -18,6 +18,10 @@
   - skinny transposes (``R x 8`` and ``8 x C``): ``examples/transpose.kern`` called through kernc's
     API, which picks the staged or the unstaged kernel per launch, next to each launched raw;
 
+- softmax and layernorm forward (``examples/softmax.kern``, ``examples/layernorm.kern``, 4096 x 4096
+  f32; reductions across items, issue 21) next to the CUDA C++ ``bench/cuda/softmax.cu`` and
+  ``layernorm.cu`` (a block per row), as a percentage of the peak (target: at least 85%);
+
 - host launch overhead per call on a small problem: kernc's ``mod.saxpy(a, x, y)`` (argument
   binding, packing, launch), kernc's kernel launched raw, and the CUDA C++ kernel launched raw.
 
@@ -51,16 +55,18 @@ KERN_DIR = os.path.join(HERE, "kern")
 BLOCK = 256
 #: The bandwidth comparisons, in the order they are run and printed (``run`` returns each as
 #: ``"<name>_bandwidth"``).
-COMPARISONS = ("gather", "scatter", "transpose", "transpose_tall", "transpose_wide")
+COMPARISONS = ("gather", "scatter", "transpose", "transpose_tall", "transpose_wide", "softmax", "layernorm")
 #: The comparisons with a CUDA C++ reference, ``bench/cuda/bandwidth/<name>.cu``.
 REFERENCES = ("gather", "scatter", "transpose")
 #: Problem sizes: elements of the gather/scatter, (rows, columns) of the transposes. The tall and
 #: wide (skinny) ones show the launch-time choice between the staged and the unstaged kernel
 #: (``launch_policy.staging_pays``): R x 8 runs unstaged, 8 x C staged.
 FULL_SIZES = {"gather": 1 << 24, "scatter": 1 << 24, "transpose": (4096, 4096),
-              "transpose_tall": (1 << 21, 8), "transpose_wide": (8, 1 << 21), "gemm_f16": 8192}
+              "transpose_tall": (1 << 21, 8), "transpose_wide": (8, 1 << 21), "gemm_f16": 8192,
+              "softmax": (4096, 4096), "layernorm": (4096, 4096)}
 QUICK_SIZES = {"gather": 1 << 20, "scatter": 1 << 20, "transpose": (1024, 1024),
-               "transpose_tall": (1 << 16, 8), "transpose_wide": (8, 1 << 16), "gemm_f16": 2048}
+               "transpose_tall": (1 << 16, 8), "transpose_wide": (8, 1 << 16), "gemm_f16": 2048,
+               "softmax": (1024, 4096), "layernorm": (1024, 4096)}
 #: Relative tolerance of the scatter-add check (f32 sums in an unspecified order; see check_scatter).
 SCATTER_RTOL = 4e-6
 
@@ -551,8 +557,88 @@ def _table_ms(b: _Bench, idx):
         return None
 
 
+# -- reductions across items (issue 21): softmax and layernorm forward -----------------------------
+def reduction_data(xp, name: str, shape, seed: int = 0) -> dict:
+    """The arguments of ``examples/NAME.kern`` (``softmax`` or ``layernorm``) for ``shape = (R,
+    N)`` as ``xp`` arrays (numpy or CuPy), in the kernel's parameter order."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    R, N = shape
+    f = np.float32
+    x = xp.asarray((4 * rng.standard_normal((R, N))).astype(f))
+    if name == "softmax":
+        return {"x": x, "y": xp.zeros((R, N), dtype=f)}
+    return {"x": x, "w": xp.asarray(rng.uniform(0.5, 1.5, N).astype(f)), "b": xp.asarray(rng.standard_normal(N).astype(f)),
+            "y": xp.zeros((R, N), dtype=f), "mean": xp.zeros(R, dtype=f), "rstd": xp.zeros(R, dtype=f),
+            "eps": f(1e-5)}
+
+
+def expected_reduction(name: str, data: dict) -> dict:
+    """The numpy (float64) expectation of the outputs of :func:`reduction_data`'s kernel."""
+    import numpy as np
+
+    x = _host(data["x"]).astype(np.float64)
+    if name == "softmax":
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return {"y": e / e.sum(axis=1, keepdims=True)}
+    mean = x.mean(axis=1)
+    rstd = 1 / np.sqrt(((x - mean[:, None]) ** 2).mean(axis=1) + float(data["eps"]))
+    y = (x - mean[:, None]) * rstd[:, None] * _host(data["w"]) + _host(data["b"])
+    return {"y": y, "mean": mean, "rstd": rstd}
+
+
+def check_reduction(name: str, data: dict, want: dict, what: str) -> None:
+    """``AssertionError`` naming ``what`` when an output differs from ``want`` (float32 sums in
+    another order than numpy's: ``rtol`` 1e-4)."""
+    import numpy as np
+
+    for key, w in want.items():
+        got = _host(data[key])
+        bad = ~np.isclose(got, w, rtol=1e-4, atol=1e-5)
+        if bad.any():
+            raise AssertionError(f"{what}: {int(bad.sum())} wrong elements of {key}")
+
+
+def reduction_bytes(name: str, shape) -> int:
+    """The bytes the job must move: x read and y written once (4 + 4 per element), and for
+    layernorm w and b read once (8 per column) and mean, rstd written (8 per row)."""
+    R, N = shape
+    return 8 * R * N + (8 * N + 8 * R if name == "layernorm" else 0)
+
+
+def _reduction(b: _Bench, shape, name: str) -> dict:
+    import numpy as np
+
+    cp = b.cp
+    R, N = (int(v) for v in shape)
+    mod = b.kernc(os.path.join(b.examples_dir, f"{name}.kern"))
+    ref_module, how = _reference_module(cp, os.path.join(os.path.dirname(b.cu_dir), f"{name}.cu"), None,
+                                        b.arch, b.workdir)
+    ref = ref_module.get_function(name)
+    d = reduction_data(cp, name, (R, N))
+    want = expected_reduction(name, d)
+    args = tuple(d.values())
+    sizes = (np.uint32(R), np.uint32(N))
+    # The reference: one block of 256 threads per row (it loops over rows past the grid)
+    grid = min(R, 1 << 16) or 1
+    variants = {
+        "kernc": ("kernc (kern-map-groups)", _kernc_raw(cp, getattr(mod, name), args)),
+        "reference": ("CUDA C++ block per row", lambda: ref((grid,), (256,), (*args, *sizes))),
+    }
+    moved = reduction_bytes(name, (R, N))
+    rows = b.measure(variants, lambda: d["y"].fill(np.nan),
+                     lambda key: check_reduction(name, d, want, f"{name} {key}"), moved)
+    return {"rows": R, "cols": N, "bytes_per_launch": moved,
+            "bytes_counted": "x read and y written once" + (", w and b read once, mean and rstd written"
+                                                            if name == "layernorm" else ""),
+            "reference_built_with": how, "variants": rows, "ratios": _ratios(rows, [("kernc", "reference")])}
+
+
 _COMPARE = {"gather": _gather, "scatter": _scatter, "transpose": _transpose,
-            "transpose_tall": _transpose_choice, "transpose_wide": _transpose_choice}
+            "transpose_tall": _transpose_choice, "transpose_wide": _transpose_choice,
+            "softmax": lambda b, shape: _reduction(b, shape, "softmax"),
+            "layernorm": lambda b, shape: _reduction(b, shape, "layernorm")}
 
 
 # -- all GPU measurements ----------------------------------------------------------------------------

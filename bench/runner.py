@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from . import histogram, interp, measure, tools
+from . import histogram, interp, measure, reductions, tools
 from .options import build_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -212,6 +212,7 @@ def collect(ns) -> dict:
                     results["histogram"]["gpu"] = histogram.gpu_run(examples_dir, CUDA_DIR, quick, max(3, sub_reps))
             except Exception as err:  # noqa: BLE001
                 results["histogram"] = {"error": _err(err)}
+        results["memory_reductions"] = reductions.measure(examples_dir, quick)  # issue 21 (bench/reductions.py)
         # gemm with and without kern-tile-contractions: CPU-interpreter counters and ptxas -v
         if os.path.exists(os.path.join(examples_dir, "gemm.kern")):
             results["memory_contractions"] = measure.contraction_traffic(examples_dir, quick, ns.arch)
@@ -368,7 +369,7 @@ def evaluate_targets(results: dict) -> list[dict]:
         out.append({"target": target, "text": text, "example": "gemm_f16", "kernel": None,
                     "measured": value, "unit": unit, "limit": limit, "status": _status(value, limit)})
     out += _shared_targets(((results.get("memory_accessors") or {}).get("shared_vs_indexed")) or {})
-    return out + interp.targets(results) + histogram.targets(results)
+    return out + interp.targets(results) + histogram.targets(results) + reductions.targets(results)
 
 
 def _shared_targets(sv: dict) -> list[dict]:
@@ -528,6 +529,7 @@ def render(results: dict) -> str:
     parts += _render_tensor_cores(results.get("memory_tensor_cores"))
     parts += interp.render(results)
     parts += histogram.render(results)
+    parts += reductions.render(results)
 
     lp = results.get("launch")
     if lp:

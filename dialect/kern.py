@@ -76,6 +76,10 @@ are not ops: the frontend inlines them at each application as ``arith`` code on 
 ``memref`` loads/stores under ``scf.if``; ``kern-lower-divisions`` then strength-reduces index
 divisions (shifts/masks for powers of two, magic multipliers for kernel-uniform runtime divisors).
 
+``kern.group_reduce`` -- ``(value) -> value`` with ``kind`` (:data:`GROUP_REDUCE_KINDS`) and
+``axes``: the reduction of ``value`` across the items that share the other coordinates, seen by
+each of them (``sum[j](e)``); ``kern-map-groups`` maps each group to a block.
+
 Thread builtins (all ``() -> index``): ``kern.thread_id`` (``t``), ``kern.block_id``,
 ``kern.block_dim``, ``kern.lane_id``, ``kern.problem_size`` (``P``).
 """
@@ -647,6 +651,49 @@ class DelinearizeOp(Kern.Operation, name="delinearize"):
         return err
 
 
+# ---- reductions across items (issue 21; kern-map-groups lowers them) ---------------------------
+#: The ``kind`` attribute values of ``kern.group_reduce``: the ``arith`` op that combines two
+#: values (float ``max``/``min`` are IEEE 754-2019 ``maximum``/``minimum``: a NaN propagates).
+GROUP_REDUCE_KINDS = {"addf": "float", "maximumf": "float", "minimumf": "float", "addi": "int",
+                      "maxsi": "int", "maxui": "int", "minsi": "int", "minui": "int", "andi": "int",
+                      "ori": "int"}
+
+
+def group_axes(op) -> list[int]:
+    """The ``axes`` of a ``kern.group_reduce`` (an array of integers)."""
+    return [ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes["axes"])]
+
+
+class GroupReduceOp(Kern.Operation, name="group_reduce"):
+    """``kern.group_reduce``: ``kind`` of ``value`` over the items of the kernel's N-D problem
+    that share every coordinate but those at the positions ``axes`` (of the body's
+    ``kern.delinearize``); every item of the group gets the result. ``f32``/``f64`` or an integer
+    (``i1`` too): ``f16``/``bf16`` values reduce as ``f32`` (the frontend widens them)."""
+
+    value: ext.Operand[Any]
+    kind: ir.StringAttr
+    axes: ir.ArrayAttr
+    result_: ext.Result[Any]
+
+    @_verifier
+    def verify_invariants(self) -> str | None:
+        kind = ir.StringAttr(self.attributes["kind"]).value
+        axes = group_axes(self)
+        vt = self.operands[0].type
+        if kind not in GROUP_REDUCE_KINDS:
+            return f"kind must be one of {', '.join(GROUP_REDUCE_KINDS)}, got '{kind}'"
+        if not axes or sorted(set(axes)) != axes or axes[0] < 0:
+            return f"axes must be distinct coordinate positions in increasing order, got {axes}"
+        if self.results[0].type != vt:
+            return "the result must have the value's type"
+        is_float = isinstance(vt, (ir.F32Type, ir.F64Type))
+        if not (is_float or isinstance(vt, ir.IntegerType)):
+            return f"the value must be f32, f64 or an integer, got {vt}"
+        if (GROUP_REDUCE_KINDS[kind] == "float") != is_float:
+            return f"'{kind}' needs {'a float' if GROUP_REDUCE_KINDS[kind] == 'float' else 'an integer'} value"
+        return None
+
+
 class SwizzleOp(Kern.Operation, name="swizzle"):
     """``kern.swizzle``: CuTe ``Sw<bits,base,shift>`` of an ``index`` offset."""
 
@@ -827,3 +874,12 @@ def swizzle(offset, bits: int, base: int, shift: int):
     attrs = {"bits": ir.IntegerAttr.get(i32, bits), "base": ir.IntegerAttr.get(i32, base),
              "shift": ir.IntegerAttr.get(i32, shift)}
     return _build("swizzle", [offset], [ir.IndexType.get()], attrs).results[0]
+
+
+def group_reduce(value, kind: str, axes) -> ir.Value:
+    """Build ``kern.group_reduce`` (``kind`` a key of :data:`GROUP_REDUCE_KINDS`, ``axes`` the
+    reduced coordinates' positions); returns its result."""
+    i64 = ir.IntegerType.get_signless(64)
+    attrs = {"kind": ir.StringAttr.get(kind),
+             "axes": ir.ArrayAttr.get([ir.IntegerAttr.get(i64, int(a)) for a in axes])}
+    return _build("group_reduce", [value], [value.type], attrs).results[0]

@@ -124,6 +124,10 @@ class KernelSignature:
     attributes: list[str] = field(default_factory=list)
     extra: list[Param] = field(default_factory=list)
     tiles: list | None = None  # kern-coalesce-views: [[extent, tile], ...]
+    #: kern-map-groups (reductions across items): ``{"extents": [the reduced coordinates'
+    #: extents, Poly texts], "per_block": groups per block}``; the grid is then
+    #: ``ceil(P / prod(extents) / per_block)`` blocks (the kernel loops over its groups)
+    groups: dict | None = None
     #: kern-coalesce-views: the staged accesses as the kernel without the pass would make them, for
     #: the launch's choice between the two (``binding.staging_pays``): ``{"extents": [extent of each
     #: problem coordinate, slowest first], "views": [[param, [stride of each coordinate in the
@@ -165,7 +169,7 @@ class KernelSignature:
         data = {f: getattr(self, f) for f in _SIGNATURE_FIELDS}
         data["params"] = [vars(p) for p in self.params]
         data["extra"] = [vars(p) for p in self.extra]
-        for key in ("tiles", "staged", "tile_config"):  # only present when set
+        for key in ("tiles", "staged", "tile_config", "groups"):  # only present when set
             if data.get(key) is None:
                 data.pop(key, None)
         for key in ("index_literal_max", "index_inputs", "index_bound", "in_place"):  # only present when a kernel has them

@@ -162,6 +162,21 @@ class Apply(Expr):
 
 
 @dataclass(eq=False)
+class GroupReduce(Expr):
+    """``op[c1, c2, ...](operand)``: the reduction ``op`` (``sum``, ``max``, ``min``, ``and``,
+    ``or``, ``all``, ``any``; ``""`` when the parsed base was not a name) of the one expression of
+    ``args`` over the items that share every problem coordinate but ``coords`` (expressions that
+    must be names of the kernel's coordinates); every item of the group sees the result
+    (``docs/language.md``, reductions across items). The checker sets ``axes`` (the positions of
+    ``coords`` in ``over``)."""
+
+    op: str
+    coords: list
+    args: list
+    axes = None
+
+
+@dataclass(eq=False)
 class TupleLit(Expr):
     """``(a, b)``: only valid as the value assigned to a ``pair`` output (``out = (first, second)``)."""
 

@@ -24,6 +24,7 @@ from .language import (ROLE_ATTRIBUTES, BUILTIN_FUNCS, BUILTIN_LAYOUTS, BUILTIN_
                        RESERVED_KERNEL_PREFIXES)
 from .names import CheckerBase
 from .statements import definitely_assigns, has_nested_return
+from .groups import prepare_groups
 from .races import check_view_races
 from .symbols import BufferInfo, KernelInfo, Symbol, TableInfo, poly_entry, promoted, storage_shape
 
@@ -531,6 +532,7 @@ class DeclarationChecks(CheckerBase):
         kernel_scope.update({s.name: s for s in coord_syms})
         self.scopes = [kernel_scope]
         self.used_reads: list = []
+        prepare_groups(self, k, coord_syms, info)  # reductions across items (groups.py)
         self.check_block(k.body, new_scope=True)
         if len(self.diags) == errors_before:  # (a kernel with errors has untyped parts)
             check_view_races(self, k, info)

@@ -15,6 +15,7 @@ from kernc.support.exact_numbers import decimal_fraction
 from . import ast as A
 from . import types as T
 from .diagnostics import did_you_mean
+from .groups import check_reduction
 from .language import BITWISE, BUILTIN_FUNCS, COMPARE, FLOAT_UNARY, INTEGER_ONLY, LOGIC, PAIR_MEMBERS, SHIFT
 from .names import CheckerBase
 
@@ -206,6 +207,8 @@ class ExpressionChecks(CheckerBase):
             return self.binary(e)
         if isinstance(e, A.Call):
             return self.call(e)
+        if isinstance(e, A.GroupReduce):
+            return check_reduction(self, e)
         if isinstance(e, A.VectorLit):
             return self.vector(e)
         if isinstance(e, A.Index) and self.view_of(e.base) is not None:

@@ -184,6 +184,8 @@ class ExprLowering:
             return self.binary(e, env)
         if isinstance(e, A.Call):
             return self.call(e, env)
+        if isinstance(e, A.GroupReduce):
+            return self.group_reduce(e, env)
         if isinstance(e, A.VectorLit):
             return [self.expr(x, env) for x in e.elems]
         if isinstance(e, (A.Index, A.MultiIndex, A.Method)) and getattr(e, "view", None) is not None:
@@ -411,6 +413,23 @@ class ExprLowering:
         if f == "select":
             return self.map(lambda c, x, y: arith.select(c, x, y), *args)
         raise InternalCompilerError(f"cannot lower call to '{f}'")  # pragma: no cover
+
+    def group_reduce(self, e: A.GroupReduce, env: dict):
+        """``kern.group_reduce`` of ``e``'s operand; ``f16``/``bf16`` reduce in ``f32`` and the
+        result is rounded back once; float ``max``/``min`` are IEEE ``maximum``/``minimum``."""
+        v = self.expr(e.args[0], env)
+        s = T.scalar_of(e.args[0].ty)
+        op = {"all": "and", "any": "or"}.get(e.op, e.op)
+        if s.is_float:
+            kind = {"sum": "addf", "max": "maximumf", "min": "minimumf"}[op]
+        else:
+            sign = "u" if s.is_unsigned or s.is_bool else "s"
+            kind = {"sum": "addi", "max": f"max{sign}i", "min": f"min{sign}i", "and": "andi", "or": "ori"}[op]
+        wide = s.is_float and s.bits < 32
+        if wide:
+            v = self.convert(v, s, T.SCALARS["f32"])
+        r = kern.group_reduce(v, kind, e.axes)
+        return self.convert(r, T.SCALARS["f32"], s) if wide else r
 
     def convert(self, v, frm: T.ScalarType, to: T.ScalarType):
         """Convert scalar ``v`` of type ``frm`` to ``to`` (numeric conversion, C semantics)."""

@@ -617,6 +617,11 @@ class _ToAst:
         base, name = items
         return A.Member(self._loc(name), base, str(name))
 
+    def group_reduce(self, items):
+        base, *coords, args = items
+        op = base.id if isinstance(base, A.Name) else ""  # (the checker reports any other base)
+        return A.GroupReduce(base.loc, op, [c for c in coords if c is not None], args)
+
     def call(self, items):
         name, args = items
         return A.Call(self._loc(name), str(name), args)

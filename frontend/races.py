@@ -77,6 +77,9 @@ def check_view_races(checker, kernel: A.Kernel, info) -> None:
                         f"if several items may write one element, combine them atomically "
                         f"(`{sym.name}.atomic(...) += v;`, `.atomic_min`, `.atomic_max`), or "
                         f"guard the write so one item does it (`if thread_id == 0 {{ .. }}`)")
+                if info.group_axes and sj.op in ("+=", "-="):  # (groups.py: a reduction does it)
+                    c = info.coords[info.group_axes[-1]].name
+                    hint += f"; or sum across the items: `{sym.name}[..] = sum[{c}](v);`"
                 if i == j:
                     checker.error(f"data race: this write of '{sym.name}' may reach one element "
                                   f"from several items (its coordinates are not provably distinct "

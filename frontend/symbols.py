@@ -195,6 +195,9 @@ class KernelInfo:
     in_place: list = field(default_factory=list)
     #: ``@tile(BM, BN, BK)``: the signature's ``tile_config`` (``None`` without one)
     tile_config: Optional[dict] = None
+    #: reductions across items (``groups.py``): the positions of the reduced coordinates in
+    #: ``coords`` (sorted), ``None`` without reductions
+    group_axes: Optional[tuple] = None
 
     @property
     def problem_symbol(self) -> Symbol:

@@ -103,7 +103,9 @@ def cmd_compile(ns) -> int:
     tile = not getattr(ns, "no_tile", False)  # kern-tile-contractions: other IR, no fast path
     tensor_cores = not getattr(ns, "no_tensor_cores", False)  # kern-mma-contractions: the same
     privatize = not getattr(ns, "no_privatize", False)  # kern-privatize-atomics: the same
-    if ns.emit == "ptx" and use_cache and coalesce and tile and tensor_cores and privatize and not remarks:
+    group_registers = not getattr(ns, "no_group_registers", False)  # kern-map-groups: the same
+    if (ns.emit == "ptx" and use_cache and coalesce and tile and tensor_cores and privatize and group_registers
+            and not remarks):
         from kernc.backend import cache
 
         ptx = cache.lookup_ptx(text, ns.file, arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
@@ -119,7 +121,7 @@ def cmd_compile(ns) -> int:
     opts = CompileOptions(arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits, kernels=kernels,
                           verify_each=ns.verify_each or os.environ.get("KERNC_VERIFY_EACH") == "1",
                           coalesce=coalesce, remarks=remarks, fmad=fmad, tile=tile,
-                          tensor_cores=tensor_cores, privatize=privatize)
+                          tensor_cores=tensor_cores, privatize=privatize, group_registers=group_registers)
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     result = comp.ir(ns.emit)
     wall = time.perf_counter() - t_compile
@@ -437,7 +439,7 @@ def cmd_run(ns) -> int:
     _check_run_outputs(ns)
     mod = kernc.compile(_read_source(ns.file), filename=ns.file, arch=ns.arch, fmad=ns.fmad,
                         coalesce=not ns.no_coalesce, tile=not ns.no_tile,
-                        tensor_cores=not ns.no_tensor_cores,
+                        tensor_cores=not ns.no_tensor_cores, group_registers=not ns.no_group_registers,
                         choose_shared=not ns.always_shared, privatize=not ns.no_privatize)
     names = list(mod.kernels)
     if ns.kernel is None:

@@ -117,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     # kern-privatize-atomics
     c.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory")
+    # kern-map-groups
+    c.add_argument("--no-group-registers", action="store_true",
+                   help="reductions across items: re-read in every phase instead of keeping values in "
+                        "registers")
     c.add_argument("--remarks", action="store_true",
                    help="explain optimisation decisions (view access staging, contraction tiling, tensor "
                         "cores, privatized atomics) on stderr")
@@ -153,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory "
                         "(compare --stats)")
+    r.add_argument("--no-group-registers", action="store_true",
+                   help="reductions across items: re-read in every phase instead of keeping values in "
+                        "registers (compare --stats)")
     r.add_argument("--always-shared", action="store_true",
                    help="always stage shared(I)/shared_sum(I) through workgroup memory (default: run them as "
                         "indexed(I)/atomic(I) where staging would not pay on the indices; compare --stats)")

@@ -87,6 +87,7 @@ class CompileOptions:
     tensor_cores: bool = True  # kern-mma-contractions (on sm_80 and later)
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
     privatize: bool = True  # kern-privatize-atomics
+    group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -139,7 +140,8 @@ def validate_options(opts: "CompileOptions") -> None:
                                      or not all(isinstance(k, str) for k in opts.kernels)):
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
-    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize"):
+    for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
+                 "group_registers"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -290,7 +292,8 @@ class Compilation:
             # --no-coalesce and --fmad build other IR, so they get their own keys
             extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
                                           tile=self.options.tile, shared=self.options.shared,
-                                          tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize)
+                                          tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize,
+                                          group_registers=self.options.group_registers)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -351,6 +354,8 @@ class Compilation:
                 kw["fmad"] = True
             if not self.options.shared:
                 kw["shared"] = False
+            if not self.options.group_registers:
+                kw["group_registers"] = False
             run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
                        self._timer("gpu", ""))
             self._modules["gpu"] = module

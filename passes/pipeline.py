@@ -30,6 +30,7 @@ from .lower_divisions import LowerDivisions
 from .lower_fma import LowerFMA
 from .lower_layouts import LowerLayouts
 from .lower_views import LowerViews
+from .map_groups import MapGroups
 from .mma_contractions import MmaContractions
 from .privatize_atomics import PrivatizeAtomics
 from .reduce_iv_divisions import ReduceIVDivisions
@@ -47,6 +48,7 @@ KERN_TO_GPU: tuple[type[Pass], ...] = (
     VerifyKern,
     FoldLayouts,
     OutlineToGpu,
+    MapGroups,                # reductions across items (issue 21): a warp or block per group
     LowerAccessors,
     MmaContractions,          # optional: tensor_cores=True (kernc compile --no-tensor-cores turns it off)
     TileContractions,         # optional: tile=True (kernc compile --no-tile turns it off)
@@ -109,7 +111,7 @@ class TargetOptions:
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
                 shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
-                arch: str = "sm_90") -> list[Pass]:
+                group_registers: bool = True, arch: str = "sm_90") -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -120,13 +122,16 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     (``False``: lower them as ``indexed(I)``/``atomic(I)``, ``LowerAccessors.stage_shared``);
     ``tensor_cores``: run ``kern-mma-contractions`` (f16/bf16 contractions on the tensor cores of
     ``arch``, from ``sm_80``; ``kernc compile --no-tensor-cores`` turns it off); ``privatize``: run
-    ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views)."""
+    ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views);
+    ``group_registers``: keep the values of reductions across items in registers where they fit
+    (``False``: ``MapGroups.registers = 0``, every phase re-reads)."""
     off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
                                (MmaContractions, tensor_cores), (PrivatizeAtomics, privatize)) if not on}
+    groups = {"remarks": remarks} if group_registers else {"remarks": remarks, "registers": 0}
     return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
                                  MmaContractions: {"remarks": remarks, "arch": arch},
                                  PrivatizeAtomics: {"remarks": remarks},
-                                 LowerAccessors: {"stage_shared": shared}},
+                                 LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
                    off)
             + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])
 

@@ -271,7 +271,7 @@ def test_run_on_a_stand_in_device(monkeypatch):
     monkeypatch.setattr(cuda, "cupy", lambda: fake)
     monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
     sizes = {"gather": N, "scatter": N, "transpose": SHAPE, "transpose_tall": (300, 8), "transpose_wide": (8, 300),
-             "gemm_f16": 40}
+             "gemm_f16": 40, "softmax": (5, 300), "layernorm": (5, 300)}
     res = gpu.run(EXAMPLES, CU_DIR, None, True, 1, bandwidth_n=1024, sizes=sizes)
 
     assert "error" not in res, res.get("error")
@@ -288,6 +288,8 @@ def test_run_on_a_stand_in_device(monkeypatch):
                            {"kernc_choice/kernc_staged", "kernc_choice/kernc_unstaged"}),
         "transpose_wide": ({"kernc_choice", "kernc_staged", "kernc_unstaged"},
                            {"kernc_choice/kernc_staged", "kernc_choice/kernc_unstaged"}),
+        "softmax": ({"kernc", "reference"}, {"kernc/reference"}),
+        "layernorm": ({"kernc", "reference"}, {"kernc/reference"}),
     }
     for name, (variants, ratios) in expect.items():
         c = res[f"{name}_bandwidth"]

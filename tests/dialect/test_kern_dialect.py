@@ -78,3 +78,32 @@ def test_verifier_messages(text, message):
         with pytest.raises(ir.MLIRError) as info:
             ir.Module.parse(src)
     assert message in mlir_error_text(info.value)
+
+
+@pytest.mark.parametrize("text,message", [
+    ('"kern.group_reduce"(%f) {kind = "addi", axes = [1]} : (f32) -> f32', "'addi' needs an integer value"),
+    ('"kern.group_reduce"(%i) {kind = "maximumf", axes = [1]} : (i32) -> i32', "'maximumf' needs a float value"),
+    ('"kern.group_reduce"(%f) {kind = "mul", axes = [1]} : (f32) -> f32', "kind must be one of"),
+    ('"kern.group_reduce"(%f) {kind = "addf", axes = [1, 0]} : (f32) -> f32', "distinct coordinate positions"),
+    ('"kern.group_reduce"(%f) {kind = "addf", axes = []} : (f32) -> f32', "distinct coordinate positions"),
+    ('"kern.group_reduce"(%f) {kind = "addf", axes = [1]} : (f32) -> f64', "the result must have the value's type"),
+    ('"kern.group_reduce"(%h) {kind = "addf", axes = [1]} : (f16) -> f16', "must be f32, f64 or an integer"),
+    ('"kern.group_reduce"(%f) {kind = "addf"} : (f32) -> f32', "requires attribute 'axes'"),
+])
+def test_group_reduce_verifier(text, message):
+    from kernc.compiler import context, mlir_error_text
+
+    src = (f"func.func @f(%f: f32, %i: i32, %h: f16) {{\n  %v = {text}\n  return\n}}")
+    with context():
+        with pytest.raises(ir.MLIRError) as info:
+            ir.Module.parse(src)
+    assert message in mlir_error_text(info.value)
+
+
+def test_group_reduce_verifies():
+    from kernc.compiler import context
+
+    src = ('func.func @f(%f: f32, %b: i1) {\n  %v = "kern.group_reduce"(%f) {kind = "maximumf", axes = [0, 2]}'
+           ' : (f32) -> f32\n  %w = "kern.group_reduce"(%b) {kind = "andi", axes = [1]} : (i1) -> i1\n  return\n}')
+    with context():
+        assert "kern.group_reduce" in str(ir.Module.parse(src))

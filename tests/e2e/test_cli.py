@@ -181,7 +181,7 @@ def test_internal_error_report_names_pass_source_location_and_ir(monkeypatch, tm
     assert first.startswith(f"{SAXPY}:3:") and "internal compiler error: pass 'kern-lower-layouts' failed" in first
     report = open(err.strip().split("written to ")[-1]).read()
     assert "failing pass: kern-lower-layouts" in report
-    assert ("pipeline: kern-verify, kern-fold-layouts, kern-to-gpu, kern-lower-accessors, "
+    assert ("pipeline: kern-verify, kern-fold-layouts, kern-to-gpu, kern-map-groups, kern-lower-accessors, "
             "kern-lower-views, kern-lower-layouts") in report
     assert "// IR before the failing pass (kern-lower-layouts):" in report and "kern.layout_apply" in report
 
