@@ -616,7 +616,8 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     largest = max([problem, *sizes.values(), *(f.size for f in flat.values())], default=0)
     if tiles:  # the tile loop's last step computes about tiles + grid (compared signed), and the
         # items of the last tile (kern-privatize-atomics: t up to P + its tile's items)
-        largest = max(largest, tiles + grid, problem + math.prod(t for _, t in sig.tiles))
+        # (kern-map-groups kernels count groups here and have no tiles)
+        largest = max(largest, tiles + grid, problem + math.prod(t for _, t in (sig.tiles or ())))
     index_bits = 32 if largest < 2**31 - sig.block else 64
 
     out_args = []

@@ -188,8 +188,11 @@ class TileContractions(Pass):
         for fn in functions(module, {"gpu.func"}):
             if SIGNATURE_ATTR not in fn.attributes:
                 continue
-            if of_function(fn).tile is not None:
-                continue  # mapped to tiles already (kern-mma-contractions took it): nothing to say
+            mapping = of_function(fn)
+            if mapping is None or mapping.tile is not None:
+                # mapped to tiles already (kern-mma-contractions took it), or items mapped to the
+                # groups of reductions across items (kern-map-groups): nothing to tile, nothing to say
+                continue
             sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
             plan = _Analysis(fn, sig)
             try:
@@ -297,6 +300,8 @@ class _Analysis:
         if "workgroup_attributions" in fn.attributes:
             raise Decline("the kernel already uses workgroup memory")
         mapping = of_function(fn)
+        if mapping is None:  # (kern-map-groups removes the linear mapping)
+            raise Decline("the kernel's items are mapped to the groups of its reductions across items")
         self.block = mapping.block
         if mapping.tile is not None:
             raise Decline("the kernel's items are mapped to tiles already")
