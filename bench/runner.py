@@ -45,6 +45,8 @@ TARGETS = {
     "gemm_sectors_per_output": ("gemm 256^3 f32 (tiled): global-load sectors per output <= 1.25", 1.25),
     "gemm_bank_conflicts": ("gemm (tiled): 0 bank conflicts", 0),
     "gemm_spills": ("gemm (tiled): 0 spill bytes (ptxas)", 0),
+    # measured: tiled / --no-tile global-load sectors (the "at least 10x fewer")
+    "conv2d_fwd_sectors": ("conv2d_fwd (tiled): global-load sectors <= 1/10 of --no-tile's, bitwise equal", 0.1),
     # measured: the largest shared/indexed ratio over every width, pattern and size (limit 1)
     "shared_le_indexed": ("shared <= indexed sectors and requests everywhere", 1.0),
     "shared_clustered_36": ("shared <= 0.4x indexed sectors on 36-byte clustered", 0.4),
@@ -332,7 +334,7 @@ def evaluate_targets(results: dict) -> list[dict]:
                     "status": _status(value, limit)})
     gemm = (results.get("memory_contractions") or {}).get("gemm") or {}
     tiled = (gemm.get("variants") or {}).get("tiled") or {}
-    full = gemm.get("shape") == list(measure.CONTRACTION_SHAPES["full"])  # (the target's size)
+    full = gemm.get("shape") == list(measure.CONTRACTION_SHAPES["full"][0])  # (the target's size)
     spills = (None if tiled.get("spill_stores_bytes") is None
               else tiled["spill_stores_bytes"] + tiled["spill_loads_bytes"])
     for target, value, unit in (
@@ -343,6 +345,12 @@ def evaluate_targets(results: dict) -> list[dict]:
         text, limit = TARGETS[target]
         out.append({"target": target, "text": text, "example": "gemm", "kernel": None, "measured": value,
                     "unit": unit, "limit": limit, "status": _status(value, limit)})
+    conv = (results.get("memory_contractions") or {}).get("conv2d_fwd") or {}
+    ratio = conv.get("sectors_ratio_untiled_to_tiled")
+    value = None if not ratio else (1 / ratio if conv.get("bitwise_equal") else float("inf"))
+    text, limit = TARGETS["conv2d_fwd_sectors"]
+    out.append({"target": "conv2d_fwd_sectors", "text": text, "example": "conv2d_fwd", "kernel": None,
+                "measured": value, "unit": "tiled / untiled sectors", "limit": limit, "status": _status(value, limit)})
     out += _shared_targets(((results.get("memory_accessors") or {}).get("shared_vs_indexed")) or {})
     return out + interp.targets(results)
 
@@ -655,11 +663,12 @@ def _render_memory_contractions(con) -> list[str]:
                          f"{m['load_sectors_per_output']:.3g}", _sectors_cell(m, "load"), m["shared_requests"],
                          m["shared_bank_conflicts"], m["registers"] if m["registers"] is not None else "n/a", spill])
         notes.append(f"  {job}: untiled / tiled sectors {_x(e.get('sectors_ratio_untiled_to_tiled'))}; the "
-                     f"classic tiled kernel (one output per thread) would load "
+                     f"classic tiled kernel (one output per thread{', of the im2col GEMM' if 'conv' in job else ''}) "
+                     f"would load "
                      f"{e['classic_32x32_sectors_per_output']:.3g} (32x32 tiles) or "
                      f"{e['classic_64x64_sectors_per_output']:.3g} (64x64) per output; results bitwise equal: "
                      f"{e['bitwise_equal']}")
-    lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
+    lines.append(_table(["job", "M x K x N (conv: P, output shape)", "variant", "load sectors/output", "load sectors/req", "shared req",
                          "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes
 
