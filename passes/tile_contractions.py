@@ -301,7 +301,10 @@ def _describe(sig, plan: "_Analysis", c: Config) -> str:
     return (f"tiling '{sig.name}' as {c.bm}x{c.bn}x{c.bk} per block, {c.tm}x{c.tn} items per thread, "
             f"{staged} staged: the loop's reads of {staged} depend on the loop variable"
             f"{'s' if len(plan.levels) > 1 else ''} and the item coordinates of one side, so per chunk of {c.bk} the block stages them through workgroup memory ({tiles}); "
-            f"{'; '.join(dict.fromkeys(reuse))}; every output sums in its original order")
+            f"{'; '.join(dict.fromkeys(reuse))}; every output sums in its original order; "
+            + ("@tile chose it, every launch runs it" if sig.tile_config is not None else
+               f"a launch of fewer than {c.bm}x{c.bn} items per batch runs the untiled build instead "
+               f"(launch_policy.run_tiled: a single block tile would hold all of them)"))
 
 
 class _Analysis:
@@ -539,6 +542,7 @@ class _Rewrite:
                             self._thread_values(), True)
         assert tiled.problem() is None, tiled.problem()
         sig.tiles = tiled.launch_tiles()
+        sig.contraction = {"tile": [c.bm, c.bn, c.bk], "forced": sig.tile_config is not None}
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
         fn.attributes[MAPPING_ATTR] = ir.StringAttr.get(tiled.to_json())
 

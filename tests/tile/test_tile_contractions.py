@@ -45,7 +45,9 @@ kernel bgemm(a: f32[M, K] view as colmaj(M, K), b: f32[Z, K, N] view, c: f32[Z, 
 
 
 def _module(src: str, tile: bool = True, remarks: bool = False) -> Module:
-    return Module(Compilation(src, "t.kern", CompileOptions(tile=tile, remarks=remarks), use_cache=False))
+    # (choose_tile=False: every launch runs the tiled kernel, also those smaller than one block tile)
+    return Module(Compilation(src, "t.kern", CompileOptions(tile=tile, remarks=remarks), use_cache=False),
+                  choose_tile=False)
 
 
 @pytest.fixture(scope="module")

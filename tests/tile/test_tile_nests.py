@@ -22,7 +22,9 @@ from conftest import EXAMPLES, example_reference
 
 
 def _module(src: str, tile: bool = True, remarks: bool = False) -> Module:
-    return Module(Compilation(src, "t.kern", CompileOptions(tile=tile, remarks=remarks), use_cache=False))
+    # (choose_tile=False: every launch runs the tiled kernel, also those smaller than one block tile)
+    return Module(Compilation(src, "t.kern", CompileOptions(tile=tile, remarks=remarks), use_cache=False),
+                  choose_tile=False)
 
 
 def _pair(src: str):
