@@ -16,8 +16,12 @@ applies the classic shared-memory tiling of a matrix product (V. Volkov and J. D
 GPUs to tune dense linear algebra", SC'08; the CUDA C++ Programming Guide's "Shared Memory" matrix
 multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the kernel's own loop:
 
-1. *Block tile.* The problem's last two coordinates ``(i, j)`` are tiled ``BM x BN`` (the other ones
-   are batch coordinates, fixed per tile: a batched GEMM). Block ``b`` loops over the tiles ``b, b +
+1. *Block tile.* The item coordinates split into two *sides* and batch coordinates
+   (:func:`_groups`): each staged read depends on the coordinates of one side only (``a[i, k]``:
+   ``i``; conv2d_fwd's ``x.checked(im2col(...)(m, kk))``, ``m = (n*OH + oh)*OW + ow``: ``(n, oh,
+   ow)``; ``w[k, r, s, c]``: ``k``), each side flattened into one coordinate (its linear index over
+   its extents, last fastest) and tiled ``BM`` (side ``i``) x ``BN`` (side ``j``); the batch
+   coordinates are fixed per tile (a batched GEMM whose operands both depend on ``z``). Block ``b`` loops over the tiles ``b, b +
    grid, ...`` of the tile grid (row-major, last coordinate fastest; one block per tile at launch:
    the signature's ``tiles``), as ``kern-coalesce-views`` does.
 2. *Thread micro-tile (thread coarsening).* The ``B`` threads of a block form a ``TY x TX`` grid
@@ -25,7 +29,9 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    + ty + u*TY``, ``j = j0 + tx + v*TX`` (``u < TM``, ``v < TN``): strided, so that the lanes of a
    warp read consecutive words of workgroup memory (no bank conflict without vector loads) and store
    consecutive ``j`` of the output.
-3. *Staging per k-chunk.* The loop ``for k in lb..ub`` (step 1, block-uniform bounds) runs in chunks
+3. *Staging per k-chunk.* The loop ``for k in lb..ub`` (step 1, block-uniform bounds; a perfect
+   nest of such loops, ``for r { for s { for c {...} } }``, is one loop over ``0..R*S*C`` whose
+   index is split back into ``(r, s, c)``, innermost fastest: the nest's order) runs in chunks
    of ``BK``. Each view read in its body whose coordinates depend on ``k`` and on one tile coordinate
    (``a[i, k]``: side ``i``; ``b[k, j]``: side ``j``) and on nothing loaded or accumulated is
    *staged*: per chunk the block loads its ``BK x BM`` (``BK x BN``) tile of the *logical* view --
@@ -54,8 +60,11 @@ located ``CompileError`` naming the limit.
 Runs after ``kern-lower-accessors`` and before ``kern-coalesce-views`` (which declines a tiled
 kernel) and ``kern-lower-views``. It applies when the ``gpu.func`` is the guarded body of an N-D
 problem delinearized from the thread id (nothing else in the kernel, no workgroup memory, the thread
-id used for nothing else), the guard's body is pure code, one ``scf.for``, then any code; the loop's
-body is pure code and view reads, and at least one read is staged; a staged buffer is only read. A
+id used for nothing else), the guard's body is pure code, one ``scf.for`` (or perfect nest: each
+loop's body pure code and the next loop, which carries the outer one's iter args; inner bounds
+independent of the outer loops), then any code; the innermost body is pure code and view reads, and
+at least one read is staged; a staged buffer is only read. The launcher runs the untiled build for
+a problem smaller than one block tile per batch (``launch_policy.run_tiled``; not under ``@tile``). A
 kernel it declines compiles untiled, and ``remarks`` says why (``kernc compile --remarks``); the pass
 is left out by ``--no-tile`` / ``kernc.compile(..., tile=False)``.
 """
