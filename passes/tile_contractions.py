@@ -415,6 +415,7 @@ class _Analysis:
             raise Decline("no view read in the loop depends on the loop variable and on the item "
                           "coordinates of one side only: the items share no read")
         self.sides, self.batch = self.groups
+        self.tags = tags
         direct = []
         for op, name, used in reads:
             side = [g for g, xs in enumerate(self.sides) if used & set(xs)]
@@ -600,6 +601,8 @@ class _Rewrite:
         # the cooperative loads of each staged read: slot e = tid + r*B of its BK x X tile
         coop = []
         for s in plan.staged:
+            sliced = _slice(s.op, plan)
+            hoist = _hoistable(sliced[:-1], plan, E)
             X = c.bm if s.side == 0 else c.bn
             total = c.bk * X
             slots = []
@@ -617,21 +620,23 @@ class _Rewrite:
                     ok = b.and_(ok, b.cmp("ult", e, b.idx(total)))
                 at = {plan.coords[q]: coord[q] for q in batch}
                 at.update({plan.coords[q]: val for q, val in _split(x, plan.sides[s.side], E).items()})
+                for op in hoist:  # the slot's index arithmetic that no chunk changes: once per tile
+                    _clone(op, at)
                 slots.append((kk, at, ok, b.add(b.mul(kk, b.idx(s.stride)), xl)))
-            coop.append(slots)
+            coop.append((slots, [op for op in sliced if op not in hoist]))
         chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), inits)
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             b.barrier()  # the previous chunk's (or tile's) reads of the tiles are done
-            for s, slots in zip(plan.staged, coop):
+            for s, (slots, per_chunk) in zip(plan.staged, coop):
                 T = s.op.results[0].type
                 for kk, at, ok, slot in slots:
                     k = b.add(k0, kk)
 
-                    def then(at=at, s=s, k=k):
+                    def then(at=at, s=s, k=k, per_chunk=per_chunk):
                         m = dict(at)
                         m.update(ivs(k))
-                        for op in _slice(s.op, plan):
+                        for op in per_chunk:
                             _clone(op, m)
                         return [m[s.op.results[0]]]
                     val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
@@ -703,6 +708,36 @@ class _Rewrite:
                     q = b.arith.DivUIOp(q, t).result
             return out
         return ivs, b.idx(0), total
+
+
+_DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
+              "arith.ceildivui"}
+
+
+def _hoistable(ops: list, plan: _Analysis, E: list) -> list:
+    """The ops of a cooperative load's slice (program order) that the tile loop may compute once
+    per slot, before the chunk loop: those that depend on no loop variable nor on an op left in
+    the loop. A division or remainder only by a value that is not 0 whenever a tile runs (a
+    problem extent, a product of them, a positive constant): hoisted out of the loop and its guard,
+    it runs where the kernel would not have run it, and a division by 0 is undefined behaviour."""
+    extents = set(E)
+
+    def nonzero(v) -> bool:
+        if v in extents or (_const_int(v) or 0) > 0:
+            return True
+        o = _owner(v)
+        return isinstance(o, ir.Operation) and o.name == "arith.muli" and all(nonzero(w) for w in o.operands)
+
+    left = set()  # results of the ops that stay in the loop
+    out = []
+    for op in ops:
+        stays = ("k" in plan.tags.get(op.results[0], set()) if len(op.results) else True) or any(
+            v in left for v in op.operands) or (op.name in _DIVISIONS and not nonzero(op.operands[1]))
+        if stays:
+            left.update(op.results)
+        else:
+            out.append(op)
+    return out
 
 
 def _product(values: list):
