@@ -40,8 +40,13 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    lanes of a warp along the view's unit-stride coordinate (coalesced), into ``smem[kk*S + x]``.
    ``S`` is padded where the lanes of a warp store along ``k`` (``S = BM + 32/BK``, so the warp's
    ``32/BK`` rows of ``BK`` lanes fill the 32 banks). Slots past the edge (``x`` beyond its extent,
-   ``k >= ub``) hold 0 and are never read for a valid item. A barrier precedes the stores (the
-   previous chunk's reads are done) and one follows them.
+   ``k >= ub``) hold 0 and are never read for a valid item. Double-buffered (``double_buffer``,
+   the default): each tile has two halves; a barrier before a tile's first chunk (the previous
+   tile's reads are done) and its loads into half 0; per chunk one barrier (this chunk's stores
+   are seen, the previous chunk's reads of the other half done), then the next chunk's loads into
+   registers, the inner loop, and their stores into the other half -- the global loads in flight
+   during the products (plain loads; ``cp.async`` is not emitted yet). Single-buffered: a barrier
+   before the stores (the previous chunk's reads are done) and one after them.
 4. *The inner loop* ``kk < min(BK, ub - k0)`` reads each staged value of the thread's ``TM`` rows and
    ``TN`` columns once from workgroup memory, then runs the original loop body for each of its
    ``TM*TN`` items with ``k = k0 + kk``, the staged reads replaced by those values and the item's own
@@ -187,6 +192,10 @@ class TileContractions(Pass):
     block_m: int = option(64)
     block_n: int = option(64)
     block_k: int = option(16)
+    #: two workgroup buffers per staged tile, one barrier per chunk: the next chunk's loads are
+    #: issued before this chunk's products and stored after them (the global-load latency hidden
+    #: behind the products; plain loads: ``cp.async`` is not used yet)
+    double_buffer: bool = option(True)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
     remarks: Callable[[str], None] | None = internal(None)
 
@@ -212,8 +221,8 @@ class TileContractions(Pass):
             if isinstance(config, str):
                 self._remark(plan.loop, f"not tiling '{sig.name}': {config}")
                 continue
-            _Rewrite(fn, sig, plan, config).run()
-            self._remark(plan.loop, _describe(sig, plan, config))
+            _Rewrite(fn, sig, plan, config, self.double_buffer).run()
+            self._remark(plan.loop, _describe(sig, plan, config, self.double_buffer))
 
     def _config(self, sig: KernelSignature, plan: "_Analysis") -> Config | str:
         """The configuration of ``sig``'s kernel: its ``@tile`` (a ``CompileError`` when it cannot
@@ -246,7 +255,8 @@ class TileContractions(Pass):
                              f"for 256 threads)")
         tm, tn = got
         config = Config(bm, bn, bk, tm, tn)
-        need = sum(bk * _row_stride(s, config) * (b.bits(s.op.results[0].type) // 8) for s in plan.staged)
+        need = sum(bk * _row_stride(s, config) * (b.bits(s.op.results[0].type) // 8) for s in plan.staged) * (
+            2 if self.double_buffer else 1)
         if need > SHARED_LIMIT:
             return fail(f"its staged tiles need {need} bytes of workgroup memory, more than the "
                         f"{SHARED_LIMIT} bytes (48 KiB) a block may use", "use a smaller BK or tile")
@@ -295,7 +305,7 @@ def _row_stride(s: _Staged, c: Config) -> int:
     return x + (WARP // c.bk if c.bk < WARP else 1)
 
 
-def _describe(sig, plan: "_Analysis", c: Config) -> str:
+def _describe(sig, plan: "_Analysis", c: Config, double: bool = False) -> str:
     names = [s.name for s in plan.staged]
     staged = " and ".join(dict.fromkeys(names))
     tiles = ", ".join(
@@ -310,7 +320,9 @@ def _describe(sig, plan: "_Analysis", c: Config) -> str:
     return (f"tiling '{sig.name}' as {c.bm}x{c.bn}x{c.bk} per block, {c.tm}x{c.tn} items per thread, "
             f"{staged} staged: the loop's reads of {staged} depend on the loop variable"
             f"{'s' if len(plan.levels) > 1 else ''} and the item coordinates of one side, so per chunk of {c.bk} the block stages them through workgroup memory ({tiles}); "
-            f"{'; '.join(dict.fromkeys(reuse))}; every output sums in its original order; "
+            f"{'; '.join(dict.fromkeys(reuse))}; "
+            f"{'double-buffered (the next chunk loaded during this one); ' if double else ''}"
+            f"every output sums in its original order; "
             + ("@tile chose it, every launch runs it" if sig.tile_config is not None else
                f"a launch of fewer than {c.bm}x{c.bn} items per batch runs the untiled build instead "
                f"(launch_policy.run_tiled: a single block tile would hold all of them)"))
@@ -510,8 +522,8 @@ def _remap(op, mapping: dict) -> None:
 class _Rewrite:
     """Build the tiled kernel of an analysed contraction (the module docstring's steps 1-5)."""
 
-    def __init__(self, fn, sig, plan: _Analysis, c: Config) -> None:
-        self.fn, self.sig, self.plan, self.c = fn, sig, plan, c
+    def __init__(self, fn, sig, plan: _Analysis, c: Config, double: bool = True) -> None:
+        self.fn, self.sig, self.plan, self.c, self.double = fn, sig, plan, c, double
 
     def run(self) -> None:
         fn, sig, plan, c = self.fn, self.sig, self.plan, self.c
@@ -522,7 +534,8 @@ class _Rewrite:
         loc = plan.loop.location
         for s in plan.staged:
             s.stride = _row_stride(s, c)
-            s.smem = kc.workgroup(s.op.results[0].type, c.bk * s.stride, f"staged tile of '{s.name}'",
+            s.smem = kc.workgroup(s.op.results[0].type, c.bk * s.stride * (2 if self.double else 1),
+                                  f"staged tile of '{s.name}'",
                                   region=f"tile.{s.name}.{plan.staged.index(s)}", location=s.op.location)
         kc.check_limit()
         with ir.InsertionPoint(guard), loc:
@@ -624,10 +637,10 @@ class _Rewrite:
                     _clone(op, at)
                 slots.append((kk, at, ok, b.add(b.mul(kk, b.idx(s.stride)), xl)))
             coop.append((slots, [op for op in sliced if op not in hoist]))
-        chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), inits)
-        with ir.InsertionPoint(chunks.body):
-            k0 = chunks.induction_variable
-            b.barrier()  # the previous chunk's (or tile's) reads of the tiles are done
+        def fetch(k0) -> list:
+            """The cooperative loads of the chunk at ``k0``: ``(value, smem, slot)`` per slot (0 past
+            the edge, where nothing is loaded)."""
+            out = []
             for s, (slots, per_chunk) in zip(plan.staged, coop):
                 T = s.op.results[0].type
                 for kk, at, ok, slot in slots:
@@ -640,8 +653,32 @@ class _Rewrite:
                             _clone(op, m)
                         return [m[s.op.results[0]]]
                     val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
-                    b.store(val[0], s.smem, slot)
+                    out.append((val[0], s, slot))
+            return out
+
+        def put(fetched, half) -> None:
+            for val, s, slot in fetched:
+                b.store(val, s.smem, b.add(b.mul(half, b.idx(c.bk * s.stride)), slot) if half is not None else slot)
+
+        if self.double:  # chunk 0 into half 0, once the previous tile's reads are done
             b.barrier()
+            put(fetch(lb), None)
+        chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), inits)
+        with ir.InsertionPoint(chunks.body):
+            k0 = chunks.induction_variable
+            if self.double:
+                # half (chunk number % 2) holds this chunk; the barrier: its stores are seen, and every
+                # read of the other half (the previous chunk's) is done, so the next chunk's loads,
+                # in flight during this chunk's products, may be stored there after them
+                cur = b.arith.AndIOp(b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result, b.idx(1)).result
+                b.barrier()
+                ahead = fetch(b.add(k0, b.idx(c.bk)))
+                offset = {id(s): b.mul(cur, b.idx(c.bk * s.stride)) for s in plan.staged}
+            else:
+                b.barrier()  # the previous chunk's (or tile's) reads of the tiles are done
+                put(fetch(k0), None)
+                b.barrier()
+                offset = {}
             kn = b.minui(b.idx(c.bk), b.sub(ub, k0))
             inner = b.scf.ForOp(b.idx(0), kn, b.idx(1), list(chunks.inner_iter_args))
             with ir.InsertionPoint(inner.body):
@@ -649,6 +686,9 @@ class _Rewrite:
                 at_k = ivs(b.add(k0, kk))
                 accs = list(inner.inner_iter_args)
                 base = {id(s): b.mul(kk, b.idx(s.stride)) for s in plan.staged}
+                for s in plan.staged:
+                    if id(s) in offset:
+                        base[id(s)] = b.add(offset[id(s)], base[id(s)])
                 got = {}
                 for s in plan.staged:
                     for w, q in enumerate(rows if s.side == 0 else cols):
@@ -673,6 +713,8 @@ class _Rewrite:
                             _clone(op, m)
                     out += [m.get(v_, v_) for v_ in plan.yld.operands]
                 b.scf.YieldOp(out)
+            if self.double:
+                put(ahead, b.sub(b.idx(1), cur))
             b.scf.YieldOp(list(inner.results))
         for n_it, (u, v) in enumerate(items):  # each item's code after the loop, under its guard
             m = maps[u, v]

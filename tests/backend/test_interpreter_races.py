@@ -2,10 +2,11 @@
 ``_track``): two threads of a block touching one workgroup address between two barriers, at least
 one storing, raise a located ``KerncRuntimeError``; the correct IR runs as before.
 
-The kernels are kern-tile-contractions' tiled gemm with one of its two barriers deleted (the one
-after the cooperative stores: a thread reads a tile element another thread stored, read after
-write; the one before them: a thread overwrites an element other threads of the previous chunk
-read, write after read), and small hand-written gpu IR for the other orders and the masked path.
+The kernels are kern-tile-contractions' tiled (double-buffered) gemm with one of its two barriers
+deleted (the one in the chunk loop: a thread reads a tile element another thread stored, read after
+write; the one before a tile's first chunk: a thread overwrites an element other threads read in the
+previous tile's last chunk, write after read), and small hand-written gpu IR for the other orders
+and the masked path.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def gemm_ir() -> str:
 def _without_barrier(text: str, which: int) -> str:
     """``text`` with its ``which``-th ``gpu.barrier`` (0-based) deleted."""
     at = [m.start() for m in re.finditer(r"gpu\.barrier", text)]
-    assert len(at) == 2, "the tiled gemm has a barrier before and one after its cooperative stores"
+    assert len(at) == 2, "the tiled gemm has a barrier before a tile's first chunk and one per chunk"
     i = at[which]
     return text[:i] + text[text.index("\n", i):]
 
@@ -52,7 +53,7 @@ def test_correct_tiled_gemm_has_no_race(gemm_ir, shape):
 
 
 @pytest.mark.parametrize("shape, grid", [((64, 32, 64), 1), ((70, 17, 130), 6), ((130, 40, 70), 2)])
-def test_missing_barrier_after_the_stores_is_a_read_after_write_race(gemm_ir, shape, grid):
+def test_missing_barrier_in_the_chunk_loop_is_a_read_after_write_race(gemm_ir, shape, grid):
     """(``grid`` below the tile count: blocks loop over several tiles, the masks differ by block.)"""
     with pytest.raises(KerncRuntimeError) as err:
         _run(_without_barrier(gemm_ir, 1), *shape, grid)
@@ -62,16 +63,17 @@ def test_missing_barrier_after_the_stores_is_a_read_after_write_race(gemm_ir, sh
                      r"them \(at loc\(\"[^\"]*gemm.kern\":\d+:\d+\)", msg), msg
 
 
-def test_missing_barrier_before_the_stores_is_a_write_after_read_race(gemm_ir):
-    """Two chunks (K = 32): the second chunk's stores overwrite what the first chunk's inner loop
-    read, by other threads, with no barrier between."""
+def test_missing_barrier_before_a_tile_is_a_write_after_read_race(gemm_ir):
+    """One block, two tiles (128 x 64), one chunk (K = 16): the second tile's first stores go to the
+    half the first tile's only chunk read, by other threads, with no barrier between."""
     with pytest.raises(KerncRuntimeError) as err:
-        _run(_without_barrier(gemm_ir, 0), 64, 32, 64, 1)
+        _run(_without_barrier(gemm_ir, 0), 128, 16, 64, 1)
     msg = str(err.value)
     assert "loaded index" in msg and "stores to it with no gpu.barrier between them" in msg, msg
-    # one chunk: nothing is stored after the reads; without the first barrier it is still correct
-    a, b, c = _run(_without_barrier(gemm_ir, 0), 64, 16, 64, 1)
-    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
+    # two chunks: the first tile's last chunk read the other half; one tile: no previous reads
+    for M, K, N in ((128, 32, 64), (64, 16, 64)):
+        a, b, c = _run(_without_barrier(gemm_ir, 0), M, K, N, 1)
+        np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-4)
 
 
 W = "#gpu.address_space<workgroup>"
