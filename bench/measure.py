@@ -642,8 +642,6 @@ def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
     P = 1 << (12 if quick else 16)
     for name, (result, reduction) in CONTRACTION_CONVS.items():
         try:
-            from .interp import _example_module
-
             ex = _example_module(examples_dir, name)
             inputs = ex.make_inputs(P, np.random.default_rng(0))
             want = ex.reference({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})[result]
@@ -654,6 +652,14 @@ def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
                                      [f"P=2^{P.bit_length() - 1}: {'x'.join(map(str, inputs[result].shape))}"], arch,
                                      lambda got, want=want: np.array_equal(got, want))
     return out
+
+
+def _example_module(examples_dir: str, name: str):
+    """The numpy reference module ``examples/<name>.py`` (bench/interp.py imports this module)."""
+    spec = importlib.util.spec_from_file_location(f"bench_example_{name}", os.path.join(examples_dir, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K: int, shape: list,
