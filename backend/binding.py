@@ -454,7 +454,7 @@ def check_aliasing(sig: KernelSignature, plan: "BindPlan", values: dict) -> None
 
 
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,
-         plan: BindPlan | None = None, choose_shared: bool = True) -> BoundLaunch:
+         plan: BindPlan | None = None, choose_shared: bool = True, choose_tile: bool = True) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
 
     ``is_array(x)`` says whether ``x`` is an array of the target device (numpy for ``"cpu"``, CuPy for
@@ -462,7 +462,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     ``plan``: ``BindPlan(sig)``, built here when not given. ``choose_shared``: let the launch
     policy run a kernel's ``shared(I)``/``shared_sum(I)`` accesses as ``indexed(I)``/``atomic(I)``
     where staging cannot pay (:func:`launch_policy.shared_pays`, ``variant.shared``); ``False``:
-    always staged. Raises :class:`KerncLaunchError`.
+    always staged. ``choose_tile``: let the launch policy run a kernel kern-tile-contractions tiled
+    as its untiled build for a small problem (:func:`launch_policy.run_tiled`, ``variant.tiled``);
+    ``False``: always tiled. Raises :class:`KerncLaunchError`.
     """
     params = sig.params
     plan = plan or BindPlan(sig)
@@ -679,7 +681,8 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                       nonneg_scalars=bool(plan.index_scalars) and all(int(values[n]) >= 0 for n in plan.index_scalars),
                       staged=launch_policy.run_staged(sig, problem, env),
                       shared=not (choose_shared and grid and sig.shared_accesses)
-                      or _shared_pays(sig, tables, env))
+                      or _shared_pays(sig, tables, env),
+                      tiled=not choose_tile or launch_policy.run_tiled(sig, problem, env))
     return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, variant,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
                        [p.name for p in params if getattr(p, "zero_init", False)], scalar_bound)

@@ -285,6 +285,21 @@ def run_staged(sig: KernelSignature, problem: int, env: dict) -> bool:
     return not unstaged_fits or staging_pays(sig, env)
 
 
+def run_tiled(sig: KernelSignature, problem: int, env: dict) -> bool:
+    """Whether a launch of ``problem`` items (sizes ``env``) runs a kernel kern-tile-contractions
+    tiled as tiled (``True``; also for any other kernel, and under ``@tile``, which forces it),
+    rather than the same program compiled with ``tile=False``: ``False`` when a batch plane of the
+    problem (the items of the tiled extents, ``sig.tiles``) is smaller than one ``BM x BN`` block
+    tile -- one block would then compute every item of the plane at ``BM*BN/B`` items per thread,
+    where the untiled kernel spreads them over ``ceil(P/B)`` blocks, and no block tile would be full
+    enough to repay its staging and barriers."""
+    c = sig.contraction
+    if not c or c.get("forced") or not problem or not sig.tiles:
+        return True
+    bm, bn, _ = c["tile"]
+    return math.prod(_tile_extents(sig, env)) >= bm * bn
+
+
 def launch_grid(sig: KernelSignature, problem: int, env: dict) -> tuple[int, int]:
     """``(grid, tiles)`` of a launch of ``problem`` items (sizes ``env``): for a kernel with tiles,
     ``tiles`` = :func:`tile_count` and one block per tile up to :data:`MAX_GRID_X` (it loops over
@@ -304,4 +319,4 @@ def launch_grid(sig: KernelSignature, problem: int, env: dict) -> tuple[int, int
 
 
 __all__ = ["MAX_GRID_X", "WARP", "SECTOR", "EMPTY_SLOT_BYTES", "tile_fill", "unstaged_sector_use", "staging_pays",
-           "tile_count", "run_staged", "launch_grid", "shared_read_traffic", "shared_sum_traffic", "shared_pays"]
+           "tile_count", "run_staged", "run_tiled", "launch_grid", "shared_read_traffic", "shared_sum_traffic", "shared_pays"]

@@ -40,7 +40,10 @@ class Variant:
     - ``shared``: ``shared(I)`` reads and ``shared_sum(I)`` updates are staged through workgroup
       memory (``False``: the same program compiled with ``CompileOptions.shared=False``, as
       ``indexed(I)``/``atomic(I)``, which the launch policy picks where staging cannot pay,
-      ``launch_policy.shared_pays``); the same PTX either way for a program without them.
+      ``launch_policy.shared_pays``); the same PTX either way for a program without them;
+    - ``tiled``: the kernels kern-tile-contractions tiled run tiled (``False``: the same program
+      compiled with ``tile=False``, which the launch policy picks for problems smaller than one
+      block tile, ``launch_policy.run_tiled``); the same PTX either way for a program it tiles nothing.
 
     ``ValueError`` for an ``index_bits`` other than 32 or 64.
     """
@@ -50,6 +53,7 @@ class Variant:
     nonneg_scalars: bool = False
     staged: bool = True
     shared: bool = True
+    tiled: bool = True
 
     def __post_init__(self):
         if self.index_bits not in (32, 64) or isinstance(self.index_bits, bool):

@@ -596,8 +596,17 @@ def launch_preparation(examples_dir: str, reps: int, calls: int = 2000) -> dict:
             "bind_and_pack_us": 1e6 * statistics.median(samples)}
 
 
-#: The problem sizes ``(M, K, N)`` of the contraction-tiling rows (full run; ``--quick``).
-CONTRACTION_SHAPES = {"full": (256, 256, 256), "quick": (64, 64, 64)}
+#: The problem sizes ``(M, K, N)`` of the contraction-tiling gemm rows (full run; ``--quick``); the
+#: first is the target's (``gemm``), the others are rows ``gemm_<M>`` (1024^3 is left out: about 45 s
+#: of interpreter time for its two variants).
+CONTRACTION_SHAPES = {"full": ((256, 256, 256), (512, 512, 512)), "quick": ((64, 64, 64),)}
+#: The convolution examples of the contraction rows: (output, the GEMM reduction length from the
+#: inputs), at ``P`` = 2^16 items (``--quick``: 2^12), as ``make_inputs`` shapes them.
+CONTRACTION_CONVS = {
+    "conv2d_fwd": ("y", lambda i: i["w"].shape[1] * i["w"].shape[2] * i["w"].shape[3]),     # R*S*C
+    "conv2d_wgrad": ("gw", lambda i: i["dy"].shape[0]),                                      # N*OH*OW
+    "conv2d_dgrad": ("dx", lambda i: i["w"].shape[0] * i["w"].shape[1] * i["w"].shape[2]),   # K*R*S
+}
 
 
 def classic_tiled_sectors_per_output(K: int, tile: int, elem_bytes: int = 4) -> float:
@@ -610,44 +619,79 @@ def classic_tiled_sectors_per_output(K: int, tile: int, elem_bytes: int = 4) -> 
 
 
 def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:
-    """``examples/gemm.kern`` compiled with and without ``kern-tile-contractions``
-    (``kernc.compile(..., tile=False)``) on :data:`CONTRACTION_SHAPES` f32 inputs: the CPU
-    interpreter's counters (global-load sectors per output, shared requests and bank conflicts),
-    the two results compared bit for bit, and ptxas's registers and spill bytes of each PTX for
-    ``arch`` (``None`` without ptxas). Returns ``{"gemm": {"shape", "variants": {"tiled": row,
-    "untiled": row}, "bitwise_equal", "sectors_ratio_untiled_to_tiled",
-    "classic_32x32_sectors_per_output", "classic_64x64_sectors_per_output"}}``; a job that fails
-    holds ``error``."""
+    """``examples/gemm.kern`` at :data:`CONTRACTION_SHAPES` and the convolution examples of
+    :data:`CONTRACTION_CONVS`, compiled with and without ``kern-tile-contractions``
+    (``kernc.compile(..., tile=False)``) on f32 inputs: the CPU interpreter's counters (global-load
+    sectors per output, shared requests and bank conflicts), the two results compared bit for bit,
+    and ptxas's registers and spill bytes of each PTX for ``arch`` (``None`` without ptxas). Returns
+    ``{job: {"shape", "variants": {"tiled": row, "untiled": row}, "bitwise_equal",
+    "sectors_ratio_untiled_to_tiled", "classic_32x32_sectors_per_output",
+    "classic_64x64_sectors_per_output"}}`` (jobs ``gemm``, ``gemm_512``, ``conv2d_fwd``, ...; the
+    classic model with the GEMM's reduction length); a job that fails holds ``error``."""
+    import numpy as np
+
+    out = {}
+    for n, (M, K, N) in enumerate(CONTRACTION_SHAPES["quick" if quick else "full"]):
+        rng = np.random.default_rng(0)
+        inputs = {"a": rng.standard_normal((M, K)).astype(np.float32),
+                  "b": rng.standard_normal((K, N)).astype(np.float32), "c": np.full((M, N), np.nan, np.float32)}
+        want = inputs["a"].astype(np.float64) @ inputs["b"].astype(np.float64)
+        out["gemm" if n == 0 else f"gemm_{M}"] = _contraction_job(
+            examples_dir, "gemm", inputs, "c", K, [M, K, N], arch,
+            lambda got, want=want: np.allclose(got, want, rtol=1e-4, atol=1e-4))
+    P = 1 << (12 if quick else 16)
+    for name, (result, reduction) in CONTRACTION_CONVS.items():
+        try:
+            ex = _example_module(examples_dir, name)
+            inputs = ex.make_inputs(P, np.random.default_rng(0))
+            want = ex.reference({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})[result]
+        except Exception as err:  # noqa: BLE001
+            out[name] = {"source": f"examples/{name}.kern", "error": f"{type(err).__name__}: {err}"[:300]}
+            continue
+        out[name] = _contraction_job(examples_dir, name, inputs, result, reduction(inputs),
+                                     [f"P=2^{P.bit_length() - 1}: {'x'.join(map(str, inputs[result].shape))}"], arch,
+                                     lambda got, want=want: np.array_equal(got, want))
+    return out
+
+
+def _example_module(examples_dir: str, name: str):
+    """The numpy reference module ``examples/<name>.py`` (bench/interp.py imports this module)."""
+    spec = importlib.util.spec_from_file_location(f"bench_example_{name}", os.path.join(examples_dir, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K: int, shape: list,
+                     arch: str, correct) -> dict:
+    """One job of :func:`contraction_traffic`: kernel ``name`` of ``examples/<name>.kern`` run tiled
+    and untiled on copies of ``inputs``; ``result`` its output, ``K`` the GEMM reduction length (the
+    classic model's), ``correct(tiled output)`` the reference check."""
     import numpy as np
 
     import kernc
     from kernc.backend.toolkit import ptxas_path, run_ptxas
 
-    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"]
-    entry: dict = {"source": "examples/gemm.kern", "kernel": "gemm", "shape": [M, K, N], "dtype": "f32"}
+    entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": shape, "dtype": "f32"}
     try:
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((M, K)).astype(np.float32)
-        b = rng.standard_normal((K, N)).astype(np.float32)
         variants, outs = {}, {}
         for variant, tile in (("tiled", True), ("untiled", False)):
-            mod = kernc.compile_file(os.path.join(examples_dir, "gemm.kern"), arch=arch, tile=tile)
-            c = np.full((M, N), np.nan, np.float32)
-            stats = mod.gemm(a, b, c).stats.to_dict()
-            outs[variant] = c
+            mod = kernc.compile_file(os.path.join(examples_dir, f"{name}.kern"), arch=arch, tile=tile)
+            args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+            stats = getattr(mod, name)(**args).stats.to_dict()
+            outs[variant] = args[result]
             row = {"tile": tile, **traffic_row(stats),
-                   "load_sectors_per_output": stats["global_load_sectors"] / (M * N),
+                   "load_sectors_per_output": stats["global_load_sectors"] / max(args[result].size, 1),
                    "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
             if ptxas_path():
                 got = run_ptxas(mod.ptx, arch)
                 if not got.ok:
                     raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
-                row["registers"] = got.registers.get("gemm")
-                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get("gemm", (None, None))
+                row["registers"] = got.registers.get(name)
+                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
             variants[variant] = row
-        want = a.astype(np.float64) @ b.astype(np.float64)
-        if not np.allclose(outs["tiled"], want, rtol=1e-4, atol=1e-4):
-            raise AssertionError("gemm (tiled): wrong result")
+        if not correct(outs["tiled"]):
+            raise AssertionError(f"{name} (tiled): wrong result")
         entry["variants"] = variants
         entry["bitwise_equal"] = bool(np.array_equal(outs["tiled"].view(np.int32), outs["untiled"].view(np.int32)))
         t, u = variants["tiled"]["load_sectors_per_output"], variants["untiled"]["load_sectors_per_output"]
@@ -656,7 +700,7 @@ def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
         entry["classic_64x64_sectors_per_output"] = classic_tiled_sectors_per_output(K, 64)
     except Exception as err:  # noqa: BLE001
         entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
-    return {"gemm": entry}
+    return entry
 
 
 def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:

@@ -48,6 +48,8 @@ TARGETS = {
     "gemm_f16_tc_spills": ("gemm_f16 (tensor cores): 0 spill bytes (ptxas)", 0),
     # measured: kernc's time / cupy.matmul's on the GPU at 8192^3 (>= 70% of cuBLAS HGEMM's speed)
     "gemm_f16_vs_cublas": ("gemm_f16 8192^3 (tensor cores): time <= 1/0.7 x cupy.matmul f16", 1 / 0.7),
+    # measured: tiled / --no-tile global-load sectors (the "at least 10x fewer")
+    "conv2d_fwd_sectors": ("conv2d_fwd (tiled): global-load sectors <= 1/10 of --no-tile's, bitwise equal", 0.1),
     # measured: the largest shared/indexed ratio over every width, pattern and size (limit 1)
     "shared_le_indexed": ("shared <= indexed sectors and requests everywhere", 1.0),
     "shared_clustered_36": ("shared <= 0.4x indexed sectors on 36-byte clustered", 0.4),
@@ -346,7 +348,7 @@ def evaluate_targets(results: dict) -> list[dict]:
                     "status": _status(value, limit)})
     gemm = (results.get("memory_contractions") or {}).get("gemm") or {}
     tiled = (gemm.get("variants") or {}).get("tiled") or {}
-    full = gemm.get("shape") == list(measure.CONTRACTION_SHAPES["full"])  # (the target's size)
+    full = gemm.get("shape") == list(measure.CONTRACTION_SHAPES["full"][0])  # (the target's size)
     spills = (None if tiled.get("spill_stores_bytes") is None
               else tiled["spill_stores_bytes"] + tiled["spill_loads_bytes"])
     for target, value, unit in (
@@ -368,6 +370,12 @@ def evaluate_targets(results: dict) -> list[dict]:
         text, limit = TARGETS[target]
         out.append({"target": target, "text": text, "example": "gemm_f16", "kernel": None,
                     "measured": value, "unit": unit, "limit": limit, "status": _status(value, limit)})
+    conv = (results.get("memory_contractions") or {}).get("conv2d_fwd") or {}
+    ratio = conv.get("sectors_ratio_untiled_to_tiled")
+    value = None if not ratio else (1 / ratio if conv.get("bitwise_equal") else float("inf"))
+    text, limit = TARGETS["conv2d_fwd_sectors"]
+    out.append({"target": "conv2d_fwd_sectors", "text": text, "example": "conv2d_fwd", "kernel": None,
+                "measured": value, "unit": "tiled / untiled sectors", "limit": limit, "status": _status(value, limit)})
     out += _shared_targets(((results.get("memory_accessors") or {}).get("shared_vs_indexed")) or {})
     return out + interp.targets(results) + histogram.targets(results) + reductions.targets(results)
 
@@ -690,11 +698,12 @@ def _render_memory_contractions(con) -> list[str]:
                          f"{m['load_sectors_per_output']:.3g}", _sectors_cell(m, "load"), m["shared_requests"],
                          m["shared_bank_conflicts"], m["registers"] if m["registers"] is not None else "n/a", spill])
         notes.append(f"  {job}: untiled / tiled sectors {_x(e.get('sectors_ratio_untiled_to_tiled'))}; the "
-                     f"classic tiled kernel (one output per thread) would load "
+                     f"classic tiled kernel (one output per thread{', of the im2col GEMM' if 'conv' in job else ''}) "
+                     f"would load "
                      f"{e['classic_32x32_sectors_per_output']:.3g} (32x32 tiles) or "
                      f"{e['classic_64x64_sectors_per_output']:.3g} (64x64) per output; results bitwise equal: "
                      f"{e['bitwise_equal']}")
-    lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
+    lines.append(_table(["job", "M x K x N (conv: P, output shape)", "variant", "load sectors/output", "load sectors/req", "shared req",
                          "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes
 

@@ -162,6 +162,10 @@ class KernelSignature:
     #: ``{"tile": [BM, BN, BK], "at": [file, line, column]}`` (where the attribute is written, for
     #: the error when it cannot fit); ``None`` without one
     tile_config: dict | None = None
+    #: kern-tile-contractions: ``{"tile": [BM, BN, BK], "forced": bool}`` (``forced``: by ``@tile``)
+    #: when it tiled the kernel; the launcher runs the untiled build for small problems
+    #: (``launch_policy.run_tiled``); ``None`` otherwise
+    contraction: dict | None = None
 
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
@@ -169,7 +173,7 @@ class KernelSignature:
         data = {f: getattr(self, f) for f in _SIGNATURE_FIELDS}
         data["params"] = [vars(p) for p in self.params]
         data["extra"] = [vars(p) for p in self.extra]
-        for key in ("tiles", "staged", "tile_config", "groups"):  # only present when set
+        for key in ("tiles", "staged", "tile_config", "groups", "contraction"):  # only present when set
             if data.get(key) is None:
                 data.pop(key, None)
         for key in ("index_literal_max", "index_inputs", "index_bound", "in_place"):  # only present when a kernel has them

@@ -40,7 +40,10 @@ class LaunchResult:
     ``None`` for other kernels and empty problems. ``shared``, for a kernel with ``shared(I)`` or
     ``shared_sum(I)`` accesses: ``True`` when they ran staged through workgroup memory, ``False``
     when the launch ran them as ``indexed(I)``/``atomic(I)`` instead (staging could not pay on
-    these indices: ``launch_policy.shared_pays``); ``None`` for other kernels and empty problems."""
+    these indices: ``launch_policy.shared_pays``); ``None`` for other kernels and empty problems.
+    ``tiled``, for a kernel kern-tile-contractions tiled: ``True`` when the tiled kernel ran,
+    ``False`` when the launch ran the untiled build (a problem smaller than one block tile:
+    ``launch_policy.run_tiled``); ``None`` for other kernels and empty problems."""
 
     device: str
     problem_size: int
@@ -50,6 +53,7 @@ class LaunchResult:
     stats: object = None
     staged: bool | None = None
     shared: bool | None = None
+    tiled: bool | None = None
 
     def __repr__(self) -> str:  # kernc/display.py
         return display.launch_repr(self)
@@ -135,7 +139,10 @@ class Kernel:
         device = device or self._device_of(args, kwargs)
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan,
-                                 choose_shared=self._module._choose_shared)
+                                 choose_shared=self._module._choose_shared, choose_tile=self._module._choose_tile)
+            if not bound.variant.tiled:
+                return dataclasses.replace(self._untiled().launch(args, kwargs, device, progress, stats=stats),
+                                           tiled=False)
             if not bound.variant.shared:
                 return self._unshared().launch(args, kwargs, device, progress, stats=stats)
             if not bound.variant.staged:
@@ -157,7 +164,10 @@ class Kernel:
             kwargs = {k: (cuda.as_cupy(v) if cuda.is_cuda_array(v) else v) for k, v in kwargs.items()}
             cp = cuda.cupy()
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
-                                 zeros=cp.zeros, plan=self._bind_plan, choose_shared=self._module._choose_shared)
+                                 zeros=cp.zeros, plan=self._bind_plan, choose_shared=self._module._choose_shared,
+                                 choose_tile=self._module._choose_tile)
+            if not bound.variant.tiled:  # (not prepared: the next call binds and chooses again)
+                return dataclasses.replace(self._untiled().launch(args, kwargs, device), tiled=False)
             if not bound.variant.shared:
                 unshared = self._unshared()
                 result = unshared.launch(args, kwargs, device)
@@ -186,13 +196,19 @@ class Kernel:
             raise KerncLaunchError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
         return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), counters,
                             self._staged if bound.grid else None,  # (no block ran for an empty problem)
-                            self._shared if bound.grid else None)
+                            self._shared if bound.grid else None,
+                            True if bound.grid and self.signature.contraction else None)
 
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the
         staged kernel's tiles would be mostly empty and the unstaged accesses nearly coalesced
         (``launch_policy.staging_pays``: e.g. a transpose with an extent of a few elements)."""
         return self._module._unstaged_module().kernels[self.name]
+
+    def _untiled(self) -> "Kernel":
+        """This kernel compiled with ``tile=False``, which a launch runs instead when the problem is
+        smaller than one block tile (``launch_policy.run_tiled``)."""
+        return self._module._untiled_module().kernels[self.name]
 
     def _unshared(self) -> "Kernel":
         """This kernel compiled with ``shared(I)``/``shared_sum(I)`` lowered as ``indexed(I)``/
@@ -206,8 +222,11 @@ class Module:
     as an attribute (``mod.saxpy``) and by name (``mod["saxpy"]``, for a kernel whose name is also
     an attribute, such as ``ptx``)."""
 
-    def __init__(self, compilation: Compilation, choose_shared: bool = True):
+    def __init__(self, compilation: Compilation, choose_shared: bool = True, choose_tile: bool = True):
         self._compilation = compilation
+        # launches may run a tiled contraction's untiled build for a small problem
+        self._choose_tile = bool(choose_tile) and compilation.options.tile
+        self._untiled_mod = None
         # launches may run shared(I)/shared_sum(I) as indexed/atomic where staging cannot pay
         self._choose_shared = bool(choose_shared) and compilation.options.shared
         self._interp = None
@@ -262,6 +281,15 @@ class Module:
             if self._unstaged_mod is None:
                 self._unstaged_mod = Module(self._compilation.unstaged())
             return self._unstaged_mod
+
+    def _untiled_module(self) -> "Module":
+        """The same program compiled with the same options but ``tile=False``
+        (``Compilation.untiled``: built on first use, from the compile cache when it has it)."""
+        with self._lock:
+            if self._untiled_mod is None:
+                self._untiled_mod = Module(self._compilation.untiled(), choose_shared=self._choose_shared,
+                                           choose_tile=False)
+            return self._untiled_mod
 
     def _unshared_module(self) -> "Module":
         """The same program compiled with the same options but ``shared=False``

@@ -280,6 +280,7 @@ class Compilation:
         self._llvm: dict[Variant, str] = {}
         self._unstaged: Compilation | None = None  # built by unstaged() on first use
         self._unshared: Compilation | None = None  # built by unshared() on first use
+        self._untiled: Compilation | None = None  # built by untiled() on first use
         self._program = None
         # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _stage_text)
         self._modules: dict[str, object] = {}  # stage -> module (after a compile)
@@ -541,11 +542,26 @@ class Compilation:
                 self._unshared = Compilation(self.source, self.filename, options)
             return self._unshared
 
+    def untiled(self) -> "Compilation":
+        """This program compiled with the same options but ``tile=False`` (the build a
+        :class:`Variant` with ``tiled=False`` names: each item its own loop), made on first use
+        (from the compile cache when it has it); this compilation itself when kern-tile-contractions
+        tiled nothing (``tile`` off, or no contraction)."""
+        if not self.options.tile or not any(sig.contraction for sig in self.signatures.values()):
+            return self
+        with self._lock:
+            if self._untiled is None:
+                options = dataclasses.replace(self.options, tile=False, remarks=False)
+                self._untiled = Compilation(self.source, self.filename, options)
+            return self._untiled
+
     def _builder(self, variant: Variant) -> tuple["Compilation", Variant]:
         """The compilation that builds ``variant`` (:meth:`unstaged` for ``staged=False``,
         :meth:`unshared` for ``shared=False``) and the variant as that compilation keys it
         (``staged=True``, ``shared=True``: its own kernels, as compiled)."""
         builder = self
+        if not variant.tiled:
+            builder, variant = builder.untiled(), dataclasses.replace(variant, tiled=True)
         if not variant.shared:
             builder, variant = builder.unshared(), dataclasses.replace(variant, shared=True)
         if not variant.staged:

@@ -16,8 +16,12 @@ applies the classic shared-memory tiling of a matrix product (V. Volkov and J. D
 GPUs to tune dense linear algebra", SC'08; the CUDA C++ Programming Guide's "Shared Memory" matrix
 multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the kernel's own loop:
 
-1. *Block tile.* The problem's last two coordinates ``(i, j)`` are tiled ``BM x BN`` (the other ones
-   are batch coordinates, fixed per tile: a batched GEMM). Block ``b`` loops over the tiles ``b, b +
+1. *Block tile.* The item coordinates split into two *sides* and batch coordinates
+   (:func:`_groups`): each staged read depends on the coordinates of one side only (``a[i, k]``:
+   ``i``; conv2d_fwd's ``x.checked(im2col(...)(m, kk))``, ``m = (n*OH + oh)*OW + ow``: ``(n, oh,
+   ow)``; ``w[k, r, s, c]``: ``k``), each side flattened into one coordinate (its linear index over
+   its extents, last fastest) and tiled ``BM`` (side ``i``) x ``BN`` (side ``j``); the batch
+   coordinates are fixed per tile (a batched GEMM whose operands both depend on ``z``). Block ``b`` loops over the tiles ``b, b +
    grid, ...`` of the tile grid (row-major, last coordinate fastest; one block per tile at launch:
    the signature's ``tiles``), as ``kern-coalesce-views`` does.
 2. *Thread micro-tile (thread coarsening).* The ``B`` threads of a block form a ``TY x TX`` grid
@@ -25,7 +29,9 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    + ty + u*TY``, ``j = j0 + tx + v*TX`` (``u < TM``, ``v < TN``): strided, so that the lanes of a
    warp read consecutive words of workgroup memory (no bank conflict without vector loads) and store
    consecutive ``j`` of the output.
-3. *Staging per k-chunk.* The loop ``for k in lb..ub`` (step 1, block-uniform bounds) runs in chunks
+3. *Staging per k-chunk.* The loop ``for k in lb..ub`` (step 1, block-uniform bounds; a perfect
+   nest of such loops, ``for r { for s { for c {...} } }``, is one loop over ``0..R*S*C`` whose
+   index is split back into ``(r, s, c)``, innermost fastest: the nest's order) runs in chunks
    of ``BK``. Each view read in its body whose coordinates depend on ``k`` and on one tile coordinate
    (``a[i, k]``: side ``i``; ``b[k, j]``: side ``j``) and on nothing loaded or accumulated is
    *staged*: per chunk the block loads its ``BK x BM`` (``BK x BN``) tile of the *logical* view --
@@ -34,8 +40,13 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    lanes of a warp along the view's unit-stride coordinate (coalesced), into ``smem[kk*S + x]``.
    ``S`` is padded where the lanes of a warp store along ``k`` (``S = BM + 32/BK``, so the warp's
    ``32/BK`` rows of ``BK`` lanes fill the 32 banks). Slots past the edge (``x`` beyond its extent,
-   ``k >= ub``) hold 0 and are never read for a valid item. A barrier precedes the stores (the
-   previous chunk's reads are done) and one follows them.
+   ``k >= ub``) hold 0 and are never read for a valid item. Double-buffered (``double_buffer``,
+   the default): each tile has two halves; a barrier before a tile's first chunk (the previous
+   tile's reads are done) and its loads into half 0; per chunk one barrier (this chunk's stores
+   are seen, the previous chunk's reads of the other half done), then the next chunk's loads into
+   registers, the inner loop, and their stores into the other half -- the global loads in flight
+   during the products (plain loads; ``cp.async`` is not emitted yet). Single-buffered: a barrier
+   before the stores (the previous chunk's reads are done) and one after them.
 4. *The inner loop* ``kk < min(BK, ub - k0)`` reads each staged value of the thread's ``TM`` rows and
    ``TN`` columns once from workgroup memory, then runs the original loop body for each of its
    ``TM*TN`` items with ``k = k0 + kk``, the staged reads replaced by those values and the item's own
@@ -54,8 +65,11 @@ located ``CompileError`` naming the limit.
 Runs after ``kern-lower-accessors`` and before ``kern-coalesce-views`` (which declines a tiled
 kernel) and ``kern-lower-views``. It applies when the ``gpu.func`` is the guarded body of an N-D
 problem delinearized from the thread id (nothing else in the kernel, no workgroup memory, the thread
-id used for nothing else), the guard's body is pure code, one ``scf.for``, then any code; the loop's
-body is pure code and view reads, and at least one read is staged; a staged buffer is only read. A
+id used for nothing else), the guard's body is pure code, one ``scf.for`` (or perfect nest: each
+loop's body pure code and the next loop, which carries the outer one's iter args; inner bounds
+independent of the outer loops), then any code; the innermost body is pure code and view reads, and
+at least one read is staged; a staged buffer is only read. The launcher runs the untiled build for
+a problem smaller than one block tile per batch (``launch_policy.run_tiled``; not under ``@tile``). A
 kernel it declines compiles untiled, and ``remarks`` says why (``kernc compile --remarks``); the pass
 is left out by ``--no-tile`` / ``kernc.compile(..., tile=False)``.
 """
@@ -70,6 +84,7 @@ from kernc.dialect import kern
 from kernc.dialect.access import Delinearize, ViewAccess
 from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping, of_function
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.dialect.strided import Poly
 from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 from kernc.support.mlir import dialect, ir
 
@@ -177,6 +192,10 @@ class TileContractions(Pass):
     block_m: int = option(64)
     block_n: int = option(64)
     block_k: int = option(16)
+    #: two workgroup buffers per staged tile, one barrier per chunk: the next chunk's loads are
+    #: issued before this chunk's products and stored after them (the global-load latency hidden
+    #: behind the products; plain loads: ``cp.async`` is not used yet)
+    double_buffer: bool = option(True)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
     remarks: Callable[[str], None] | None = internal(None)
 
@@ -207,8 +226,8 @@ class TileContractions(Pass):
             if isinstance(config, str):
                 self._remark(plan.loop, f"not tiling '{sig.name}': {config}")
                 continue
-            _Rewrite(fn, sig, plan, config).run()
-            self._remark(plan.loop, _describe(sig, plan, config))
+            _Rewrite(fn, sig, plan, config, self.double_buffer).run()
+            self._remark(plan.loop, _describe(sig, plan, config, self.double_buffer))
 
     def _config(self, sig: KernelSignature, plan: "_Analysis") -> Config | str:
         """The configuration of ``sig``'s kernel: its ``@tile`` (a ``CompileError`` when it cannot
@@ -241,11 +260,44 @@ class TileContractions(Pass):
                              f"for 256 threads)")
         tm, tn = got
         config = Config(bm, bn, bk, tm, tn)
-        need = sum(bk * _row_stride(s, config) * (b.bits(s.op.results[0].type) // 8) for s in plan.staged)
+        need = sum(bk * _row_stride(s, config) * (b.bits(s.op.results[0].type) // 8) for s in plan.staged) * (
+            2 if self.double_buffer else 1)
         if need > SHARED_LIMIT:
             return fail(f"its staged tiles need {need} bytes of workgroup memory, more than the "
                         f"{SHARED_LIMIT} bytes (48 KiB) a block may use", "use a smaller BK or tile")
         return config
+
+
+def _groups(n: int, reads: list) -> tuple | None:
+    """The item coordinates ``0..n-1`` split into the two sides of the contraction and the batch
+    ones, ``((side i, side j), batch)`` (tuples of coordinate numbers in order), for the reads of
+    the loop that depend on the loop variable, given as the sets of item coordinates each depends on:
+    no read may depend on both sides (nothing would be shared), at least one read depends on a
+    side. Of the splits that allow it (3^n, ``n`` is small) the one with the most reads staged,
+    then the fewest batch coordinates (fixed per tile), then side ``j`` holding the last
+    coordinate (the outputs' stores along it), then the coordinates in order (``i`` before ``j``).
+    ``None`` when there is none. ``a[i, k] * b[k, j]``: ``(((0,), (1,)), ())``; ``conv2d_fwd``'s
+    ``x(im2col(m, kk)) * w[k, r, s, c]`` over ``(n, oh, ow, k)``: ``(((0, 1, 2), (3,)), ())``."""
+    import itertools
+
+    best, key = None, None
+    for assign in itertools.product((0, 1, 2), repeat=n):
+        side = [{x for x in range(n) if assign[x] == g} for g in (0, 1)]
+        if not side[0] or not side[1]:
+            continue
+        if any(r & side[0] and r & side[1] for r in reads):
+            continue
+        staged = sum(1 for r in reads if r & (side[0] | side[1]))
+        if not staged:
+            continue
+        order = sum(1 for x in side[0] for y in side[1] if x > y)
+        k = (-staged, assign.count(2), (n - 1) not in side[1], order, assign)
+        if key is None or k < key:
+            best, key = assign, k
+    if best is None:
+        return None
+    pick = [tuple(x for x in range(n) if best[x] == g) for g in (0, 1, 2)]
+    return (pick[0], pick[1]), pick[2]
 
 
 def _row_stride(s: _Staged, c: Config) -> int:
@@ -258,12 +310,12 @@ def _row_stride(s: _Staged, c: Config) -> int:
     return x + (WARP // c.bk if c.bk < WARP else 1)
 
 
-def _describe(sig, plan: "_Analysis", c: Config) -> str:
+def _describe(sig, plan: "_Analysis", c: Config, double: bool = False) -> str:
     names = [s.name for s in plan.staged]
     staged = " and ".join(dict.fromkeys(names))
     tiles = ", ".join(
-        f"{s.name}: {c.bk}x{c.bm if s.side == 0 else c.bn} of '{plan.coord_names[plan.ij[s.side]]}', "
-        f"loaded along {'k' if s.k_fastest else repr(plan.coord_names[plan.ij[s.side]])}, rows of "
+        f"{s.name}: {c.bk}x{c.bm if s.side == 0 else c.bn} of {plan.side_name(s.side)}, "
+        f"loaded along {'k' if s.k_fastest else plan.side_name(s.side)}, rows of "
         f"{_row_stride(s, c)} words" for s in plan.staged)
     serves: dict = {}  # items served per element loaded -> the reads
     for s in plan.staged:
@@ -271,9 +323,14 @@ def _describe(sig, plan: "_Analysis", c: Config) -> str:
     reuse = [f"each element of {' and '.join(dict.fromkeys(ns))} loaded from global memory serves {n} items"
              for n, ns in serves.items()]
     return (f"tiling '{sig.name}' as {c.bm}x{c.bn}x{c.bk} per block, {c.tm}x{c.tn} items per thread, "
-            f"{staged} staged: the loop's reads of {staged} depend on the loop variable and one item "
-            f"coordinate, so per chunk of {c.bk} the block stages them through workgroup memory ({tiles}); "
-            f"{'; '.join(dict.fromkeys(reuse))}; every output sums in its original order")
+            f"{staged} staged: the loop's reads of {staged} depend on the loop variable"
+            f"{'s' if len(plan.levels) > 1 else ''} and the item coordinates of one side, so per chunk of {c.bk} the block stages them through workgroup memory ({tiles}); "
+            f"{'; '.join(dict.fromkeys(reuse))}; "
+            f"{'double-buffered (the next chunk loaded during this one); ' if double else ''}"
+            f"every output sums in its original order; "
+            + ("@tile chose it, every launch runs it" if sig.tile_config is not None else
+               f"a launch of fewer than {c.bm}x{c.bn} items per batch runs the untiled build instead "
+               f"(launch_policy.run_tiled: a single block tile would hold all of them)"))
 
 
 class _Analysis:
@@ -325,56 +382,101 @@ class _Analysis:
         for op in self.pre:
             if not _pure(op):
                 raise Decline(f"it computes '{op.name}' before the loop (only arithmetic is tiled there)")
-        loop = self.loop
-        lb, ub, step = loop.operands[0], loop.operands[1], loop.operands[2]
-        if _const_int(step) != 1:
-            raise Decline("the loop's step is not 1")
-        # dependence tags: coordinate numbers, "k" (the loop variable), "acc" (iter args), "mem"
+        self._nest()
+        # dependence tags: coordinate numbers, "k" (the loop variables), "acc" (iter args), "mem"
         tags: dict = {}
         for x, c in enumerate(self.coords):
             tags[c] = {x}
         for op in self.pre:
             self._tag(op, tags)
-        if self._tags(lb, tags) or self._tags(ub, tags):
-            raise Decline("the loop's bounds depend on the item (they must be the same for a block)")
-        lbody = loop.regions[0].blocks[0]
-        self.iv = lbody.arguments[0]
-        self.iter_args = list(lbody.arguments)[1:]
-        tags[self.iv] = {"k"}
-        for a in self.iter_args:
-            tags[a] = {"acc"}
-        self.body = [op.operation for op in lbody.operations][:-1]
+        for level in self.levels:
+            if any(self._tags(v, tags) - {"k"} for v in level.operands[:2]) or (
+                    level != self.loop and any(self._tags(v, tags) for v in level.operands[:2])):
+                raise Decline("the loop's bounds depend on the item or on an outer loop (they must be "
+                              "the same for a block)")
+            if _const_int(level.operands[2]) != 1:
+                raise Decline("the loop's step is not 1")
+            lbody = level.regions[0].blocks[0]
+            tags[lbody.arguments[0]] = {"k"}
+            for a in list(lbody.arguments)[1:]:
+                tags[a] = {"acc"}
+            for op in lbody.operations:  # (constants of an inner loop's bounds: tagged before use)
+                if _pure(op.operation):
+                    self._tag(op.operation, tags)
+        self.ivs = [level.regions[0].blocks[0].arguments[0] for level in self.levels]
+        self.iv = self.ivs[0]
+        inner = self.levels[-1].regions[0].blocks[0]
+        self.iter_args = list(inner.arguments)[1:]
+        self.yld = list(inner.operations)[-1]
         names = sig.arg_names
         args = list(fn.regions[0].blocks[0].arguments)
-        direct = []
+        reads = []  # (op, name, item coordinates it depends on), in program order
         for op in self.body:
             if op.name == "kern.view_load" and not op.regions:
                 used = set().union(*(self._tags(v, tags) for v in op.operands))
                 name = next((nm for nm, a in zip(names, args) if a == op.operands[0]), "?")
                 if used & {"acc", "mem"}:
                     raise Decline(f"where the loop reads '{name}' depends on values it loaded or accumulates")
-                sides = [s for s, x in enumerate(self.ij) if x in used]
-                if "k" in used and len(sides) == 1:
-                    self.staged.append(_Staged(op, name, sides[0], self._k_fastest(op, tags)))
-                elif len(sides) == 2:
-                    raise Decline(f"the loop reads '{name}' at an element of its own for every item "
-                                  f"(it depends on both '{self.coord_names[self.ij[0]]}' and "
-                                  f"'{self.coord_names[self.ij[1]]}'): nothing to share")
-                else:
-                    direct.append(op)
+                reads.append((op, name, used))
                 tags[op.results[0]] = used | {"mem"}
             elif _pure(op):
                 self._tag(op, tags)
             else:
                 raise Decline(f"the loop's body holds '{op.name}' (only arithmetic and view reads are tiled)")
-        if not self.staged:
-            raise Decline("no view read in the loop depends on the loop variable and on one item "
-                          "coordinate: the items share no read")
+        self.groups = _groups(len(self.coords), [{x for x in u if isinstance(x, int)}
+                                                 for _, _, u in reads if "k" in u])
+        if self.groups is None:  # why not, in the terms of the last two coordinates
+            for op, name, used in reads:
+                if all(x in used for x in self.ij):
+                    raise Decline(f"the loop reads '{name}' at an element of its own for every item "
+                                  f"(it depends on both '{self.coord_names[self.ij[0]]}' and "
+                                  f"'{self.coord_names[self.ij[1]]}'): nothing to share")
+            raise Decline("no view read in the loop depends on the loop variable and on the item "
+                          "coordinates of one side only: the items share no read")
+        self.sides, self.batch = self.groups
+        self.tags = tags
+        direct = []
+        for op, name, used in reads:
+            side = [g for g, xs in enumerate(self.sides) if used & set(xs)]
+            if "k" in used and len(side) == 1:
+                self.staged.append(_Staged(op, name, side[0], self._k_fastest(op, tags)))
+            else:
+                direct.append(op)
         for s in self.staged:
             users = [u.owner for u in s.op.operands[0].uses]
             if any(u.name != "kern.view_load" for u in users):
                 raise Decline(f"the kernel also writes '{s.name}', which it would stage")
         self.direct = direct
+
+    def side_name(self, g: int) -> str:
+        """``'i'``, or ``'(n, oh, ow)'`` for a side of several coordinates (tiled as one, flattened)."""
+        names = [self.coord_names[x] for x in self.sides[g]]
+        return f"'{names[0]}'" if len(names) == 1 else f"'({', '.join(names)})'"
+
+    def _nest(self) -> None:
+        """The perfect loop nest from ``self.loop`` down (``self.levels``, outermost first): each
+        loop's body is pure code and one loop that takes its iter args and whose results it yields;
+        ``self.body`` the ops of all levels but the inner loops and yields, in order (run per
+        iteration of the innermost loop, the nest collapsed: its order of iterations kept)."""
+        self.levels, self.body = [self.loop], []
+        while True:
+            blk = self.levels[-1].regions[0].blocks[0]
+            ops = [op.operation for op in blk.operations]
+            loops = [op for op in ops[:-1] if op.name == "scf.for"]
+            if not loops:
+                self.body += ops[:-1]
+                return
+            if len(loops) > 1:
+                raise Decline("the loop's body holds more than one loop")
+            f = loops[0]
+            rest = [op for op in ops[:-1] if op != f]
+            if (list(f.operands[3:]) != list(blk.arguments)[1:] or list(ops[-1].operands) != list(f.results)
+                    or any(v in list(f.results) + list(blk.arguments)[1:] for op in rest for v in op.operands)):
+                raise Decline("the loop nest is not perfect (code between its loops uses what they accumulate)")
+            if not all(_pure(op) for op in rest):
+                raise Decline("the loop nest is not perfect (code between its loops other than arithmetic)")
+            self.body += rest
+            self.levels.append(f)
 
     def _find_loop(self, ops) -> None:
         loops = [op for op in ops if op.name == "scf.for"]
@@ -427,68 +529,68 @@ def _remap(op, mapping: dict) -> None:
 class _Rewrite:
     """Build the tiled kernel of an analysed contraction (the module docstring's steps 1-5)."""
 
-    def __init__(self, fn, sig, plan: _Analysis, c: Config) -> None:
-        self.fn, self.sig, self.plan, self.c = fn, sig, plan, c
+    def __init__(self, fn, sig, plan: _Analysis, c: Config, double: bool = True) -> None:
+        self.fn, self.sig, self.plan, self.c, self.double = fn, sig, plan, c, double
 
     def run(self) -> None:
         fn, sig, plan, c = self.fn, self.sig, self.plan, self.c
         guard = plan.guard
         B = plan.block
         E = list(plan.delin.extents)
-        n = len(E)
-        xi, xj = plan.ij
-        batch = list(range(n - 2))
         kc = KernelContext(fn, sig, guard, B)
         loc = plan.loop.location
         for s in plan.staged:
             s.stride = _row_stride(s, c)
-            s.smem = kc.workgroup(s.op.results[0].type, c.bk * s.stride, f"staged tile of '{s.name}'",
+            s.smem = kc.workgroup(s.op.results[0].type, c.bk * s.stride * (2 if self.double else 1),
+                                  f"staged tile of '{s.name}'",
                                   region=f"tile.{s.name}.{plan.staged.index(s)}", location=s.op.location)
         kc.check_limit()
         with ir.InsertionPoint(guard), loc:
             tid = gpu.ThreadIdOp(gpu.Dimension.x).result
             blk = kern.BlockIdOp(b.index_t()).result
-            nbi = b.arith.DivUIOp(b.add(E[xi], b.idx(c.bm - 1)), b.idx(c.bm)).result
-            nbj = b.arith.DivUIOp(b.add(E[xj], b.idx(c.bn - 1)), b.idx(c.bn)).result
+            ext = [_product([E[x] for x in side]) for side in plan.sides]  # the flattened sides
+            nbi = b.arith.DivUIOp(b.add(ext[0], b.idx(c.bm - 1)), b.idx(c.bm)).result
+            nbj = b.arith.DivUIOp(b.add(ext[1], b.idx(c.bn - 1)), b.idx(c.bn)).result
             per = b.mul(nbi, nbj)
             count = per
-            for x in batch:
+            for x in plan.batch:
                 count = b.mul(count, E[x])
             tiles = b.scf.ForOp(blk, count, gpu.GridDimOp(gpu.Dimension.x).result)
             with ir.InsertionPoint(tiles.body):
                 end = b.scf.YieldOp([])
         with ir.InsertionPoint(end), loc:
-            self._tile(tiles.induction_variable, tid, E, per, nbj, batch, B)
+            self._tile(tiles.induction_variable, tid, E, ext, per, nbj, B)
         # the original body is rebuilt: drop it, and the entry's guard condition
         guard.erase()
         for op in reversed(plan.entry[:3]):
             op.erase()
-        tiled = ItemMapping(B, tuple(plan.extents), tuple([1] * (n - 2) + [c.bm, c.bn]), c.tm * c.tn,
-                            self._thread_values(n), True)
+        # the mapping of the virtual problem (batch coordinates, side i flattened, side j flattened)
+        extents = [plan.extents[x] for x in plan.batch] + [
+            str(math.prod((Poly.parse(plan.extents[x]) for x in side[1:]), start=Poly.parse(plan.extents[side[0]])))
+            for side in plan.sides]
+        tiled = ItemMapping(B, tuple(extents), tuple([1] * len(plan.batch) + [c.bm, c.bn]), c.tm * c.tn,
+                            self._thread_values(), True)
         assert tiled.problem() is None, tiled.problem()
         sig.tiles = tiled.launch_tiles()
+        sig.contraction = {"tile": [c.bm, c.bn, c.bk], "forced": sig.tile_config is not None}
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
         fn.attributes[MAPPING_ATTR] = ir.StringAttr.get(tiled.to_json())
 
-    def _thread_values(self, n: int) -> str:
+    def _thread_values(self) -> str:
         """The CuTe TV layout of the micro-tiles: thread ``tx + ty*TX`` value ``u + v*TM`` at tile
         position ``(ty + u*TY, tx + v*TX)``, positions column-major over ``(1, ..., BM, BN)``."""
         c = self.c
         si, sj = 1, c.bm
         return f"(({c.tx},{c.ty}),({c.tm},{c.tn})):(({sj},{si}),({c.ty * si},{c.tx * sj}))"
 
-    def _tile(self, tile, tid, E, per, nbj, batch, B) -> None:
+    def _tile(self, tile, tid, E, ext, per, nbj, B) -> None:
         plan, c = self.plan, self.c
-        xi, xj = plan.ij
+        batch = plan.batch
         coord = {}
         if batch:
             rest = b.arith.DivUIOp(tile, per).result
             in_batch = b.sub(tile, b.mul(rest, per))
-            for x in reversed(batch[1:]):
-                q = b.arith.DivUIOp(rest, E[x]).result
-                coord[x] = b.sub(rest, b.mul(q, E[x]))
-                rest = q
-            coord[batch[0]] = rest
+            coord = _split(rest, batch, E)
         else:
             in_batch = tile
         bi = b.arith.DivUIOp(in_batch, nbj).result
@@ -500,24 +602,27 @@ class _Rewrite:
         cols = [b.add(tx, b.idx(v * c.tx)) if v else tx for v in range(c.tn)]
         iu = [b.add(x0[0], r) for r in rows]
         jv = [b.add(x0[1], q) for q in cols]
-        ok_i = [b.cmp("ult", x, E[xi]) for x in iu]
-        ok_j = [b.cmp("ult", x, E[xj]) for x in jv]
+        ok_i = [b.cmp("ult", x, ext[0]) for x in iu]
+        ok_j = [b.cmp("ult", x, ext[1]) for x in jv]
+        at_i = [_split(x, plan.sides[0], E) for x in iu]
+        at_j = [_split(x, plan.sides[1], E) for x in jv]
         items = [(u, v) for u in range(c.tm) for v in range(c.tn)]
         maps, valid = {}, {}
         for u, v in items:  # each item's code before the loop
-            m = {plan.coords[x]: coord[x] for x in batch}
-            m[plan.coords[xi]], m[plan.coords[xj]] = iu[u], jv[v]
+            m = {plan.coords[x]: val for part in (coord, at_i[u], at_j[v]) for x, val in part.items()}
             for op in plan.pre:
                 _clone(op, m)
             maps[u, v] = m
             valid[u, v] = b.and_(ok_i[u], ok_j[v])
         first = maps[0, 0]
-        lb, ub = (first.get(v, v) for v in plan.loop.operands[:2])
+        ivs, lb, ub = self._collapse(first)
         nacc = len(plan.iter_args)
         inits = [maps[it].get(v, v) for it in items for v in plan.loop.operands[3:]]
         # the cooperative loads of each staged read: slot e = tid + r*B of its BK x X tile
         coop = []
         for s in plan.staged:
+            sliced = _slice(s.op, plan)
+            hoist = _hoistable(sliced[:-1], plan, E)
             X = c.bm if s.side == 0 else c.bn
             total = c.bk * X
             slots = []
@@ -530,37 +635,67 @@ class _Rewrite:
                     xl = b.arith.RemUIOp(e, b.idx(X)).result
                     kk = b.arith.DivUIOp(e, b.idx(X)).result
                 x = b.add(x0[s.side], xl)
-                ok = b.cmp("ult", x, E[plan.ij[s.side]])
+                ok = b.cmp("ult", x, ext[s.side])
                 if total % B:
                     ok = b.and_(ok, b.cmp("ult", e, b.idx(total)))
-                slots.append((kk, x, ok, b.add(b.mul(kk, b.idx(s.stride)), xl)))
-            coop.append(slots)
-        chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), inits)
-        with ir.InsertionPoint(chunks.body):
-            k0 = chunks.induction_variable
-            b.barrier()  # the previous chunk's (or tile's) reads of the tiles are done
-            for s, slots in zip(plan.staged, coop):
+                at = {plan.coords[q]: coord[q] for q in batch}
+                at.update({plan.coords[q]: val for q, val in _split(x, plan.sides[s.side], E).items()})
+                for op in hoist:  # the slot's index arithmetic that no chunk changes: once per tile
+                    _clone(op, at)
+                slots.append((kk, at, ok, b.add(b.mul(kk, b.idx(s.stride)), xl)))
+            coop.append((slots, [op for op in sliced if op not in hoist]))
+        def fetch(k0) -> list:
+            """The cooperative loads of the chunk at ``k0``: ``(value, smem, slot)`` per slot (0 past
+            the edge, where nothing is loaded)."""
+            out = []
+            for s, (slots, per_chunk) in zip(plan.staged, coop):
                 T = s.op.results[0].type
-                for kk, x, ok, slot in slots:
+                for kk, at, ok, slot in slots:
                     k = b.add(k0, kk)
-                    m = {plan.coords[q]: first.get(plan.coords[q]) for q in batch}
-                    m[plan.coords[plan.ij[s.side]]] = x
-                    m[plan.iv] = k
 
-                    def then(m=m, s=s):
-                        for op in _slice(s.op, plan):
+                    def then(at=at, s=s, k=k, per_chunk=per_chunk):
+                        m = dict(at)
+                        m.update(ivs(k))
+                        for op in per_chunk:
                             _clone(op, m)
                         return [m[s.op.results[0]]]
                     val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
-                    b.store(val[0], s.smem, slot)
+                    out.append((val[0], s, slot))
+            return out
+
+        def put(fetched, half) -> None:
+            for val, s, slot in fetched:
+                b.store(val, s.smem, b.add(b.mul(half, b.idx(c.bk * s.stride)), slot) if half is not None else slot)
+
+        if self.double:  # chunk 0 into half 0, once the previous tile's reads are done
             b.barrier()
+            put(fetch(lb), None)
+        chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), inits)
+        with ir.InsertionPoint(chunks.body):
+            k0 = chunks.induction_variable
+            if self.double:
+                # half (chunk number % 2) holds this chunk; the barrier: its stores are seen, and every
+                # read of the other half (the previous chunk's) is done, so the next chunk's loads,
+                # in flight during this chunk's products, may be stored there after them
+                cur = b.arith.AndIOp(b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result, b.idx(1)).result
+                b.barrier()
+                ahead = fetch(b.add(k0, b.idx(c.bk)))
+                offset = {id(s): b.mul(cur, b.idx(c.bk * s.stride)) for s in plan.staged}
+            else:
+                b.barrier()  # the previous chunk's (or tile's) reads of the tiles are done
+                put(fetch(k0), None)
+                b.barrier()
+                offset = {}
             kn = b.minui(b.idx(c.bk), b.sub(ub, k0))
             inner = b.scf.ForOp(b.idx(0), kn, b.idx(1), list(chunks.inner_iter_args))
             with ir.InsertionPoint(inner.body):
                 kk = inner.induction_variable
-                k = b.add(k0, kk)
+                at_k = ivs(b.add(k0, kk))
                 accs = list(inner.inner_iter_args)
                 base = {id(s): b.mul(kk, b.idx(s.stride)) for s in plan.staged}
+                for s in plan.staged:
+                    if id(s) in offset:
+                        base[id(s)] = b.add(offset[id(s)], base[id(s)])
                 got = {}
                 for s in plan.staged:
                     for w, q in enumerate(rows if s.side == 0 else cols):
@@ -568,7 +703,7 @@ class _Rewrite:
                 out = []
                 for n_it, (u, v) in enumerate(items):
                     m = dict(maps[u, v])
-                    m[plan.iv] = k
+                    m.update(at_k)
                     for a, acc in zip(plan.iter_args, accs[n_it * nacc:(n_it + 1) * nacc]):
                         m[a] = acc
                     for s in plan.staged:
@@ -583,9 +718,10 @@ class _Rewrite:
                                                          lambda T=T: [b.zero(T)])[0]
                         else:
                             _clone(op, m)
-                    yld = plan.loop.regions[0].blocks[0].operations[len(plan.body)]
-                    out += [m.get(v_, v_) for v_ in yld.operands]
+                    out += [m.get(v_, v_) for v_ in plan.yld.operands]
                 b.scf.YieldOp(out)
+            if self.double:
+                put(ahead, b.sub(b.idx(1), cur))
             b.scf.YieldOp(list(inner.results))
         for n_it, (u, v) in enumerate(items):  # each item's code after the loop, under its guard
             m = maps[u, v]
@@ -594,6 +730,98 @@ class _Rewrite:
             with b.if_(valid[u, v]):
                 for op in plan.post:
                     _clone(op, m)
+
+    def _collapse(self, first: dict):
+        """``(ivs, lb, ub)``: the loop nest as one loop ``lb..ub``, ``ivs(k)`` the nest's loop
+        variables (a ``{old value: new value}`` dict) at its iteration ``k``. One loop: itself.
+        Several: ``0..prod(trips)``, ``trip = ub - lb`` (0 when ``ub <= lb``), the innermost
+        fastest (``iv = lb + k / (inner trips) % trip``): the iterations in the nest's order."""
+        plan = self.plan
+        if len(plan.levels) == 1:
+            return (lambda k: {plan.iv: k}), *(first.get(v, v) for v in plan.loop.operands[:2])
+        m = dict(first)
+        bounds, trips = [], []
+        for level in plan.levels:
+            lo, hi = (_hoist(v, plan, m) for v in level.operands[:2])
+            bounds.append(lo)
+            trips.append(b.select(b.cmp("slt", lo, hi), b.sub(hi, lo), b.idx(0)))
+        total = _product(trips)
+
+        def ivs(k):
+            out, q = {}, k
+            for level, lo, t in reversed(list(zip(plan.ivs, bounds, trips))):
+                if level is plan.ivs[0]:
+                    out[level] = b.add(lo, q)
+                else:
+                    out[level] = b.add(lo, b.arith.RemUIOp(q, t).result)
+                    q = b.arith.DivUIOp(q, t).result
+            return out
+        return ivs, b.idx(0), total
+
+
+_DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
+              "arith.ceildivui"}
+
+
+def _hoistable(ops: list, plan: _Analysis, E: list) -> list:
+    """The ops of a cooperative load's slice (program order) that the tile loop may compute once
+    per slot, before the chunk loop: those that depend on no loop variable nor on an op left in
+    the loop. A division or remainder only by a value that is not 0 whenever a tile runs (a
+    problem extent, a product of them, a positive constant): hoisted out of the loop and its guard,
+    it runs where the kernel would not have run it, and a division by 0 is undefined behaviour."""
+    extents = set(E)
+
+    def nonzero(v) -> bool:
+        if v in extents or (_const_int(v) or 0) > 0:
+            return True
+        o = _owner(v)
+        return isinstance(o, ir.Operation) and o.name == "arith.muli" and all(nonzero(w) for w in o.operands)
+
+    left = set()  # results of the ops that stay in the loop
+    out = []
+    for op in ops:
+        stays = ("k" in plan.tags.get(op.results[0], set()) if len(op.results) else True) or any(
+            v in left for v in op.operands) or (op.name in _DIVISIONS and not nonzero(op.operands[1]))
+        if stays:
+            left.update(op.results)
+        else:
+            out.append(op)
+    return out
+
+
+def _product(values: list):
+    """The product of index values (one value: itself)."""
+    out = values[0]
+    for v in values[1:]:
+        out = b.mul(out, v)
+    return out
+
+
+def _split(x, coords: tuple, E: list) -> dict:
+    """The coordinates ``coords`` (numbers, in order) of linear index ``x`` over their extents
+    ``E[c]``, the last fastest: ``{coordinate number: value}``."""
+    out = {}
+    for c in reversed(coords[1:]):
+        q = b.arith.DivUIOp(x, E[c]).result
+        out[c] = b.sub(x, b.mul(q, E[c]))
+        x = q
+    out[coords[0]] = x
+    return out
+
+
+def _hoist(v, plan: _Analysis, m: dict):
+    """``v`` (a loop bound, the same for every item and iteration) at the insertion point: mapped
+    through ``m``, or the pure ops of the loop nest that compute it cloned."""
+    if v in m:
+        return m[v]
+    inside = {r: o for o in plan.body for r in o.results}
+    if v in inside:
+        o = inside[v]
+        for w in o.operands:
+            _hoist(w, plan, m)
+        _clone(o, m)
+        return m[v]
+    return v
 
 
 def _slice(op, plan: _Analysis) -> list:

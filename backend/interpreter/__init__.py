@@ -32,7 +32,9 @@ through NVVM:
   buffer, the global thread id and the index. Workgroup attributions are allocated per block,
   ``memref.alloca`` and private attributions per thread, both bounds-checked the same way. When
   several lanes store to one address in one step the highest lane wins; atomics are serialised in lane
-  order so the old values they return form one consistent sequence.
+  order so the old values they return form one consistent sequence. A missing ``gpu.barrier`` is a
+  reported race: two threads of a block touching one workgroup address between two barriers, one
+  of them storing, raise ``KerncRuntimeError`` at the second access (:func:`.memory._track`).
 - **Statistics** (:class:`RunStats`): global load/store *requests* and 32-byte *sectors* per warp
   request, atomics, shared-memory requests and *bank conflicts* -- the CPU-measurable proxy for
   coalescing quality.

@@ -58,10 +58,11 @@ class _Buf:
     array of instance offsets into ``data``; ``dims``/``strides`` give the logical (row-major) shape.
     """
 
-    __slots__ = ("name", "kind", "data", "size", "base", "dims", "strides", "itemsize")
+    __slots__ = ("name", "kind", "data", "size", "base", "dims", "strides", "itemsize", "shadow")
 
     def __init__(self, name, kind, data, dims, base=None):
         self.name, self.kind, self.data, self.base = name, kind, data, base
+        self.shadow = None  # workgroup memory: its _Shadow (the barrier-interval race check)
         self.dims = tuple(int(d) for d in dims)
         self.size = int(np.prod(self.dims, dtype=np.int64)) if self.dims else 1
         strides, acc = [], 1
@@ -76,6 +77,72 @@ class _Buf:
             f" '{self.name}'"
 
 
+class _Shadow:
+    """Who touched each workgroup address since the last ``gpu.barrier`` of its block (the race
+    check of :mod:`.memory`): ``writer`` the thread (id in its block) that stored to it (``-1``:
+    none); ``rlo``/``rhi`` the least and greatest thread that loaded it (:data:`NONE`/``-1``: none);
+    flat like the buffer's data (block ``b``'s array at ``b*size``). ``writes``: whether a store
+    happened since the last barrier (while none did, a load has nothing to check).
+
+    Why the loads are a log (``log``: address and thread arrays, folded into ``rlo``/``rhi`` by
+    :meth:`fold` only when a store needs them): in a correct kernel the loads of an interval are
+    followed by a barrier, not a store, so they cost a copy each. Why ``uniform``: a tiled kernel's
+    workgroup accesses are, as a rule, the same function of the thread id in every block of a
+    batch under the full mask; while every access since the last barrier was such, all blocks'
+    records are equal and only block 0's are kept (``size`` elements): ``B``-lane work, not
+    ``L``-lane; the first other access copies them to every block (:meth:`spread`)."""
+
+    __slots__ = ("writer", "rlo", "rhi", "log", "uniform", "writes", "folded", "nb", "size", "_full")
+    NONE = np.iinfo(np.int32).max
+
+    def __init__(self, nb: int, size: int):
+        self.nb, self.size = nb, size
+        self._full = None  # the (writer, rlo, rhi) of every block, once made
+        self.writer = np.full(size, -1, np.int32)
+        self.rlo = np.full(size, self.NONE, np.int32)
+        self.rhi = np.full(size, -1, np.int32)
+        self.log = []
+        self.uniform = True
+        self.writes = self.folded = False
+
+    def fold(self) -> None:
+        """Fold the logged loads into ``rlo``/``rhi``."""
+        if self.log:
+            addr = np.concatenate([a for a, _ in self.log])
+            tid = np.concatenate([t for _, t in self.log])
+            np.minimum.at(self.rlo, addr, tid)
+            np.maximum.at(self.rhi, addr, tid)
+            self.log = []
+            self.folded = True
+
+    def spread(self) -> None:
+        """Leave the uniform mode: every block's records from block 0's."""
+        self.fold()
+        w, lo, hi = (np.tile(x, self.nb) for x in (self.writer, self.rlo, self.rhi))
+        self._full = (self.writer, self.rlo, self.rhi)  # (block 0's, for the next uniform interval)
+        self.writer, self.rlo, self.rhi = w, lo, hi
+        self.uniform = False
+
+    def reset(self, rows=None) -> None:
+        """A barrier reached by every block (``rows`` None) or by the blocks ``rows`` only."""
+        if rows is None:
+            if not self.uniform or self.writes or self.folded:
+                if not self.uniform:
+                    self.writer, self.rlo, self.rhi = self._full
+                    self.uniform = True
+                self.writer.fill(-1)
+                self.rlo.fill(self.NONE)
+                self.rhi.fill(-1)
+            self.log = []
+            self.writes = self.folded = False
+            return
+        if self.uniform:
+            self.spread()
+        self.fold()
+        for x, v in ((self.writer, -1), (self.rlo, self.NONE), (self.rhi, -1)):
+            x.reshape(self.nb, self.size)[rows] = v
+
+
 class _Frame:
     """Execution state of one batch of blocks: ``L = nb * B`` lanes, the lane arrays of the layout
     (``lane``, ``blk``, ``tid``, ``lane_in_warp``, ``warp``: read-only, shared by every batch of
@@ -84,7 +151,7 @@ class _Frame:
 
     __slots__ = ("env", "L", "B", "nb", "first_block", "grid", "full", "lane", "blk", "tid", "bid",
                  "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit", "index32", "tables",
-                 "memo", "pool")
+                 "memo", "pool", "shadows")
 
     def thread_id(self, lane: int) -> int:
         return self.first_block * self.B + int(lane)

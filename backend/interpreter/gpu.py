@@ -189,6 +189,8 @@ def _fence(tr, o):
 def _barrier(tr, o):
     def f(fr, mask):
         if mask is fr.full:
+            for buf in fr.shadows:  # a new barrier interval: the race check starts afresh
+                buf.shadow.reset()
             return
         counts = mask.reshape(fr.nb, fr.B).sum(axis=1)
         bad = (counts != 0) & (counts != fr.B)
@@ -198,6 +200,9 @@ def _barrier(tr, o):
                 f"barrier in divergent control flow: in block {fr.first_block + k}, "
                 f"{int(counts[k])} of {fr.B} threads reached gpu.barrier (at {loc}) and the "
                 "others did not (a barrier must be reached by all threads of a block or none)")
+        rows = np.flatnonzero(counts)
+        for buf in fr.shadows:
+            buf.shadow.reset(rows)
     loc = str(o.location)
     return f
 

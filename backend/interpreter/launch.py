@@ -10,7 +10,7 @@ from kernc.support.mlir import ir
 
 # importing the handler modules registers their ops' handlers (translate.HANDLERS)
 from . import control, conversions, gpu, memory, numeric, nvgpu, vector  # noqa: F401
-from .frame import _Buf, _empty_alloc, _Frame, _Pool
+from .frame import _Buf, _empty_alloc, _Frame, _Pool, _Shadow
 from .numeric import _int_const
 from .traffic import WARP_SIZE, RunStats
 from .translate import _Plan, _run_ops, _Translator
@@ -232,10 +232,13 @@ class Interpreter:
                 env = fr.env
                 for s, v, p, name in zip(plan.arg_slots, values, plan.params, names):
                     env[s] = _Buf(name, "global", v, (v.shape[0],)) if p[0] == "buffer" else v
+                fr.shadows = []
                 for s, mt, name in plan.wg:
                     size = mt.size
                     env[s] = _Buf(name, "workgroup", _empty_alloc(nb * size, mt.elem.dtype, self._uninit, pool),
                                   mt.dims, base=fr.blk * size)
+                    env[s].shadow = _Shadow(nb, size)  # the race check between barriers (memory.py)
+                    fr.shadows.append(env[s])
                 for s, mt, name in plan.priv:
                     size = mt.size
                     env[s] = _Buf(name, "private", _empty_alloc(fr.L * size, mt.elem.dtype, self._uninit, pool),
@@ -280,4 +283,5 @@ class Interpreter:
         fr.uninit = self._uninit
         fr.memo = {}
         fr.pool = pool
+        fr.shadows = []
         return fr

@@ -1,6 +1,7 @@
 """Memory: loads, stores and private allocations of global, workgroup and private memrefs, with
 every active lane's index bounds-checked and several lanes storing to one address in one step
-reported as a data race."""
+reported as a data race; so is, in workgroup memory, an address that two threads of a block touch
+between two barriers, at least one of them storing (:func:`_track`: a missing ``gpu.barrier``)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,67 @@ def _race(fr, buf, lane_a, lane_b, index):
         f"{fr.thread_id(int(lane_b))} both store to index {int(index)} in the same step "
         f"(indexed/strided writes need distinct targets; use atomic(I) or shared_sum(I) to accumulate)"
     )
+
+
+def _track(fr, buf: _Buf, mask, rel, store: bool, loc: str, periodic: bool) -> None:
+    """The barrier-interval race check of a workgroup access (after it passed its bounds check):
+    raise ``KerncRuntimeError`` when a thread loads an address another thread of its block stored to
+    since the last barrier (read after write), or stores to one another thread stored to or loaded
+    (write after write, write after read); else record the access in ``buf.shadow``
+    (:class:`~.frame._Shadow`). ``periodic``: the index is known to be the same function of the
+    thread id in every block (:func:`.affine.note_pure`; else the uniform mode compares the blocks'
+    indices). The accesses of one step are a thread's own (a same-step store race is
+    :func:`_check_store_race`'s). On a GPU these orders are undefined without ``__syncthreads()``
+    between them (CUDA C++ Programming Guide, "Shared Memory")."""
+    sh = buf.shadow
+    B = fr.B
+    if sh.uniform:
+        if mask is fr.full and (periodic or type(rel) is not np.ndarray or fr.nb == 1
+                                or bool((rel.reshape(fr.nb, B) == rel[:B]).all())):
+            tid = fr.tables.get("tid32")
+            if tid is None:
+                tid = fr.tables["tid32"] = fr.tid[:B].astype(np.int32)
+            addr = rel[:B].copy() if type(rel) is np.ndarray else np.full(B, rel, np.int64)
+            first = fr.first_block
+        else:
+            sh.spread()
+    if not sh.uniform:
+        if mask is fr.full:
+            tid, addr = fr.tid.astype(np.int32), buf.base + rel
+        else:
+            act = np.flatnonzero(mask)
+            if not act.size:
+                return
+            tid = fr.tid[act].astype(np.int32)
+            addr = buf.base[act] + (rel[act] if type(rel) is np.ndarray else rel)
+        first = None
+    if sh.writes:
+        w = sh.writer[addr]
+        bad = (w >= 0) & (w != tid)
+        if bad.any():
+            k = int(np.argmax(bad))
+            _interval_race(fr, buf, first, addr[k], f"thread {int(w[k])}", "stored to", int(tid[k]),
+                           "stores to" if store else "loads", loc)
+    if not store:
+        sh.log.append((addr, tid))
+        return
+    sh.fold()
+    lo, hi = sh.rlo[addr], sh.rhi[addr]
+    bad = (hi >= 0) & ((lo != tid) | (hi != tid))
+    if bad.any():
+        k = int(np.argmax(bad))
+        other = int(lo[k]) if lo[k] != tid[k] else int(hi[k])
+        _interval_race(fr, buf, first, addr[k], f"thread {other}", "loaded", int(tid[k]), "stores to", loc)
+    sh.writer[addr] = tid
+    sh.writes = True
+
+
+def _interval_race(fr, buf, first, addr, a: str, did_a: str, b: int, does_b: str, loc: str):
+    block = first if first is not None else fr.first_block + int(addr) // buf.size
+    raise KerncRuntimeError(
+        f"data race on {buf.describe()} (workgroup memory of block {block}): {a} {did_a} index "
+        f"{int(addr) % buf.size} and thread {b} {does_b} it with no gpu.barrier between them (at {loc}; "
+        f"threads of a block see each other's workgroup stores only after a barrier)")
 
 
 def _oob(fr, buf, what, lane, index):
@@ -200,6 +262,37 @@ def _addr(fr, buf, act, rel):
 
 @handles("memref.load")
 def _load(tr, o):
+    f = _load_untracked(tr, o)
+    return _tracked(tr, o, f, o.operands[0], o.operands[1:], False)
+
+
+def _tracked(tr, o, f, mem, idxs, store: bool):
+    """``f`` (a load or store handler), followed by the barrier-interval race check
+    (:func:`_track`) when ``mem`` is workgroup memory; ``f`` itself otherwise."""
+    if _MemTy(mem.type).space != "workgroup":
+        return f
+    m = tr.use(mem)
+    idx = [tr.use(v) for v in idxs]
+    loc = str(o.location)
+    lin = affine.coefficients(tr, idx[0]) if len(idx) == 1 else None
+    periodic = len(idx) == 1 and (idx[0] in tr.periodic or (lin is not None and lin[0] == 0))
+
+    def tracked(fr, mask):
+        f(fr, mask)
+        buf = fr.env[m]
+        if buf.shadow is None:
+            return
+        if len(idx) == 1:
+            rel = fr.env[idx[0]]
+        else:
+            rel = 0
+            for st, i in zip(buf.strides, idx):
+                rel = rel + fr.env[i] * st
+        _track(fr, buf, mask, rel, store, loc, periodic)
+    return tracked
+
+
+def _load_untracked(tr, o):
     m = tr.use(o.operands[0])
     idx = [tr.use(v) for v in o.operands[1:]]
     ty = tr.ty(o.results[0].type, o)
@@ -266,6 +359,10 @@ def _load(tr, o):
 
 @handles("memref.store")
 def _store(tr, o):
+    return _tracked(tr, o, _store_untracked(tr, o), o.operands[1], o.operands[2:], True)
+
+
+def _store_untracked(tr, o):
     v = tr.use(o.operands[0])
     m = tr.use(o.operands[1])
     tr.written.add(m)

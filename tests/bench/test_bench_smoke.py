@@ -178,6 +178,11 @@ def test_quick_run_has_the_memory_traffic_sections(quick_results):
     assert untiled["load_sectors_per_output"] == 10.0
     assert tiled["shared_bank_conflicts"] == 0 and tiled["shared_requests"] > 0
     assert "Contraction tiling (kern-tile-contractions" in stdout
+    for job in ("conv2d_fwd", "conv2d_wgrad", "conv2d_dgrad"):  # the convolution examples, tiled
+        conv = res["memory_contractions"][job]
+        assert "error" not in conv, conv
+        assert conv["bitwise_equal"] is True and conv["sectors_ratio_untiled_to_tiled"] > 4
+        assert conv["variants"]["tiled"]["shared_bank_conflicts"] == 0
 
 
 def test_quick_run_has_the_tensor_core_rows(quick_results):

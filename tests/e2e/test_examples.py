@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from kernc.backend import launch_policy
+from kernc.dialect.strided import Poly
 from conftest import EXAMPLE_NAMES, compiled_example, example_reference
 
 SIZES = [0, 1, 31, 32, 33, 255, 256, 257, 1000, 4097]
@@ -37,9 +38,10 @@ def test_example_matches_numpy(name, P):
     assert result.problem_size == P
     sig = mod._compilation.signatures[name]
     tiles = sig.tiles
-    if tiles and P and launch_policy.staging_pays(sig, result.sizes):
-        # kern-coalesce-views: one block per tile of the tiled extents (transpose: R x C)
-        ext = [result.sizes[e] for e, _ in tiles]
+    if tiles and P and result.tiled is not False and launch_policy.staging_pays(sig, result.sizes):
+        # kern-coalesce-views, kern-tile-contractions: one block per tile of the tiled extents (transpose:
+        # R x C; a contraction's smaller problems run its untiled build, launch_policy.run_tiled)
+        ext = [Poly.parse(e).evaluate(result.sizes) for e, _ in tiles]  # (a flattened side: N*OH*OW)
         plane = math.prod(ext)
         want = P // plane * math.prod(-(-e // t) for e, (_, t) in zip(ext, tiles)) if plane else 0
         assert result.grid == want
