@@ -38,6 +38,19 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ns = ap.parse_args(argv)
 
+    runnable = sorted(f[:-5] for f in os.listdir(HERE)
+                      if f.endswith(".kern") and os.path.exists(os.path.join(HERE, f[:-5] + ".py")))
+    if ns.name not in runnable:
+        extra = " (examples/bundle_adjustment has its own run.py)" if ns.name == "bundle_adjustment" else ""
+        ap.error(f"no example '{ns.name}'{extra}; runnable: {', '.join(runnable)}")
+    if ns.device == "cuda":
+        try:
+            import cupy as cp
+
+            cp.cuda.runtime.getDeviceCount()
+        except Exception as err:  # noqa: BLE001 (no CuPy, no driver, no device)
+            ap.error(f"no usable CUDA device ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+                     "use --device cpu")
     ref = load_reference(ns.name)
     mod = kernc.compile_file(os.path.join(HERE, f"{ns.name}.kern"))
     inputs = ref.make_inputs(ns.P, np.random.default_rng(ns.seed))
@@ -56,7 +69,7 @@ def main(argv=None) -> int:
         err = float(np.max(np.abs(got.astype(np.float64) - want))) if got.size else 0.0
         print(f"{name}: {'matches' if match else 'DIFFERS FROM'} numpy (max abs error {err:.3g}); "
               f"first values {np.array2string(got.reshape(-1)[:4], precision=4)}")
-    print(f"{ns.name} on {result.device}: P={result.problem_size}, {result.grid} blocks of {result.block}: "
+    print(f"{ns.name} on {result.device}: P={result.problem_size}, {result.grid} block{'' if result.grid == 1 else 's'} of {result.block}: "
           f"{'OK' if ok else 'MISMATCH'}")
     return 0 if ok else 1
 

@@ -123,9 +123,11 @@ class AccessorChecks(CheckerBase):
                     "atomic(I)") if kind.index_param else "to add every thread's value into one " \
                 "element use 'add sum'"
             self.error(f"accessor '{name}' is only for 'read' buffers, not '{mode}'", loc, hint=hint)
-        else:  # block_sum, sum
-            self.error(f"accessor '{name}' is only for 'write' or 'add' buffers, not '{mode}'", loc,
-                       hint="to read one element in every thread use 'unique'")
+        else:  # block_sum, sum (write add); max, min, block_max, block_min (write)
+            allowed = " or ".join(f"'{m}'" for m in kind.modes)
+            self.error(f"accessor '{name}' is only for {allowed} buffers, not '{mode}'", loc,
+                       hint="to read one element in every thread use 'unique'" if mode == READ else
+                       f"declare `{p.name}: {p.elem_name}[...] write {name}`")
 
     def strided_args(self, pat: A.Pattern, by_name: dict, size_syms: dict, b: BufferInfo) -> bool:
         """Check the ``(off, s)`` of ``strided`` (integers over scalar params and size symbols)."""

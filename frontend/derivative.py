@@ -187,7 +187,15 @@ def resolve_wrt(k: A.Kernel, wrt, text: str) -> list:
             wrt = [n for n, s in syms.items() if _float_input(s) and n not in (constant or []) and n not in written]
     elif isinstance(wrt, str):
         wrt = [w.strip() for w in wrt.split(",") if w.strip()]
-    wrt = list(dict.fromkeys(wrt))
+        if not wrt:
+            raise _error(f"wrt names no parameter of kernel '{k.name}' (give names, e.g. wrt=\"x,a\")", k, text)
+    elif not isinstance(wrt, (list, tuple)):
+        raise _error(f"wrt must be parameter names (a sequence of str or \"x,a\"), got {type(wrt).__name__}",
+                     k, text)
+    repeated = sorted({w for w in wrt if isinstance(w, str) and wrt.count(w) > 1})
+    if repeated:
+        raise _error(f"wrt names {', '.join(repr(w) for w in repeated)} more than once", k, text)
+    wrt = list(wrt)
     if not wrt:
         raise _error(f"kernel '{k.name}' has nothing to differentiate: it reads no float parameter "
                      "(or wrt names none)", k, text)

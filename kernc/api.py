@@ -76,7 +76,9 @@ class Kernel:
         self._prepared_staged = None  # LaunchResult.staged of the launch _prepared repeats
         self._bind_plan = binding.BindPlan(self.signature)  # what every launch's binding reuses
         self._arg_names = frozenset(self.signature.arg_names)
-        self._staged = True if self.signature.tiles else None  # LaunchResult.staged of its own runs
+        # LaunchResult.staged of its own runs: kern-coalesce-views staged view accesses (the tiles of
+        # tiled contractions and privatized atomics are no staging of view accesses)
+        self._staged = True if self.signature.tiles and self.signature.staged else None
         # LaunchResult.shared of its own runs: False for the build that lowers them as indexed/atomic
         self._shared = module._compilation.options.shared if self.signature.shared_accesses else None
         self._prepared_shared = None  # LaunchResult.shared of the launch _prepared repeats

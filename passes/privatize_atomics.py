@@ -22,8 +22,9 @@ thread,
 
 ``K`` is chosen so that a block covers at least :attr:`items_per_element` items per element of the
 copy (``K = ceil(items_per_element * S / B)``, at most :attr:`max_items_per_thread`): the flush
-then costs at most ``1 / items_per_element`` global atomics per item (256 bins, 256 threads: 16
-items per thread, 4096 per block, at most 1/16 global atomic per item; 2^20 equal bytes make 256).
+then costs at most one global atomic per element and block: ``1 / items_per_element`` per item in
+full blocks (256 bins, 256 threads: 16 items per thread, 4096 per block, at most 1/16 global atomic
+per item once every block is full; 2^20 equal bytes make 256; a problem of 300 items still up to 256).
 Only updates that commute exactly are privatized (integer add, min, max, or, and; float min/max,
 one total order), so the result is bitwise the one without the pass; a float add is not (summed
 per block first, it would round differently from the item-order sum of the CPU interpreter).
@@ -283,7 +284,7 @@ class PrivatizeAtomics(Pass):
             self._remark(ops[0], f"privatizing the atomic updates of '{name}' ({S} x {dtype}, {nbytes} bytes): "
                                  f"a per-block copy in workgroup memory updated with workgroup atomics, "
                                  f"then one global atomic per changed element per block; each thread runs "
-                                 f"{K} item{'s' if K != 1 else ''} ({BK} per block, at most {S / BK:.3g} global atomics per item)")
+                                 f"{K} item{'s' if K != 1 else ''} ({BK} per block: at most one global atomic per element and block, {S / BK:.3g} per item in full blocks)")
         sig.tiles = [[sig.problem_size, BK]]
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
         mapping = ItemMapping(B, (sig.problem_size,), (BK,), K, f"({B},{K}):(1,{B})", True)

@@ -33,7 +33,17 @@ def main(argv=None) -> int:
     ap.add_argument("--scipy", action="store_true", help="compare with scipy.optimize.least_squares")
     ns = ap.parse_args(argv)
 
-    problem = bal.read_bal(ns.file)
+    try:
+        problem = bal.read_bal(ns.file)
+    except (OSError, bal.BALError) as err:
+        ap.error(str(err))
+    if ns.device == "cuda":
+        try:
+            import cupy
+
+            cupy.cuda.runtime.getDeviceCount()
+        except Exception as err:  # noqa: BLE001 (no CuPy, no driver, no device)
+            ap.error(f"no usable CUDA device ({type(err).__name__}); use --device cpu")
     C, Np, M = problem.sizes
     print(f"{os.path.basename(ns.file)}: {C} cameras, {Np} points, {M} observations")
     if ns.ops == "numpy":
@@ -49,8 +59,11 @@ def main(argv=None) -> int:
         callback=lambda i, s: print(f"  iteration {i + 1:2d}: cost {s.cost:.10g}  lambda {s.lam:.3g}  "
                                     f"{s.cg_iterations} CG  {'accepted' if s.accepted else 'rejected'}"))
     dt = time.perf_counter() - t0
-    print(f"cost {out.initial_cost:.6g} -> {out.cost:.10g}, RMS reprojection error {out.rms:.4f} px, "
-          f"{len(out.history)} iterations, {1e3 * dt / max(1, len(out.history)):.1f} ms per iteration")
+    start_rms = (2.0 * out.initial_cost / (2 * M)) ** 0.5 if M else 0.0
+    per = f", {1e3 * dt / len(out.history):.1f} ms per iteration" if out.history else ""
+    launches = f", {ops.launches} kernel launches" if hasattr(ops, "launches") else ""
+    print(f"cost {out.initial_cost:.6g} -> {out.cost:.10g}, RMS reprojection error {start_rms:.4f} -> "
+          f"{out.rms:.4f} px, {len(out.history)} iteration{"" if len(out.history) == 1 else "s"}{per}{launches}")
     ok = out.cost <= out.initial_cost
     if ns.scipy:
         from scipy_reference import solve_with_scipy

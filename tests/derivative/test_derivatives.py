@@ -320,3 +320,18 @@ def test_remarks_say_how_each_loop_is_reversed(tmp_path):
     assert lines[0].startswith(f"{src}:3:9: remark: k_grad: loop reversed by recomputation") and "'acc'" in lines[0]
     assert lines[1].startswith(f"{src}:4:9: remark: k_grad: loop reversed in O(n)")
     assert _cli("grad", str(src), "--kernel", "k").stderr == ""
+
+
+@pytest.mark.parametrize("wrt, message", [
+    (5, "wrt must be parameter names (a sequence of str or \"x,a\"), got int"),
+    (("a", "a"), "wrt names 'a' more than once"),
+    ("a,b,a", "wrt names 'a' more than once"),
+    ("", "wrt names no parameter of kernel 'resid'"),
+    (" , ", "wrt names no parameter of kernel 'resid'"),
+])
+def test_bad_wrt_requests_are_located_errors(wrt, message):
+    # a new-user trial: an int raised a bare TypeError, a repeated name was silently accepted
+    src = "kernel resid(a: f64, b: f64, x: f64[n] read, r: f64[n] write) over n { r = a * exp(b * x); }"
+    with pytest.raises(kernc.CompileError) as e:
+        kernc.derivative_source(src, kernel="resid", wrt=wrt)
+    assert message in str(e.value)
