@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     per = f", {1e3 * dt / len(out.history):.1f} ms per iteration" if out.history else ""
     launches = f", {ops.launches} kernel launches" if hasattr(ops, "launches") else ""
     print(f"cost {out.initial_cost:.6g} -> {out.cost:.10g}, RMS reprojection error {start_rms:.4f} -> "
-          f"{out.rms:.4f} px, {len(out.history)} iteration{"" if len(out.history) == 1 else "s"}{per}{launches}")
+          f"{out.rms:.4f} px, {len(out.history)} iteration{'' if len(out.history) == 1 else 's'}{per}{launches}")
     ok = out.cost <= out.initial_cost
     if ns.scipy:
         from scipy_reference import solve_with_scipy
