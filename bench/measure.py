@@ -721,7 +721,7 @@ def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
     from kernc.backend.toolkit import ptxas_path, run_ptxas
     from kernc.passes.mma_contractions import MIN_SM, sm_number
 
-    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"]
+    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"][0]  # (the first gemm shape)
     tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
     entry: dict = {"source": "examples/gemm_f16.kern", "kernel": "gemm_f16", "shape": [M, K, N],
                    "dtype": "f16 (f32 sums)", "arch": tc_arch}

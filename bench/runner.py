@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from . import histogram, interp, measure, reductions, tools
+from . import bundle_adjustment, histogram, interp, measure, reductions, tools
 from .options import build_parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -215,6 +215,8 @@ def collect(ns) -> dict:
             except Exception as err:  # noqa: BLE001
                 results["histogram"] = {"error": _err(err)}
         results["memory_reductions"] = reductions.measure(examples_dir, quick)  # issue 21 (bench/reductions.py)
+        # time per LM iteration of examples/bundle_adjustment (CPU; CuPy when a device is present)
+        results["bundle_adjustment"] = bundle_adjustment.run(examples_dir, quick, gpu=not ns.no_gpu)
         # gemm with and without kern-tile-contractions: CPU-interpreter counters and ptxas -v
         if os.path.exists(os.path.join(examples_dir, "gemm.kern")):
             results["memory_contractions"] = measure.contraction_traffic(examples_dir, quick, ns.arch)
@@ -538,6 +540,7 @@ def render(results: dict) -> str:
     parts += interp.render(results)
     parts += histogram.render(results)
     parts += reductions.render(results)
+    parts += bundle_adjustment.render(results)
 
     lp = results.get("launch")
     if lp:

@@ -106,7 +106,14 @@ def derivative_source(text: str, filename: str, kernel: str, wrt=None, mode: str
     pk = _check_kernel(program, prepared_text, filename)
 
     # 2. the derivative kernel
-    decls = [P.param(p) if p.name not in outputs else _read_form(p, k, text, mode) for p in k.params]
+    # every output of K is taken but never written: an integer one too (declared `write sum` or
+    # `write max` it would be filled by the launcher)
+    decls = [_read_form(p, k, text, mode) if p.name in outputs or _is_output_buffer(p, k) else P.param(p)
+             for p in k.params]
+    for y in outputs:
+        buf, kind = _kind(params[y], k)
+        if not buf.is_view and getattr(kind, "reduce", "add") != "add":
+            raise _no_dual(params[y], kind, text, f"{'seed' if mode == 'grad' else 'tangent'} of an output")
     if mode == "grad":
         decls += [_seed(params[y], plan.seeds[y], k, text) for y in outputs]
         decls += [_gradient(params[x], plan.grads[x], k, text) for x in wrt]
@@ -249,6 +256,11 @@ def _outputs(k: A.Kernel, text: str) -> list:
                              "derivative is not defined per item", sym.node, text)
             out.append(sym.name)
     return out
+
+
+def _is_output_buffer(p, k: A.Kernel) -> bool:
+    sym = next(s for s in k.info.params if s.name == p.name)
+    return sym.kind == "buffer" and sym.buffer is not None and sym.buffer.is_output
 
 
 def _written_views(k: A.Kernel) -> set:

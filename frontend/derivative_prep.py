@@ -226,8 +226,12 @@ class Prepare:
         if constant(e) and not isinstance(e.ty, T.VectorType):
             return P.operand(e)
         text = self.node(e, fn, out)
-        if top or not is_float(e.ty):
+        if top:
             return text
+        if not is_float(e.ty):
+            # an integer or bool operation stays inline: as an operand it keeps its parentheses
+            # (`(j + 1) % 3` is not `j + 1 % 3`)
+            return f"({text})" if isinstance(e, (A.Unary, A.Binary)) else text
         t = self.names.fresh("t")
         out.append(typed_let(t, e.ty, text))
         return t

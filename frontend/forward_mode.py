@@ -62,6 +62,8 @@ class Forward:
         if t.kind == "view":
             if s.atomic is not None and s.atomic != "add":
                 raise error(f"the atomic min/max update of '{t.name}' has no derivative", s, self.source)
+            if s.op not in ("=", "+=", "-="):  # (a product rule needs the view's old value: as grad)
+                raise error(f"'{s.op}' on the view '{t.name}' has no derivative kernel yet", s, self.source)
             dot = self.plan.outputs_dot[t.name]
             target = f"{dot}.atomic({t.coords[t.coords.index('(') + 1:-1]})" if s.atomic else f"{dot}{t.coords}"
             return [f"{target} {s.op} {self.tangent(s.value, t.ty)};"]

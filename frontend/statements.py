@@ -274,6 +274,13 @@ class StatementChecks(CheckerBase):
                 self.error(f"operator '{op}' cannot update output '{sym.name}'; use '=', '+=' or '-='",
                            s.loc, hint="compute the value in a `let` variable first")
                 return
+            if op != "=" and getattr(b.kind, "reduce", "add") != "add":
+                # (`write max` takes each item's value; an update of the item's pending value is no
+                # maximum of anything the reader could name)
+                self.error(f"operator '{op}' cannot update the '{b.kind.name}' output '{sym.name}': it "
+                           f"takes each item's value with '='", s.loc,
+                           hint=f"compute the value in a `let` variable, then `{sym.name} = value;`")
+                return
         elif sym.kind in ("scalar", "fnparam"):
             self.error(f"cannot assign to parameter '{sym.name}'", base.loc,
                        hint=f"copy it into a variable: `let {sym.name}2 = {sym.name};`")

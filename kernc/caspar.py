@@ -22,9 +22,11 @@ def rows(n: int, dtype) -> int:
 
 def to_caspar(x) -> np.ndarray:
     """The Caspar host array ``(rows, M)`` of the elements ``x``, shape ``(M, N)`` with ``N >= 2``,
-    any dtype kernc stores (its dtype is kept; a C-contiguous copy). Raises ``ValueError`` for
-    another rank or ``N < 2``."""
+    any integer or float dtype (kept; a C-contiguous copy). Raises ``ValueError`` for another
+    rank, ``N < 2`` or another dtype kind."""
     x = np.asarray(x)
+    if x.dtype.kind not in "fiu":
+        raise ValueError(f"to_caspar takes integer or float elements (the types kernc stores), got {x.dtype}")
     if x.ndim != 2 or x.shape[1] < 2:
         raise ValueError(f"to_caspar takes elements of shape (M, N) with N >= 2, got shape {x.shape}")
     M, N = x.shape
@@ -39,6 +41,10 @@ def from_caspar(a, n: int) -> np.ndarray:
     """The elements ``(M, n)`` held by the Caspar host array ``a`` (shape ``(rows, M)``, as
     :func:`to_caspar` gives). Raises ``ValueError`` when ``a``'s shape does not fit ``n``."""
     a = np.asarray(a)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise ValueError(f"from_caspar's component count must be an integer, got {n!r}")
+    if a.dtype.kind not in "fiu":
+        raise ValueError(f"from_caspar takes integer or float arrays, got {a.dtype}")
     if a.ndim != 2 or n < 2 or a.shape[0] != rows(n, a.dtype):
         raise ValueError(f"a Caspar array of {n}-component {a.dtype} elements has shape "
                          f"({rows(n, a.dtype) if n >= 2 else '?'}, M), got {a.shape}")

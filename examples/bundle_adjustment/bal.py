@@ -55,9 +55,13 @@ class BALProblem:
 def read_bal(path: str) -> BALProblem:
     """Parse the BAL file at ``path``. Raises :class:`BALError` (file and line) on malformed input:
     a missing or extra number, a negative count, an index out of range, a non-finite value."""
-    with open(path, encoding="ascii") as f:
-        tokens = []  # (value text, line number)
-        for no, line in enumerate(f, 1):
+    tokens = []  # (value text, line number)
+    with open(path, "rb") as f:
+        for no, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("ascii")
+            except UnicodeDecodeError:
+                raise BALError(f"{path}:{no}: not ASCII text") from None
             tokens.extend((tok, no) for tok in line.split())
     pos = 0
 
@@ -83,6 +87,10 @@ def read_bal(path: str) -> BALProblem:
             raise BALError(f"{path}:{no}: {what} must be in [0, 2^31), got {n}")
         counts.append(n)
     C, Np, M = counts
+    need = 3 + 4 * M + 9 * C + 3 * Np  # (checked before allocating: a count may be huge)
+    if len(tokens) < need:
+        raise BALError(f"{path}: {C} cameras, {Np} points and {M} observations need {need} numbers, "
+                       f"the file has {len(tokens)}")
     cam_idx = np.empty(M, np.uint32)
     pt_idx = np.empty(M, np.uint32)
     observed = np.empty((M, 2), np.float64)

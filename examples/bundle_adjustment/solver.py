@@ -102,6 +102,9 @@ def levenberg_marquardt(ops, x0, cam_idx, pt_idx, *, max_iterations: int = 30, l
     cost = 0.5 * float(np.vdot(r, r))
     result = Result(x, cost, 0.0, cost)
     lam, nu = lam0, 2.0
+    if r.size == 0 or cost == 0.0:  # nothing observed, or already exact: nothing to improve
+        result.rms = 0.0
+        return result
     for it in range(max_iterations):
         g = ops.vjp(x, r)                                       # J^T r
         Jc, Jp = jacobian_blocks(ops, x, C, Np, cam_idx, pt_idx)
@@ -129,7 +132,10 @@ def levenberg_marquardt(ops, x0, cam_idx, pt_idx, *, max_iterations: int = 30, l
         k = 0
         for k in range(1, cg_max + 1):
             Ap = normal(p)
-            alpha = rz / _dot(p, Ap)
+            pAp = _dot(p, Ap)
+            if not pAp > 0:  # (a direction the damped normal equations do not see)
+                break
+            alpha = rz / pAp
             s = _axpy(alpha, p, s)
             res = _axpy(-alpha, Ap, res)
             if np.sqrt(_dot(res, res)) <= cg_tol * bnorm:

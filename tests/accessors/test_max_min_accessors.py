@@ -147,3 +147,10 @@ def test_ptx_assembles(arch):
     assert ("red.relaxed.gpu.global.min.u32" in um or "atom.relaxed.gpu.global.min.u32" in um)
     result = toolkit.run_ptxas(ptx, arch=arch)
     assert result.ok, result.log
+
+
+@pytest.mark.parametrize("decl, stmt", [("o: f32[1] write max", "o += x;"), ("o: i32[nb] write block_min", "o -= 1;")])
+def test_max_min_outputs_take_only_assignment(decl, stmt):
+    # a breaker trial: `+=` compiled and gave -inf / 2147483646
+    with pytest.raises(kernc.CompileError, match="it takes each item's value with '='"):
+        kernc.compile(f"kernel k(x: f32[n] read, {decl}) over n {{ {stmt} }}")

@@ -335,3 +335,72 @@ def test_bad_wrt_requests_are_located_errors(wrt, message):
     with pytest.raises(kernc.CompileError) as e:
         kernc.derivative_source(src, kernel="resid", wrt=wrt)
     assert message in str(e.value)
+
+
+# ---- from a breaker trial: the derivative text kept integer/bool operands unparenthesised ----------
+
+PRECEDENCE = """
+kernel k(x: f64[n] read, j: i32[n] read, y: f64[n] write) over n {
+    y = x * f64((j + 1) % 3) + x * f64(j - (j - 2)) + x * f64(12 / (j * 2 + 1)) + x * f64(-(j - 1));
+}
+kernel c(x: f64[n] read, w: f64[n] read, y: f64[n] write) over n {
+    let s = x;
+    if (x > 1.0 || x < -1.0) && w > 0.0 { s = x * x; }
+    y = s;
+}
+kernel v(x: f64[M, N] view, y: f64[M, N] view) over (i, j) in (M, N) {
+    y[i, j] = x[(i + 1) % M, j] * x[(i + 1) % M, j];
+}
+"""
+
+
+def test_integer_and_bool_operands_keep_their_parentheses():
+    j = np.array([0, 1, 2, 3], np.int32)
+    x = np.ones(4)
+    want = ((j + 1) % 3) + 2 + 12 // (2 * j + 1) - (j - 1)
+    g = kernc.grad(PRECEDENCE, kernel="k", wrt="x")
+    xb = np.zeros(4)
+    g.k_grad(x=x, j=j, y=np.zeros(4), y_bar=np.ones(4), x_bar=xb)
+    np.testing.assert_array_equal(xb, want)
+    jv = kernc.jvp(PRECEDENCE, kernel="k", wrt="x")
+    yd = np.zeros(4)
+    jv.k_jvp(x=x, j=j, y=np.zeros(4), x_dot=np.ones(4), y_dot=yd)
+    np.testing.assert_array_equal(yd, want)
+    assert "j + 1 % 3" not in kernc.derivative_source(PRECEDENCE, kernel="k", wrt="x")
+    # (a || b) && c is not a || (b && c): x = 2, w = -1 takes the else path (derivative 1)
+    xs, ws = np.array([2.0, 2.0, 0.5]), np.array([1.0, -1.0, 1.0])
+    g = kernc.grad(PRECEDENCE, kernel="c", wrt="x")
+    xb = np.zeros(3)
+    g.c_grad(x=xs, w=ws, y=np.zeros(3), y_bar=np.ones(3), x_bar=xb)
+    np.testing.assert_array_equal(xb, [4.0, 1.0, 1.0])
+    # a view coordinate (i + 1) % M stays in bounds in the gradient kernel
+    M, N = 3, 2
+    xv = np.arange(1.0, 7.0).reshape(M, N)
+    g = kernc.grad(PRECEDENCE, kernel="v", wrt="x")
+    xb = np.zeros((M, N))
+    g.v_grad(x=xv, y=np.zeros((M, N)), y_bar=np.ones((M, N)), x_bar=xb)
+    np.testing.assert_allclose(xb, 2 * xv)
+
+
+def test_jvp_refuses_what_grad_refuses():
+    with pytest.raises(CompileError, match="accessor 'max', which has no dual"):
+        kernc.jvp("kernel k(x: f64[n] read, o: f64[1] write max) over n { o = x * x; }", kernel="k")
+    with pytest.raises(CompileError, match="'\\*=' on the view 'y' has no derivative kernel yet"):
+        kernc.jvp("kernel k(x: f64[n] read, y: f64[n] view) over n { y[thread_id] = x; y[thread_id] *= x; }",
+                  kernel="k", wrt="x")
+
+
+def test_integer_outputs_are_not_refilled_by_the_derivative_kernels():
+    src = ("kernel k(x: f64[n] read, c: i32[1] write sum, m: i32[1] write max, z: f64[n] write) over n "
+           "{ c = 1; m = i32(thread_id); z = x * x; }")
+    x = np.array([1.0, 2.0])
+    c, m = np.array([2], np.int32), np.array([1], np.int32)
+    g = kernc.grad(src, kernel="k", wrt="x")
+    xb = np.zeros(2)
+    g.k_grad(x=x, c=c, m=m, z=np.zeros(2), z_bar=np.ones(2), x_bar=xb)
+    np.testing.assert_array_equal(xb, 2 * x)
+    jv = kernc.jvp(src, kernel="k", wrt="x")
+    zd = np.zeros(2)
+    jv.k_jvp(x=x, c=c, m=m, z=np.zeros(2), x_dot=np.ones(2), z_dot=zd)
+    np.testing.assert_array_equal(zd, 2 * x)
+    assert c[0] == 2 and m[0] == 1

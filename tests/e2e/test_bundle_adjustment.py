@@ -51,7 +51,8 @@ def test_bal_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("text, where", [
-    ("1 1 1\n0 0 1.0 2.0\n" + "0\n" * 9 + "0\n0\n", "file ends before coordinate 2 of point 0"),
+    ("1 1 1\n0 0 1.0 2.0\n" + "0\n" * 9 + "0\n0\n", ": 1 cameras, 1 points and 1 observations need 19 numbers, the file has 18"),
+    ("0 0 2147483647\n", "need 8589934591 numbers, the file has 3"),  # checked before allocating 32 GiB
     ("1 1 1\n0 3 1.0 2.0\n" + "0\n" * 12, ":2: point index 3 of observation 0 is outside [0, 1)"),
     ("1 1 1\n0 0 1.0 nan\n" + "0\n" * 12, ":2: y of observation 0 is not finite"),
     ("1 1 -1\n", ":1: the number of observations must be in [0, 2^31)"),
@@ -65,6 +66,20 @@ def test_bal_errors_name_the_line(tmp_path, text, where):
         bal.read_bal(str(path))
     assert where in str(e.value)
     assert str(path) in str(e.value)
+
+
+def test_bal_not_ascii(tmp_path):
+    path = tmp_path / "u.bal"
+    path.write_bytes(b"1 1 1\n0 0 1.0 2\xc3\xa9\n")
+    with pytest.raises(bal.BALError, match=":2: not ASCII text"):
+        bal.read_bal(str(path))
+
+
+def test_lm_on_an_empty_problem():
+    empty = (np.zeros((0, 9)), np.zeros((0, 3)))
+    idx = np.zeros(0, np.uint32)
+    out = levenberg_marquardt(NumpyOps(idx, idx, np.zeros((0, 2))), empty, idx, idx)
+    assert out.cost == 0.0 and out.history == [] and out.rms == 0.0
 
 
 @pytest.mark.parametrize("n, dtype, want_rows", [(2, np.float64, 2), (3, np.float64, 4), (9, np.float64, 9),
@@ -85,6 +100,15 @@ def test_caspar_matches_the_kernel_layout():
     flat = to_caspar(x).reshape(-1)
     assert flat[2 * 3 + 1 * 2 + 0] == x[1, 2]      # chunk 1 (row 2), element 1, component 0
     assert flat[8 * 3 + 2] == x[2, 8]              # chunk 4 (row 8, d=1), element 2
+
+
+def test_caspar_bad_types():
+    with pytest.raises(ValueError, match="integer or float elements"):
+        to_caspar(np.zeros((3, 2), dtype=object))
+    with pytest.raises(ValueError, match="integer or float elements"):
+        to_caspar(np.zeros((3, 2), dtype=bool))
+    with pytest.raises(ValueError, match="component count must be an integer, got 2.5"):
+        from_caspar(np.zeros((2, 3)), 2.5)
 
 
 def test_caspar_bad_shapes():
