@@ -96,6 +96,8 @@ def derivative_source(text: str, filename: str, kernel: str, wrt=None, mode: str
     if not names.exact(derived):
         raise _error(f"the name '{derived}' of the derivative kernel is already taken", k, text)
 
+    _check_updates(k, outputs, text)  # (located in the user's source, not the prepared copy)
+
     # 1. inline functions, one float operation per statement; check that
     prep_name = names.fresh(f"{kernel}_prepared")
     prepare = Prepare(program, k, names)
@@ -256,6 +258,21 @@ def _outputs(k: A.Kernel, text: str) -> list:
                              "derivative is not defined per item", sym.node, text)
             out.append(sym.name)
     return out
+
+
+def _check_updates(k: A.Kernel, outputs: list, text: str) -> None:
+    """The updates of float outputs neither mode differentiates, as errors at the user's statement:
+    an atomic min/max of a view, and an operator other than ``=``, ``+=``, ``-=`` on an output."""
+    for s in A.iter_nodes(k.body):
+        if not isinstance(s, A.Assign) or s.sym is None or s.sym.name not in outputs:
+            continue
+        buf = s.sym.buffer
+        what = "view" if buf is not None and buf.is_view else "output"
+        if getattr(s, "atomic", None) not in (None, "add"):
+            raise _error(f"the atomic min/max update of '{s.sym.name}' has no derivative", s, text)
+        if s.op not in ("=", "+=", "-="):
+            raise _error(f"'{s.op}' on the {what} '{s.sym.name}' has no derivative kernel yet", s, text,
+                         hint="compute the value in a 'let' and assign it")
 
 
 def _is_output_buffer(p, k: A.Kernel) -> bool:

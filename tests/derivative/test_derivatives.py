@@ -404,3 +404,16 @@ def test_integer_outputs_are_not_refilled_by_the_derivative_kernels():
     jv.k_jvp(x=x, c=c, m=m, z=np.zeros(2), x_dot=np.ones(2), z_dot=zd)
     np.testing.assert_array_equal(zd, 2 * x)
     assert c[0] == 2 and m[0] == 1
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_unsupported_updates_are_located_in_the_users_source(mode):
+    # new-user and breaker trials: these errors named lines of the prepared copy (line 5 of 3)
+    src = "// a comment\n\nkernel k(x: f64[n] read, y: f64[n] view) over n {\n    y[thread_id] = x;\n    y[thread_id] *= x;\n}\n"
+    with pytest.raises(CompileError) as e:
+        getattr(kernc, mode)(src, kernel="k", wrt="x", filename="u.kern")
+    assert "u.kern:5:18: error: '*=' on the view 'y' has no derivative kernel yet" in str(e.value)
+    src = "kernel r(m: f32[R, C] view, out: f32[R] view) over (i, j) in (R, C) {\n    out.atomic_max(i) = m[i, j];\n}\n"
+    with pytest.raises(CompileError) as e:
+        getattr(kernc, mode)(src, kernel="r", filename="r.kern")
+    assert "r.kern:2:23: error: the atomic min/max update of 'out' has no derivative" in str(e.value)
