@@ -338,7 +338,10 @@ class StatementChecks(CheckerBase):
         if index is not None:
             base.ty = ttype
             if not isinstance(ttype, T.VectorType):
-                self.error(f"cannot index '{sym.name}' of scalar type '{ttype}'", target.loc)
+                hint = (f"a buffer's name is the thread's element; coordinate access {sym.name}[i] needs a "
+                        f"'view' buffer (`{sym.name}: ... view`, then e.g. `{sym.name}.atomic(i) += v` "
+                        f"where items may share an element)") if b is not None else None
+                self.error(f"cannot index '{sym.name}' of scalar type '{ttype}'", target.loc, hint=hint)
                 return
             if not self.component_index(index, ttype.n):
                 return
