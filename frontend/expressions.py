@@ -466,8 +466,13 @@ class ExpressionChecks(CheckerBase):
             if sym is not None:
                 self.error(f"'{f}' is not a function", e.loc)
             else:
+                hint = None
+                if not did_you_mean(f, list(BUILTIN_FUNCS) + list(T.SCALARS)):
+                    hint = (f"the builtins: {', '.join(sorted(BUILTIN_FUNCS))}"
+                            + ("; x to the power p is exp(p * log(x))" if f in ("pow", "powf") else "")
+                            + "; or define it: `fn NAME(p: T) -> T { ... }`")
                 self.error(f"unknown function '{f}'"
-                           + did_you_mean(f, list(BUILTIN_FUNCS) + list(T.SCALARS)), e.loc)
+                           + did_you_mean(f, list(BUILTIN_FUNCS) + list(T.SCALARS)), e.loc, hint=hint)
             return None
         arity = BUILTIN_FUNCS[f]
         types = [self.expr(a) for a in e.args]
