@@ -681,6 +681,22 @@ def _render_shared_vs_indexed(sv) -> list[str]:
         "  indices:", *(f"    {k}: {v}" for k, v in sv["patterns"].items())]
 
 
+def _variant_rows(job: str, e: dict) -> list[list]:
+    """The table rows of one contraction job (one per build variant, or its error): the job and its
+    shape, the variant, load sectors per output and per request, shared requests, bank conflicts,
+    registers and spill bytes."""
+    shape = "x".join(str(d) for d in e.get("shape", ()))
+    if "error" in e:
+        return [[job, shape, f"error: {e['error']}"]]
+    rows = []
+    for i, (variant, m) in enumerate(e["variants"].items()):
+        spill = "n/a" if m["spill_stores_bytes"] is None else f"{m['spill_stores_bytes']}+{m['spill_loads_bytes']}"
+        rows.append([job if i == 0 else "", shape if i == 0 else "", variant,
+                     f"{m['load_sectors_per_output']:.3g}", _sectors_cell(m, "load"), m["shared_requests"],
+                     m["shared_bank_conflicts"], m["registers"] if m["registers"] is not None else "n/a", spill])
+    return rows
+
+
 def _render_memory_contractions(con) -> list[str]:
     """The gemm rows with and without ``kern-tile-contractions`` (nothing when the results hold
     none: an older results file, or no examples/gemm.kern)."""
@@ -690,16 +706,9 @@ def _render_memory_contractions(con) -> list[str]:
                  "CPU-interpreter global-load sectors per output, ptxas -v registers and spill bytes"]
     rows, notes = [], []
     for job, e in con.items():
-        shape = "x".join(str(d) for d in e.get("shape", ()))
+        rows += _variant_rows(job, e)
         if "error" in e:
-            rows.append([job, shape, f"error: {e['error']}"])
             continue
-        for i, (variant, m) in enumerate(e["variants"].items()):
-            spill = ("n/a" if m["spill_stores_bytes"] is None
-                     else f"{m['spill_stores_bytes']}+{m['spill_loads_bytes']}")
-            rows.append([job if i == 0 else "", shape if i == 0 else "", variant,
-                         f"{m['load_sectors_per_output']:.3g}", _sectors_cell(m, "load"), m["shared_requests"],
-                         m["shared_bank_conflicts"], m["registers"] if m["registers"] is not None else "n/a", spill])
         notes.append(f"  {job}: untiled / tiled sectors {_x(e.get('sectors_ratio_untiled_to_tiled'))}; the "
                      f"classic tiled kernel (one output per thread{', of the im2col GEMM' if 'conv' in job else ''}) "
                      f"would load "
@@ -719,16 +728,9 @@ def _render_tensor_cores(tc) -> list[str]:
                  "CPU-interpreter global-load sectors per output, ptxas -v registers and spill bytes"]
     rows, notes = [], []
     for job, e in tc.items():
-        shape = "x".join(str(d) for d in e.get("shape", ()))
+        rows += _variant_rows(job, e)
         if "error" in e:
-            rows.append([job, shape, f"error: {e['error']}"])
             continue
-        for i, (variant, m) in enumerate(e["variants"].items()):
-            spill = ("n/a" if m["spill_stores_bytes"] is None
-                     else f"{m['spill_stores_bytes']}+{m['spill_loads_bytes']}")
-            rows.append([job if i == 0 else "", shape if i == 0 else "", variant,
-                         f"{m['load_sectors_per_output']:.3g}", _sectors_cell(m, "load"), m["shared_requests"],
-                         m["shared_bank_conflicts"], m["registers"] if m["registers"] is not None else "n/a", spill])
         notes.append(f"  {job} ({e.get('arch')}): within 1e-3*sqrt(K) of f64: {e['within_f64']}; results bitwise "
                      f"equal on the CPU: {e['bitwise_equal']}")
     lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",

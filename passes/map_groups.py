@@ -51,7 +51,7 @@ from kernc.support.mlir import dialect, ir
 from . import ir_builder as b
 from .base import Pass, functions, internal, option, walk_ops
 from .to_gpu import GUARD_ATTR
-from .workgroup import WARP, KernelContext, source_location
+from .workgroup import WARP, KernelContext, emit_remark, source_location
 
 arith = dialect("arith")
 gpu = dialect("gpu")
@@ -118,10 +118,7 @@ class MapGroups(Pass):
                 _Kernel(self, fn, reductions).run()
 
     def remark(self, op, text: str) -> None:
-        if self.remarks is not None:
-            where = source_location(op.location)
-            self.remarks(f"{where.filename}:{where.line}:{where.column}: remark: {text}" if where
-                         else f"<unknown>: remark: {text}")
+        emit_remark(self.remarks, op, text)
 
 
 class _Kernel:

@@ -65,7 +65,7 @@ from . import ir_builder as b
 from .base import Pass, functions, internal, option
 from .targets import PTX_VERSION
 from .tile_contractions import Decline, _Analysis, _clone, _slice
-from .workgroup import SHARED_LIMIT, WARP, KernelContext, source_location
+from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
 nvgpu = dialect("nvgpu")
@@ -167,8 +167,7 @@ class MmaContractions(Pass):
     remarks: Callable[[str], None] | None = internal(None)
 
     def _remark(self, op, text: str) -> None:
-        if self.remarks is not None:
-            self.remarks(f"{source_location(op.location) or '<unknown>'}: remark: {text}")
+        emit_remark(self.remarks, op, text)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for fn in functions(module, {"gpu.func"}):

@@ -53,7 +53,7 @@ from kernc.support.mlir import dialect, ir
 from . import ir_builder as b
 from .base import Pass, functions, internal, option, walk_ops
 from .to_gpu import GUARD_ATTR
-from .workgroup import KernelContext, source_location
+from .workgroup import KernelContext, emit_remark
 
 gpu = dialect("gpu")
 arith = dialect("arith")
@@ -127,8 +127,7 @@ class PrivatizeAtomics(Pass):
     remarks: Callable[[str], None] | None = internal(None)
 
     def _remark(self, op, text: str) -> None:
-        if self.remarks is not None:
-            self.remarks(f"{source_location(op.location) or '<unknown>'}: remark: {text}")
+        emit_remark(self.remarks, op, text)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for fn in functions(module, {"gpu.func"}):

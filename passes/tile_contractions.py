@@ -91,7 +91,7 @@ from kernc.support.mlir import dialect, ir
 from . import ir_builder as b
 from .base import Pass, functions, internal, option, walk_ops
 from .to_gpu import GUARD_ATTR
-from .workgroup import SHARED_LIMIT, WARP, KernelContext, source_location
+from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
 
@@ -200,8 +200,7 @@ class TileContractions(Pass):
     remarks: Callable[[str], None] | None = internal(None)
 
     def _remark(self, op, text: str) -> None:
-        if self.remarks is not None:
-            self.remarks(f"{source_location(op.location) or '<unknown>'}: remark: {text}")
+        emit_remark(self.remarks, op, text)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         for fn in functions(module, {"gpu.func"}):

@@ -32,6 +32,13 @@ def source_location(loc) -> "SourceLocation | None":
     return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
 
 
+def emit_remark(remarks, op, text: str) -> None:
+    """Give ``remarks`` (a pass's ``remarks`` option: a callable, or ``None`` when ``--remarks`` is
+    off) the line ``file:line:col: remark: text`` at ``op``'s source location."""
+    if remarks is not None:
+        remarks(f"{source_location(op.location) or '<unknown>'}: remark: {text}")
+
+
 def chunks(ncomp: int, block: int, elem_bytes: int) -> list[range]:
     """The components ``0 .. ncomp - 1`` in runs whose staging by ``block`` threads, ``elem_bytes``
     each, fits :data:`STAGING_BUDGET` (at least one component per run)."""
