@@ -336,6 +336,8 @@ class Compilation:
                 kw["arch"] = self.options.arch
                 kw["wgmma"] = bool(self.options.wgmma)
             if self.options.remarks:
+                from kernc.passes.targets import WGMMA_ARCHS
+
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
                 if not self.options.coalesce:  # say why there is no decision to read
                     kw["remarks"](f"{filename}: remark: view accesses are not staged: kern-coalesce-views "
@@ -344,6 +346,9 @@ class Compilation:
                     kw["remarks"](f"{filename}: remark: contractions are not run on tensor cores: "
                                   + ("kern-mma-contractions is off (--no-tensor-cores)" if not self.options.tensor_cores
                                      else f"{self.options.arch} has no mma.sync m16n8k16 (sm_80 and later)"))
+                if n_d and self.uses_tensor_cores and not self.options.wgmma and self.options.arch in WGMMA_ARCHS:
+                    kw["remarks"](f"{filename}: remark: contractions are not run as warpgroup wgmma: "
+                                  "kern-wgmma-contractions is off (--no-wgmma); they take mma.sync")
                 if not self.options.tile and n_d:
                     kw["remarks"](f"{filename}: remark: contractions are not tiled: kern-tile-contractions "
                                   "is off (--no-tile)")
