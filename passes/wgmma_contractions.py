@@ -29,8 +29,8 @@ Instructions"):
    ``wgmma.commit_group``; ``wgmma.wait_group 0`` before the next chunk's barrier and stores (the
    pending ``wgmma`` read the tiles), and before the epilogue reads the accumulators.
 5. *Epilogue*: accumulator ``d_i`` (``i < BN/2``) of thread ``128q + 32w + 4g + t`` is item
-   ``(i0 + 64q + 16w + g + 8*((i>>1)&1), j0 + 8*(i>>2) + 2t + (i&1))`` (9.7.15.5.3 "Register
-   fragments", the wgmma D matrix of m64nN: the m16n8 C layout of each warp's 16 rows, repeated
+   ``(i0 + 64q + 16w + g + 8*((i>>1)&1), j0 + 8*(i>>2) + 2t + (i&1))`` (PTX ISA 9.7.15, "Register
+   Fragments", the wgmma D matrix of m64nN: the m16n8 C layout of each warp's 16 rows, repeated
    along N); the code after the loop runs for it under ``i < M && j < N``.
 
 The sums are not in the loop's order (the CPU interpreter's documented order:
@@ -273,7 +273,7 @@ class _WgmmaRewrite(_Rewrite):
                     else:
                         with b.if_(inside):
                             b.store(val, smem, slot)
-            # generic-proxy stores -> the async proxy wgmma reads through (PTX ISA 9.7.15.2: a
+            # generic-proxy stores -> the async proxy wgmma reads through (PTX ISA, "Async Proxy": a
             # fence.proxy.async is needed between them), then every thread's stores are in
             nvvm.FenceProxyOp(_attr("#nvvm.proxy_kind<async.shared>"), space=_attr("#nvvm.shared_space<cta>"))
             b.barrier()

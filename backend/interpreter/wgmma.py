@@ -10,7 +10,7 @@ Workgroup addresses (:func:`kernc.backend.interpreter.memory.workgroup_address`)
 of a block holds its workgroup buffers in attribution order, each at a multiple of 1024 bytes from
 1024; ``memref.extract_aligned_pointer_as_index`` of a workgroup buffer gives that address.
 
-``nvvm.wgmma.mma_async`` (PTX ISA 9.7.15.5, ``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}``,
+``nvvm.wgmma.mma_async`` (PTX ISA 9.7.15, ``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}``,
 A and B from shared memory, both K-major: ``row``/``col`` layouts, scales 1):
 
 - *Descriptors* (9.7.15.5.1): start address ``(d & 0x3FFF) << 4``, leading byte offset
@@ -23,13 +23,13 @@ A and B from shared memory, both K-major: ``row``/``col`` layouts, scales 1):
   bits 4.. XOR bits 7..). The swizzle works on absolute addresses, so the buffer must declare an
   alignment of at least the pattern's repeat (``8*T`` bytes) -- else ``KerncRuntimeError``. The
   descriptor must be the same in every thread of the warpgroup (9.7.15.5.1).
-- *Accumulators* (9.7.15.5.3, the D matrix of m64nN): register ``d_i`` (``i < N/2``) of thread
+- *Accumulators* (9.7.15, "Register Fragments": the D matrix of m64nN): register ``d_i`` (``i < N/2``) of thread
   ``32w + 4g + t`` of the warpgroup is element ``(16w + g + 8*((i >> 1) & 1), 8*(i >> 2) + 2t + (i & 1))``.
 - *Arithmetic*: products exact in f32 (f16/bf16 significands), ``D = C + sum_k A[m, k]*B[n, k]``
   summed in f32 from ``C``, ``k`` ascending, each addition rounded to nearest even (the interpreter's
   order; the ISA leaves the hardware's open).
 
-Async semantics modelled (9.7.15.6-7, ``wgmma.fence``, ``commit_group``, ``wait_group``), each a
+Async semantics modelled (9.7.15, the ``wgmma.fence``, ``commit_group``, ``wait_group``), each a
 ``KerncRuntimeError`` naming the op and its location when broken:
 
 - a ``wgmma.mma_async`` needs a ``wgmma.fence`` since the start or the last ``wait_group`` (the
@@ -212,7 +212,7 @@ def _check_read(acc: _Acc, what: str, loc: str) -> None:
         raise KerncRuntimeError(
             f"{what} (at {loc}) reads the accumulators of the wgmma.mma_async at {acc.rec.loc} before "
             "a wgmma.wait_group retired it: the registers are undefined until then (PTX ISA "
-            "9.7.15.7, wgmma.wait_group)")
+            "9.7.15, wgmma.wait_group)")
 
 
 @handles("llvm.extractvalue")
@@ -283,7 +283,7 @@ def _wait(tr, o):
                         raise KerncRuntimeError(
                             f"workgroup buffer '{buf.name}' that the wgmma.mma_async at {rec.loc} reads "
                             f"was overwritten before the wgmma.wait_group (at {loc}) that retires it "
-                            "(PTX ISA 9.7.15.7: the shared memory of a pending wgmma must not be "
+                            "(PTX ISA 9.7.15, wgmma.wait_group: the shared memory of a pending wgmma must not be "
                             "modified)")
                 rec.retired = True
         st.fenced = False  # the registers may be accessed now; the next wgmma needs a fence
@@ -360,7 +360,7 @@ def _mma_async(tr, o):
                 raise KerncRuntimeError(
                     f"wgmma.mma_async (at {loc}) reads workgroup buffer '{buf.name}' as {what}, "
                     "written by ordinary stores after the last fence.proxy.async.shared::cta (or with "
-                    "none): the async proxy wgmma reads through may not see them (PTX ISA 9.7.15.2)")
+                    "none): the async proxy wgmma reads through may not see them (PTX ISA, \"Async Proxy\")")
             vals.append(seen.astype(np.float32))
             reads.append((buf, idx, seen.copy()))
         return vals, reads
@@ -372,7 +372,7 @@ def _mma_async(tr, o):
         if not st.fenced:
             raise KerncRuntimeError(
                 f"wgmma.mma_async (at {loc}) without a wgmma.fence since the start or the last "
-                "wgmma.wait_group (PTX ISA 9.7.15.6: needed before the first wgmma and after the "
+                "wgmma.wait_group (PTX ISA 9.7.15, wgmma.fence: needed before the first wgmma and after the "
                 "accumulator registers were accessed)")
         acc = env[c]
         L = fr.L

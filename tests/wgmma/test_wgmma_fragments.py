@@ -1,5 +1,5 @@
 """The CPU interpreter's ``nvvm.wgmma.mma_async`` against the PTX ISA's formulas: descriptor fields
-(9.7.15.5.1), the K-major canonical layouts of each swizzle mode, the m64nN D fragment (9.7.15.5.3),
+(9.7.15.5.1), the K-major canonical layouts of each swizzle mode, the m64nN D fragment (9.7.15, "Register Fragments"),
 lane by lane, on a hand-written 128-thread kernel (one warpgroup, one m64n8k16 or m64n16k16)."""
 
 from __future__ import annotations
