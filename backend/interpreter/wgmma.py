@@ -45,6 +45,9 @@ Async semantics modelled (9.7.15, the ``wgmma.fence``, ``commit_group``, ``wait_
 
 All four are ``.sync.aligned``: every thread of a warpgroup (128 threads, blocks of whole warpgroups)
 executes them together. The state is per batch of blocks (which run in lockstep).
+
+Traffic: a ``wgmma``'s shared-memory reads go through the async proxy and are not counted in
+:class:`~kernc.backend.interpreter.traffic.RunStats` (no requests, no bank conflicts).
 """
 
 from __future__ import annotations

@@ -168,3 +168,24 @@ def test_ptxas_accepts_the_wgmma_ptx_for_sm_90a_without_spills(name):
     assert res.ok, res.log
     assert res.spills[name] == (0, 0), res.log
     assert res.registers[name] <= 255
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, K, N", [(1, 1, 1), (130, 15, 100), (257, 300, 129)])
+def test_gemm_on_a_hopper_gpu_matches_numpy(M, K, N):
+    """The same semantics on an sm_90 GPU's wgmma (CPU: test_gemm_on_wgmma_matches_numpy): within
+    1e-3 relative (scaled by sqrt(K)) of the f64 product; skipped on other GPUs (sm_90a code)."""
+    import cupy as cp
+
+    if cp.cuda.Device().compute_capability != "90":
+        pytest.skip("sm_90a code needs a compute capability 9.0 GPU")
+    mod = _mod("gemm_f16")
+    assert "wgmma.mma_async" in mod.ptx
+    a, b = _inputs(M, K, N, np.float16)
+    c = cp.full((M, N), np.nan, np.float32)
+    result = mod.gemm_f16(cp.asarray(a), cp.asarray(b), c)
+    cp.cuda.runtime.deviceSynchronize()
+    assert result.device == "cuda"
+    ref = example_reference("gemm_f16").gemm_f64(a, b)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+    assert np.all(np.abs(c.get() - ref) <= 1e-3 * math.sqrt(K) * np.maximum(scale, 1e-30) / K + 1e-30)
