@@ -189,3 +189,8 @@ def test_gemm_on_a_hopper_gpu_matches_numpy(M, K, N):
     ref = example_reference("gemm_f16").gemm_f64(a, b)
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     assert np.all(np.abs(c.get() - ref) <= 1e-3 * math.sqrt(K) * np.maximum(scale, 1e-30) / K + 1e-30)
+
+
+def test_wgmma_must_be_a_bool():
+    with pytest.raises(ValueError, match="wgmma must be True or False"):
+        kernc.compile("kernel k(x: f32[n] read, y: f32[n] write) over n { y = x; }", wgmma="yes")
