@@ -194,3 +194,30 @@ def test_gemm_on_a_hopper_gpu_matches_numpy(M, K, N):
 def test_wgmma_must_be_a_bool():
     with pytest.raises(ValueError, match="wgmma must be True or False"):
         kernc.compile("kernel k(x: f32[n] read, y: f32[n] write) over n { y = x; }", wgmma="yes")
+
+
+@pytest.mark.parametrize("block_n", [64, 16])
+def test_other_instruction_widths(monkeypatch, block_n):
+    """block_n (the N of m64nNk16) 64 and 16: other tiles, other D fragments, the same sums."""
+    from kernc.api import Module
+    from kernc.passes import pipeline
+    from kernc.passes.wgmma_contractions import WgmmaContractions
+
+    real = pipeline.kern_to_gpu
+
+    def narrow(**kw):
+        passes = real(**kw)
+        for p in passes:
+            if isinstance(p, WgmmaContractions):
+                p.block_n = block_n
+        return passes
+    monkeypatch.setattr(pipeline, "kern_to_gpu", narrow)
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    mod = Module(Compilation(text, "narrow.kern", CompileOptions(arch="sm_90a"), use_cache=False))
+    assert f"<m = 64, n = {block_n}, k = 16>" in mod._compilation.gpu_ir()
+    assert mod._compilation.signatures["gemm_f16"].tiles == [["M", 128], ["N", block_n]]
+    a, b = _inputs(70, 80, 90, np.float16)
+    c = np.full((70, 90), np.nan, np.float32)
+    assert mod.gemm_f16(a, b, c).grid == -(-90 // block_n)
+    np.testing.assert_array_equal(c, example_reference("gemm_f16").gemm_f32_sums(a, b))
+    assert toolkit.ptxas_path() is None or toolkit.run_ptxas(mod.ptx, "sm_90a").spills["gemm_f16"] == (0, 0)
