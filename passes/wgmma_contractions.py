@@ -33,6 +33,11 @@ Instructions"):
    Fragments", the wgmma D matrix of m64nN: the m16n8 C layout of each warp's 16 rows, repeated
    along N); the code after the loop runs for it under ``i < M && j < N``.
 
+Cost (ptxas ``sm_90a``, the gemm examples): 255 registers at ``block_n = 128`` (64 accumulators and
+the staging addresses), 134 at 64, 0 spills; 32 KiB of workgroup memory. The staging stores of the
+transposed operand (lanes along ``n``, 2-byte stores down 128-byte rows) conflict 4-way; the
+``k``-fastest operand's do not.
+
 The sums are not in the loop's order (the CPU interpreter's documented order:
 :mod:`kernc.backend.interpreter.wgmma`). Applies on ``sm_90a`` only (wgmma is an ``a``-feature of
 sm_90): on other targets the contraction is left to ``kern-mma-contractions``, with a remark; also
