@@ -33,8 +33,9 @@ Instructions"):
    Fragments", the wgmma D matrix of m64nN: the m16n8 C layout of each warp's 16 rows, repeated
    along N); the code after the loop runs for it under ``i < M && j < N``.
 
-Cost (ptxas ``sm_90a``, the gemm examples): 255 registers at ``block_n = 128`` (64 accumulators and
-the staging addresses), 134 at 64, 0 spills; 32 KiB of workgroup memory. The staging stores of the
+Cost (ptxas ``sm_90a``, the gemm examples): 101 registers at ``block_n = 128`` (64 accumulators; the
+staging is a loop over rounds of slots, not unrolled: unrolled, every round's address stayed live
+across the chunk loop, 255 registers), 60 at 64, 0 spills; 32 KiB of workgroup memory. The staging stores of the
 transposed operand (lanes along ``n``, 2-byte stores down 128-byte rows) conflict 4-way; the
 ``k``-fastest operand's do not.
 
@@ -254,14 +255,19 @@ class _WgmmaRewrite(_Rewrite):
                 acc0 = llvm_ops.insertvalue(acc0, init, [r])
         desc_a = self._descriptor(self.smem_a, b.mul(group, b.idx(WG_M * ROW_BYTES)))
         desc_b = self._descriptor(self.smem_b, None)
-        coop = [self._slots(s, x0, tid, E, B) for s in (p.a, p.b)]
         chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), [acc0])
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             b.barrier()  # every warpgroup's wgmma of the previous chunk waited for: the tiles are free
-            for s, smem, slots in zip((p.a, p.b), (self.smem_a, self.smem_b), coop):
+            for s, smem in zip((p.a, p.b), (self.smem_a, self.smem_b)):
                 T = s.op.results[0].type
-                for kk, x, ok, slot, inside in slots:
+                X = c.bm if s.side == 0 else c.bn
+                # a loop over the rounds of slots, not unrolled here: an unrolled staging keeps every
+                # round's addresses live across the chunk loop (255 registers at 128x128 tiles)
+                rounds = b.scf.ForOp(b.idx(0), b.idx(-(-c.bk * X // B)), b.idx(1))
+                with ir.InsertionPoint(rounds.body):
+                    e = b.add(tid, b.mul(rounds.induction_variable, b.idx(B)))
+                    kk, x, ok, slot, inside = self._slot(s, x0, e, E, X)
                     k = b.add(k0, kk)
                     m = dict(first)
                     m[plan.coords[plan.ij[s.side]]] = x
@@ -278,6 +284,7 @@ class _WgmmaRewrite(_Rewrite):
                     else:
                         with b.if_(inside):
                             b.store(val, smem, slot)
+                    b.scf.YieldOp([])
             # generic-proxy stores -> the async proxy wgmma reads through (PTX ISA, "Async Proxy": a
             # fence.proxy.async is needed between them), then every thread's stores are in
             nvvm.FenceProxyOp(_attr("#nvvm.proxy_kind<async.shared>"), space=_attr("#nvvm.shared_space<cta>"))
@@ -333,31 +340,26 @@ class _WgmmaRewrite(_Rewrite):
         rest = descriptor(0, 16, ATOM_BYTES, SWIZZLE_128B)
         return b.arith.OrIOp(start, _i64(rest - (1 << 64) if rest >= 1 << 63 else rest)).result
 
-    def _slots(self, s, x0, tid, E, B) -> list:
-        """The cooperative loads of staged read ``s``: ``(kk, x, in_range, smem index, inside)`` of
-        slots ``e = tid + r*B`` of its ``X x 64`` tile (``X`` = ``bm`` or ``bn``), the lanes of a warp
-        along the read's unit-stride coordinate, stored at :func:`swizzled_index` ``(x, kk)``."""
+    def _slot(self, s, x0, e, E, X: int) -> tuple:
+        """Slot ``e`` of the cooperative load of staged read ``s`` into its ``X x 64`` tile (``X`` =
+        ``bm`` or ``bn``): ``(kk, x, in_range, smem index, inside)`` (``inside``: ``e < X*64``, ``None``
+        where the block's rounds cover the tile exactly), the lanes of a warp along the read's
+        unit-stride coordinate, stored at :func:`swizzled_index` ``(x, kk)``."""
         c, plan = self.c, self.plan
-        X = c.bm if s.side == 0 else c.bn
         total = c.bk * X
-        slots = []
-        for r in range(-(-total // B)):
-            e = b.add(tid, b.idx(r * B)) if r else tid
-            if s.k_fastest:
-                kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
-                xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
-            else:
-                xl = b.arith.RemUIOp(e, b.idx(X)).result
-                kk = b.arith.DivUIOp(e, b.idx(X)).result
-            x = b.add(x0[s.side], xl)
-            ok = b.cmp("ult", x, E[plan.ij[s.side]])
-            inside = b.cmp("ult", e, b.idx(total)) if (r + 1) * B > total else None
-            chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
-                                   b.arith.AndIOp(xl, b.idx(7)).result).result
-            slot = b.add(b.add(b.mul(xl, b.idx(ROW_BYTES // 2)), b.mul(chunk, b.idx(8))),
-                         b.arith.AndIOp(kk, b.idx(7)).result)
-            slots.append((kk, x, ok, slot, inside))
-        return slots
-
+        if s.k_fastest:
+            kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
+            xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
+        else:
+            xl = b.arith.RemUIOp(e, b.idx(X)).result
+            kk = b.arith.DivUIOp(e, b.idx(X)).result
+        x = b.add(x0[s.side], xl)
+        ok = b.cmp("ult", x, E[plan.ij[s.side]])
+        inside = b.cmp("ult", e, b.idx(total)) if total % plan.block else None
+        chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
+                               b.arith.AndIOp(xl, b.idx(7)).result).result
+        slot = b.add(b.add(b.mul(xl, b.idx(ROW_BYTES // 2)), b.mul(chunk, b.idx(8))),
+                     b.arith.AndIOp(kk, b.idx(7)).result)
+        return kk, x, ok, slot, inside
 
 __all__ = ["WgmmaContractions", "WgmmaConfig", "descriptor", "swizzled_index", "WGMMA_ARCHS"]
