@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-tensor-cores", action="store_true",
                    help="do not run f16/bf16 contractions on tensor cores (mma.sync, sm_80 and later); "
                         "they are tiled on CUDA cores instead")
+    # kern-wgmma-contractions
+    c.add_argument("--no-wgmma", action="store_true",
+                   help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (they take "
+                        "mma.sync instead)")
     # kern-privatize-atomics
     c.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory")
@@ -154,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not tile contraction loops through workgroup memory (compare --stats)")
     r.add_argument("--no-tensor-cores", action="store_true",
                    help="do not run f16/bf16 contractions on tensor cores (mma.sync; compare --stats)")
+    r.add_argument("--no-wgmma", action="store_true",
+                   help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (compare --stats)")
     r.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory "
                         "(compare --stats)")

@@ -72,7 +72,9 @@ class CompileOptions:
     ``atomic(I)``, the build a :class:`Variant` with ``shared=False`` names, which the launcher runs
     where staging cannot pay, ``launch_policy.shared_pays``). ``privatize``: run
     ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views;
-    ``kernc compile --no-privatize`` turns it off).
+    ``kernc compile --no-privatize`` turns it off). ``wgmma``: run ``kern-wgmma-contractions`` first
+    (those contractions as warpgroup ``wgmma`` on ``sm_90a``; ``kernc compile --no-wgmma`` turns it
+    off, as ``tensor_cores=False`` does).
     """
 
     arch: str = "sm_90"
@@ -85,6 +87,7 @@ class CompileOptions:
     fmad: bool = False  # kern-contract-fma
     tile: bool = True  # kern-tile-contractions
     tensor_cores: bool = True  # kern-mma-contractions (on sm_80 and later)
+    wgmma: bool = True  # kern-wgmma-contractions (on sm_90a; needs tensor_cores)
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
     privatize: bool = True  # kern-privatize-atomics
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
@@ -141,7 +144,7 @@ def validate_options(opts: "CompileOptions") -> None:
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
-                 "group_registers"):
+                 "group_registers", "wgmma"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -294,7 +297,8 @@ class Compilation:
             extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
                                           tile=self.options.tile, shared=self.options.shared,
                                           tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize,
-                                          group_registers=self.options.group_registers)
+                                          group_registers=self.options.group_registers,
+                                          wgmma=self.uses_wgmma)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -330,7 +334,10 @@ class Compilation:
                 kw["tensor_cores"] = False
             else:
                 kw["arch"] = self.options.arch
+                kw["wgmma"] = bool(self.options.wgmma)
             if self.options.remarks:
+                from kernc.passes.targets import WGMMA_ARCHS
+
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
                 if not self.options.coalesce:  # say why there is no decision to read
                     kw["remarks"](f"{filename}: remark: view accesses are not staged: kern-coalesce-views "
@@ -339,6 +346,9 @@ class Compilation:
                     kw["remarks"](f"{filename}: remark: contractions are not run on tensor cores: "
                                   + ("kern-mma-contractions is off (--no-tensor-cores)" if not self.options.tensor_cores
                                      else f"{self.options.arch} has no mma.sync m16n8k16 (sm_80 and later)"))
+                if n_d and self.uses_tensor_cores and not self.options.wgmma and self.options.arch in WGMMA_ARCHS:
+                    kw["remarks"](f"{filename}: remark: contractions are not run as warpgroup wgmma: "
+                                  "kern-wgmma-contractions is off (--no-wgmma); they take mma.sync")
                 if not self.options.tile and n_d:
                     kw["remarks"](f"{filename}: remark: contractions are not tiled: kern-tile-contractions "
                                   "is off (--no-tile)")
@@ -380,6 +390,14 @@ class Compilation:
         from kernc.passes.mma_contractions import MIN_SM, sm_number
 
         return bool(self.options.tensor_cores) and sm_number(self.options.arch) >= MIN_SM
+
+    @property
+    def uses_wgmma(self) -> bool:
+        """Whether ``kern-wgmma-contractions`` can change the gpu IR: tensor cores and ``wgmma`` on,
+        an ``sm_90a`` target (elsewhere it only explains, under ``--remarks``)."""
+        from kernc.passes.targets import WGMMA_ARCHS
+
+        return self.uses_tensor_cores and bool(self.options.wgmma) and self.options.arch in WGMMA_ARCHS
 
     def _load_cached(self, entry: dict | None) -> bool:
         """Take the kern/gpu IR and signatures from a cache entry; False if it is unusable."""

@@ -458,14 +458,36 @@ def _passthrough_memref(tr, o):
     return f
 
 
+#: The alignment of every workgroup buffer in the modelled shared window (bytes; the largest any
+#: kernc pass declares: the 128-byte swizzle of wgmma tiles).
+WINDOW_ALIGN = 1024
+
+
+def workgroup_address(fr, buf: _Buf) -> int:
+    """The modelled shared-window byte address of workgroup buffer ``buf`` (the same in every block):
+    the batch's workgroup buffers in attribution order, each at a multiple of :data:`WINDOW_ALIGN`
+    from ``WINDOW_ALIGN`` (a placement any declared alignment up to it allows)."""
+    addr = WINDOW_ALIGN
+    for other in fr.shadows:
+        if other is buf:
+            return addr
+        addr += -(-other.size * other.itemsize // WINDOW_ALIGN) * WINDOW_ALIGN
+    raise KeyError(buf.name)
+
+
 @handles("memref.extract_aligned_pointer_as_index")
 def _aligned_pointer(tr, o):
     """``memref.extract_aligned_pointer_as_index``: the host address of the buffer's data (so the
-    alignment tests of vectorised accesses take the same path the GPU would for that array)."""
+    alignment tests of vectorised accesses take the same path the GPU would for that array); of a
+    workgroup buffer, its address in the shared window (:func:`workgroup_address`: what wgmma's
+    matrix descriptors hold)."""
     m = tr.use(o.operands[0])
     r = tr.define(o.results[0])
 
     def f(fr, mask):
         buf = fr.env[m]
-        fr.env[r] = np.int64(buf.data.ctypes.data)
+        if buf.kind == "workgroup":
+            fr.env[r] = np.int64(workgroup_address(fr, buf))
+        else:
+            fr.env[r] = np.int64(buf.data.ctypes.data)
     return f
