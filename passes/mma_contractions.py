@@ -374,24 +374,25 @@ def sig_dtype(plan: _Analysis, s) -> str:
 
 def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
     k = p.kind
+    unordered = "the sums are not in the loop's order (not bitwise the --no-tensor-cores result)"
     if k.b_trans:
-        b_read = f"{p.b.name} ({c.bk}x{c.bn}, ldmatrix.x2.trans)"
+        b_read, padded = f"{p.b.name} ({c.bk}x{c.bn}, ldmatrix.x2.trans)", "no bank conflict"
     else:
-        b_read = f"{p.b.name} ({c.bn}x{c.bk}, staged n-major, ldmatrix.x2)"
+        b_read, padded = f"{p.b.name} ({c.bn}x{c.bk}, staged n-major, ldmatrix.x2)", "ldmatrix without bank conflicts"
     if k.ptx == "s8":
-        sums = ("i8 products, i32 sums: exact, so bitwise the --no-tensor-cores result while every "
-                "32-wide partial sum stays within i32 (mma.sync .satfinite clamps where the loop wraps)")
+        what, tail = "i8 products, i32 sums", (
+            "the sums are exact: bitwise the --no-tensor-cores result while every 32-wide partial sum "
+            "stays within i32 (mma.sync .satfinite clamps where the loop wraps)")
     elif k.ptx == "tf32":
-        sums = ("f32 operands rounded to TF32 as @tf32 asks (cvt.rna.tf32.f32: 10-bit mantissas, to "
-                "nearest, ties away), f32 sums; not in the loop's order, not bitwise the "
-                "--no-tensor-cores result")
+        what, tail = "tf32 products, f32 sums", (
+            "f32 operands rounded to TF32 as @tf32 asks (cvt.rna.tf32.f32: 10-bit mantissas, to nearest, "
+            f"ties away); {unordered}")
     else:
-        sums = (f"{p.elem} products, f32 sums; the sums are not in the loop's order (not bitwise the "
-                "--no-tensor-cores result)")
+        what, tail = f"{p.elem} products, f32 sums", unordered
     return (f"'{sig.name}' on tensor cores: {c.bm}x{c.bn} block tiles in chunks of {c.bk} of k, "
-            f"{c.wm}x{c.wn} warps of {c.warp_m}x{c.warp_n} items, mma.sync {k.shape} fed by ldmatrix "
-            f"from workgroup tiles of {p.a.name} ({c.bm}x{c.bk}) and {b_read}, rows padded by "
-            f"{k.pad} elements (no bank conflict); {sums}")
+            f"{c.wm}x{c.wn} warps of {c.warp_m}x{c.warp_n} items, mma.sync {k.shape} ({what}) fed by "
+            f"ldmatrix from workgroup tiles of {p.a.name} ({c.bm}x{c.bk}) and {b_read}, rows padded by "
+            f"{k.pad} elements ({padded}); {tail}")
 
 
 class _Rewrite:

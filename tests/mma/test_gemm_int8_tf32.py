@@ -55,9 +55,10 @@ def test_gemm_i8_on_tensor_cores_is_bitwise_the_cuda_core_result(M, K, N, i8_cud
 def test_gemm_i8_remark_says_exact(capsys):
     err = _remarks(_src("gemm_i8"), capsys)
     assert ("'gemm_i8' on tensor cores: 128x128 block tiles in chunks of 32 of k, 2x4 warps of 64x32 items, "
-            "mma.sync m16n8k32 fed by ldmatrix from workgroup tiles of a (128x32) and b (128x32, staged "
-            "n-major, ldmatrix.x2), rows padded by 16 elements") in err
-    assert "bitwise the --no-tensor-cores result while every 32-wide partial sum stays within i32" in err
+            "mma.sync m16n8k32 (i8 products, i32 sums) fed by ldmatrix from workgroup tiles of a (128x32) and "
+            "b (128x32, staged n-major, ldmatrix.x2), rows padded by 16 elements (ldmatrix without bank "
+            "conflicts); the sums are exact: bitwise the --no-tensor-cores result while every 32-wide partial "
+            "sum stays within i32") in err
 
 
 def test_i8_ldmatrix_is_bank_conflict_free_the_b_staging_stores_are_not():
@@ -115,7 +116,7 @@ def test_f32_without_tf32_keeps_the_remark_and_cuda_cores(capsys):
 def test_tf32_remark_says_it_was_asked_for(capsys):
     err = _remarks(_src("gemm_tf32"), capsys)
     assert "'gemm_tf32' on tensor cores: 128x128 block tiles in chunks of 32 of k" in err
-    assert "mma.sync m16n8k8" in err
+    assert "mma.sync m16n8k8 (tf32 products, f32 sums)" in err
     assert "f32 operands rounded to TF32 as @tf32 asks (cvt.rna.tf32.f32: 10-bit mantissas, to nearest, ties away)" in err
 
 
