@@ -731,8 +731,9 @@ def _render_tensor_cores(tc) -> list[str]:
         rows += _variant_rows(job, e)
         if "error" in e:
             continue
-        notes.append(f"  {job} ({e.get('arch')}): within 1e-3*sqrt(K) of f64: {e['within_f64']}; results bitwise "
-                     f"equal on the CPU: {e['bitwise_equal']}")
+        right = "equal to the exact product" if job == "gemm_i8" else "within 1e-3*sqrt(K) of f64"
+        notes.append(f"  {job} ({e.get('arch')}, {e.get('dtype')}): {right}: {e['within_f64']}; results bitwise "
+                     f"equal on the CPU: {e['bitwise_equal']}" + (f"; GPU: {e['gpu']}" if e.get("gpu") else ""))
     lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
                          "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes
