@@ -1,4 +1,5 @@
-"""``kern-mma-contractions``: the contractions of f16/bf16 operands on tensor cores (``mma.sync``).
+"""``kern-mma-contractions``: the contractions of f16/bf16, i8 and (``@tf32``) f32 operands on tensor
+cores (``mma.sync``).
 
 A kernel ``kern-tile-contractions`` would tile (:class:`~kernc.passes.tile_contractions._Analysis`
 is its matcher, used here as is) whose loop is exactly a product-sum of an ``f16`` (or ``bf16``)
@@ -13,7 +14,12 @@ read depending on ``(i, k)`` and one of the same storage type depending on ``(k,
 
 is rewritten as the warp-level tensor-core GEMM of CUTLASS's ``sm80`` kernels and the PTX ISA's
 "Warp-level matrix multiply-accumulate instructions" (``mma.sync.aligned.m16n8k16.row.col.f32``
-fed by ``ldmatrix``):
+fed by ``ldmatrix``). The same loop of ``i8`` reads widened to ``i32`` with an ``i32`` sum
+(``let acc: i32 = 0; acc += i32(a[i, k]) * i32(b[k, j]);``) runs on ``m16n8k32 .s8`` with ``i32``
+accumulators, and one of ``f32`` reads in a kernel marked ``@tf32`` on ``m16n8k8 .tf32``;
+:data:`KINDS` (one :class:`MmaKind` per operand type) holds what differs -- the instruction's
+``k``, the fragments' register grids, the row padding and whether B is read with
+``ldmatrix.trans``:
 
 1. *Block tile* ``BM x BN`` of the problem's last two coordinates, blocks looping over the tiles
    (grid-stride, as ``kern-tile-contractions``). The block's ``W = B/32`` warps form a ``WM x WN``
@@ -27,7 +33,10 @@ fed by ``ldmatrix``):
    (``i >= M``, ``j >= N``, ``k >= ub``): any ``M``, ``N``, ``K``. Rows are *padded* by 8 elements
    (``SA = BK + 8``, ``SB = BN + 8``): a row is then an odd number of 16-byte units, so the eight
    16-byte rows one ``ldmatrix`` phase reads fall in eight distinct 4-bank groups (no bank
-   conflict), and every row stays 16-byte aligned as ``ldmatrix`` requires.
+   conflict), and every row stays 16-byte aligned as ``ldmatrix`` requires. Other kinds pad rows
+   by 16 bytes too and stage B *n-major* (``sb[n*SB + kk]``, ``SB = BK + pad``: ``ldmatrix.trans``
+   moves 16-bit elements only); their staging stores of a B read whose lanes run along ``n``
+   then conflict 4-way (rows 48 or 144 bytes apart reach 8 of the 32 banks).
 3. *Fragments*: per ``k16`` step, ``ldmatrix.x4`` gives each ``m16`` A fragment (lane ``l`` gives
    the address of row ``l % 16``, column ``8*(l/16)``: matrices 0..3 are a0a1, a2a3, a4a5, a6a7 of
    the ISA's A layout) and ``ldmatrix.x2.trans`` each ``n8`` B fragment (lane ``l < 16`` gives row
@@ -38,16 +47,24 @@ fed by ``ldmatrix``):
    ``(i0 + wm*warp_m + 16*mt + g + 8h, j0 + wn*warp_n + 8*nt + 2*t + e)`` (``g = lane/4``, ``t =
    lane%4``: the ISA's C/D layout); the code after the loop runs for it under ``i < M && j < N``.
 
-The sums are not in the kernel's order (a tensor core adds the products of a k16 step in an order
-the ISA leaves open; the CPU interpreter's is documented in
+The float sums are not in the kernel's order (a tensor core adds the products of a k16 step in an
+order the ISA leaves open; the CPU interpreter's is documented in
 :mod:`kernc.backend.interpreter.nvgpu`): the result is not bitwise the untiled kernel's, which the
-remark says. ``f32`` operands would need TF32 (10-bit mantissas), which is never chosen silently:
-such a contraction stays on ``kern-tile-contractions``' path, with a remark.
+remark says. Integer sums are exact: bitwise the untiled kernel's while every k32 partial sum stays
+within i32 (MLIR lowers the integer mma with ``.satfinite``, which clamps where ``arith.addi``
+wraps). ``f32`` operands need TF32 (10-bit mantissas), which is never chosen silently: without
+``@tf32`` such a contraction stays on ``kern-tile-contractions``' path, with a remark; with it each
+staged operand is rounded by :func:`round_tf32` (``cvt.rna.tf32.f32``) first, in the IR, so the
+CPU interpreter and the GPU multiply the same values. ``u8`` operands stay on CUDA cores: the
+``nvgpu`` dialect's mma.sync lowers ``i8`` as ``.s8`` only.
 
-Applies on ``sm_80`` and later (``arch``); elsewhere, or when a kernel is not such a contraction
-(other loop body, other types, ``@tile`` given, a block that is not a power-of-two number of
-warps or has more than :data:`MAX_BLOCK` threads), the kernel is left to ``kern-tile-contractions`` and ``remarks`` says why. Off with
-``--no-tensor-cores`` / ``kernc.compile(..., tensor_cores=False)``.
+Applies on ``sm_80`` and later (``arch``; :attr:`MmaKind.min_sm`); elsewhere, or when a kernel is
+not such a contraction (other loop body, other types, ``@tile`` given, a block that is not a
+power-of-two number of warps or has more than :data:`MAX_BLOCK` threads), the kernel is left to
+``kern-tile-contractions`` and ``remarks`` says why -- unless the kernel says ``@tensor_cores``:
+then each of those reasons is a ``CompileError`` located at the attribute (the signature's
+``tensor_cores["force"]``), never CUDA cores silently. Off with ``--no-tensor-cores`` /
+``kernc.compile(..., tensor_cores=False)`` (which overrides ``@tensor_cores``).
 """
 
 from __future__ import annotations
@@ -175,14 +192,13 @@ class MmaConfig:
     @property
     def sa(self) -> int:
         """Row stride (elements) of the staged ``bm x bk`` A tile."""
-        return self.bk + (PAD if self.kind.elem_bytes == 2 else self.kind.pad)
+        return self.bk + self.kind.pad
 
     @property
     def sb(self) -> int:
         """Row stride (elements) of the staged B tile: ``bk x bn`` (``kind.b_trans``) or, ``n``-major,
         ``bn x bk``."""
-        pad = PAD if self.kind.elem_bytes == 2 else self.kind.pad
-        return self.bn + pad if self.kind.b_trans else self.bk + pad
+        return (self.bn if self.kind.b_trans else self.bk) + self.kind.pad
 
     @property
     def b_elems(self) -> int:
@@ -212,11 +228,14 @@ def mma_config(block: int, warp_m: int, warp_n: int, bk: int,
 
 @dataclass
 class MmaContractions(Pass):
-    """Run the f16/bf16 contractions ``kern-tile-contractions`` matches on tensor cores:
-    ``ldmatrix``-fed ``mma.sync`` m16n8k16, f32 accumulators, padded workgroup tiles."""
+    """Run the f16/bf16, i8 and (``@tf32``) f32 contractions ``kern-tile-contractions`` matches on
+    tensor cores: ``ldmatrix``-fed ``mma.sync`` (m16n8k16, m16n8k32 .s8, m16n8k8 .tf32), f32 or
+    i32 accumulators, padded workgroup tiles; ``CompileError`` at ``@tensor_cores`` when such a
+    kernel cannot be taken."""
 
     name = "kern-mma-contractions"
-    summary = "f16/bf16 contraction loops on tensor cores: ldmatrix + mma.sync m16n8k16, f32 sums"
+    summary = ("f16/bf16/i8/@tf32 f32 contraction loops on tensor cores: ldmatrix + mma.sync "
+               "m16n8k16/k32/k8, f32 or i32 sums")
 
     #: the target (``kernc compile --arch``): tensor cores from ``sm_80``
     arch: str = option("sm_90", choices=tuple(PTX_VERSION))
