@@ -277,3 +277,63 @@ def test_gemm_tf32_on_gpu_matches_the_rounded_operands(M, K, N):
     scale = np.abs(ra.astype(np.float64)) @ np.abs(rb.astype(np.float64))
     err = np.abs(c.get() - ref.gemm_f64(ra, rb))
     assert np.all(err <= 1e-3 * math.sqrt(K) * np.maximum(scale, 1e-30) / K + 1e-30), err.max()
+
+
+BATCHED_I8 = """
+// a batch of i8 products, a stored k-major (its staging runs along i) and b n-major (along k)
+kernel bgemm(at: i8[B, K, M] view, bt: i8[B, N, K] view, c: i32[B, M, N] view) over (q, i, j) in (B, M, N) {
+    let acc: i32 = 5;
+    for k in 0..K {
+        acc += i32(at[q, k, i]) * i32(bt[q, j, k]);
+    }
+    c[q, i, j] = acc;
+}
+"""
+
+
+def test_batched_i8_gemm_with_transposed_operands():
+    """Both staging directions of both tiles, a batch coordinate and a sum starting at 5: exact.
+    b's rows are k-contiguous here, so its n-major staging stores run along k: no bank conflict,
+    while a's (lanes along i, rows 48 bytes apart) conflict as b's do in gemm_i8."""
+    mod = kernc.compile(BATCHED_I8)
+    assert "nvgpu.mma.sync" in mod._compilation.gpu_ir()
+    rng = np.random.default_rng(4)
+    at = rng.integers(-128, 128, (2, 37, 21)).astype(np.int8)
+    bt = rng.integers(-128, 128, (2, 35, 37)).astype(np.int8)
+    c = np.zeros((2, 21, 35), np.int32)
+    mod.bgemm(at, bt, c)
+    want = np.einsum("qki,qjk->qij", at.astype(np.int64), bt.astype(np.int64)) + 5
+    np.testing.assert_array_equal(c, want)
+
+
+@pytest.mark.parametrize("name, position", [("gemm_i8", "b_position_k32"), ("gemm_tf32", "a_position_k8")])
+def test_a_wrong_fragment_layout_is_a_wrong_cpu_result(name, position, monkeypatch):
+    """The interpreter reads each kind's ISA mapping: with one fragment's rows and columns
+    swapped (read as its transpose, within the 16x8 / 32x8 / 16x8 bounds it shares) the gemm is
+    wrong."""
+    from kernc.backend.interpreter import nvgpu
+
+    good = getattr(nvgpu, position)
+    if position == "b_position_k32":  # B 32x8: rows 0..31 -> a permutation of them (t and the 16-row half swapped)
+        def bad(i):
+            row, col = good(i)
+            return (row % 16) * 2 % 32 + row // 16, col
+    else:  # A 16x8 tf32: columns t and t+4 swapped
+        def bad(i):
+            row, col = good(i)
+            return row, (col + 4) % 8
+    monkeypatch.setattr(nvgpu, position, bad)
+    mod = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"))  # a fresh interpreter
+    ref = example_reference(name)
+    rng = np.random.default_rng(9)
+    if name == "gemm_i8":
+        a, b = _i8(20, 40, 9)
+        c = np.zeros((20, 9), np.int32)
+        mod.gemm_i8(a, b, c)
+        assert not np.array_equal(c, ref.gemm_i32(a, b))
+    else:
+        a = rng.standard_normal((20, 16)).astype(np.float32)
+        b = rng.standard_normal((16, 9)).astype(np.float32)
+        c = np.zeros((20, 9), np.float32)
+        mod.gemm_tf32(a, b, c)
+        assert not np.allclose(c, ref.gemm_f64(a, b), rtol=1e-2, atol=1e-2)
