@@ -46,6 +46,8 @@ TARGETS = {
     "gemm_bank_conflicts": ("gemm (tiled): 0 bank conflicts", 0),
     "gemm_spills": ("gemm (tiled): 0 spill bytes (ptxas)", 0),
     "gemm_f16_tc_spills": ("gemm_f16 (tensor cores): 0 spill bytes (ptxas)", 0),
+    "gemm_i8_tc_spills": ("gemm_i8 (tensor cores, m16n8k32 .s8): 0 spill bytes (ptxas)", 0),
+    "gemm_tf32_tc_spills": ("gemm_tf32 (tensor cores, @tf32 m16n8k8): 0 spill bytes (ptxas)", 0),
     # measured: kernc's time / cupy.matmul's on the GPU at 8192^3 (>= 70% of cuBLAS HGEMM's speed)
     "gemm_f16_vs_cublas": ("gemm_f16 8192^3 (tensor cores): time <= 1/0.7 x cupy.matmul f16", 1 / 0.7),
     # measured: tiled / --no-tile global-load sectors (the "at least 10x fewer")
@@ -372,6 +374,13 @@ def evaluate_targets(results: dict) -> list[dict]:
         text, limit = TARGETS[target]
         out.append({"target": target, "text": text, "example": "gemm_f16", "kernel": None,
                     "measured": value, "unit": unit, "limit": limit, "status": _status(value, limit)})
+    for job in ("gemm_i8", "gemm_tf32"):  # (no GPU time measured for these)
+        row = (((results.get("memory_tensor_cores") or {}).get(job) or {}).get("variants") or {}).get("tensor_cores") or {}
+        value = (None if row.get("spill_stores_bytes") is None
+                 else row["spill_stores_bytes"] + row["spill_loads_bytes"])
+        text, limit = TARGETS[f"{job}_tc_spills"]
+        out.append({"target": f"{job}_tc_spills", "text": text, "example": job, "kernel": None,
+                    "measured": value, "unit": "bytes", "limit": limit, "status": _status(value, limit)})
     conv = (results.get("memory_contractions") or {}).get("conv2d_fwd") or {}
     ratio = conv.get("sectors_ratio_untiled_to_tiled")
     value = None if not ratio else (1 / ratio if conv.get("bitwise_equal") else float("inf"))
@@ -731,8 +740,9 @@ def _render_tensor_cores(tc) -> list[str]:
         rows += _variant_rows(job, e)
         if "error" in e:
             continue
-        notes.append(f"  {job} ({e.get('arch')}): within 1e-3*sqrt(K) of f64: {e['within_f64']}; results bitwise "
-                     f"equal on the CPU: {e['bitwise_equal']}")
+        right = "equal to the exact product" if job == "gemm_i8" else "within 1e-3*sqrt(K) of f64"
+        notes.append(f"  {job} ({e.get('arch')}, {e.get('dtype')}): {right}: {e['within_f64']}; results bitwise "
+                     f"equal on the CPU: {e['bitwise_equal']}" + (f"; GPU: {e['gpu']}" if e.get("gpu") else ""))
     lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
                          "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes

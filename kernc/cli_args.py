@@ -112,8 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "items per thread)")
     # kern-mma-contractions
     c.add_argument("--no-tensor-cores", action="store_true",
-                   help="do not run f16/bf16 contractions on tensor cores (mma.sync, sm_80 and later); "
-                        "they are tiled on CUDA cores instead")
+                   help="do not run f16/bf16/i8 (and @tf32 f32) contractions on tensor cores (mma.sync, "
+                        "sm_80 and later); they are tiled on CUDA cores instead (this overrides a "
+                        "kernel's @tensor_cores)")
     # kern-wgmma-contractions
     c.add_argument("--no-wgmma", action="store_true",
                    help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (they take "
@@ -157,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-tile", action="store_true",
                    help="do not tile contraction loops through workgroup memory (compare --stats)")
     r.add_argument("--no-tensor-cores", action="store_true",
-                   help="do not run f16/bf16 contractions on tensor cores (mma.sync; compare --stats)")
+                   help="do not run f16/bf16/i8 (and @tf32 f32) contractions on tensor cores (mma.sync; "
+                        "compare --stats)")
     r.add_argument("--no-wgmma", action="store_true",
                    help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (compare --stats)")
     r.add_argument("--no-privatize", action="store_true",

@@ -330,9 +330,9 @@ class Compilation:
                 kw["coalesce"] = False
             if not self.options.tile or not n_d:  # kern-tile-contractions: the same
                 kw["tile"] = False
-            if not self.uses_tensor_cores or not n_d:  # kern-mma-contractions: the same
+            if not self.options.tensor_cores or not n_d:  # kern-mma-contractions: the same
                 kw["tensor_cores"] = False
-            else:
+            else:  # (before sm_80 too: it changes nothing there, but a kernel's @tensor_cores is an error)
                 kw["arch"] = self.options.arch
                 kw["wgmma"] = bool(self.options.wgmma)
             if self.options.remarks:

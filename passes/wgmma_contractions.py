@@ -164,6 +164,12 @@ class WgmmaContractions(Pass):
             parts = _match(plan)
             if isinstance(parts, str):
                 continue  # the same
+            if not isinstance(parts.elem, (ir.F16Type, ir.BF16Type)):
+                # i8 (and @tf32 f32) contractions: wgmma has those shapes, this pass not yet
+                emit_remark(self.remarks, plan.loop,
+                            f"not using wgmma for '{sig.name}': its {parts.elem} operands take "
+                            "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16 only)")
+                continue
             got = self._decide(plan)
             if isinstance(got, str):
                 emit_remark(self.remarks, plan.loop, f"not using wgmma for '{sig.name}': {got}")
