@@ -130,6 +130,11 @@ class WgmmaConfig:
     def sb(self) -> int:
         return self.bn
 
+    @property
+    def b_elems(self) -> int:
+        """Elements of the staged (transposed, K-major) ``bn x bk`` B tile."""
+        return self.bk * self.bn
+
     def shared_bytes(self, elem_bytes: int) -> int:
         return (self.bm + self.bn) * self.bk * elem_bytes
 
@@ -161,7 +166,7 @@ class WgmmaContractions(Pass):
                 continue
             if plan.loop is None or sig.tile_config is not None or sm_number(self.arch) < MIN_SM:
                 continue  # kern-mma-contractions says why
-            parts = _match(plan)
+            parts = _match(plan, "tf32" in (sig.tensor_cores or {}))
             if isinstance(parts, str):
                 continue  # the same
             if not isinstance(parts.elem, (ir.F16Type, ir.BF16Type)):
