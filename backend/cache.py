@@ -321,7 +321,7 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
 
 def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = True,
                     shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
-                    group_registers: bool = True) -> tuple:
+                    group_registers: bool = True, async_copy: bool = True) -> tuple:
     """The compile options that change the gpu IR, as ``includes`` pairs of :func:`front_key`
     (empty for the defaults, so default keys stay as they were)."""
     return ((() if coalesce else (("--no-coalesce", ""),))
@@ -330,7 +330,8 @@ def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = T
             + (() if shared else (("--no-shared", ""),))
             + (() if tensor_cores else (("--no-tensor-cores", ""),))
             + (() if privatize else (("--no-privatize", ""),))
-            + (() if group_registers else (("--no-group-registers", ""),)))
+            + (() if group_registers else (("--no-group-registers", ""),))
+            + (() if async_copy else (("--no-async-copy", ""),)))
 
 
 def ptx_key(front: str, arch: str, opt_level: int, variant: Variant | int) -> str:

@@ -72,7 +72,9 @@ class CompileOptions:
     ``atomic(I)``, the build a :class:`Variant` with ``shared=False`` names, which the launcher runs
     where staging cannot pay, ``launch_policy.shared_pays``). ``privatize``: run
     ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views;
-    ``kernc compile --no-privatize`` turns it off).
+    ``kernc compile --no-privatize`` turns it off). ``async_copy``: stage the tiles of
+    ``kern-tile-contractions`` with ``cp.async`` on ``sm_80`` and later (``kernc compile
+    --no-async-copy`` turns it off: plain loads and stores).
     """
 
     arch: str = "sm_90"
@@ -88,6 +90,7 @@ class CompileOptions:
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
     privatize: bool = True  # kern-privatize-atomics
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
+    async_copy: bool = True  # kern-tile-contractions: cp.async staging (on sm_80 and later)
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -141,7 +144,7 @@ def validate_options(opts: "CompileOptions") -> None:
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
-                 "group_registers"):
+                 "group_registers", "async_copy"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -294,7 +297,8 @@ class Compilation:
             extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
                                           tile=self.options.tile, shared=self.options.shared,
                                           tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize,
-                                          group_registers=self.options.group_registers)
+                                          group_registers=self.options.group_registers,
+                                          async_copy=self.uses_async_copy)
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -328,8 +332,8 @@ class Compilation:
                 kw["tile"] = False
             if not self.uses_tensor_cores or not n_d:  # kern-mma-contractions: the same
                 kw["tensor_cores"] = False
-            else:
-                kw["arch"] = self.options.arch
+            kw["arch"] = self.options.arch  # (tensor cores, cp.async: from sm_80)
+            kw["async_copy"] = self.uses_async_copy
             if self.options.remarks:
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
                 if not self.options.coalesce:  # say why there is no decision to read
@@ -380,6 +384,15 @@ class Compilation:
         from kernc.passes.mma_contractions import MIN_SM, sm_number
 
         return bool(self.options.tensor_cores) and sm_number(self.options.arch) >= MIN_SM
+
+    @property
+    def uses_async_copy(self) -> bool:
+        """Whether ``kern-tile-contractions`` stages with ``cp.async``: ``async_copy`` is on and
+        ``arch`` has it (``sm_80`` and later; the gpu IR depends on that, not on the exact arch)."""
+        from kernc.passes.tile_contractions import ASYNC_COPY_SM
+        from kernc.passes.mma_contractions import sm_number
+
+        return bool(self.options.async_copy) and sm_number(self.options.arch) >= ASYNC_COPY_SM
 
     def _load_cached(self, entry: dict | None) -> bool:
         """Take the kern/gpu IR and signatures from a cache entry; False if it is unusable."""
