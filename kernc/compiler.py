@@ -333,7 +333,7 @@ class Compilation:
             if not self.uses_tensor_cores or not n_d:  # kern-mma-contractions: the same
                 kw["tensor_cores"] = False
             kw["arch"] = self.options.arch  # (tensor cores, cp.async: from sm_80)
-            kw["async_copy"] = self.uses_async_copy
+            kw["async_copy"] = bool(self.options.async_copy)  # (the pass checks arch: its remark says why not)
             if self.options.remarks:
                 kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
                 if not self.options.coalesce:  # say why there is no decision to read
