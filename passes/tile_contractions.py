@@ -798,11 +798,12 @@ class _Rewrite:
             b.barrier()
             put(fetch(lb), None)
             if asynchronous:
-                # the group of chunk 0; its token is the one every wait names: a wait for 0
-                # groups in flight retires them all (cp.async.wait_group names no group), and a
-                # token carried through the loop would be a block argument after scf-to-cf, a type
-                # convert-gpu-to-nvvm does not convert
+                # the group of chunk 0, retired at once (nothing to overlap it with); its token is
+                # the one every wait names: a wait for 0 groups in flight retires them all
+                # (cp.async.wait_group names no group), and a token carried through the loop would
+                # be a block argument after scf-to-cf, a type convert-gpu-to-nvvm does not convert
                 first_group = copy(lb, None)
+                wait(first_group)
         chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), inits)
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
@@ -810,12 +811,13 @@ class _Rewrite:
                 # half (chunk number % 2) holds this chunk; the barrier: its stores are seen, and every
                 # read of the other half (the previous chunk's) is done, so the next chunk's loads,
                 # in flight during this chunk's products, may be stored there after them. cp.async:
-                # the wait retires this chunk's group (the only one in flight) before the barrier,
-                # which makes its copies visible to every thread; then the next chunk's copies
-                # start, into the other half, in flight during the products (PTX ISA 9.7.9.25.3)
+                # every thread retired this chunk's group (the wait at the end of the previous
+                # chunk, or after the first copies), and the barrier makes its copies visible to
+                # every thread; then the next chunk's copies start, into the other half, in flight
+                # during the products, and are waited for after them (PTX ISA 9.7.9.25.3). (The
+                # wait after the products rather than before this barrier: the same overlap, and
+                # ptxas keeps conv2d_wgrad within its registers on sm_90, where it spilled 16 bytes.)
                 cur = b.arith.AndIOp(b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result, b.idx(1)).result
-                if asynchronous:
-                    wait(first_group, in_loop=True)
                 if self.drop_sync != "barrier" or not asynchronous:
                     b.barrier()
                 ahead = fetch(b.add(k0, b.idx(c.bk)))
@@ -863,9 +865,9 @@ class _Rewrite:
                 b.scf.YieldOp(out)
             if self.double:
                 put(ahead, b.sub(b.idx(1), cur))
+            if asynchronous:
+                wait(first_group, in_loop=True)
             b.scf.YieldOp(list(inner.results))
-        if asynchronous:  # the last chunk's group (zero-fills past the end): retired before the next tile
-            wait(first_group)
         for n_it, (u, v) in enumerate(items):  # each item's code after the loop, under its guard
             m = maps[u, v]
             for r, acc in zip(plan.loop.results, list(chunks.results)[n_it * nacc:(n_it + 1) * nacc]):
