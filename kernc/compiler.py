@@ -630,9 +630,36 @@ class Compilation:
                     run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each,
                                self._timer("ptx", variant.name))
                     self._ptx[variant] = extract_ptx(module)
+                self._check_tile_registers(self._ptx[variant])
                 if key:
                     cache.put("ptx", key, {"ptx": self._ptx[variant]})
             return self._ptx[variant]
+
+    def _check_tile_registers(self, ptx: str) -> None:
+        """A kernel whose ``@tile`` configuration needs more registers per thread than ptxas can
+        give it: a ``CompileError`` at the attribute. The limit is ptxas's, ``min(255, 65536 /
+        block)`` registers per thread (CUDA C++ Programming Guide, "Compute Capabilities": 64K
+        32-bit registers per SM, at most 255 per thread); ptxas reports it as spills at that count
+        (``ptxas -v``). Only ``@tile`` kernels are checked, and only where ptxas is found (the
+        default configurations are chosen to fit: 16 items per thread)."""
+        forced = {name: sig for name, sig in self.signatures.items()
+                  if sig.tile_config is not None and sig.contraction}
+        if not forced or toolkit.ptxas_path() is None:
+            return
+        got = toolkit.run_ptxas(ptx, self.options.arch)
+        for name, sig in forced.items():
+            spill = got.spills.get(name, (0, 0))
+            if not spill[0] and not spill[1]:
+                continue
+            regs = got.registers.get(name, 0)
+            limit = min(255, 65536 // sig.block)
+            bm, bn, bk = sig.tile_config["tile"]
+            raise CompileError(Diagnostic(
+                f"@tile({bm}, {bn}, {bk}) of kernel '{name}': its {bm * bn // sig.block} items per thread need "
+                f"more than the {limit} registers a thread of a {sig.block}-thread block may use on "
+                f"{self.options.arch} (ptxas -v: {regs} registers, {spill[0]} bytes of spill stores)",
+                SourceLocation(*sig.tile_config["at"]),
+                hint="use a smaller tile (fewer items per thread) or a smaller @block"))
 
     def ir(self, stage: str, index_bits: int | None = None, *, variant: Variant | None = None) -> str:
         """The program at ``stage`` (one of :data:`STAGES`) as text, the ``llvm`` and ``ptx`` stages of

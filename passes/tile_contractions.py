@@ -45,8 +45,22 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    tile's reads are done) and its loads into half 0; per chunk one barrier (this chunk's stores
    are seen, the previous chunk's reads of the other half done), then the next chunk's loads into
    registers, the inner loop, and their stores into the other half -- the global loads in flight
-   during the products (plain loads; ``cp.async`` is not emitted yet). Single-buffered: a barrier
-   before the stores (the previous chunk's reads are done) and one after them.
+   during the products. Single-buffered: a barrier before the stores (the previous chunk's reads
+   are done) and one after them.
+
+   *cp.async* (``arch`` ``sm_80`` and later, ``async_copy``; double-buffered only): a staged read
+   whose element ``cp.async`` can copy unchanged (storage type = compute type, 4 or 8 bytes: f32,
+   f64, i32, i64; a checked read only with default 0, the zero-fill of a copy of ``src-size`` 0)
+   is copied global -> workgroup by ``nvgpu.device_async_copy`` (``cp.async.ca.shared.global``;
+   PTX ISA 9.7.9.25.3) rather than loaded into registers and stored: per slot its address and
+   in-bounds predicate computed under the slot's guard, the predicate as ``srcElements`` (0:
+   nothing read, the slot zero-filled). The tile's first chunk: the copies, one group
+   (``nvgpu.device_async_create_group``), its wait (``nvgpu.device_async_wait {numGroups = 0}``);
+   per chunk: the barrier (every thread retired this chunk's group: its copies are seen by all,
+   and the other half's reads are done), the next chunk's copies into the other half and their
+   group, the inner loop (the copies in flight during it), the wait for that group. f16/bf16
+   (2-byte elements; no vector copy along the unit stride yet) and non-zero defaults keep the
+   plain loads, and the remark says which operands are copied how and why.
 4. *The inner loop* ``kk < min(BK, ub - k0)`` reads each staged value of the thread's ``TM`` rows and
    ``TN`` columns once from workgroup memory, then runs the original loop body for each of its
    ``TM*TN`` items with ``k = k0 + kk``, the staged reads replaced by those values and the item's own

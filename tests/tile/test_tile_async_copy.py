@@ -213,3 +213,26 @@ def test_operands_cp_async_cannot_copy_keep_plain_loads(src, reason, capsys):
     mod.gemm(a, b, c1)
     _module(src, tile=False).gemm(a, b, c2)
     assert (c1.view(np.int32) == c2.view(np.int32)).all()
+
+
+def test_tile_needing_more_registers_than_ptxas_gives_is_a_located_error():
+    """``@block(1024)``: at most 64 registers per thread (64K per SM); 128x512 items over 1024
+    threads are 8x8 accumulators per thread, which ptxas spills: a located error at ``@tile``
+    (column of its name, as the other ``@tile`` errors) naming the limit. 128x128 (4x4 items) fits."""
+    from kernc.backend import toolkit
+    from kernc.errors import CompileError
+
+    if toolkit.ptxas_path() is None:
+        pytest.skip("no ptxas (pip install nvidia-cuda-nvcc)")
+    body = GEMM.split("\n", 7)[7]
+    mod = Module(Compilation("@block(1024) @tile(128, 512, 8)\n" + body, "t.kern", CompileOptions(),
+                             use_cache=False))
+    with pytest.raises(CompileError) as err:
+        mod.ptx
+    msg = str(err.value)
+    assert re.search(r"t.kern:1:15: error: @tile\(128, 512, 8\) of kernel 'gemm': its 64 items per thread need more "
+                     r"than the 64 registers a thread of a 1024-thread block may use on sm_90 \(ptxas -v: \d+ "
+                     r"registers, \d+ bytes of spill stores\)", msg), msg
+    fits = Module(Compilation("@block(1024) @tile(128, 128, 16)\n" + body, "t.kern", CompileOptions(),
+                              use_cache=False))
+    assert ".entry gemm" in fits.ptx
