@@ -33,7 +33,7 @@ import numpy as np
 
 from kernc.support.errors import KerncRuntimeError
 
-from .memory import _access, _addr, _track
+from .memory import _access, _addr, _check_store_race, _track
 from .traffic import _count
 from .translate import handles
 
@@ -115,15 +115,19 @@ def _device_async_copy(tr, o):
         sh = dbuf.shadow
         full = np.zeros(fr.L, np.int64)
         full[lanes] = rel
+        flat = dbuf.base[lanes] + rel
+        _check_store_race(fr, dbuf, act, flat, rel, values[:, 0])  # two lanes copying to one address
         if sh is not None:
             for j in range(count):
-                _check_pending_copy(fr, dbuf, lanes, rel + j, loc)
+                if sh.npending:
+                    _check_pending_copy(fr, dbuf, lanes, rel + j, loc)
                 _track(fr, dbuf, mask, full + j, True, loc, False)  # write after another thread's read
-            flat = dbuf.base[lanes] + rel
             for j in range(count):
-                np.add.at(sh.pending, flat + j, 1)
+                sh.pending[flat + j] += 1  # (distinct addresses: checked above)
             sh.npending += lanes.size * count
             sh.pending_loc = loc
+            sh.pending_lo = min(sh.pending_lo, int(rel.min()))
+            sh.pending_hi = max(sh.pending_hi, int(rel.max()) + count - 1)
         _state(fr).entries.append([dbuf, lanes, rel, values, np.full(lanes.shape, -1, np.int64), loc])
     return f
 
@@ -188,8 +192,10 @@ def _device_async_wait(tr, o):
             for j in range(values.shape[1]):
                 buf.data[flat + j] = values[done, j]
                 if sh is not None:
-                    np.subtract.at(sh.pending, flat + j, 1)
+                    sh.pending[flat + j] -= 1  # (distinct addresses: checked when issued)
                     sh.npending -= dl.size
+                    if not sh.npending:
+                        sh.pending_lo, sh.pending_hi = sh.size, -1
                     # the async unit's write, as the waiting thread's store: seen by the others
                     # only after a barrier
                     _track(fr, buf, m, full + j, True, f"{copy_loc}, retired at {loc}", False)

@@ -299,10 +299,16 @@ def _check_pending(fr, buf: _Buf, mask, rel, store: bool, loc: str) -> None:
     :mod:`.async_copy`): raise ``KerncRuntimeError``. Its data is in workgroup memory only once an
     ``nvgpu.device_async_wait`` of the copying thread retires its group (PTX ISA 9.7.9.25.3.3),
     and seen by other threads only after a barrier that follows that wait."""
+    sh = buf.shadow
     act = np.flatnonzero(mask) if mask is not fr.full else fr.lane
     if not act.size:
         return
     r = rel[act] if type(rel) is np.ndarray else rel
+    if type(r) is np.ndarray:  # (the indices in flight lie in [pending_lo, pending_hi])
+        if int(r.max()) < sh.pending_lo or int(r.min()) > sh.pending_hi:
+            return
+    elif not sh.pending_lo <= r <= sh.pending_hi:
+        return
     busy = buf.shadow.pending[buf.base[act] + r] > 0
     if busy.any():
         k = int(np.argmax(busy))

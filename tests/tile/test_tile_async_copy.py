@@ -236,3 +236,16 @@ def test_tile_needing_more_registers_than_ptxas_gives_is_a_located_error():
     fits = Module(Compilation("@block(1024) @tile(128, 128, 16)\n" + body, "t.kern", CompileOptions(),
                               use_cache=False))
     assert ".entry gemm" in fits.ptx
+
+
+def test_partial_round_of_copies_bitwise_equals_untiled(gemms):
+    """``@tile(16, 256, 8)``: a's 8x16 tile is 128 slots for 256 threads, so half the threads copy
+    nothing (the copy under ``scf.if``, outside the group's tokens); b's 2048 slots are 8 rounds."""
+    mod = _module("@tile(16, 256, 8)\n" + GEMM.split("\n", 7)[7])
+    assert mod._compilation.gpu_ir().count("nvgpu.device_async_copy") == 2 * (1 + 8)
+    M, K, N = 37, 21, 300
+    a, b = _inputs(M, K, N, seed=3)
+    c1, c2 = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
+    mod.gemm(a, b, c1)
+    gemms["untiled"].gemm(a, b, c2)
+    assert (c1.view(np.int32) == c2.view(np.int32)).all()
