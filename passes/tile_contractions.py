@@ -378,11 +378,12 @@ def _plain_reason(s: _Staged) -> str | None:
     read whose default is not +0 cannot be given that way."""
     v = ViewAccess.from_op(s.op)
     storage = ir.MemRefType(v.buffer.type).element_type
-    if storage != v.value.type:
-        return f"its elements are {storage}, computed as {v.value.type}: cp.async copies them unconverted"
     size = b.bits(storage) // 8
     if size not in ASYNC_COPY_BYTES:
-        return f"a {storage} element is {size} bytes; cp.async copies 4, 8 or 16"
+        return (f"a {storage} element is {size} bytes and cp.async copies 4, 8 or 16; no vector copy "
+                f"along the unit stride yet")
+    if storage != v.value.type:
+        return f"its elements are {storage}, computed as {v.value.type}: cp.async copies them unconverted"
     if v.checked and v.default is not None and not _is_plus_zero(v.default):
         return f"its checked read's default {v.default} is not 0, and cp.async fills with zeros"
     return None
