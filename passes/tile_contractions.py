@@ -218,11 +218,12 @@ class TileContractions(Pass):
     block_k: int = option(16)
     #: two workgroup buffers per staged tile, one barrier per chunk: the next chunk's loads are
     #: issued before this chunk's products and stored after them (the global-load latency hidden
-    #: behind the products; plain loads: ``cp.async`` is not used yet)
+    #: behind the products; with ``async_copy``, ``cp.async`` instead of loads and stores)
     double_buffer: bool = option(True)
-    #: on ``arch`` sm_80 and later, stage the double-buffered tiles with ``cp.async``
-    #: (``nvgpu.device_async_copy``, a group per chunk, ``wait_group 0`` + barrier before its
-    #: products): the copies bypass the registers; ``kernc compile --no-async-copy`` turns it off
+    #: on ``arch`` sm_80 and later, copy the double-buffered tiles with ``cp.async``
+    #: (``nvgpu.device_async_copy``, a group per chunk, retired by ``wait_group 0`` and seen after
+    #: the barrier before the chunk's products): the copies bypass the registers; ``kernc compile
+    #: --no-async-copy`` turns it off
     async_copy: bool = option(True)
     #: the target (``kernc compile --arch``): ``cp.async`` from ``sm_80``
     arch: str = option("sm_90", choices=tuple(PTX_VERSION))
@@ -260,11 +261,11 @@ class TileContractions(Pass):
             if isinstance(config, str):
                 self._remark(plan.loop, f"not tiling '{sig.name}': {config}")
                 continue
-            plain = self._async_plan(plan, config)
+            plain = self._async_plan(plan)
             _Rewrite(fn, sig, plan, config, self.double_buffer, self.drop_sync).run()
             self._remark(plan.loop, _describe(sig, plan, config, self.double_buffer, plain))
 
-    def _async_plan(self, plan: "_Analysis", c: Config) -> str:
+    def _async_plan(self, plan: "_Analysis") -> str:
         """Mark the staged reads that ``cp.async`` copies (``_Staged.async_copy``); the remark's
         words on it: which are copied so, and why the others keep plain loads."""
         if not self.async_copy:
@@ -756,9 +757,9 @@ class _Rewrite:
                     out.append((val[0], s, slot))
             return out
 
-        def copy(k0, half) -> None:
+        def copy(k0, half):
             """The ``cp.async`` of the chunk at ``k0`` into ``half`` (``None``: half 0) of the tiles
-            of the async staged reads, and one group committing them. Each copy moves the element
+            of the async staged reads, and one group committing them (its token returned). Each copy moves the element
             of the slot's view read (address computed under the slot's guard, as the plain load
             is) or, past the edge, its ``src-size`` 0 zero-fills the slot (``srcElements``)."""
             tokens = []
