@@ -625,6 +625,7 @@ def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
     sectors per output, shared requests and bank conflicts), the two results compared bit for bit,
     and ptxas's registers and spill bytes of each PTX for ``arch`` (``None`` without ptxas). Returns
     ``{job: {"shape", "variants": {"tiled": row, "untiled": row}, "bitwise_equal",
+    "plain_loads_registers", "plain_loads_spill_bytes" (the tiled build with ``async_copy=False``),
     "sectors_ratio_untiled_to_tiled", "classic_32x32_sectors_per_output",
     "classic_64x64_sectors_per_output"}}`` (jobs ``gemm``, ``gemm_512``, ``conv2d_fwd``, ...; the
     classic model with the GEMM's reduction length); a job that fails holds ``error``."""
@@ -694,6 +695,14 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
             raise AssertionError(f"{name} (tiled): wrong result")
         entry["variants"] = variants
         entry["bitwise_equal"] = bool(np.array_equal(outs["tiled"].view(np.int32), outs["untiled"].view(np.int32)))
+        # the tiled build stages with cp.async on sm_80 and later: ptxas's count for the same tiles
+        # staged with plain loads (async_copy=False; the same CPU counters, tests/tile)
+        entry["plain_loads_registers"] = entry["plain_loads_spill_bytes"] = None
+        if ptxas_path():
+            mod = kernc.compile_file(os.path.join(examples_dir, f"{name}.kern"), arch=arch, async_copy=False)
+            got = run_ptxas(mod.ptx, arch)
+            entry["plain_loads_registers"] = got.registers.get(name)
+            entry["plain_loads_spill_bytes"] = sum(got.spills.get(name, (0, 0)))
         t, u = variants["tiled"]["load_sectors_per_output"], variants["untiled"]["load_sectors_per_output"]
         entry["sectors_ratio_untiled_to_tiled"] = u / t if t else None
         entry["classic_32x32_sectors_per_output"] = classic_tiled_sectors_per_output(K, 32)

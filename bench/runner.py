@@ -723,7 +723,10 @@ def _render_memory_contractions(con) -> list[str]:
                      f"would load "
                      f"{e['classic_32x32_sectors_per_output']:.3g} (32x32 tiles) or "
                      f"{e['classic_64x64_sectors_per_output']:.3g} (64x64) per output; results bitwise equal: "
-                     f"{e['bitwise_equal']}")
+                     f"{e['bitwise_equal']}"
+                     + (f"; tiled with plain loads instead of cp.async (--no-async-copy): "
+                        f"{e['plain_loads_registers']} registers, {e['plain_loads_spill_bytes']} spill bytes"
+                        if e.get("plain_loads_registers") is not None else ""))
     lines.append(_table(["job", "M x K x N (conv: P, output shape)", "variant", "load sectors/output", "load sectors/req", "shared req",
                          "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes
