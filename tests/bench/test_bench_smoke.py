@@ -348,10 +348,16 @@ def test_render_with_gpu_results_and_errors():
                                     "kernc_pct_of_peak": 83.3, "reference_pct_of_peak": 85.4,
                                     "ratio_kernc_to_reference": 4000 / 4100},
                 "launch_overhead": {"n": 1024, "kernc_api_us": 30.0, "kernc_raw_us": 6.0, "reference_raw_us": 5.0,
-                                    "ratio_api_to_reference": 6.0}},
+                                    "ratio_api_to_reference": 6.0},
+                "gemm_f32_tiled": {"arch": "sm_90", "sizes": {
+                    4096: {"n": 4096, "kernc_ms": 2.5, "cupy_ms": 2.0, "kernc_gflops": 54975.6,
+                           "cupy_gflops": 68719.5, "ratio_kernc_to_cupy": 0.8},
+                    1000: {"error": "RuntimeError: off"}}}},
     }
     res["targets"] = evaluate_targets(res)
     text = render(res)
+    assert "gemm f32 4096^3 (tiled): kernc 54976 GFLOP/s, cupy.matmul f32 (TF32 off) 68720 GFLOP/s" in text
+    assert "gemm f32 1000^3 against cupy.matmul: error: RuntimeError: off" in text
     assert "FAIL CLI cold <= 0.8 x nvcc -ptx: saxpy" in text
     assert "error: CompileError: boom" in text and "n/a (no numpy reference)" in text
     assert "4000 GB/s (83.3% of peak)" in text and "kernc API 30.0 us" in text
