@@ -1,7 +1,7 @@
 """The upstream ``cse`` that ``kern_to_gpu`` schedules right after ``kern-tile-contractions``
 (``pipeline.TILE_CLEANUP``, docs/compile-time.md): a tiled convolution repeats the index arithmetic
 of its cooperative loads for every element a thread loads; merged before ``kern-lower-divisions``,
-each division is expanded once instead of once per copy (a 2-4x faster stage on the convolutions).
+each division is expanded once instead of once per copy (conv2d_fwd's gpu stage: 0.4-0.7x its time).
 
 Structural checks: where the cleanup is scheduled, that ``kern-lower-divisions`` gets far fewer
 divisions than the tiling pass wrote, and that the 1-D pipelines and ``tile=False`` are unchanged. The
