@@ -77,7 +77,7 @@ from kernc.dialect import kern
 from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.support.errors import CompileError, Diagnostic, SourceLocation
-from kernc.support.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
 from .base import Pass, functions, internal, option
@@ -86,8 +86,9 @@ from .tile_contractions import Decline, _Analysis, _clone, _slice
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
-nvgpu = dialect("nvgpu")
-vector = dialect("vector")
+# imported when a contraction is rewritten: most kernels this pass sees are declined
+nvgpu = lazy_dialect("nvgpu")
+vector = lazy_dialect("vector")
 
 #: The first architecture with ``mma.sync.aligned.m16n8k16`` for f16/bf16 and ``ldmatrix``
 #: (PTX ISA, "Warp-level matrix multiply-accumulate instructions": ``sm_80`` for ``.bf16`` and
