@@ -100,7 +100,7 @@ from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping, of_function
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import Poly
 from kernc.support.errors import CompileError, Diagnostic, SourceLocation
-from kernc.support.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
 from .base import Pass, functions, internal, option, walk_ops
@@ -110,7 +110,7 @@ from .to_gpu import GUARD_ATTR
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
-nvgpu = dialect("nvgpu")
+nvgpu = lazy_dialect("nvgpu")  # (cp.async only: loaded when a tile is staged with it)
 
 #: The first architecture with ``cp.async`` (PTX ISA 9.7.9.25.3.1, "cp.async": ``sm_80`` and later).
 ASYNC_COPY_SM = 80

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
-from kernc.support.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
 from . import llvm_ops
@@ -64,7 +64,7 @@ from .workgroup import SHARED_LIMIT, WARP, emit_remark
 
 gpu = dialect("gpu")
 memref = dialect("memref")
-nvvm = dialect("nvvm")
+nvvm = lazy_dialect("nvvm")  # (loaded when a kernel is rewritten: sm_90a only)
 
 #: Threads of a warpgroup (4 consecutive warps, the first a multiple of 4).
 WARPGROUP = 128
