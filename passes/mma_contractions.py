@@ -64,7 +64,8 @@ from kernc.support.mlir import dialect, ir
 from . import ir_builder as b
 from .base import Pass, functions, internal, option
 from .targets import PTX_VERSION
-from .tile_contractions import Decline, _Analysis, _clone, _slice
+from .tile_contractions import (Decline, _Analysis, _clone, _hoistable, _product, _slice, _split, collapse_nest,
+                                flat_extents)
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
@@ -120,18 +121,38 @@ class MmaConfig:
     def nt(self) -> int:
         return self.warp_n // MMA_N
 
-    @property
-    def sa(self) -> int:
-        """Row stride (elements) of the staged ``bm x bk`` A tile."""
-        return self.bk + PAD
+
+@dataclass(frozen=True)
+class _Stage:
+    """Where a staged read's ``X x bk`` tile (``X``: ``bm`` for side ``i``, ``bn`` for side ``j``)
+    lies in workgroup memory: ``x_major``, ``smem[x*stride + kk]`` (rows of ``k``: the lanes of a
+    warp store along ``k``, the read's unit-stride coordinate), else ``smem[kk*stride + x]`` (rows of
+    the tile coordinate); ``stride`` is the row's length padded by :data:`PAD` elements."""
+
+    side: int
+    x_major: bool
+    rows: int
+    stride: int
 
     @property
-    def sb(self) -> int:
-        """Row stride (elements) of the staged ``bk x bn`` B tile."""
-        return self.bn + PAD
+    def elems(self) -> int:
+        return self.rows * self.stride
 
-    def shared_bytes(self, elem_bytes: int) -> int:
-        return (self.bm * self.sa + self.bk * self.sb) * elem_bytes
+    def slot(self, kk, x):
+        """The element of tile position ``(x, kk)`` (index values)."""
+        if self.x_major:
+            return b.add(b.mul(x, b.idx(self.stride)), kk)
+        return b.add(b.mul(kk, b.idx(self.stride)), x)
+
+
+def _stage(c: MmaConfig, s) -> _Stage:
+    """The workgroup tile of staged read ``s``: oriented so that the cooperative stores of a warp,
+    whose lanes run along the read's unit-stride coordinate (``s.k_fastest``: along ``k``), are
+    consecutive elements (no bank conflict); ``ldmatrix`` then reads it with or without ``.trans``."""
+    X = c.bm if s.side == 0 else c.bn
+    if s.k_fastest:
+        return _Stage(s.side, True, X, c.bk + PAD)
+    return _Stage(s.side, False, c.bk, X + PAD)
 
 
 def mma_config(block: int, warp_m: int, warp_n: int, bk: int) -> MmaConfig | str:
@@ -203,7 +224,7 @@ class MmaContractions(Pass):
         config = mma_config(plan.block, self.warp_m, self.warp_n, self.block_k)
         if isinstance(config, str):
             return config
-        need = config.shared_bytes(2)
+        need = sum(_stage(config, st).elems for st in (parts.a, parts.b)) * 2
         if need > SHARED_LIMIT:
             return (f"its {config.bm}x{config.bn}x{config.bk} tiles need {need} bytes of workgroup "
                     f"memory, more than the {SHARED_LIMIT} bytes a block may use")
@@ -242,12 +263,7 @@ def _match(plan: _Analysis) -> _Parts | str:
         return "its operands are computed in another type than f32"
     if len(plan.iter_args) != 1 or plan.iter_args[0].type != f32:
         return "it does not accumulate one f32 value"
-    ops = [op for op in plan.body if op != sa.op and op != sb.op]
-    yld = plan.loop.regions[0].blocks[0].operations[len(plan.body)]
-    if (len(ops) != 2 or ops[0].name != "arith.mulf" or ops[1].name != "arith.addf"
-            or set(ops[0].operands) != {sa.op.results[0], sb.op.results[0]}
-            or set(ops[1].operands) != {ops[0].results[0], plan.iter_args[0]}
-            or list(yld.operands) != [ops[1].results[0]]):
+    if not _product_sum(plan, sa, sb):
         return "its loop body is not 'acc += a * b'"
     init = _owner(plan.loop.operands[3])
     if not isinstance(init, ir.Operation) or init.name != "arith.constant":
@@ -255,13 +271,35 @@ def _match(plan: _Analysis) -> _Parts | str:
     return _Parts(sa, sb, elems[0], ir.FloatAttr(init.attributes["value"]).value)
 
 
+def _product_sum(plan: _Analysis, sa, sb) -> bool:
+    """Whether the innermost loop body yields ``acc + a*b`` (either order) of the two staged reads:
+    the rest of the body (their index arithmetic, an inner loop's bounds) feeds nothing else."""
+    acc = plan.iter_args[0]
+    if len(plan.yld.operands) != 1:
+        return False
+    add = _owner(plan.yld.operands[0])
+    if not isinstance(add, ir.Operation) or add.name != "arith.addf" or acc not in list(add.operands):
+        return False
+    rest = [v for v in add.operands if v != acc]
+    mul = _owner(rest[0]) if len(rest) == 1 else None
+    return (isinstance(mul, ir.Operation) and mul.name == "arith.mulf"
+            and set(mul.operands) == {sa.op.results[0], sb.op.results[0]})
+
+
 def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
+    tiles = []
+    for s in (p.a, p.b):
+        st = _stage(c, s)
+        X = c.bm if s.side == 0 else c.bn
+        shape = f"{X}x{c.bk}, k contiguous" if st.x_major else f"{c.bk}x{X}, {plan.side_name(s.side)} contiguous"
+        tiles.append(f"{s.name} of {plan.side_name(s.side)}: {shape}, ldmatrix.{'x4' if s.side == 0 else 'x2'}"
+                     f"{'' if st.x_major else '.trans'}")
+    nest = f"; its nest of {len(plan.levels)} loops runs as one k, innermost fastest" if len(plan.levels) > 1 else ""
     return (f"'{sig.name}' on tensor cores: {c.bm}x{c.bn} block tiles in chunks of {c.bk} of k, "
             f"{c.wm}x{c.wn} warps of {c.warp_m}x{c.warp_n} items, mma.sync m16n8k16 ({p.elem} "
-            f"products, f32 sums) fed by ldmatrix from workgroup tiles of {p.a.name} ({c.bm}x{c.bk}) "
-            f"and {p.b.name} ({c.bk}x{c.bn}, ldmatrix.x2.trans), rows padded by {PAD} elements (no bank "
-            f"conflict); the sums are not in the loop's order (not bitwise the --no-tensor-cores "
-            f"result)")
+            f"products, f32 sums) fed by ldmatrix from workgroup tiles of the logical views "
+            f"({'; '.join(tiles)}), rows padded by {PAD} elements (no bank conflict){nest}; the sums "
+            f"are not in the loop's order (not bitwise the --no-tensor-cores result)")
 
 
 class _Rewrite:
@@ -269,47 +307,46 @@ class _Rewrite:
 
     def __init__(self, fn, sig, plan: _Analysis, c: MmaConfig, parts: _Parts) -> None:
         self.fn, self.sig, self.plan, self.c, self.p = fn, sig, plan, c, parts
+        self.stages = [_stage(c, s) for s in (parts.a, parts.b)]
 
     def run(self) -> None:
         fn, sig, plan, c, p = self.fn, self.sig, self.plan, self.c, self.p
         guard = plan.guard
         B = plan.block
         E = list(plan.delin.extents)
-        n = len(E)
-        xi, xj = plan.ij
-        batch = list(range(n - 2))
         kc = KernelContext(fn, sig, guard, B)
-        self.smem_a = kc.workgroup(p.elem, c.bm * c.sa, f"tensor-core tile of '{p.a.name}'",
-                                   region=f"mma.{p.a.name}.a", location=p.a.op.location)
-        self.smem_b = kc.workgroup(p.elem, c.bk * c.sb, f"tensor-core tile of '{p.b.name}'",
-                                   region=f"mma.{p.b.name}.b", location=p.b.op.location)
+        self.smem = [kc.workgroup(p.elem, st.elems, f"tensor-core tile of '{s.name}'",
+                                  region=f"mma.{s.name}.{'ab'[st.side]}", location=s.op.location)
+                     for s, st in zip((p.a, p.b), self.stages)]
         kc.check_limit()
         loc = plan.loop.location
         with ir.InsertionPoint(guard), loc:
             tid = gpu.ThreadIdOp(gpu.Dimension.x).result
             blk = kern.BlockIdOp(b.index_t()).result
-            nbi = b.arith.DivUIOp(b.add(E[xi], b.idx(c.bm - 1)), b.idx(c.bm)).result
-            nbj = b.arith.DivUIOp(b.add(E[xj], b.idx(c.bn - 1)), b.idx(c.bn)).result
+            ext = [_product([E[x] for x in side]) for side in plan.sides]  # the flattened sides
+            nbi = b.arith.DivUIOp(b.add(ext[0], b.idx(c.bm - 1)), b.idx(c.bm)).result
+            nbj = b.arith.DivUIOp(b.add(ext[1], b.idx(c.bn - 1)), b.idx(c.bn)).result
             per = b.mul(nbi, nbj)
             count = per
-            for x in batch:
+            for x in plan.batch:
                 count = b.mul(count, E[x])
             tiles = b.scf.ForOp(blk, count, gpu.GridDimOp(gpu.Dimension.x).result)
             with ir.InsertionPoint(tiles.body):
                 end = b.scf.YieldOp([])
         with ir.InsertionPoint(end), loc:
-            self._tile(tiles.induction_variable, tid, E, per, nbj, batch, B)
+            self._tile(tiles.induction_variable, tid, E, ext, per, nbj, B)
         guard.erase()
         for op in reversed(plan.entry[:3]):
             op.erase()
-        tiled = ItemMapping(B, tuple(plan.extents), tuple([1] * (n - 2) + [c.bm, c.bn]),
-                            c.mt * c.nt * 4, self._thread_values(n), True)
+        nb = len(plan.batch)
+        tiled = ItemMapping(B, tuple(flat_extents(plan)), tuple([1] * nb + [c.bm, c.bn]),
+                            c.mt * c.nt * 4, self._thread_values(), True)
         assert tiled.problem() is None, tiled.problem()
         sig.tiles = tiled.launch_tiles()
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
         fn.attributes[MAPPING_ATTR] = ir.StringAttr.get(tiled.to_json())
 
-    def _thread_values(self, n: int) -> str:
+    def _thread_values(self) -> str:
         """The CuTe TV layout: thread ``4g + t + 32*(wn + WN*wm)``, value ``e + 2h + 4mt + 4MT*nt``
         at tile position ``(wm*warp_m + 16mt + 8h + g, wn*warp_n + 8nt + 2t + e)``, positions
         column-major over ``(1, ..., BM, BN)`` (row stride 1, column stride ``BM``)."""
@@ -318,20 +355,14 @@ class _Rewrite:
         return (f"((4,8,{c.wn},{c.wm}),(2,2,{c.mt},{c.nt})):"
                 f"(({2 * bm},1,{c.warp_n * bm},{c.warp_m}),({bm},8,16,{8 * bm}))")
 
-    def _tile(self, tile, tid, E, per, nbj, batch, B) -> None:
+    def _tile(self, tile, tid, E, ext, per, nbj, B) -> None:
         plan, c, p = self.plan, self.c, self.p
-        xi, xj = plan.ij
-        coord = {}
-        if batch:
+        if plan.batch:
             rest = b.arith.DivUIOp(tile, per).result
             in_batch = b.sub(tile, b.mul(rest, per))
-            for x in reversed(batch[1:]):
-                q = b.arith.DivUIOp(rest, E[x]).result
-                coord[x] = b.sub(rest, b.mul(q, E[x]))
-                rest = q
-            coord[batch[0]] = rest
+            coord = _split(rest, plan.batch, E)
         else:
-            in_batch = tile
+            in_batch, coord = tile, {}
         bi = b.arith.DivUIOp(in_batch, nbj).result
         bj = b.sub(in_batch, b.mul(bi, nbj))
         x0 = [b.mul(bi, b.idx(c.bm)), b.mul(bj, b.idx(c.bn))]
@@ -339,37 +370,34 @@ class _Rewrite:
         warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
         wm = b.arith.DivUIOp(warp, b.idx(c.wn)).result
         wn = b.arith.RemUIOp(warp, b.idx(c.wn)).result
-        m0 = b.mul(wm, b.idx(c.warp_m))  # the warp's tile, within the block's
-        n0 = b.mul(wn, b.idx(c.warp_n))
-        l16 = b.arith.RemUIOp(lane, b.idx(16)).result
-        l8x = b.mul(b.arith.DivUIOp(lane, b.idx(16)).result, b.idx(8))
-        first = {plan.coords[x]: coord[x] for x in batch}
-        for v in plan.loop.operands[:2]:  # the bounds (the same for every item) from the code before
-            d = _owner(v)
-            if any(d == op for op in plan.pre) and v not in first:
-                for op in _slice(d, plan):
-                    if op.results[0] not in first:
-                        _clone(op, first)
-        lb, ub = (first.get(v, v) for v in plan.loop.operands[:2])
+        w0 = [b.mul(wm, b.idx(c.warp_m)), b.mul(wn, b.idx(c.warp_n))]  # the warp's tile, within the block's
+        first = {plan.coords[x]: v for x, v in coord.items()}
+        for level in plan.levels:  # the bounds (the same for every item) from the code before the loop
+            for v in level.operands[:2]:
+                d = _owner(v)
+                if any(d == op for op in plan.pre) and v not in first:
+                    for op in _slice(d, plan):
+                        if op.results[0] not in first:
+                            _clone(op, first)
+        ivs, lb, ub = collapse_nest(plan, first)
         f32 = ir.F32Type.get()
         acc_t = ir.VectorType.get([2, 2], f32)
         init = b.const(p.init, f32)
         accs0 = [vector.BroadcastOp(acc_t, init).result for _ in range(c.mt * c.nt)]
-        coop = [self._slots(s, x0, tid, E, B) for s in (p.a, p.b)]
+        coop = [self._slots(s, st, x0, tid, E, ext, first, B) for s, st in zip((p.a, p.b), self.stages)]
         chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), accs0)
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             b.barrier()  # the previous chunk's (or tile's) ldmatrix reads are done
-            for s, smem, slots in zip((p.a, p.b), (self.smem_a, self.smem_b), coop):
+            for s, smem, (slots, per_chunk) in zip((p.a, p.b), self.smem, coop):
                 T = s.op.results[0].type
-                for kk, x, ok, slot, inside in slots:
+                for kk, at, ok, slot, inside in slots:
                     k = b.add(k0, kk)
-                    m = dict(first)
-                    m[plan.coords[plan.ij[s.side]]] = x
-                    m[plan.iv] = k
 
-                    def then(m=m, s=s):
-                        for op in _slice(s.op, plan):
+                    def then(at=at, s=s, k=k, per_chunk=per_chunk):
+                        m = dict(at)
+                        m.update(ivs(k))
+                        for op in per_chunk:
                             _clone(op, m)
                         return [m[s.op.results[0]]]
                     val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
@@ -381,52 +409,84 @@ class _Rewrite:
                             b.store(val, smem, slot)
             b.barrier()
             accs = list(chunks.inner_iter_args)
-            frag_a = ir.VectorType.get([4, 2], p.elem)
-            frag_b = ir.VectorType.get([2, 2], p.elem)
             for ks in range(c.bk // MMA_K):
-                afr = []
-                for mt in range(c.mt):  # ldmatrix.x4: lane l gives row l%16, column 8*(l/16)
-                    row = b.add(b.add(m0, b.idx(mt * MMA_M)), l16)
-                    col = b.add(l8x, b.idx(ks * MMA_K))
-                    addr = b.add(b.mul(row, b.idx(c.sa)), col)
-                    afr.append(nvgpu.LdMatrixOp(frag_a, self.smem_a, [addr], False, 4).result)
-                bfr = []
-                for nt in range(c.nt):  # ldmatrix.x2.trans: lane l < 16 gives row k = l of column n
-                    krow = b.add(l16, b.idx(ks * MMA_K))
-                    col = b.add(n0, b.idx(nt * MMA_N))
-                    addr = b.add(b.mul(krow, b.idx(c.sb)), col)
-                    bfr.append(nvgpu.LdMatrixOp(frag_b, self.smem_b, [addr], True, 2).result)
+                afr = [self._a_fragment(lane, b.add(w0[0], b.idx(mt * MMA_M)), ks * MMA_K) for mt in range(c.mt)]
+                bfr = [self._b_fragment(lane, b.add(w0[1], b.idx(nt * MMA_N)), ks * MMA_K) for nt in range(c.nt)]
                 for mt in range(c.mt):
                     for nt in range(c.nt):
                         x = mt * c.nt + nt
                         accs[x] = nvgpu.MmaSyncOp(acc_t, afr[mt], bfr[nt], accs[x],
                                                   [MMA_M, MMA_N, MMA_K]).result
             b.scf.YieldOp(accs)
-        # the epilogue: the code after the loop per accumulator element, under its item's guard
+        self._epilogue(list(chunks.results), lane, x0, w0, ext, E, first)
+
+    def _a_fragment(self, lane, m, k: int):
+        """The ``ldmatrix.x4`` A fragment of rows ``m..m+15``, columns ``k..k+15`` (matrices 0..3:
+        a0a1, a2a3, a4a5, a6a7 of the ISA's A layout: rows ``+0/+8``, then columns ``+8``). Rows of
+        k (``m x k`` tile): lane ``l`` gives row ``m + l%16``, column ``k + 8*(l/16)``. Rows of m
+        (``k x m`` tile, ``.trans``): lane ``l`` gives row ``k + l%8 + 8*(l/16)``, column ``m +
+        8*((l/8)%2)``: each 8x8 matrix transposed back."""
+        st, frag = self.stages[0], ir.VectorType.get([4, 2], self.p.elem)
+        if st.x_major:
+            row = b.add(m, b.arith.RemUIOp(lane, b.idx(16)).result)
+            col = b.add(b.mul(b.arith.DivUIOp(lane, b.idx(16)).result, b.idx(8)), b.idx(k))
+        else:
+            row = b.add(b.add(b.arith.RemUIOp(lane, b.idx(8)).result,
+                              b.mul(b.arith.DivUIOp(lane, b.idx(16)).result, b.idx(8))), b.idx(k))
+            col = b.add(m, b.mul(b.arith.RemUIOp(b.arith.DivUIOp(lane, b.idx(8)).result, b.idx(2)).result,
+                                 b.idx(8)))
+        addr = b.add(b.mul(row, b.idx(st.stride)), col)
+        return nvgpu.LdMatrixOp(frag, self.smem[0], [addr], not st.x_major, 4).result
+
+    def _b_fragment(self, lane, n, k: int):
+        """The ``ldmatrix.x2`` B fragment of rows ``k..k+15``, columns ``n..n+7`` (the ISA's ``.col``
+        B layout: matrices b0b1 of rows ``k..k+7``, b2b3 of ``k+8..k+15``). Rows of n (``k x n``
+        tile, ``.trans``): lane ``l < 16`` gives row ``k + l``, column ``n``. Rows of k (``n x k``
+        tile): lane ``l`` gives row ``n + l%8``, column ``k + 8*((l/8)%2)``."""
+        st, frag = self.stages[1], ir.VectorType.get([2, 2], self.p.elem)
+        l16 = b.arith.RemUIOp(lane, b.idx(16)).result
+        if st.x_major:
+            row = b.add(n, b.arith.RemUIOp(lane, b.idx(8)).result)
+            col = b.add(b.mul(b.arith.DivUIOp(l16, b.idx(8)).result, b.idx(8)), b.idx(k))
+        else:
+            row, col = b.add(l16, b.idx(k)), n
+        addr = b.add(b.mul(row, b.idx(st.stride)), col)
+        return nvgpu.LdMatrixOp(frag, self.smem[1], [addr], not st.x_major, 2).result
+
+    def _epilogue(self, accs, lane, x0, w0, ext, E, first) -> None:
+        """The code after the loop per accumulator element, under its item's guard: element
+        ``c{2h+e}`` of fragment ``(mt, nt)`` is item ``(x0 + w0 + 16mt + g + 8h, x0' + w0' + 8nt + 2t
+        + e)`` of the flattened sides (``g = lane/4``, ``t = lane%4``: the ISA's C/D layout), each
+        side split back into its coordinates."""
+        plan, c = self.plan, self.c
         g = b.arith.DivUIOp(lane, b.idx(4)).result
         t2 = b.mul(b.arith.RemUIOp(lane, b.idx(4)).result, b.idx(2))
-        for mt in range(c.mt):
-            for h in range(2):
-                i = b.add(b.add(x0[0], m0), b.add(g, b.idx(mt * MMA_M + 8 * h)))
-                ok_i = b.cmp("ult", i, E[xi])
-                for nt in range(c.nt):
-                    acc = list(chunks.results)[mt * c.nt + nt]
-                    for e in range(2):
-                        j = b.add(b.add(x0[1], n0), b.add(t2, b.idx(nt * MMA_N + e)))
-                        m = dict(first)
-                        m[plan.coords[xi]], m[plan.coords[xj]] = i, j
-                        with b.if_(b.and_(ok_i, b.cmp("ult", j, E[xj]))):
-                            for op in plan.pre:
-                                _clone(op, m)
-                            m[plan.loop.results[0]] = vector.ExtractOp(acc, [], [h, e]).result
-                            for op in plan.post:
-                                _clone(op, m)
 
-    def _slots(self, s, x0, tid, E, B) -> list:
-        """The cooperative loads of staged read ``s``: ``(kk, x, in_range, smem index, inside)``
-        (``inside``: ``e < total``, ``None`` where every lane's slot is in the tile) of slots
-        ``e = tid + r*B`` of its tile, the lanes of a warp along its unit-stride coordinate."""
+        def at(side: int, x):
+            return b.cmp("ult", x, ext[side]), {plan.coords[q]: v for q, v in _split(x, plan.sides[side], E).items()}
+        rows = {(mt, h): at(0, b.add(b.add(x0[0], w0[0]), b.add(g, b.idx(mt * MMA_M + 8 * h))))
+                for mt in range(c.mt) for h in range(2)}
+        cols = {(nt, e): at(1, b.add(b.add(x0[1], w0[1]), b.add(t2, b.idx(nt * MMA_N + e))))
+                for nt in range(c.nt) for e in range(2)}
+        for (mt, h), (ok_i, at_i) in rows.items():
+            for (nt, e), (ok_j, at_j) in cols.items():
+                m = {**first, **at_i, **at_j}
+                with b.if_(b.and_(ok_i, ok_j)):
+                    for op in plan.pre:
+                        _clone(op, m)
+                    m[plan.loop.results[0]] = vector.ExtractOp(accs[mt * c.nt + nt], [], [h, e]).result
+                    for op in plan.post:
+                        _clone(op, m)
+
+    def _slots(self, s, st: _Stage, x0, tid, E, ext, first, B) -> tuple[list, list]:
+        """The cooperative loads of staged read ``s`` into its tile ``st``: ``(slots, per_chunk)``,
+        slots ``(kk, at, in_range, smem index, inside)`` for ``e = tid + r*B`` (``at``: the values of
+        its coordinates and of its index arithmetic that no chunk changes, computed once per tile;
+        ``inside``: ``e < total``, ``None`` where every lane's slot is in the tile), the lanes of a
+        warp along its unit-stride coordinate; ``per_chunk`` the ops each chunk re-computes."""
         c, plan = self.c, self.plan
+        sliced = _slice(s.op, plan)
+        hoist = _hoistable(sliced[:-1], plan, E)
         X = c.bm if s.side == 0 else c.bn
         total = c.bk * X
         slots = []
@@ -439,14 +499,14 @@ class _Rewrite:
                 xl = b.arith.RemUIOp(e, b.idx(X)).result
                 kk = b.arith.DivUIOp(e, b.idx(X)).result
             x = b.add(x0[s.side], xl)
-            ok = b.cmp("ult", x, E[plan.ij[s.side]])
+            ok = b.cmp("ult", x, ext[s.side])
             inside = b.cmp("ult", e, b.idx(total)) if (r + 1) * B > total else None
-            if s.side == 0:
-                slot = b.add(b.mul(xl, b.idx(c.sa)), kk)
-            else:
-                slot = b.add(b.mul(kk, b.idx(c.sb)), xl)
-            slots.append((kk, x, ok, slot, inside))
-        return slots
+            at = dict(first)
+            at.update({plan.coords[q]: v for q, v in _split(x, plan.sides[s.side], E).items()})
+            for op in hoist:
+                _clone(op, at)
+            slots.append((kk, at, ok, st.slot(kk, xl), inside))
+        return slots, [op for op in sliced if op not in hoist]
 
 
 __all__ = ["MmaContractions", "MmaConfig", "mma_config", "sm_number"]
