@@ -703,59 +703,100 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
     return entry
 
 
+#: The tensor-core convolution examples of the tensor-core rows: (output, the GEMM reduction length
+#: from the inputs, as :data:`CONTRACTION_CONVS`), at ``P`` = 2^16 items (``--quick``: 2^12).
+TENSOR_CORE_CONVS = {"conv2d_fwd_f16": ("y", CONTRACTION_CONVS["conv2d_fwd"][1]),
+                     "conv2d_wgrad_f16": ("gw", CONTRACTION_CONVS["conv2d_wgrad"][1])}
+#: The builds of a tensor-core row: variant -> ``kernc.compile`` options (``untiled``: the
+#: convolutions' naive kernel, ``--no-tile --no-tensor-cores``).
+TENSOR_CORE_BUILDS = {"tensor_cores": {}, "cuda_cores": {"tensor_cores": False},
+                      "untiled": {"tensor_cores": False, "tile": False}}
+
+
 def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:
-    """``examples/gemm_f16.kern`` on tensor cores (``kern-mma-contractions``) and on CUDA cores
-    (``kernc.compile(..., tensor_cores=False)``: ``kern-tile-contractions``) on
-    :data:`CONTRACTION_SHAPES` f16 inputs: the CPU interpreter's counters (global-load sectors per
-    output, shared requests and bank conflicts: the staging stores, the CUDA-core loads and the
-    ``ldmatrix`` phases), ptxas's registers and spill bytes of each PTX for
-    ``arch`` (``sm_80`` when ``arch`` has no tensor cores; ``None`` without ptxas), whether each
-    result is within 1e-3 relative (scaled by sqrt(K)) of the f64 product and whether the two are
-    bitwise equal. Returns ``{"gemm_f16": {"shape", "arch", "variants": {"tensor_cores": row,
-    "cuda_cores": row}, "within_f64", "bitwise_equal"}}``; a job that fails holds ``error``."""
+    """``examples/gemm_f16.kern`` on :data:`CONTRACTION_SHAPES` f16 inputs and the convolutions of
+    :data:`TENSOR_CORE_CONVS` (their ``make_inputs``), each on tensor cores (``kern-mma-contractions``)
+    and on CUDA cores (``kernc.compile(..., tensor_cores=False)``: ``kern-tile-contractions``), the
+    convolutions also untiled (``tile=False`` too): the CPU interpreter's counters (global-load
+    sectors per output, shared requests and bank conflicts: the staging stores, the CUDA-core loads
+    and the ``ldmatrix`` phases), ptxas's registers and spill bytes of each PTX for ``arch``
+    (``sm_80`` when ``arch`` has no tensor cores; ``None`` without ptxas), whether each result is
+    within 1e-3 relative (scaled by sqrt(K)) of the f64 result and whether they are all bitwise
+    equal. Returns ``{job: {"shape", "arch", "variants": {"tensor_cores": row, "cuda_cores": row,
+    ...}, "within_f64", "bitwise_equal"}}`` (jobs ``gemm_f16``, ``conv2d_fwd_f16``,
+    ``conv2d_wgrad_f16``); a job that fails holds ``error``."""
+    import numpy as np
+
+    from kernc.passes.mma_contractions import MIN_SM, sm_number
+
+    tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
+    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"][0]  # (the first gemm shape)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    out = {"gemm_f16": _tensor_core_job(
+        examples_dir, "gemm_f16", {"a": a, "b": b, "c": np.full((M, N), np.nan, np.float32)}, "c", K, [M, K, N],
+        tc_arch, lambda i: i["a"].astype(np.float64) @ i["b"].astype(np.float64), ("tensor_cores", "cuda_cores"))}
+    P = 1 << (12 if quick else 16)
+    for name, (result, reduction) in TENSOR_CORE_CONVS.items():
+        try:
+            ex = _example_module(examples_dir, name)
+            inputs = ex.make_inputs(P, np.random.default_rng(0))
+        except Exception as err:  # noqa: BLE001
+            out[name] = {"source": f"examples/{name}.kern", "error": f"{type(err).__name__}: {err}"[:300]}
+            continue
+        out[name] = _tensor_core_job(
+            examples_dir, name, inputs, result, reduction(inputs),
+            [f"P=2^{P.bit_length() - 1}: {'x'.join(map(str, inputs[result].shape))}"], tc_arch,
+            lambda i, ex=ex, result=result: ex.reference_f64(i)[result], tuple(TENSOR_CORE_BUILDS))
+    return out
+
+
+def _tensor_core_job(examples_dir: str, name: str, inputs: dict, result: str, K: int, shape: list, arch: str,
+                     f64, builds: tuple) -> dict:
+    """One job of :func:`tensor_core_traffic`: kernel ``name`` of ``examples/<name>.kern`` built as
+    each of ``builds`` (keys of :data:`TENSOR_CORE_BUILDS`) and run on copies of ``inputs``;
+    ``result`` its output, ``K`` the reduction length, ``f64(inputs)`` the float64 result (of the
+    inputs' magnitudes: the bound's scale)."""
     import math
 
     import numpy as np
 
     import kernc
     from kernc.backend.toolkit import ptxas_path, run_ptxas
-    from kernc.passes.mma_contractions import MIN_SM, sm_number
 
-    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"][0]  # (the first gemm shape)
-    tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
-    entry: dict = {"source": "examples/gemm_f16.kern", "kernel": "gemm_f16", "shape": [M, K, N],
-                   "dtype": "f16 (f32 sums)", "arch": tc_arch}
+    entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": shape,
+                   "dtype": "f16 (f32 sums)", "arch": arch}
     try:
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((M, K)).astype(np.float16)
-        b = rng.standard_normal((K, N)).astype(np.float16)
-        want = a.astype(np.float64) @ b.astype(np.float64)
-        bound = 1e-3 * math.sqrt(K) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) / K
+        want = f64(inputs)
+        scale = f64({k: (np.abs(v) if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})
+        bound = 1e-3 * math.sqrt(K) * scale / max(K, 1)
         variants, outs, within = {}, {}, {}
-        for variant, on in (("tensor_cores", True), ("cuda_cores", False)):
-            mod = kernc.compile_file(os.path.join(examples_dir, "gemm_f16.kern"), arch=tc_arch, tensor_cores=on)
-            if on and "mma.sync" not in mod.ptx:
-                raise AssertionError("gemm_f16 was not compiled for tensor cores")
-            c = np.full((M, N), np.nan, np.float32)
-            stats = mod.gemm_f16(a, b, c).stats.to_dict()
-            outs[variant] = c
-            within[variant] = bool(np.all(np.abs(c - want) <= bound))
-            row = {"tensor_cores": on, **traffic_row(stats),
-                   "load_sectors_per_output": stats["global_load_sectors"] / (M * N),
+        for variant in builds:
+            opts = TENSOR_CORE_BUILDS[variant]
+            mod = kernc.compile_file(os.path.join(examples_dir, f"{name}.kern"), arch=arch, **opts)
+            if variant == "tensor_cores" and "mma.sync" not in mod.ptx:
+                raise AssertionError(f"{name} was not compiled for tensor cores")
+            args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+            stats = getattr(mod, name)(**args).stats.to_dict()
+            outs[variant] = args[result]
+            within[variant] = bool(np.all(np.abs(args[result] - want) <= bound))
+            row = {"tensor_cores": opts.get("tensor_cores", True), **traffic_row(stats),
+                   "load_sectors_per_output": stats["global_load_sectors"] / max(args[result].size, 1),
                    "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
             if ptxas_path():
-                got = run_ptxas(mod.ptx, tc_arch)
+                got = run_ptxas(mod.ptx, arch)
                 if not got.ok:
                     raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
-                row["registers"] = got.registers.get("gemm_f16")
-                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get("gemm_f16", (None, None))
+                row["registers"] = got.registers.get(name)
+                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
             variants[variant] = row
         if not within["tensor_cores"]:
-            raise AssertionError("gemm_f16 (tensor cores): wrong result")
+            raise AssertionError(f"{name} (tensor cores): wrong result")
         entry["variants"] = variants
         entry["within_f64"] = within
-        entry["bitwise_equal"] = bool(np.array_equal(outs["tensor_cores"].view(np.int32),
-                                                     outs["cuda_cores"].view(np.int32)))
+        entry["bitwise_equal"] = all(bool(np.array_equal(outs["tensor_cores"].view(np.int32), o.view(np.int32)))
+                                     for o in outs.values())
     except Exception as err:  # noqa: BLE001
         entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
-    return {"gemm_f16": entry}
+    return entry

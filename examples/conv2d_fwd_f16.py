@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conv2d_fwd import conv2d  # noqa: E402
 from conv2d_fwd import make_inputs as _make_inputs  # noqa: E402
-from conv_common import padded, window  # noqa: E402
+from conv_common import im2col, to_f16  # noqa: E402
 
 #: How far a GPU's result may be from :func:`reference` (tensor cores add in their own order; the
 #: 18 products of a 3x2x3 filter of standard normal values sum to well under 40 in magnitude).
@@ -27,10 +27,7 @@ GPU_TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}
 
 
 def make_inputs(P: int, rng: np.random.Generator) -> dict:
-    inputs = _make_inputs(P, rng)
-    inputs["x"] = inputs["x"].astype(np.float16)
-    inputs["w"] = inputs["w"].astype(np.float16)
-    return inputs
+    return to_f16(_make_inputs(P, rng), "x", "w")
 
 
 def _geometry(inputs: dict):
@@ -46,12 +43,15 @@ def conv2d_f64(x, w, OH, OW, stride, pad, dil) -> np.ndarray:
     ``(N*OH*OW, R*S*C)`` times the filter ``(R*S*C, K)``."""
     x, w = np.asarray(x, np.float64), np.asarray(w, np.float64)
     K, R, S, C = w.shape
-    xp = padded(x, R, S, OH, OW, stride, pad, dil)
-    cols = np.stack([window(xp, r, s, OH, OW, stride, dil) for r in range(R) for s in range(S)], axis=3)
-    return (cols.reshape(-1, R * S * C) @ w.reshape(K, -1).T).reshape(x.shape[0], OH, OW, K)
+    return (im2col(x, R, S, OH, OW, stride, pad, dil) @ w.reshape(K, -1).T).reshape(x.shape[0], OH, OW, K)
 
 
 def reference(inputs: dict) -> dict:
-    OH, OW, stride, pad, dil = _geometry(inputs)
     return {"y": conv2d(np.asarray(inputs["x"], np.float32), np.asarray(inputs["w"], np.float32),
-                        OH, OW, stride, pad, dil)}
+                        *_geometry(inputs))}
+
+
+def reference_f64(inputs: dict) -> dict:
+    """The output in float64 (:func:`conv2d_f64`), for the 1e-3 relative bound; of the inputs' magnitudes
+    (``np.abs`` of each array) it is the bound's scale."""
+    return {"y": conv2d_f64(inputs["x"], inputs["w"], *_geometry(inputs))}

@@ -18,7 +18,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conv2d_wgrad import make_inputs as _make_inputs  # noqa: E402
 from conv2d_wgrad import wgrad  # noqa: E402
-from conv_common import padded, window  # noqa: E402
+from conv_common import im2col, to_f16  # noqa: E402
 
 #: How far a GPU's result may be from :func:`reference` (tensor cores add in their own order; the
 #: 24 products of standard normal values per output sum to well under 40 in magnitude).
@@ -26,10 +26,7 @@ GPU_TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}
 
 
 def make_inputs(P: int, rng: np.random.Generator) -> dict:
-    inputs = _make_inputs(P, rng)
-    inputs["x"] = inputs["x"].astype(np.float16)
-    inputs["dy"] = inputs["dy"].astype(np.float16)
-    return inputs
+    return to_f16(_make_inputs(P, rng), "x", "dy")
 
 
 def _geometry(inputs: dict):
@@ -44,12 +41,15 @@ def wgrad_f64(x, dy, R, S, OH, OW, stride, pad, dil) -> np.ndarray:
     """The weight gradient ``(K, R, S, C)`` in float64: ``dy^T`` ``(K, M)`` times the im2col matrix
     ``(M, R*S*C)``."""
     x, dy = np.asarray(x, np.float64), np.asarray(dy, np.float64)
-    C = x.shape[3]
-    xp = padded(x, R, S, OH, OW, stride, pad, dil)
-    cols = np.stack([window(xp, r, s, OH, OW, stride, dil) for r in range(R) for s in range(S)], axis=3)
-    return (dy.T @ cols.reshape(-1, R * S * C)).reshape(dy.shape[1], R, S, C)
+    return (dy.T @ im2col(x, R, S, OH, OW, stride, pad, dil)).reshape(dy.shape[1], R, S, x.shape[3])
 
 
 def reference(inputs: dict) -> dict:
     return {"gw": wgrad(np.asarray(inputs["x"], np.float32), np.asarray(inputs["dy"], np.float32),
                         *_geometry(inputs))}
+
+
+def reference_f64(inputs: dict) -> dict:
+    """The output in float64 (:func:`wgrad_f64`), for the 1e-3 relative bound; of the inputs' magnitudes
+    (``np.abs`` of each array) it is the bound's scale."""
+    return {"gw": wgrad_f64(inputs["x"], inputs["dy"], *_geometry(inputs))}

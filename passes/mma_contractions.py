@@ -1,9 +1,10 @@
 """``kern-mma-contractions``: the contractions of f16/bf16 operands on tensor cores (``mma.sync``).
 
 A kernel ``kern-tile-contractions`` would tile (:class:`~kernc.passes.tile_contractions._Analysis`
-is its matcher, used here as is) whose loop is exactly a product-sum of an ``f16`` (or ``bf16``)
-read depending on ``(i, k)`` and one of the same storage type depending on ``(k, j)``, accumulated in
-``f32``,
+is its matcher, used here as is: the two *sides* of item coordinates, each flattened, the batch
+coordinates, the loop or perfect loop nest) whose loop is exactly a product-sum of an ``f16`` (or
+``bf16``) read depending on ``(i, k)`` and one of the same storage type depending on ``(k, j)``,
+accumulated in ``f32``,
 
 .. code-block:: text
 
@@ -11,32 +12,46 @@ read depending on ``(i, k)`` and one of the same storage type depending on ``(k,
     for k in lb..ub { acc += a[i, k] * b[k, j]; }
     ... code after the loop, per item (c[i, j] = acc) ...
 
+-- ``i`` and ``j`` each the flattened coordinates of one side (``conv2d_fwd_f16``: ``i = (n, oh,
+ow)``, ``j = k``; ``conv2d_wgrad_f16``: ``i = k``, ``j = (r, s, c)``), ``k`` one loop or a perfect
+nest collapsed into one in its order (``for r { for s { for c {...} } }``, innermost fastest:
+:func:`~kernc.passes.tile_contractions.collapse_nest`), the reads any views (im2col, the
+output-gradient ``K x M`` view, checked reads and their defaults), the rest of the body their index
+arithmetic --
 is rewritten as the warp-level tensor-core GEMM of CUTLASS's ``sm80`` kernels and the PTX ISA's
 "Warp-level matrix multiply-accumulate instructions" (``mma.sync.aligned.m16n8k16.row.col.f32``
 fed by ``ldmatrix``):
 
-1. *Block tile* ``BM x BN`` of the problem's last two coordinates, blocks looping over the tiles
+1. *Block tile* ``BM x BN`` of the flattened sides (batch coordinates fixed per tile), blocks looping over the tiles
    (grid-stride, as ``kern-tile-contractions``). The block's ``W = B/32`` warps form a ``WM x WN``
    grid (``WN >= WM``, powers of two), each computing a ``warp_m x warp_n`` (64x32) warp tile of
    ``MT x NT`` (4x4) ``m16n8`` accumulator fragments: ``BM = WM*warp_m``, ``BN = WN*warp_n``
    (128x128 for 256 threads).
 2. *Staging per k-chunk* of ``BK`` (32): the block loads the ``BM x BK`` tile of the ``(i, k)`` read
-   into ``sa[m*SA + kk]`` and the ``BK x BN`` tile of the ``(k, j)`` read into ``sb[kk*SB + n]`` of
-   workgroup memory, cooperatively (each view read cloned with the tile's coordinates, so any layout
-   is loaded through its own; lanes along the view's unit-stride coordinate), 0 past the edges
-   (``i >= M``, ``j >= N``, ``k >= ub``): any ``M``, ``N``, ``K``. Rows are *padded* by 8 elements
-   (``SA = BK + 8``, ``SB = BN + 8``): a row is then an odd number of 16-byte units, so the eight
-   16-byte rows one ``ldmatrix`` phase reads fall in eight distinct 4-bank groups (no bank
-   conflict), and every row stays 16-byte aligned as ``ldmatrix`` requires.
-3. *Fragments*: per ``k16`` step, ``ldmatrix.x4`` gives each ``m16`` A fragment (lane ``l`` gives
-   the address of row ``l % 16``, column ``8*(l/16)``: matrices 0..3 are a0a1, a2a3, a4a5, a6a7 of
-   the ISA's A layout) and ``ldmatrix.x2.trans`` each ``n8`` B fragment (lane ``l < 16`` gives row
-   ``k = l`` of the fragment's columns: the transpose of the row-major ``k x n`` tile is the ISA's
-   ``.col`` B layout), then ``MT*NT`` ``nvgpu.mma.sync`` (m16n8k16) update the accumulators, kept
-   as ``vector<2x2xf32>`` loop values.
+   and the ``BK x BN`` tile of the ``(k, j)`` read into workgroup memory, cooperatively: the tile is
+   of the *logical* view (each view read cloned with the tile's coordinates, a side's flattened
+   index split back into its coordinates, ``k`` into the nest's loop variables, so any layout is
+   loaded through its own; the index arithmetic no chunk changes computed once per tile), the lanes
+   of a warp along the view's unit-stride coordinate, 0 past the edges (``i``, ``j`` beyond their
+   flattened extents, ``k >= ub``; a checked read's default inside them): any extents. Each tile
+   lies so that those stores are consecutive (:class:`_Stage`): *k contiguous*
+   (``smem[x*S + kk]``, ``S = BK + 8``) for a read loaded along ``k``, else *x contiguous*
+   (``smem[kk*S + x]``, ``S = X + 8``). Rows are *padded* by 8 elements: a row is then an odd
+   number of 16-byte units, so the eight 16-byte rows one ``ldmatrix`` phase reads fall in eight
+   distinct 4-bank groups (no bank conflict), and every row stays 16-byte aligned as ``ldmatrix``
+   requires.
+3. *Fragments* (PTX ISA 9.7.14.5.8 and 9.7.9.25): per ``k16`` step, ``ldmatrix.x4`` gives each
+   ``m16`` A fragment (matrices 0..3 are a0a1, a2a3, a4a5, a6a7 of the ISA's A layout: from a k
+   contiguous tile lane ``l`` gives row ``l % 16``, column ``8*(l/16)``; from an m contiguous one,
+   with ``.trans``, row ``k = l%8 + 8*(l/16)``, column ``8*((l/8)%2)``) and ``ldmatrix.x2`` each
+   ``n8`` B fragment (the ISA's ``.col`` layout is the ``n x k`` tile by rows: from a k contiguous
+   tile lane ``l < 16`` gives row ``n = l%8``, column ``8*(l/8)``; from an n contiguous one, with
+   ``.trans``, row ``k = l``), then ``MT*NT`` ``nvgpu.mma.sync`` (m16n8k16) update the
+   accumulators, kept as ``vector<2x2xf32>`` loop values.
 4. *The epilogue*: accumulator element ``c{2h+e}`` of fragment ``(mt, nt)`` is item
    ``(i0 + wm*warp_m + 16*mt + g + 8h, j0 + wn*warp_n + 8*nt + 2*t + e)`` (``g = lane/4``, ``t =
-   lane%4``: the ISA's C/D layout); the code after the loop runs for it under ``i < M && j < N``.
+   lane%4``: the ISA's C/D layout), each side split back into its coordinates; the code before and
+   after the loop runs for it under ``i < Mi && j < Mj`` (the flattened extents).
 
 The sums are not in the kernel's order (a tensor core adds the products of a k16 step in an order
 the ISA leaves open; the CPU interpreter's is documented in

@@ -34,5 +34,6 @@ def fake_cupy(module_cls, raw_module_cls) -> types.SimpleNamespace:
     )
     return types.SimpleNamespace(
         cuda=cuda_ns, ndarray=np.ndarray, asarray=np.asarray, allclose=np.allclose, zeros=np.zeros,
-        ones=np.ones, float32=np.float32, float16=np.float16, matmul=np.matmul, RawModule=raw_module_cls,
+        ones=np.ones, float32=np.float32, float16=np.float16, matmul=np.matmul, pad=np.pad, stack=np.stack,
+        RawModule=raw_module_cls,
     )

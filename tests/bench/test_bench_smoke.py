@@ -201,6 +201,18 @@ def test_quick_run_has_the_tensor_core_rows(quick_results):
     if row["registers"] is not None:
         assert row["spill_stores_bytes"] == row["spill_loads_bytes"] == 0 and target["status"] == "PASS"
     assert "Tensor cores (kern-mma-contractions" in stdout
+    for name in ("conv2d_fwd_f16", "conv2d_wgrad_f16"):  # the f16 convolutions, P = 2^12
+        cv = res["memory_tensor_cores"][name]
+        assert "error" not in cv, cv
+        assert cv["bitwise_equal"] is True and set(cv["within_f64"]) == {"tensor_cores", "cuda_cores", "untiled"}
+        assert all(cv["within_f64"].values())
+        tc, untiled = cv["variants"]["tensor_cores"], cv["variants"]["untiled"]
+        assert tc["shared_bank_conflicts"] == 0 and untiled["shared_requests"] == 0
+        assert untiled["load_sectors_per_output"] > 4 * tc["load_sectors_per_output"]
+        gpu_target = next(t for t in res["targets"] if t["target"] == f"{name}_vs_cublas")
+        assert gpu_target["status"] == "n/a" or res["gpu"].get("available")
+    if not res["gpu"].get("available"):
+        assert "against the cuBLAS time of their im2col GEMMs: not measured (no GPU)" in stdout
 
 
 def test_first_run_tree_is_kernc_without_pyc_files(tmp_path):
