@@ -316,7 +316,9 @@ def _reference_module(cp, cu_path: str, nvcc_ptx_path: str | None = None, arch: 
             pass
     with open(cu_path, encoding="utf-8") as f:
         source = f.read()
-    return cp.RawModule(code=source), "NVRTC (cupy.RawModule)"
+    # -I: a reference may include a header beside it (gemm_f16.cu's gemm_mma.cuh)
+    return (cp.RawModule(code=source, options=(f"-I{os.path.dirname(os.path.abspath(cu_path))}",)),
+            "NVRTC (cupy.RawModule)")
 
 
 def _reference_function(cp, cu_path: str, nvcc_ptx_path: str | None, name: str = "saxpy",

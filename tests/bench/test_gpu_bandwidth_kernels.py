@@ -241,7 +241,8 @@ def _fake_cupy(emulate, kernc_modules: dict):
             return run
 
     class RawModule:  # cupy.RawModule: NVRTC -> the CPU emulator
-        def __init__(self, code):
+        def __init__(self, code, *, options=()):  # cupy.RawModule's keywords
+            assert all(isinstance(o, str) for o in options), options
             self.emulated = emulate.load(sources[code])
 
         def get_function(self, name):
