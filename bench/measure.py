@@ -670,7 +670,6 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
     import numpy as np
 
     import kernc
-    from kernc.backend.toolkit import ptxas_path, run_ptxas
 
     entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": shape, "dtype": "f32"}
     try:
@@ -680,16 +679,7 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
             args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
             stats = getattr(mod, name)(**args).stats.to_dict()
             outs[variant] = args[result]
-            row = {"tile": tile, **traffic_row(stats),
-                   "load_sectors_per_output": stats["global_load_sectors"] / max(args[result].size, 1),
-                   "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
-            if ptxas_path():
-                got = run_ptxas(mod.ptx, arch)
-                if not got.ok:
-                    raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
-                row["registers"] = got.registers.get(name)
-                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
-            variants[variant] = row
+            variants[variant] = _variant_row(mod, name, variant, stats, args[result].size, arch, tile=tile)
         if not correct(outs["tiled"]):
             raise AssertionError(f"{name} (tiled): wrong result")
         entry["variants"] = variants
@@ -711,6 +701,24 @@ TENSOR_CORE_CONVS = {"conv2d_fwd_f16": ("y", CONTRACTION_CONVS["conv2d_fwd"][1])
 #: convolutions' naive kernel, ``--no-tile --no-tensor-cores``).
 TENSOR_CORE_BUILDS = {"tensor_cores": {}, "cuda_cores": {"tensor_cores": False},
                       "untiled": {"tensor_cores": False, "tile": False}}
+
+
+def _variant_row(mod, name: str, variant: str, stats: dict, outputs: int, arch: str, **options) -> dict:
+    """The row of one build of a contraction job: its ``options``, the CPU counters of ``stats``
+    (:func:`traffic_row`), global-load sectors per output and ptxas's registers and spill bytes of
+    kernel ``name`` in ``mod``'s PTX for ``arch`` (``None`` without ptxas); ``RuntimeError`` when
+    ptxas rejects it."""
+    from kernc.backend.toolkit import ptxas_path, run_ptxas
+
+    row = {**options, **traffic_row(stats), "load_sectors_per_output": stats["global_load_sectors"] / max(outputs, 1),
+           "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
+    if ptxas_path():
+        got = run_ptxas(mod.ptx, arch)
+        if not got.ok:
+            raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
+        row["registers"] = got.registers.get(name)
+        row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
+    return row
 
 
 def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:
@@ -763,7 +771,6 @@ def _tensor_core_job(examples_dir: str, name: str, inputs: dict, result: str, K:
     import numpy as np
 
     import kernc
-    from kernc.backend.toolkit import ptxas_path, run_ptxas
 
     entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": shape,
                    "dtype": "f16 (f32 sums)", "arch": arch}
@@ -781,16 +788,8 @@ def _tensor_core_job(examples_dir: str, name: str, inputs: dict, result: str, K:
             stats = getattr(mod, name)(**args).stats.to_dict()
             outs[variant] = args[result]
             within[variant] = bool(np.all(np.abs(args[result] - want) <= bound))
-            row = {"tensor_cores": opts.get("tensor_cores", True), **traffic_row(stats),
-                   "load_sectors_per_output": stats["global_load_sectors"] / max(args[result].size, 1),
-                   "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
-            if ptxas_path():
-                got = run_ptxas(mod.ptx, arch)
-                if not got.ok:
-                    raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
-                row["registers"] = got.registers.get(name)
-                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
-            variants[variant] = row
+            variants[variant] = _variant_row(mod, name, variant, stats, args[result].size, arch,
+                                             tensor_cores=opts.get("tensor_cores", True))
         if not within["tensor_cores"]:
             raise AssertionError(f"{name} (tensor cores): wrong result")
         entry["variants"] = variants
