@@ -321,16 +321,20 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
 
 def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = True,
                     shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
-                    group_registers: bool = True) -> tuple:
+                    group_registers: bool = True, wgmma: bool = False,
+                    async_copy: bool = True) -> tuple:
     """The compile options that change the gpu IR, as ``includes`` pairs of :func:`front_key`
-    (empty for the defaults, so default keys stay as they were)."""
+    (empty for the defaults, so default keys stay as they were). ``wgmma``: kern-wgmma-contractions
+    is in use (on, tensor cores on, an ``sm_90a`` target): its gpu IR differs from ``sm_90``'s."""
     return ((() if coalesce else (("--no-coalesce", ""),))
             + ((("--fmad", ""),) if fmad else ())
             + (() if tile else (("--no-tile", ""),))
             + (() if shared else (("--no-shared", ""),))
             + (() if tensor_cores else (("--no-tensor-cores", ""),))
             + (() if privatize else (("--no-privatize", ""),))
-            + (() if group_registers else (("--no-group-registers", ""),)))
+            + (() if group_registers else (("--no-group-registers", ""),))
+            + ((("--wgmma", ""),) if wgmma else ())
+            + (() if async_copy else (("--no-async-copy", ""),)))
 
 
 def ptx_key(front: str, arch: str, opt_level: int, variant: Variant | int) -> str:
@@ -584,7 +588,10 @@ def lookup_ptx(source: str, filename: str, *, arch: str, opt_level: int, index_b
     if not enabled():
         return None
     try:
-        key = ptx_key(front_key(source, filename, kernels, includes=option_includes(fmad=fmad)),
+        from kernc.passes.targets import WGMMA_ARCHS  # data only: no MLIR import
+
+        includes = option_includes(fmad=fmad, wgmma=arch in WGMMA_ARCHS)
+        key = ptx_key(front_key(source, filename, kernels, includes=includes),
                       arch, opt_level, index_bits)
     except Exception:  # noqa: BLE001 - a cache problem must never reach the user
         return None

@@ -676,7 +676,8 @@ def _gemm_f16(b: _Bench, n: int) -> dict:
     t_k = _time_device(cp, launch, b.reps, max(1, b.inner // 4))
     t_r = _time_device(cp, lambda: cp.matmul(a, bb), b.reps, max(1, b.inner // 4))
     flops = 2.0 * n ** 3
-    return {"n": n, "arch": b.arch, "tensor_cores": "mma.sync" in mod.ptx,
+    return {"n": n, "arch": b.arch, "tensor_cores": "mma.sync" in mod.ptx or "wgmma.mma_async" in mod.ptx,
+            "wgmma": "wgmma.mma_async" in mod.ptx,
             "kernc_ms": t_k, "cupy_ms": t_r, "kernc_gflops": flops / (t_k * 1e-3) / 1e9,
             "cupy_gflops": flops / (t_r * 1e-3) / 1e9, "ratio_kernc_to_cupy": t_r / t_k}
 

@@ -625,6 +625,7 @@ def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
     sectors per output, shared requests and bank conflicts), the two results compared bit for bit,
     and ptxas's registers and spill bytes of each PTX for ``arch`` (``None`` without ptxas). Returns
     ``{job: {"shape", "variants": {"tiled": row, "untiled": row}, "bitwise_equal",
+    "plain_loads_registers", "plain_loads_spill_bytes" (the tiled build with ``async_copy=False``),
     "sectors_ratio_untiled_to_tiled", "classic_32x32_sectors_per_output",
     "classic_64x64_sectors_per_output"}}`` (jobs ``gemm``, ``gemm_512``, ``conv2d_fwd``, ...; the
     classic model with the GEMM's reduction length); a job that fails holds ``error``."""
@@ -670,6 +671,7 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
     import numpy as np
 
     import kernc
+    from kernc.backend.toolkit import ptxas_path, run_ptxas
 
     entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": shape, "dtype": "f32"}
     try:
@@ -684,6 +686,14 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
             raise AssertionError(f"{name} (tiled): wrong result")
         entry["variants"] = variants
         entry["bitwise_equal"] = bool(np.array_equal(outs["tiled"].view(np.int32), outs["untiled"].view(np.int32)))
+        # the tiled build stages with cp.async on sm_80 and later: ptxas's count for the same tiles
+        # staged with plain loads (async_copy=False; the same CPU counters, tests/tile)
+        entry["plain_loads_registers"] = entry["plain_loads_spill_bytes"] = None
+        if ptxas_path():
+            mod = kernc.compile_file(os.path.join(examples_dir, f"{name}.kern"), arch=arch, async_copy=False)
+            got = run_ptxas(mod.ptx, arch)
+            entry["plain_loads_registers"] = got.registers.get(name)
+            entry["plain_loads_spill_bytes"] = sum(got.spills.get(name, (0, 0)))
         t, u = variants["tiled"]["load_sectors_per_output"], variants["untiled"]["load_sectors_per_output"]
         entry["sectors_ratio_untiled_to_tiled"] = u / t if t else None
         entry["classic_32x32_sectors_per_output"] = classic_tiled_sectors_per_output(K, 32)
@@ -693,6 +703,10 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
     return entry
 
 
+#: The tensor-core gemm jobs of :func:`tensor_core_traffic`: example -> (its operands, its sums). i8
+#: sums are exact (the two builds bitwise equal); gemm_tf32's ``@tf32`` asks for TF32 operands,
+#: so its tensor-core build computes another function than the CUDA-core one (plain f32).
+TENSOR_CORE_JOBS = {"gemm_f16": "f16 (f32 sums)", "gemm_i8": "i8 (i32 sums)", "gemm_tf32": "f32 as TF32 (f32 sums)"}
 #: The tensor-core convolution examples of the tensor-core rows: (output, the GEMM reduction length
 #: from the inputs, as :data:`CONTRACTION_CONVS`), at ``P`` = 2^16 items (``--quick``: 2^12).
 TENSOR_CORE_CONVS = {"conv2d_fwd_f16": ("y", CONTRACTION_CONVS["conv2d_fwd"][1]),
@@ -722,29 +736,59 @@ def _variant_row(mod, name: str, variant: str, stats: dict, outputs: int, arch: 
 
 
 def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:
-    """``examples/gemm_f16.kern`` on :data:`CONTRACTION_SHAPES` f16 inputs and the convolutions of
-    :data:`TENSOR_CORE_CONVS` (their ``make_inputs``), each on tensor cores (``kern-mma-contractions``)
-    and on CUDA cores (``kernc.compile(..., tensor_cores=False)``: ``kern-tile-contractions``), the
-    convolutions also untiled (``tile=False`` too): the CPU interpreter's counters (global-load
-    sectors per output, shared requests and bank conflicts: the staging stores, the CUDA-core loads
-    and the ``ldmatrix`` phases), ptxas's registers and spill bytes of each PTX for ``arch``
-    (``sm_80`` when ``arch`` has no tensor cores; ``None`` without ptxas), whether each result is
-    within 1e-3 relative (scaled by sqrt(K)) of the f64 result and whether they are all bitwise
-    equal. Returns ``{job: {"shape", "arch", "variants": {"tensor_cores": row, "cuda_cores": row,
-    ...}, "within_f64", "bitwise_equal"}}`` (jobs ``gemm_f16``, ``conv2d_fwd_f16``,
-    ``conv2d_wgrad_f16``); a job that fails holds ``error``."""
+    """The :data:`TENSOR_CORE_JOBS` gemms (``gemm_f16``, ``gemm_i8``, ``gemm_tf32``) at the first
+    :data:`CONTRACTION_SHAPES` shape and the convolutions of :data:`TENSOR_CORE_CONVS` (their
+    ``make_inputs``), each on tensor cores (``kern-mma-contractions``) and on CUDA cores
+    (``kernc.compile(..., tensor_cores=False)``: ``kern-tile-contractions``), the convolutions also
+    untiled (``tile=False`` too): the CPU interpreter's counters (global-load sectors per output,
+    shared requests and bank conflicts: the staging stores, the CUDA-core loads and the
+    ``ldmatrix`` phases), ptxas's registers and spill bytes of each PTX for ``arch`` (``sm_80``
+    when ``arch`` has no tensor cores; ``None`` without ptxas), whether each result is right --
+    f16: within 1e-3 relative (scaled by sqrt(K)) of the f64 result; i8: equal to the exact
+    product; tf32: the tensor-core result within that tolerance of the f64 product of the
+    TF32-rounded operands (``examples/gemm_tf32.py``), the CUDA-core one of the unrounded operands
+    -- and whether they are all bitwise equal. No GPU time is measured for gemm_i8 / gemm_tf32
+    (``gpu``: "not measured"). Returns ``{job: {"shape", "arch", "variants": {"tensor_cores": row,
+    "cuda_cores": row, ...}, "within_f64", "bitwise_equal"}}`` (jobs ``gemm_f16``, ``gemm_i8``,
+    ``gemm_tf32``, ``conv2d_fwd_f16``, ``conv2d_wgrad_f16``); a job that fails holds ``error``."""
     import numpy as np
 
     from kernc.passes.mma_contractions import MIN_SM, sm_number
 
     tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
     M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"][0]  # (the first gemm shape)
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((M, K)).astype(np.float16)
-    b = rng.standard_normal((K, N)).astype(np.float16)
-    out = {"gemm_f16": _tensor_core_job(
-        examples_dir, "gemm_f16", {"a": a, "b": b, "c": np.full((M, N), np.nan, np.float32)}, "c", K, [M, K, N],
-        tc_arch, lambda i: i["a"].astype(np.float64) @ i["b"].astype(np.float64), ("tensor_cores", "cuda_cores"))}
+    out = {}
+    for name, dtype in TENSOR_CORE_JOBS.items():
+        if not os.path.exists(os.path.join(examples_dir, f"{name}.kern")):
+            continue
+        rng = np.random.default_rng(0)
+        if name == "gemm_i8":
+            a = rng.integers(-128, 128, (M, K)).astype(np.int8)
+            b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+            c0 = np.full((M, N), -1, np.int32)
+        else:
+            dt = np.float16 if name == "gemm_f16" else np.float32
+            a = rng.standard_normal((M, K)).astype(dt)
+            b = rng.standard_normal((K, N)).astype(dt)
+            c0 = np.full((M, N), np.nan, np.float32)
+        rounded = None
+        if name == "gemm_tf32":
+            try:
+                rounded = _example_module(examples_dir, name).round_tf32
+            except Exception as err:  # noqa: BLE001
+                out[name] = {"source": f"examples/{name}.kern", "error": f"{type(err).__name__}: {err}"[:300]}
+                continue
+
+        def f64(i, variant, rounded=rounded):  # the tensor-core tf32 build multiplies the rounded operands
+            x, y = i["a"], i["b"]
+            if rounded is not None and variant == "tensor_cores":
+                x, y = rounded(x), rounded(y)
+            return np.asarray(x, np.float64) @ np.asarray(y, np.float64)
+        out[name] = _tensor_core_job(
+            examples_dir, name, {"a": a, "b": b, "c": c0}, "c", K, [M, K, N], tc_arch, f64,
+            ("tensor_cores", "cuda_cores"), dtype, exact=name == "gemm_i8")
+        if name != "gemm_f16":
+            out[name]["gpu"] = "not measured"
     P = 1 << (12 if quick else 16)
     for name, (result, reduction) in TENSOR_CORE_CONVS.items():
         try:
@@ -756,16 +800,17 @@ def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
         out[name] = _tensor_core_job(
             examples_dir, name, inputs, result, reduction(inputs),
             [f"P=2^{P.bit_length() - 1}: {'x'.join(map(str, inputs[result].shape))}"], tc_arch,
-            lambda i, ex=ex, result=result: ex.reference_f64(i)[result], tuple(TENSOR_CORE_BUILDS))
+            lambda i, variant, ex=ex, result=result: ex.reference_f64(i)[result], tuple(TENSOR_CORE_BUILDS))
     return out
 
 
 def _tensor_core_job(examples_dir: str, name: str, inputs: dict, result: str, K: int, shape: list, arch: str,
-                     f64, builds: tuple) -> dict:
+                     f64, builds: tuple, dtype: str = "f16 (f32 sums)", exact: bool = False) -> dict:
     """One job of :func:`tensor_core_traffic`: kernel ``name`` of ``examples/<name>.kern`` built as
     each of ``builds`` (keys of :data:`TENSOR_CORE_BUILDS`) and run on copies of ``inputs``;
-    ``result`` its output, ``K`` the reduction length, ``f64(inputs)`` the float64 result (of the
-    inputs' magnitudes: the bound's scale)."""
+    ``result`` its output, ``K`` the reduction length, ``f64(inputs, variant)`` the float64 result
+    that build computes (of the inputs' magnitudes: the bound's scale); ``exact``: each result must
+    equal it (integer sums), else be within 1e-3*sqrt(K) relative."""
     import math
 
     import numpy as np
@@ -773,13 +818,11 @@ def _tensor_core_job(examples_dir: str, name: str, inputs: dict, result: str, K:
     import kernc
 
     entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": shape,
-                   "dtype": "f16 (f32 sums)", "arch": arch}
+                   "dtype": dtype, "arch": arch}
     try:
-        want = f64(inputs)
-        scale = f64({k: (np.abs(v) if isinstance(v, np.ndarray) else v) for k, v in inputs.items()})
-        bound = 1e-3 * math.sqrt(K) * scale / max(K, 1)
         variants, outs, within = {}, {}, {}
         for variant in builds:
+            want = f64(inputs, variant)
             opts = TENSOR_CORE_BUILDS[variant]
             mod = kernc.compile_file(os.path.join(examples_dir, f"{name}.kern"), arch=arch, **opts)
             if variant == "tensor_cores" and "mma.sync" not in mod.ptx:
@@ -787,7 +830,12 @@ def _tensor_core_job(examples_dir: str, name: str, inputs: dict, result: str, K:
             args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
             stats = getattr(mod, name)(**args).stats.to_dict()
             outs[variant] = args[result]
-            within[variant] = bool(np.all(np.abs(args[result] - want) <= bound))
+            if exact:
+                within[variant] = bool(np.array_equal(args[result], want.astype(np.int64)))
+            else:
+                scale = f64({k: (np.abs(v) if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}, variant)
+                bound = 1e-3 * math.sqrt(K) * scale / max(K, 1)
+                within[variant] = bool(np.all(np.abs(args[result] - want) <= bound))
             variants[variant] = _variant_row(mod, name, variant, stats, args[result].size, arch,
                                              tensor_cores=opts.get("tensor_cores", True))
         if not within["tensor_cores"]:

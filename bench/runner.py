@@ -46,6 +46,8 @@ TARGETS = {
     "gemm_bank_conflicts": ("gemm (tiled): 0 bank conflicts", 0),
     "gemm_spills": ("gemm (tiled): 0 spill bytes (ptxas)", 0),
     "gemm_f16_tc_spills": ("gemm_f16 (tensor cores): 0 spill bytes (ptxas)", 0),
+    "gemm_i8_tc_spills": ("gemm_i8 (tensor cores, m16n8k32 .s8): 0 spill bytes (ptxas)", 0),
+    "gemm_tf32_tc_spills": ("gemm_tf32 (tensor cores, @tf32 m16n8k8): 0 spill bytes (ptxas)", 0),
     # measured: kernc's time / cupy.matmul's on the GPU at 8192^3 (>= 70% of cuBLAS HGEMM's speed)
     "gemm_f16_vs_cublas": ("gemm_f16 8192^3 (tensor cores): time <= 1/0.7 x cupy.matmul f16", 1 / 0.7),
     # measured: kernc's time / cupy.matmul's of the im2col GEMM on the GPU (>= 60% of its speed)
@@ -377,6 +379,13 @@ def evaluate_targets(results: dict) -> list[dict]:
         text, limit = TARGETS[target]
         out.append({"target": target, "text": text, "example": "gemm_f16", "kernel": None,
                     "measured": value, "unit": unit, "limit": limit, "status": _status(value, limit)})
+    for job in ("gemm_i8", "gemm_tf32"):  # (no GPU time measured for these)
+        row = (((results.get("memory_tensor_cores") or {}).get(job) or {}).get("variants") or {}).get("tensor_cores") or {}
+        value = (None if row.get("spill_stores_bytes") is None
+                 else row["spill_stores_bytes"] + row["spill_loads_bytes"])
+        text, limit = TARGETS[f"{job}_tc_spills"]
+        out.append({"target": f"{job}_tc_spills", "text": text, "example": job, "kernel": None,
+                    "measured": value, "unit": "bytes", "limit": limit, "status": _status(value, limit)})
     out += _conv_f16_targets(results)
     conv = (results.get("memory_contractions") or {}).get("conv2d_fwd") or {}
     ratio = conv.get("sectors_ratio_untiled_to_tiled")
@@ -748,14 +757,18 @@ def _render_memory_contractions(con) -> list[str]:
                      f"would load "
                      f"{e['classic_32x32_sectors_per_output']:.3g} (32x32 tiles) or "
                      f"{e['classic_64x64_sectors_per_output']:.3g} (64x64) per output; results bitwise equal: "
-                     f"{e['bitwise_equal']}")
+                     f"{e['bitwise_equal']}"
+                     + (f"; tiled with plain loads instead of cp.async (--no-async-copy): "
+                        f"{e['plain_loads_registers']} registers, {e['plain_loads_spill_bytes']} spill bytes"
+                        if e.get("plain_loads_registers") is not None else ""))
     lines.append(_table(["job", "M x K x N (conv: P, output shape)", "variant", "load sectors/output", "load sectors/req", "shared req",
                          "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes
 
 
 def _render_tensor_cores(tc) -> list[str]:
-    """The gemm_f16 rows on tensor cores and on CUDA cores (nothing when the results hold none)."""
+    """The tensor-core jobs' rows (gemms, convolutions) on tensor cores and on CUDA cores (nothing when
+    the results hold none)."""
     if not tc:
         return []
     lines = ["", "Tensor cores (kern-mma-contractions; cuda_cores = kernc.compile(src, tensor_cores=False), "
@@ -766,8 +779,9 @@ def _render_tensor_cores(tc) -> list[str]:
         rows += _variant_rows(job, e)
         if "error" in e:
             continue
-        notes.append(f"  {job} ({e.get('arch')}): within 1e-3*sqrt(K) of f64: {e['within_f64']}; results bitwise "
-                     f"equal on the CPU: {e['bitwise_equal']}")
+        right = "equal to the exact product" if job == "gemm_i8" else "within 1e-3*sqrt(K) of f64"
+        notes.append(f"  {job} ({e.get('arch')}, {e.get('dtype')}): {right}: {e['within_f64']}; results bitwise "
+                     f"equal on the CPU: {e['bitwise_equal']}" + (f"; GPU: {e['gpu']}" if e.get("gpu") else ""))
     lines.append(_table(["job", "M x K x N (conv: P, output shape)", "variant", "load sectors/output",
                          "load sectors/req", "shared req", "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes

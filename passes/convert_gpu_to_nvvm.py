@@ -29,10 +29,12 @@ MARK = "$"
 def compiler_pipeline(index_bits: int = 32) -> str:
     """The upstream pipeline the compiler runs (``passes/pipeline.py``), for ``index`` of
     ``index_bits`` bits."""
-    # convert-nvgpu-to-nvvm: kern-mma-contractions' nvgpu.ldmatrix / nvgpu.mma.sync (a no-op without)
+    # convert-nvgpu-to-nvvm: kern-mma-contractions' nvgpu.ldmatrix / nvgpu.mma.sync (a no-op without);
+    # convert-nvvm-to-llvm: the NVVM ops LLVM has no intrinsic for, as inline PTX (kern-wgmma-
+    # contractions' nvvm.wgmma.mma_async; a no-op without)
     return ("gpu.module(convert-scf-to-cf,"
             f"convert-gpu-to-nvvm{{index-bitwidth={index_bits}}},convert-nvgpu-to-nvvm,"
-            "reconcile-unrealized-casts)")
+            "convert-nvvm-to-llvm,reconcile-unrealized-casts)")
 
 
 @dataclass

@@ -40,6 +40,7 @@ from .specialize_nonneg_scalars import SpecializeNonnegScalars
 from .tile_contractions import TileContractions
 from .to_gpu import OutlineToGpu
 from .verify import VerifyKern
+from .wgmma_contractions import WgmmaContractions
 
 #: The passes of each stage, in the order they run. The stage functions below build them (leaving
 #: out the optional ones that are off), and ``kernc opt`` names every kernc pass of these lists
@@ -50,6 +51,7 @@ KERN_TO_GPU: tuple[type[Pass], ...] = (
     OutlineToGpu,
     MapGroups,                # reductions across items (issue 21): a warp or block per group
     LowerAccessors,
+    WgmmaContractions,        # optional: tensor_cores and wgmma (kernc compile --no-wgmma); sm_90a only
     MmaContractions,          # optional: tensor_cores=True (kernc compile --no-tensor-cores turns it off)
     TileContractions,         # optional: tile=True (kernc compile --no-tile turns it off)
     CoalesceViews,            # optional: coalesce=True (kernc compile --no-coalesce turns it off)
@@ -111,7 +113,8 @@ class TargetOptions:
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
                 shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
-                group_registers: bool = True, arch: str = "sm_90") -> list[Pass]:
+                group_registers: bool = True, arch: str = "sm_90", wgmma: bool = True,
+                async_copy: bool = True) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -124,12 +127,19 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     ``arch``, from ``sm_80``; ``kernc compile --no-tensor-cores`` turns it off); ``privatize``: run
     ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views);
     ``group_registers``: keep the values of reductions across items in registers where they fit
-    (``False``: ``MapGroups.registers = 0``, every phase re-reads)."""
+    (``False``: ``MapGroups.registers = 0``, every phase re-reads); ``wgmma``: run
+    ``kern-wgmma-contractions`` first (warpgroup ``wgmma`` on ``sm_90a``; off with ``tensor_cores``
+    too; ``kernc compile --no-wgmma``); ``async_copy``: the tiles of
+    ``kern-tile-contractions`` staged with ``cp.async`` on ``arch`` ``sm_80`` and later (``kernc
+    compile --no-async-copy`` turns it off: plain loads)."""
     off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
-                               (MmaContractions, tensor_cores), (PrivatizeAtomics, privatize)) if not on}
+                               (MmaContractions, tensor_cores), (WgmmaContractions, tensor_cores and wgmma),
+                               (PrivatizeAtomics, privatize)) if not on}
     groups = {"remarks": remarks} if group_registers else {"remarks": remarks, "registers": 0}
-    return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
+    return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks, "arch": arch,
+                                                                         "async_copy": async_copy},
                                  MmaContractions: {"remarks": remarks, "arch": arch},
+                                 WgmmaContractions: {"remarks": remarks, "arch": arch},
                                  PrivatizeAtomics: {"remarks": remarks},
                                  LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
                    off)

@@ -16,6 +16,10 @@ PTX_VERSION = {
 }
 
 
+#: The targets with warpgroup ``wgmma`` (PTX ISA 9.7.15: ``sm_90a``; kern-wgmma-contractions).
+WGMMA_ARCHS = ("sm_90a",)
+
+
 def ptx_features(arch: str) -> str:
     """The ``+ptxNN`` feature string for ``arch``; ``ValueError`` for an unknown architecture."""
     if arch not in PTX_VERSION:

@@ -288,8 +288,38 @@ def _tracked(tr, o, f, mem, idxs, store: bool):
             rel = 0
             for st, i in zip(buf.strides, idx):
                 rel = rel + fr.env[i] * st
+        if buf.shadow.npending:
+            _check_pending(fr, buf, mask, rel, store, loc)
         _track(fr, buf, mask, rel, store, loc, periodic)
     return tracked
+
+
+def _check_pending(fr, buf: _Buf, mask, rel, store: bool, loc: str) -> None:
+    """A load or store of a workgroup address a ``cp.async`` has in flight (``_Shadow.pending``,
+    :mod:`.async_copy`): raise ``KerncRuntimeError``. Its data is in workgroup memory only once an
+    ``nvgpu.device_async_wait`` of the copying thread retires its group (PTX ISA 9.7.9.25.3.3),
+    and seen by other threads only after a barrier that follows that wait."""
+    sh = buf.shadow
+    act = np.flatnonzero(mask) if mask is not fr.full else fr.lane
+    if not act.size:
+        return
+    r = rel[act] if type(rel) is np.ndarray else rel
+    if type(r) is np.ndarray:  # (the indices in flight lie in [pending_lo, pending_hi])
+        if int(r.max()) < sh.pending_lo or int(r.min()) > sh.pending_hi:
+            return
+    elif not sh.pending_lo <= r <= sh.pending_hi:
+        return
+    busy = buf.shadow.pending[buf.base[act] + r] > 0
+    if busy.any():
+        k = int(np.argmax(busy))
+        lane = int(act[k])
+        index = int(r[k]) if type(r) is np.ndarray else int(r)
+        raise KerncRuntimeError(
+            f"data race on {buf.describe()} (workgroup memory of block {fr.first_block + lane // fr.B}): "
+            f"thread {fr.thread_id(lane)} {'stores to' if store else 'loads'} index {index} (at {loc}) while a "
+            f"cp.async to it (nvgpu.device_async_copy at {buf.shadow.pending_loc}) is in flight: no "
+            "nvgpu.device_async_wait (cp.async.wait_group) has retired its group (and other threads see "
+            "the copy only after a gpu.barrier following that wait)")
 
 
 def _load_untracked(tr, o):
@@ -458,14 +488,36 @@ def _passthrough_memref(tr, o):
     return f
 
 
+#: The alignment of every workgroup buffer in the modelled shared window (bytes; the largest any
+#: kernc pass declares: the 128-byte swizzle of wgmma tiles).
+WINDOW_ALIGN = 1024
+
+
+def workgroup_address(fr, buf: _Buf) -> int:
+    """The modelled shared-window byte address of workgroup buffer ``buf`` (the same in every block):
+    the batch's workgroup buffers in attribution order, each at a multiple of :data:`WINDOW_ALIGN`
+    from ``WINDOW_ALIGN`` (a placement any declared alignment up to it allows)."""
+    addr = WINDOW_ALIGN
+    for other in fr.shadows:
+        if other is buf:
+            return addr
+        addr += -(-other.size * other.itemsize // WINDOW_ALIGN) * WINDOW_ALIGN
+    raise KeyError(buf.name)
+
+
 @handles("memref.extract_aligned_pointer_as_index")
 def _aligned_pointer(tr, o):
     """``memref.extract_aligned_pointer_as_index``: the host address of the buffer's data (so the
-    alignment tests of vectorised accesses take the same path the GPU would for that array)."""
+    alignment tests of vectorised accesses take the same path the GPU would for that array); of a
+    workgroup buffer, its address in the shared window (:func:`workgroup_address`: what wgmma's
+    matrix descriptors hold)."""
     m = tr.use(o.operands[0])
     r = tr.define(o.results[0])
 
     def f(fr, mask):
         buf = fr.env[m]
-        fr.env[r] = np.int64(buf.data.ctypes.data)
+        if buf.kind == "workgroup":
+            fr.env[r] = np.int64(workgroup_address(fr, buf))
+        else:
+            fr.env[r] = np.int64(buf.data.ctypes.data)
     return f

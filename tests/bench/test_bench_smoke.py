@@ -215,6 +215,25 @@ def test_quick_run_has_the_tensor_core_rows(quick_results):
         assert "against the cuBLAS time of their im2col GEMMs: not measured (no GPU)" in stdout
 
 
+def test_quick_run_has_the_i8_and_tf32_tensor_core_rows(quick_results):
+    """gemm_i8 (exact: the builds bitwise equal, both the exact product) and gemm_tf32 (@tf32: the
+    tensor-core build within the tolerance of the rounded operands' product, not bitwise the plain
+    f32 CUDA-core one) at 64^3; no GPU time for them. Their staging stores of b (n-major tiles, lanes
+    along n) conflict 4-way: 3 per request, 16 requests per warp and chunk, 8 warps, 2 chunks."""
+    res, stdout = quick_results
+    for job, equal in (("gemm_i8", True), ("gemm_tf32", False)):
+        tc = res["memory_tensor_cores"][job]
+        assert "error" not in tc, tc
+        assert tc["bitwise_equal"] is equal and tc["gpu"] == "not measured"
+        assert tc["within_f64"] == {"tensor_cores": True, "cuda_cores": True}
+        row = tc["variants"]["tensor_cores"]
+        assert row["blocks"] == 1 and row["shared_bank_conflicts"] == 3 * 16 * 8 * 2
+        target = next(t for t in res["targets"] if t["target"] == f"{job}_tc_spills")
+        if row["registers"] is not None:
+            assert row["spill_stores_bytes"] == row["spill_loads_bytes"] == 0 and target["status"] == "PASS"
+    assert "gemm_i8 (sm_90, i8 (i32 sums)): equal to the exact product" in stdout
+
+
 def test_first_run_tree_is_kernc_without_pyc_files(tmp_path):
     """The CLI first run imports kernc from a copy without ``.pyc`` files (``python -B`` writes
     none), data files included; a folder without kernc is refused, not timed."""

@@ -34,9 +34,16 @@ def residual_module():
 
 
 def test_shipped_file_is_the_generators_output(shipped):
+    """The indices exactly; the floats to 1e-12 relative: the generator's rotations and
+    projections go through numpy's sin/cos/arctan, whose last bits depend on the CPU's SIMD
+    dispatch (on one machine 5e-15 apart from the shipped file, written on another)."""
     start, _ = make_problem()
-    for name in ("cameras", "points", "cam_idx", "pt_idx", "observed"):
+    for name in ("cam_idx", "pt_idx"):
         assert np.array_equal(getattr(shipped, name), getattr(start, name)), name
+    for name in ("cameras", "points", "observed"):
+        a, b = getattr(shipped, name), getattr(start, name)
+        assert a.shape == b.shape, name
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * float(np.abs(b).max()), err_msg=name)
     assert shipped.sizes == (48, 128, 6144)
 
 

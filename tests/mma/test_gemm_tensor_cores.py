@@ -212,7 +212,8 @@ def test_cli_no_tensor_cores(tmp_path, capsys):
 @pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
 def test_ptx_has_mma_and_ldmatrix_and_assembles_without_spills(name, arch):
-    mod = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch=arch)
+    # wgmma=False: on sm_90a kern-wgmma-contractions would take the gemm first (tests/wgmma)
+    mod = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch=arch, wgmma=False)
     ptx = mod.ptx
     t = "f16" if name == "gemm_f16" else "bf16"
     assert ptx.count(f"mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32") == 32

@@ -1,0 +1,410 @@
+"""Hopper's warpgroup matrix multiply (``nvvm.wgmma.*``) and the LLVM struct values that carry its
+accumulators, with the PTX ISA's descriptor decoding and register fragments, so that a wrong
+descriptor, swizzle or fragment layout is a wrong result here too, and a missing wait is an error.
+
+Values: an ``!llvm.struct<(f32, ...)>`` of ``R`` accumulators is a :class:`_Acc`, its registers a
+tuple of ``R`` lane arrays (or scalars), and the ``wgmma.mma_async`` that produced it while it is
+not retired (``llvm.mlir.zero``/``undef``, ``llvm.insertvalue``/``extractvalue`` of such structs).
+
+Workgroup addresses (:func:`kernc.backend.interpreter.memory.workgroup_address`): the shared window
+of a block holds its workgroup buffers in attribution order, each at a multiple of 1024 bytes from
+1024; ``memref.extract_aligned_pointer_as_index`` of a workgroup buffer gives that address.
+
+``nvvm.wgmma.mma_async`` (PTX ISA 9.7.15, ``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}``,
+A and B from shared memory, both K-major: ``row``/``col`` layouts, scales 1):
+
+- *Descriptors* (9.7.15.5.1): start address ``(d & 0x3FFF) << 4``, leading byte offset
+  ``((d >> 16) & 0x3FFF) << 4``, stride byte offset ``((d >> 32) & 0x3FFF) << 4``, base offset
+  ``(d >> 49) & 7`` (0 only, else unsupported), swizzle mode ``d >> 62`` (0 none, 1 128B, 2 64B,
+  3 32B). Row ``r`` (of M = 64 for A, N for B), element ``k < 16`` of the operand is at byte
+  ``start + (r//8)*SBO + (r%8)*16 + (k//8)*LBO + 2*(k%8)`` without swizzle, and with a ``T``-byte
+  swizzle at ``x = start + (r//8)*SBO + (r%8)*T + 2k`` swizzled to ``x XOR ((x >> 3) & (T/16 - 1) << 4)``
+  (the 16-byte unit within a ``T``-byte row XORed with the row's index in the pattern: address
+  bits 4.. XOR bits 7..). The swizzle works on absolute addresses, so the buffer must declare an
+  alignment of at least the pattern's repeat (``8*T`` bytes) -- else ``KerncRuntimeError``. The
+  descriptor must be the same in every thread of the warpgroup (9.7.15.5.1).
+- *Accumulators* (9.7.15, "Register Fragments": the D matrix of m64nN): register ``d_i`` (``i < N/2``) of thread
+  ``32w + 4g + t`` of the warpgroup is element ``(16w + g + 8*((i >> 1) & 1), 8*(i >> 2) + 2t + (i & 1))``.
+- *Arithmetic*: products exact in f32 (f16/bf16 significands), ``D = C + sum_k A[m, k]*B[n, k]``
+  summed in f32 from ``C``, ``k`` ascending, each addition rounded to nearest even (the interpreter's
+  order; the ISA leaves the hardware's open).
+
+Async semantics modelled (9.7.15, the ``wgmma.fence``, ``commit_group``, ``wait_group``), each a
+``KerncRuntimeError`` naming the op and its location when broken:
+
+- a ``wgmma.mma_async`` needs a ``wgmma.fence`` since the start or the last ``wait_group`` (the
+  accumulator registers may have been accessed in between);
+- it reads the workgroup memory when it issues; that memory must hold what it held at the last
+  ``fence.proxy.async.shared::cta`` (generic-proxy stores become visible to the async proxy only
+  through that fence), and must not change before a ``wait_group`` retires the ``wgmma``'s group
+  (checked at the wait: the bytes are compared with what it read);
+- its accumulators may feed another ``wgmma.mma_async`` of the same shape while pending, but any
+  other read (``llvm.extractvalue``) before the ``wait_group`` that retires it is an error;
+- ``wait_group N`` retires the oldest committed groups until at most ``N`` are pending; ops not yet
+  committed stay pending.
+
+All four are ``.sync.aligned``: every thread of a warpgroup (128 threads, blocks of whole warpgroups)
+executes them together. The state is per batch of blocks (which run in lockstep).
+
+Traffic: a ``wgmma``'s shared-memory reads go through the async proxy and are not counted in
+:class:`~kernc.backend.interpreter.traffic.RunStats` (no requests, no bank conflicts).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from kernc.support.errors import KerncRuntimeError
+
+from .memory import WINDOW_ALIGN, workgroup_address
+from .translate import handles
+
+WARPGROUP = 128
+_L = np.arange(WARPGROUP)
+_W, _G, _T = _L // 32, (_L % 32) // 4, _L % 4
+
+
+def d_position(i: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(row, col)`` per thread of a warpgroup (arrays of 128) of accumulator ``d_i`` of m64nN."""
+    return 16 * _W + _G + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * _T + (i & 1)
+
+
+def decode(desc: int) -> dict:
+    """The fields of a wgmma matrix descriptor (bytes; ``swizzle`` the mode code)."""
+    d = int(desc) & ((1 << 64) - 1)
+    return {"start": (d & 0x3FFF) << 4, "lbo": ((d >> 16) & 0x3FFF) << 4,
+            "sbo": ((d >> 32) & 0x3FFF) << 4, "base_offset": (d >> 49) & 7, "swizzle": d >> 62}
+
+
+#: bytes of a swizzled row per mode code (0: no swizzle)
+SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}
+
+
+def operand_addresses(desc: int, rows: int, k: int = 16, elem_bytes: int = 2) -> np.ndarray:
+    """``(rows, k)`` byte addresses of a K-major operand's elements, per the module docstring."""
+    f = decode(desc)
+    r = np.arange(rows)[:, None]
+    kk = np.arange(k)[None, :]
+    T = SWIZZLE_BYTES[f["swizzle"]]
+    per16 = 16 // elem_bytes
+    if T == 0:
+        return (f["start"] + (r // 8) * f["sbo"] + (r % 8) * 16 + (kk // per16) * f["lbo"]
+                + elem_bytes * (kk % per16))
+    x = f["start"] + (r // 8) * f["sbo"] + (r % 8) * T + elem_bytes * kk
+    return x ^ ((x >> 3) & (((T // 16) - 1) << 4))
+
+
+class _Acc:
+    """An accumulator struct: ``regs`` (lane arrays or scalars), ``rec`` the pending wgmma or None."""
+
+    __slots__ = ("regs", "rec")
+
+    def __init__(self, regs, rec=None):
+        self.regs, self.rec = tuple(regs), rec
+
+
+class _Rec:
+    """One issued ``wgmma.mma_async``: where (``loc``), what it read (``reads``: buffer, data
+    indices, the values read), whether a ``wait_group`` retired it."""
+
+    __slots__ = ("loc", "reads", "retired")
+
+    def __init__(self, loc, reads):
+        self.loc, self.reads, self.retired = loc, reads, False
+
+
+class _State:
+    __slots__ = ("fenced", "open", "groups", "proxy")
+
+    def __init__(self):
+        self.fenced = False
+        self.open: list = []    # issued, not committed
+        self.groups: list = []  # committed, not retired (oldest first)
+        self.proxy = None       # {buffer id: copy of its data} at the last fence.proxy.async
+
+
+def _state(fr) -> _State:
+    st = fr.memo.get("wgmma")
+    if st is None:
+        st = fr.memo["wgmma"] = _State()
+    return st
+
+
+def _nregs(t) -> int:
+    s = str(t)
+    m = re.fullmatch(r"!llvm\.struct<\((.*)\)>", s)
+    if not m or any(x.strip() != "f32" for x in m.group(1).split(",")):
+        return -1
+    return len(m.group(1).split(","))
+
+
+def _groups(fr, mask, what: str, loc: str) -> np.ndarray:
+    """The warpgroups of the batch that run ``what`` (all their threads, or none: ``.sync.aligned``)."""
+    if fr.B % WARPGROUP:
+        raise KerncRuntimeError(f"{what} (at {loc}) needs blocks of whole warpgroups ({WARPGROUP} "
+                                f"threads); this block has {fr.B}")
+    n = fr.L // WARPGROUP
+    if mask is fr.full:
+        return np.arange(n)
+    rows = np.asarray(mask).reshape(n, WARPGROUP)
+    bad = rows.any(axis=1) & ~rows.all(axis=1)
+    if bad.any():
+        w = int(np.argmax(bad))
+        lane = int(np.argmin(rows[w]))
+        raise KerncRuntimeError(
+            f"{what} in divergent control flow (at {loc}): thread {fr.thread_id(w * WARPGROUP + lane)} "
+            "did not reach it while other threads of its warpgroup did; every thread of the warpgroup "
+            "must execute it (.sync.aligned)")
+    return np.flatnonzero(rows.any(axis=1))
+
+
+def _lanes(v, L: int) -> np.ndarray:
+    return v if type(v) is np.ndarray else np.broadcast_to(np.asarray(v), (L,))
+
+
+@handles("llvm.mlir.zero", "llvm.mlir.undef", "llvm.mlir.poison")
+def _struct_constant(tr, o):
+    """A struct of f32 accumulators: zeros (``zero``) or NaN (``undef``/``poison``)."""
+    n = _nregs(o.results[0].type)
+    if n < 0:
+        tr.unsupported(o, f"{o.name} of {o.results[0].type}")
+    v = np.float32(0.0 if o.name == "llvm.mlir.zero" else np.nan)
+    r = tr.define(o.results[0])
+
+    def f(fr, mask):
+        fr.env[r] = _Acc([v] * n)
+    return f
+
+
+def _position(tr, o) -> int:
+    pos = list(ir_ints(o.attributes["position"]))
+    if len(pos) != 1:
+        tr.unsupported(o, f"{o.name} at a nested position {pos}")
+    return pos[0]
+
+
+def ir_ints(attr) -> list[int]:
+    """The integers of an attribute's text (``array<i64: 3>`` -> ``[3]``, ``0 : i32`` -> ``[0]``),
+    type widths left out."""
+    text = re.sub(r"\b[iu]\d+\b", "", str(attr))
+    return [int(x) for x in re.findall(r"-?\d+", text)]
+
+
+@handles("llvm.insertvalue")
+def _insertvalue(tr, o):
+    if _nregs(o.results[0].type) < 0:
+        tr.unsupported(o, f"llvm.insertvalue into {o.results[0].type}")
+    k = _position(tr, o)
+    s, v = tr.use(o.operands[0]), tr.use(o.operands[1])
+    r = tr.define(o.results[0])
+    loc = str(o.location)
+
+    def f(fr, mask):
+        acc = fr.env[s]
+        _check_read(acc, "llvm.insertvalue", loc)
+        regs = list(acc.regs)
+        regs[k] = fr.env[v] if mask is fr.full else np.where(mask, fr.env[v], regs[k])
+        fr.env[r] = _Acc(regs)
+    return f
+
+
+def _check_read(acc: _Acc, what: str, loc: str) -> None:
+    if acc.rec is not None and not acc.rec.retired:
+        raise KerncRuntimeError(
+            f"{what} (at {loc}) reads the accumulators of the wgmma.mma_async at {acc.rec.loc} before "
+            "a wgmma.wait_group retired it: the registers are undefined until then (PTX ISA "
+            "9.7.15, wgmma.wait_group)")
+
+
+@handles("llvm.extractvalue")
+def _extractvalue(tr, o):
+    if _nregs(o.operands[0].type) < 0:
+        tr.unsupported(o, f"llvm.extractvalue of {o.operands[0].type}")
+    k = _position(tr, o)
+    s = tr.use(o.operands[0])
+    r = tr.define(o.results[0])
+    loc = str(o.location)
+
+    def f(fr, mask):
+        acc = fr.env[s]
+        _check_read(acc, "llvm.extractvalue", loc)
+        fr.env[r] = acc.regs[k]
+    return f
+
+
+@handles("nvvm.wgmma.fence.aligned")
+def _fence(tr, o):
+    loc = str(o.location)
+
+    def f(fr, mask):
+        _groups(fr, mask, "wgmma.fence", loc)
+        _state(fr).fenced = True
+    return f
+
+
+@handles("nvvm.fence.proxy")
+def _fence_proxy(tr, o):
+    """``fence.proxy.async.shared::cta``: the generic-proxy writes so far become visible to the
+    async proxy (a snapshot of the batch's workgroup memory, which wgmma reads are checked against)."""
+    kind = str(o.attributes["kind"])
+    if "async" not in kind:
+        tr.unsupported(o, f"nvvm.fence.proxy {kind}")
+
+    def f(fr, mask):
+        _state(fr).proxy = {id(buf): buf.data.copy() for buf in fr.shadows}
+    return f
+
+
+@handles("nvvm.wgmma.commit.group.sync.aligned")
+def _commit(tr, o):
+    loc = str(o.location)
+
+    def f(fr, mask):
+        _groups(fr, mask, "wgmma.commit_group", loc)
+        st = _state(fr)
+        st.groups.append(st.open)
+        st.open = []
+    return f
+
+
+@handles("nvvm.wgmma.wait.group.sync.aligned")
+def _wait(tr, o):
+    n = ir_ints(o.attributes["group"])[-1]
+    loc = str(o.location)
+
+    def f(fr, mask):
+        _groups(fr, mask, "wgmma.wait_group", loc)
+        st = _state(fr)
+        while len(st.groups) > n:
+            for rec in st.groups.pop(0):
+                for buf, idx, seen in rec.reads:
+                    now = buf.data[idx]
+                    changed = now.view(np.uint16) != seen.view(np.uint16)
+                    if changed.any():
+                        raise KerncRuntimeError(
+                            f"workgroup buffer '{buf.name}' that the wgmma.mma_async at {rec.loc} reads "
+                            f"was overwritten before the wgmma.wait_group (at {loc}) that retires it "
+                            "(PTX ISA 9.7.15, wgmma.wait_group: the shared memory of a pending wgmma must not be "
+                            "modified)")
+                rec.retired = True
+        st.fenced = False  # the registers may be accessed now; the next wgmma needs a fence
+    return f
+
+
+def _find(fr, addr: np.ndarray, what: str, loc: str):
+    """The workgroup buffer holding every byte address of ``addr``, and its element indices."""
+    lo, hi = int(addr.min()), int(addr.max())
+    for i, buf in enumerate(fr.shadows):
+        base = workgroup_address(fr, buf)
+        if base <= lo and hi < base + buf.size * buf.itemsize:
+            off = addr - base
+            if (off % buf.itemsize).any():
+                raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): {what} addresses are not "
+                                        f"{buf.itemsize}-byte aligned in '{buf.name}'")
+            return i, buf, off // buf.itemsize
+    raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): the {what} descriptor addresses bytes "
+                            f"{lo}..{hi} of the shared window, not within one workgroup buffer")
+
+
+@handles("nvvm.wgmma.mma_async")
+def _mma_async(tr, o):
+    """``nvvm.wgmma.mma_async`` m64nNk16, f16/bf16 operands from workgroup memory, f32 accumulators."""
+    attrs = o.attributes
+    shape = ir_ints(attrs["shape"])
+    types = [str(attrs[x]) for x in ("typeA", "typeB", "typeD")]
+    elem = re.search(r"<(\w+)>", types[0]).group(1)
+    ok = (len(shape) == 3 and shape[0] == 64 and shape[2] == 16 and types[0] == types[1]
+          and elem in ("f16", "bf16") and "f32" in types[2]
+          and "row" in str(attrs["layoutA"]) and "col" in str(attrs["layoutB"])
+          and all("one" in str(attrs[x]) for x in ("scaleA", "scaleB", "scaleD"))
+          and "satfinite" not in attrs)
+    N = shape[1] if len(shape) == 3 else 0
+    if not ok or N % 8 or not 8 <= N <= 256 or _nregs(o.results[0].type) != N // 2:
+        tr.unsupported(o, f"wgmma.mma_async {shape} {types}")
+    c, da, db = (tr.use(v) for v in o.operands[:3])
+    r = tr.define(o.results[0])
+    loc = str(o.location)
+    align = _alignments(tr)
+    nreg = N // 2
+    pos = [d_position(i) for i in range(nreg)]
+    prow = np.stack([p[0] for p in pos])  # (nreg, 128)
+    pcol = np.stack([p[1] for p in pos])
+    want = {"f16": "float16", "bf16": "bfloat16"}[elem]
+
+    def operand(fr, groups, dv, rows, what):
+        d = _lanes(dv, fr.L).reshape(-1, WARPGROUP)
+        vals, reads = [], []
+        for g in groups:
+            if (d[g] != d[g, 0]).any():
+                raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): the {what} descriptor differs "
+                                        "between threads of a warpgroup (it must be the same)")
+            f = decode(d[g, 0])
+            if f["base_offset"]:
+                raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): {what} descriptor with a matrix "
+                                        "base offset, which the interpreter does not model")
+            addr = operand_addresses(d[g, 0], rows)
+            i, buf, el = _find(fr, addr, what, loc)
+            T = SWIZZLE_BYTES[f["swizzle"]]
+            if T and align[i] < 8 * T:
+                raise KerncRuntimeError(
+                    f"wgmma.mma_async (at {loc}): the {what} tile's {T}-byte swizzle repeats every "
+                    f"{8 * T} bytes of absolute address, but workgroup buffer '{buf.name}' is only "
+                    f"{align[i]}-byte aligned (llvm.align)")
+            if buf.data.dtype.name != want:
+                raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): {what} is {elem} but workgroup "
+                                        f"buffer '{buf.name}' holds {buf.data.dtype.name}")
+            idx = int(buf.base[g * WARPGROUP]) + el
+            seen = buf.data[idx]
+            st = _state(fr)
+            snap = None if st.proxy is None else st.proxy.get(id(buf))
+            if snap is None or (snap[idx].view(np.uint16) != seen.view(np.uint16)).any():
+                raise KerncRuntimeError(
+                    f"wgmma.mma_async (at {loc}) reads workgroup buffer '{buf.name}' as {what}, "
+                    "written by ordinary stores after the last fence.proxy.async.shared::cta (or with "
+                    "none): the async proxy wgmma reads through may not see them (PTX ISA, \"Async Proxy\")")
+            vals.append(seen.astype(np.float32))
+            reads.append((buf, idx, seen.copy()))
+        return vals, reads
+
+    def f(fr, mask):
+        env = fr.env
+        groups = _groups(fr, mask, "wgmma.mma_async", loc)
+        st = _state(fr)
+        if not st.fenced:
+            raise KerncRuntimeError(
+                f"wgmma.mma_async (at {loc}) without a wgmma.fence since the start or the last "
+                "wgmma.wait_group (PTX ISA 9.7.15, wgmma.fence: needed before the first wgmma and after the "
+                "accumulator registers were accessed)")
+        acc = env[c]
+        L = fr.L
+        A, ra = operand(fr, groups, env[da], 64, "A")
+        Bm, rb = operand(fr, groups, env[db], N, "B")
+        regs = [np.array(_lanes(x, L), np.float32) for x in acc.regs]
+        R = np.stack(regs).reshape(nreg, -1, WARPGROUP)  # (reg, warpgroup, thread)
+        for gi, g in enumerate(groups):
+            D = np.zeros((64, N), np.float32)
+            D[prow, pcol] = R[:, g, :]
+            a, bm = A[gi], Bm[gi]
+            for k in range(16):  # exact f32 products, added k ascending, rounded each time
+                D = D + a[:, k, None] * bm[None, :, k]
+            R[:, g, :] = D[prow, pcol]
+        rec = _Rec(loc, ra + rb)
+        st.open.append(rec)
+        out = R.reshape(nreg, L)
+        env[r] = _Acc([out[i] for i in range(nreg)], rec)
+    return f
+
+
+def _alignments(tr) -> list[int]:
+    """The declared byte alignment (``llvm.align``, else 16) of each workgroup attribution."""
+    attrs = tr.fop.attributes
+    n = int(attrs["workgroup_attributions"].value) if "workgroup_attributions" in attrs else 0
+    out = [16] * n
+    if "workgroup_attrib_attrs" in attrs:
+        for i, d in enumerate(attrs["workgroup_attrib_attrs"]):
+            m = re.search(r"llvm\.align = (\d+)", str(d))
+            if m and i < n:
+                out[i] = int(m.group(1))
+    return [min(a, WINDOW_ALIGN) for a in out]

@@ -1,0 +1,389 @@
+"""``kern-wgmma-contractions``: f16/bf16 contractions on Hopper's warpgroup tensor cores (``wgmma``).
+
+The contractions ``kern-mma-contractions`` takes (its matcher, :func:`~kernc.passes.mma_contractions._match`
+over :class:`~kernc.passes.tile_contractions._Analysis`, used here as is: ``acc += a[i, k] * b[k, j]``
+of f16 or bf16 reads summed in f32) run, on ``sm_90a``, as warpgroup matrix multiplies reading both
+operands from workgroup memory (PTX ISA 9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
+Instructions"):
+
+1. *Block tile* ``BM x BN`` (``BM = 64 * W``, ``W = block/128`` warpgroups of 4 warps; ``BN`` =
+   ``block_n``, 128 by default), blocks looping over the tiles (grid-stride) as in
+   ``kern-mma-contractions``.
+2. *Staging per k-chunk* of ``BK = 64`` (one 128-byte row of f16/bf16): the ``BM x 64`` A tile and
+   the ``BN x 64`` B tile (B transposed: ``n`` rows of ``k``) are stored *K-major* in the canonical
+   layout of the 128-byte swizzle mode (9.7.15.5.1): element ``(r, k)`` of a tile at byte
+   ``128*r + 16*((k/8) XOR (r%8)) + 2*(k%8)``, so 8-row groups are 1024 bytes apart (the stride byte
+   offset), the 16-byte chunks of a row permuted by the row's index within its group. Each read is the
+   view read cloned with the tile's coordinates (0 past ``M``, ``N``, ``K``: any extents). The tiles
+   are 1024-byte aligned (``llvm.align`` on the workgroup attributions), as the swizzle's repeat needs
+   with a matrix base offset of 0. The generic-proxy stores are made visible to ``wgmma``'s async
+   proxy with ``fence.proxy.async.shared::cta`` and a barrier.
+3. *Matrix descriptors* (9.7.15.5.1, 64 bits): start address ``(addr & 0x3FFFF) >> 4`` in bits
+   0-13, leading byte offset ``>> 4`` in 16-29 (1: unused by swizzled K-major layouts), stride byte
+   offset ``1024 >> 4`` in 32-45, base offset 0 in 49-51, swizzle mode 1 (128B) in 62-63. Warpgroup
+   ``q``'s A starts at row ``64q``; the ``k16`` step ``s`` of a chunk adds ``32*s`` bytes to both start
+   addresses (the swizzle applies to the address bits, so a step inside a 128-byte row stays in the
+   canonical layout).
+4. *Per chunk*: ``wgmma.fence``; 4 ``wgmma.mma_async.sync.aligned.m64nBNk16.f32.{f16,bf16}``
+   (``nvvm.wgmma.mma_async``; A and B K-major: ``row``/``col`` layouts, no transpose); one
+   ``wgmma.commit_group``; ``wgmma.wait_group 0`` before the next chunk's barrier and stores (the
+   pending ``wgmma`` read the tiles), and before the epilogue reads the accumulators.
+5. *Epilogue*: accumulator ``d_i`` (``i < BN/2``) of thread ``128q + 32w + 4g + t`` is item
+   ``(i0 + 64q + 16w + g + 8*((i>>1)&1), j0 + 8*(i>>2) + 2t + (i&1))`` (PTX ISA 9.7.15, "Register
+   Fragments", the wgmma D matrix of m64nN: the m16n8 C layout of each warp's 16 rows, repeated
+   along N); the code after the loop runs for it under ``i < M && j < N``.
+
+Cost (ptxas ``sm_90a``, the gemm examples): 101 registers at ``block_n = 128`` (64 accumulators; the
+staging is a loop over rounds of slots, not unrolled: unrolled, every round's address stayed live
+across the chunk loop, 255 registers), 60 at 64, 0 spills; 32 KiB of workgroup memory. The staging stores of the
+transposed operand (lanes along ``n``, 2-byte stores down 128-byte rows) conflict 4-way; the
+``k``-fastest operand's do not.
+
+The sums are not in the loop's order (the CPU interpreter's documented order:
+:mod:`kernc.backend.interpreter.wgmma`). Applies on ``sm_90a`` only (wgmma is an ``a``-feature of
+sm_90): on other targets the contraction is left to ``kern-mma-contractions``, with a remark; also
+when the block is not 128 or 256 threads or ``@tile`` is given. Off with ``--no-wgmma`` /
+``kernc.compile(..., wgmma=False)`` (and with ``--no-tensor-cores``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.support.mlir import dialect, ir
+
+from . import ir_builder as b
+from . import llvm_ops
+from .base import Pass, functions, internal, option
+from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, sm_number
+from .targets import PTX_VERSION, WGMMA_ARCHS
+from .tile_contractions import Decline, _Analysis, _clone, _slice
+from .workgroup import SHARED_LIMIT, WARP, emit_remark
+
+gpu = dialect("gpu")
+memref = dialect("memref")
+nvvm = dialect("nvvm")
+
+#: Threads of a warpgroup (4 consecutive warps, the first a multiple of 4).
+WARPGROUP = 128
+#: The instruction's m and k (f16/bf16: m64nNk16).
+WG_M, WG_K = 64, 16
+#: The k chunk staged per step: one 128-byte swizzle row of 2-byte elements.
+BK = 64
+#: Bytes of a row of a staged tile, of an 8-row swizzle atom (the stride byte offset).
+ROW_BYTES, ATOM_BYTES = 128, 1024
+#: The descriptor's swizzle-mode code of the 128-byte swizzle (bits 62-63; 0 none, 2 64B, 3 32B).
+SWIZZLE_128B = 1
+#: Most threads per block: 2 warpgroups (each thread holds ``block_n/2`` accumulators).
+MAX_BLOCK = 256
+
+
+def descriptor(addr: int, lbo: int, sbo: int, swizzle: int, base_offset: int = 0) -> int:
+    """The 64-bit wgmma matrix descriptor (PTX ISA 9.7.15.5.1) of a tile at shared byte address
+    ``addr`` with leading/stride byte offsets ``lbo``/``sbo`` (multiples of 16) and swizzle mode
+    code ``swizzle`` (0 none, 1 128B, 2 64B, 3 32B)."""
+    return (((addr & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32
+            | (base_offset & 7) << 49 | (swizzle & 3) << 62)
+
+
+def swizzled_index(r: int, k: int) -> int:
+    """Element index of ``(r, k)`` (``k < 64``) in a K-major 128B-swizzled tile of 2-byte elements
+    (the module docstring, step 2)."""
+    return r * (ROW_BYTES // 2) + (((k >> 3) ^ (r & 7)) << 3) + (k & 7)
+
+
+@dataclass(frozen=True)
+class WgmmaConfig:
+    """``W`` warpgroups, a ``64W x bn`` block tile, chunks of 64. The ``wm``/``wn``/``warp_*``/``mt``/
+    ``nt`` fields are those :class:`~kernc.passes.mma_contractions._Rewrite` reads (the tile loop,
+    the item mapping): each warp owns 16 rows and all ``bn`` columns; the workgroup tiles' sizes
+    are :meth:`_WgmmaRewrite._stages` (``bm x bk`` and ``bn x bk``, K-major)."""
+
+    groups: int
+    bn: int
+    bk: int = BK
+
+    @property
+    def bm(self) -> int:
+        return WG_M * self.groups
+
+    wn, warp_m, mt = 1, 16, 1
+
+    @property
+    def wm(self) -> int:
+        return 4 * self.groups
+
+    @property
+    def warp_n(self) -> int:
+        return self.bn
+
+    @property
+    def nt(self) -> int:
+        return self.bn // 8
+
+    def shared_bytes(self, elem_bytes: int) -> int:
+        return (self.bm + self.bn) * self.bk * elem_bytes
+
+
+@dataclass
+class WgmmaContractions(Pass):
+    """Run the f16/bf16 contractions ``kern-mma-contractions`` matches with warpgroup ``wgmma``
+    (m64nNk16, f32 accumulators) from 128B-swizzled K-major workgroup tiles, on ``sm_90a``."""
+
+    name = "kern-wgmma-contractions"
+    summary = "f16/bf16 contraction loops on sm_90a warpgroup tensor cores: wgmma m64nNk16 from swizzled workgroup tiles"
+
+    #: the target (``kernc compile --arch``): wgmma on ``sm_90a`` only
+    arch: str = option("sm_90a", choices=tuple(PTX_VERSION))
+    #: the instruction's N and the block tile's columns (8..256, a multiple of 16 here)
+    block_n: int = option(128)
+    #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
+    remarks: Callable[[str], None] | None = internal(None)
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        for fn in functions(module, {"gpu.func"}):
+            if SIGNATURE_ATTR not in fn.attributes:
+                continue
+            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+            plan = _Analysis(fn, sig)
+            try:
+                plan.run()
+            except Decline:
+                continue
+            if plan.loop is None or sig.tile_config is not None or sm_number(self.arch) < MIN_SM:
+                continue  # kern-mma-contractions says why
+            parts = _match(plan, "tf32" in (sig.tensor_cores or {}))
+            if isinstance(parts, str):
+                continue  # the same
+            if not isinstance(parts.elem, (ir.F16Type, ir.BF16Type)):
+                # i8 (and @tf32 f32) contractions: wgmma has those shapes, this pass not yet
+                emit_remark(self.remarks, plan.loop,
+                            f"not using wgmma for '{sig.name}': its {parts.elem} operands take "
+                            "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16 only)")
+                continue
+            got = self._decide(plan)
+            if not isinstance(got, str):
+                got = _single_loop(plan) or got
+            if isinstance(got, str):
+                emit_remark(self.remarks, plan.loop, f"not using wgmma for '{sig.name}': {got}")
+                continue
+            _WgmmaRewrite(fn, sig, plan, got, parts).run()
+            emit_remark(self.remarks, plan.loop, _describe(sig, got, parts))
+
+    def _decide(self, plan: _Analysis) -> WgmmaConfig | str:
+        if self.arch not in WGMMA_ARCHS:
+            return (f"{self.arch} has no wgmma (an sm_90a feature: compile with --arch sm_90a); "
+                    "kern-mma-contractions' mma.sync is used")
+        if plan.block % WARPGROUP or plan.block > MAX_BLOCK:
+            return (f"its block of {plan.block} threads is not 1 or 2 warpgroups of {WARPGROUP} "
+                    "threads; kern-mma-contractions' mma.sync is used")
+        n = self.block_n
+        if n % 16 or not 16 <= n <= 256:
+            return f"block_n={n} is not an N of wgmma m64nNk16 taken here (16..256, a multiple of 16)"
+        c = WgmmaConfig(plan.block // WARPGROUP, n)
+        need = c.shared_bytes(2) + 2 * ATOM_BYTES
+        if need > SHARED_LIMIT:
+            return f"its tiles need {need} bytes of workgroup memory, more than {SHARED_LIMIT}"
+        return c
+
+
+def _single_loop(plan: _Analysis) -> str | None:
+    """Why the contraction is not one this pass builds (one loop, the last two item coordinates
+    ``i``, ``j`` its sides, the others batch), or ``None``: a loop nest or a flattened side (the
+    convolutions, ``conv2d_fwd_f16``) is left to ``kern-mma-contractions``, which collapses and
+    flattens them."""
+    n = len(plan.coords)
+    if len(plan.levels) > 1:
+        return (f"its nest of {len(plan.levels)} loops is built here as one loop only; "
+                "kern-mma-contractions' mma.sync is used")
+    if tuple(plan.sides) != ((n - 2,), (n - 1,)):
+        return (f"its sides {plan.side_name(0)} x {plan.side_name(1)} are not its last two coordinates "
+                "(flattened sides are built here as one loop only); kern-mma-contractions' mma.sync is used")
+    return None
+
+
+def _describe(sig, c: WgmmaConfig, p) -> str:
+    return (f"'{sig.name}' on sm_90a warpgroup tensor cores: {c.bm}x{c.bn} block tiles in chunks of "
+            f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k16 ({p.elem} products, "
+            f"f32 sums) reading K-major 128B-swizzled workgroup tiles of {p.a.name} ({c.bm}x{c.bk}) and "
+            f"{p.b.name} (transposed, {c.bn}x{c.bk}) through matrix descriptors; wgmma.wait_group 0 per "
+            f"chunk; the sums are not in the loop's order (not bitwise the --no-tensor-cores result)")
+
+
+def _i64(v: int) -> ir.Value:
+    return b.const(v, ir.IntegerType.get_signless(64))
+
+
+def _attr(text: str) -> ir.Attribute:
+    return ir.Attribute.parse(text)
+
+
+class _WgmmaRewrite(_Rewrite):
+    """:class:`~kernc.passes.mma_contractions._Rewrite`'s tile loop, item mapping and workgroup
+    buffers, with the wgmma main loop and epilogue of the module docstring (steps 2-5)."""
+
+    def _stages(self) -> list[_Stage]:
+        """Both tiles K-major, rows of ``bk`` (64) elements without padding (the 128B swizzle
+        spreads an ldmatrix-free wgmma's reads; :func:`swizzled_index` places the elements)."""
+        c = self.c
+        return [_Stage(0, True, c.bm, c.bk), _Stage(1, True, c.bn, c.bk)]
+
+    def run(self) -> None:
+        super().run()
+        # the 128B swizzle's 1024-byte repeat: align both tiles (every attribution, for simplicity)
+        n = ir.IntegerAttr(self.fn.attributes["workgroup_attributions"]).value
+        al = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), ATOM_BYTES)})
+        self.fn.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([al] * n)
+
+    def _tile(self, tile, tid, E, ext, per, nbj, B) -> None:
+        plan, c, p = self.plan, self.c, self.p
+        xi, xj = plan.ij  # (one loop over the last two coordinates: _single_loop)
+        batch = list(plan.batch)
+        self.smem_a, self.smem_b = self.smem
+        coord = {}
+        if batch:
+            rest = b.arith.DivUIOp(tile, per).result
+            in_batch = b.sub(tile, b.mul(rest, per))
+            for x in reversed(batch[1:]):
+                q = b.arith.DivUIOp(rest, E[x]).result
+                coord[x] = b.sub(rest, b.mul(q, E[x]))
+                rest = q
+            coord[batch[0]] = rest
+        else:
+            in_batch = tile
+        bi = b.arith.DivUIOp(in_batch, nbj).result
+        bj = b.sub(in_batch, b.mul(bi, nbj))
+        x0 = [b.mul(bi, b.idx(c.bm)), b.mul(bj, b.idx(c.bn))]
+        lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
+        warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
+        group = b.arith.DivUIOp(tid, b.idx(WARPGROUP)).result
+        first = {plan.coords[x]: coord[x] for x in batch}
+        for v in plan.loop.operands[:2]:  # the bounds (the same for every item) from the code before
+            d = _owner(v)
+            if any(d == op for op in plan.pre) and v not in first:
+                for op in _slice(d, plan):
+                    if op.results[0] not in first:
+                        _clone(op, first)
+        lb, ub = (first.get(v, v) for v in plan.loop.operands[:2])
+        f32 = ir.F32Type.get()
+        nreg = c.bn // 2
+        acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * nreg) + ")>")
+        if p.init == 0.0:
+            acc0 = ir.Operation.create("llvm.mlir.zero", results=[acc_t]).result
+        else:
+            acc0 = llvm_ops.undef(acc_t)
+            init = b.const(p.init, f32)
+            for r in range(nreg):
+                acc0 = llvm_ops.insertvalue(acc0, init, [r])
+        desc_a = self._descriptor(self.smem_a, b.mul(group, b.idx(WG_M * ROW_BYTES)))
+        desc_b = self._descriptor(self.smem_b, None)
+        chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), [acc0])
+        with ir.InsertionPoint(chunks.body):
+            k0 = chunks.induction_variable
+            b.barrier()  # every warpgroup's wgmma of the previous chunk waited for: the tiles are free
+            for s, smem in zip((p.a, p.b), (self.smem_a, self.smem_b)):
+                T = s.op.results[0].type
+                X = c.bm if s.side == 0 else c.bn
+                # a loop over the rounds of slots, not unrolled here: an unrolled staging keeps every
+                # round's addresses live across the chunk loop (255 registers at 128x128 tiles)
+                rounds = b.scf.ForOp(b.idx(0), b.idx(-(-c.bk * X // B)), b.idx(1))
+                with ir.InsertionPoint(rounds.body):
+                    e = b.add(tid, b.mul(rounds.induction_variable, b.idx(B)))
+                    kk, x, ok, slot, inside = self._slot(s, x0, e, E, X)
+                    k = b.add(k0, kk)
+                    m = dict(first)
+                    m[plan.coords[plan.ij[s.side]]] = x
+                    m[plan.iv] = k
+
+                    def then(m=m, s=s):
+                        for op in _slice(s.op, plan):
+                            _clone(op, m)
+                        return [m[s.op.results[0]]]
+                    val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
+                    val = b.convert_float(val[0], p.elem)  # exact: the read widened an elem
+                    if inside is None:
+                        b.store(val, smem, slot)
+                    else:
+                        with b.if_(inside):
+                            b.store(val, smem, slot)
+                    b.scf.YieldOp([])
+            # generic-proxy stores -> the async proxy wgmma reads through (PTX ISA, "Async Proxy": a
+            # fence.proxy.async is needed between them), then every thread's stores are in
+            nvvm.FenceProxyOp(_attr("#nvvm.proxy_kind<async.shared>"), space=_attr("#nvvm.shared_space<cta>"))
+            b.barrier()
+            nvvm.WgmmaFenceAlignedOp()  # the accumulator registers are about to be read by wgmma
+            acc = chunks.inner_iter_args[0]
+            ty = "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
+            for ks in range(c.bk // WG_K):
+                step = _i64(ks * 2 * WG_K // 16)  # +32 bytes: the start-address field counts 16 bytes
+                da = b.arith.AddIOp(desc_a, step).result if ks else desc_a
+                db = b.arith.AddIOp(desc_b, step).result if ks else desc_b
+                acc = nvvm.WgmmaMmaAsyncOp(
+                    acc_t, acc, da, db, _attr(f"#nvvm.shape<m = {WG_M}, n = {c.bn}, k = {WG_K}>"),
+                    _attr(f"#nvvm.wgmma_type<{ty}>"), _attr(f"#nvvm.wgmma_type<{ty}>"),
+                    _attr("#nvvm.wgmma_type<f32>"), _attr("#nvvm.wgmma_scale_out<one>"),
+                    _attr("#nvvm.wgmma_scale_in<one>"), _attr("#nvvm.wgmma_scale_in<one>"),
+                    _attr("#nvvm.mma_layout<row>"), _attr("#nvvm.mma_layout<col>")).result
+            nvvm.WgmmaGroupSyncAlignedOp()
+            nvvm.WgmmaWaitGroupSyncOp(0)  # before the next chunk overwrites the tiles they read
+            b.scf.YieldOp([acc])
+        # the epilogue: d_i of the thread is item (16*warp + g + 8h, 8nt + 2t + e), i = e + 2h + 4nt
+        out = chunks.results[0]
+        g = b.arith.DivUIOp(lane, b.idx(4)).result
+        t2 = b.mul(b.arith.RemUIOp(lane, b.idx(4)).result, b.idx(2))
+        row0 = b.add(b.add(x0[0], b.mul(warp, b.idx(16))), g)
+        col0 = b.add(x0[1], t2)
+        for h in range(2):
+            i = b.add(row0, b.idx(8 * h))
+            ok_i = b.cmp("ult", i, E[xi])
+            for nt in range(c.nt):
+                for e in range(2):
+                    j = b.add(col0, b.idx(8 * nt + e))
+                    m = dict(first)
+                    m[plan.coords[xi]], m[plan.coords[xj]] = i, j
+                    with b.if_(b.and_(ok_i, b.cmp("ult", j, E[xj]))):
+                        for op in plan.pre:
+                            _clone(op, m)
+                        reg = e + 2 * h + 4 * nt
+                        m[plan.loop.results[0]] = ir.Operation.create(
+                            "llvm.extractvalue", results=[f32], operands=[out],
+                            attributes={"position": ir.DenseI64ArrayAttr.get([reg])}).result
+                        for op in plan.post:
+                            _clone(op, m)
+
+    def _descriptor(self, smem, offset) -> ir.Value:
+        """The i64 descriptor of the tile at ``smem`` (+ ``offset`` bytes, an index)."""
+        i64 = ir.IntegerType.get_signless(64)
+        addr = memref.ExtractAlignedPointerAsIndexOp(smem).result
+        if offset is not None:
+            addr = b.add(addr, offset)
+        addr = b.arith.IndexCastOp(i64, addr).result
+        start = b.arith.ShRUIOp(b.arith.AndIOp(addr, _i64(0x3FFFF)).result, _i64(4)).result
+        rest = descriptor(0, 16, ATOM_BYTES, SWIZZLE_128B)
+        return b.arith.OrIOp(start, _i64(rest - (1 << 64) if rest >= 1 << 63 else rest)).result
+
+    def _slot(self, s, x0, e, E, X: int) -> tuple:
+        """Slot ``e`` of the cooperative load of staged read ``s`` into its ``X x 64`` tile (``X`` =
+        ``bm`` or ``bn``): ``(kk, x, in_range, smem index, inside)`` (``inside``: ``e < X*64``, ``None``
+        where the block's rounds cover the tile exactly), the lanes of a warp along the read's
+        unit-stride coordinate, stored at :func:`swizzled_index` ``(x, kk)``."""
+        c, plan = self.c, self.plan
+        total = c.bk * X
+        if s.k_fastest:
+            kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
+            xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
+        else:
+            xl = b.arith.RemUIOp(e, b.idx(X)).result
+            kk = b.arith.DivUIOp(e, b.idx(X)).result
+        x = b.add(x0[s.side], xl)
+        ok = b.cmp("ult", x, E[plan.ij[s.side]])
+        inside = b.cmp("ult", e, b.idx(total)) if total % plan.block else None
+        chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
+                               b.arith.AndIOp(xl, b.idx(7)).result).result
+        slot = b.add(b.add(b.mul(xl, b.idx(ROW_BYTES // 2)), b.mul(chunk, b.idx(8))),
+                     b.arith.AndIOp(kk, b.idx(7)).result)
+        return kk, x, ok, slot, inside
+
+__all__ = ["WgmmaContractions", "WgmmaConfig", "descriptor", "swizzled_index", "WGMMA_ARCHS"]
