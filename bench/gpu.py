@@ -67,6 +67,15 @@ FULL_SIZES = {"gather": 1 << 24, "scatter": 1 << 24, "transpose": (4096, 4096),
 QUICK_SIZES = {"gather": 1 << 20, "scatter": 1 << 20, "transpose": (1024, 1024),
                "transpose_tall": (1 << 16, 8), "transpose_wide": (8, 1 << 16), "gemm_f16": 2048,
                "softmax": (1024, 4096), "layernorm": (1024, 4096)}
+#: The f16 convolutions on tensor cores (``conv_f16``): ``(N, H, W, C, K)`` of a 3x3 filter, stride 1,
+#: padding 1 (an H x W output), against the cuBLAS time of the im2col GEMM.
+FULL_SIZES["conv_f16"] = (32, 56, 56, 64, 128)
+QUICK_SIZES["conv_f16"] = (2, 14, 14, 32, 64)
+#: The tensor-core convolution examples of :func:`_conv` (``out["conv_f16_tensor_cores"]``) and the
+#: f32 ones (``kern-tile-contractions``, ``out["conv_f32_tiled"]``; issue 20: conv2d_fwd at least
+#: 60% of its im2col GEMM in cuBLAS).
+CONV_F16 = ("conv2d_fwd_f16", "conv2d_wgrad_f16")
+CONV_F32 = ("conv2d_fwd", "conv2d_wgrad")
 #: Relative tolerance of the scatter-add check (f32 sums in an unspecified order; see check_scatter).
 SCATTER_RTOL = 4e-6
 
@@ -732,15 +741,71 @@ def _gemm_f16(b: _Bench, n: int) -> dict:
             "cupy_gflops": flops / (t_r * 1e-3) / 1e9, "ratio_kernc_to_cupy": t_r / t_k}
 
 
+def _im2col(cp, x, R: int, S: int):
+    """The ``(N*H*W, R*S*C)`` im2col matrix of NHWC ``x`` for an ``R x S`` filter, stride 1,
+    padding ``(R//2, S//2)``: row ``(n, oh, ow)``, column ``(r, s, c)`` (the examples' order)."""
+    N, H, W, C = x.shape
+    xp = cp.pad(x, ((0, 0), (R // 2, R // 2), (S // 2, S // 2), (0, 0)))
+    cols = cp.stack([xp[:, r:r + H, s:s + W, :] for r in range(R) for s in range(S)], axis=3)
+    return cols.reshape(N * H * W, R * S * C)
+
+
+def _conv(b: _Bench, name: str, shape) -> dict:
+    """``examples/<name>.kern`` (``conv2d_fwd_f16`` or ``conv2d_wgrad_f16``, tensor cores where the
+    device has them; ``conv2d_fwd`` or ``conv2d_wgrad`` in f32, CUDA cores) on ``shape = (N, H, W, C, K)`` with a 3x3 filter, stride 1, padding 1, against
+    ``cupy.matmul`` of its im2col GEMM on the same type (cuBLAS, f32 accumulation, TF32 off; the im2col matrix built
+    beforehand, not timed): fwd ``(N*H*W x 9C) @ (9C x K)``, wgrad ``(K x N*H*W) @ (N*H*W x 9C)``.
+    Median device ms and GFLOP/s (``2 m n k``) of each and their ratio (> 1: kernc faster); kernc's
+    result is checked against the f32 GEMM first (1e-3 relative, scaled by ``sqrt(k)``;
+    ``RuntimeError`` when it is off)."""
+    import math
+
+    import numpy as np
+
+    cp = b.cp
+    dt = np.float16 if name.endswith("_f16") else np.float32
+    N, H, W, C, K = (int(v) for v in shape)
+    R = S = 3
+    mod = b.kernc(os.path.join(b.examples_dir, f"{name}.kern"))
+    rng = np.random.default_rng(0)
+    x = cp.asarray(rng.standard_normal((N, H, W, C)).astype(dt))
+    cols = _im2col(cp, x, R, S)
+    geo = (1, 1, 1, 1, 1, 1)  # sh, sw, ph, pw, dh, dw
+    if name.startswith("conv2d_fwd"):
+        w = cp.asarray(rng.standard_normal((K, R, S, C)).astype(dt))
+        out = cp.zeros((N, H, W, K), dtype=cp.float32)
+        args, lhs, rhs = (x, w, out, *geo), cols, w.reshape(K, R * S * C).T  # ((r, s, c) x k)
+    else:
+        dy = cp.asarray(rng.standard_normal((N * H * W, K)).astype(dt))
+        out = cp.zeros((K, R, S, C), dtype=cp.float32)
+        args, lhs, rhs = (x, dy, out, H, W, *geo), dy.T, cols
+    (m, k), n = lhs.shape, rhs.shape[1]
+    launch = _kernc_raw(cp, getattr(mod, name), args)
+    launch()
+    cp.cuda.Device().synchronize()
+    want = cp.matmul(lhs.astype(cp.float32), rhs.astype(cp.float32)).reshape(m * n)
+    if not bool(cp.allclose(out.reshape(m * n), want, rtol=1e-3 * math.sqrt(k), atol=1e-3 * math.sqrt(k))):
+        raise RuntimeError(f"{name}: kernc's result differs from the im2col GEMM")
+    want = None
+    t_k = _time_device(cp, launch, b.reps, max(1, b.inner // 4))
+    t_r = _time_device(cp, lambda: cp.matmul(lhs, rhs), b.reps, max(1, b.inner // 4))
+    flops = 2.0 * m * n * k
+    return {"shape": [N, H, W, C, K], "gemm": [m, k, n], "arch": b.arch, "tensor_cores": "mma.sync" in mod.ptx,
+            "kernc_ms": t_k, "cublas_ms": t_r, "kernc_gflops": flops / (t_k * 1e-3) / 1e9,
+            "cublas_gflops": flops / (t_r * 1e-3) / 1e9, "ratio_kernc_to_cublas": t_r / t_k}
+
+
 def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, reps: int,
         bandwidth_n: int | None = None, sizes: dict | None = None) -> dict:
     """All GPU measurements as a dict; ``{"available": False, "note": ...}`` without a GPU, and an
     ``"error"`` entry (instead of an exception) when a measurement fails. ``bandwidth_n``: elements
     of the saxpy bandwidth run (default 2^26, ``quick`` 2^22). ``sizes``: problem sizes of the
     bandwidth comparisons overriding :data:`FULL_SIZES` / :data:`QUICK_SIZES` (``{"gather": n,
-    "scatter": n, "transpose": (R, C), "gemm_f16": n, "gemm_f32": (n, ...)}``, any subset);
-    ``out["gemm_f16_tensor_cores"]`` is :func:`_gemm_f16`'s row (or its ``error``),
-    ``out["gemm_f32_tiled"]`` :func:`_gemm_f32_rows`' (:data:`GEMM_F32_SIZES` by default).
+    "scatter": n, "transpose": (R, C), "gemm_f16": n, "gemm_f32": (n, ...), "conv_f16": (N, H, W, C, K)}``,
+    any subset); ``out["gemm_f16_tensor_cores"]`` is :func:`_gemm_f16`'s row (or its ``error``),
+    ``out["gemm_f32_tiled"]`` :func:`_gemm_f32_rows`' (:data:`GEMM_F32_SIZES` by default),
+    ``out["conv_f16_tensor_cores"]`` ``{name: row}`` of :func:`_conv` for :data:`CONV_F16`,
+    ``out["conv_f32_tiled"]`` the same for :data:`CONV_F32`.
 
     Each comparison of :data:`COMPARISONS` is ``out["<name>_bandwidth"]``: its sizes, the bytes
     counted per launch (``bytes_per_launch``, ``bytes_counted``), ``variants`` (``{key: {"label",
@@ -822,6 +887,13 @@ def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, 
                 out["gemm_f16_tensor_cores"] = _gemm_f16(bench, chosen["gemm_f16"])
             except Exception as err:  # noqa: BLE001
                 out["gemm_f16_tensor_cores"] = {"error": f"{type(err).__name__}: {err}"}
+            for key, names in (("conv_f16_tensor_cores", CONV_F16), ("conv_f32_tiled", CONV_F32)):
+                convs = out[key] = {}
+                for name in names:  # the convolutions against the cuBLAS time of their im2col GEMM
+                    try:
+                        convs[name] = _conv(bench, name, chosen["conv_f16"])
+                    except Exception as err:  # noqa: BLE001
+                        convs[name] = {"error": f"{type(err).__name__}: {err}"}
 
         # -- host launch overhead -----------------------------------------------------------------
         small = 1024

@@ -681,16 +681,7 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
             args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
             stats = getattr(mod, name)(**args).stats.to_dict()
             outs[variant] = args[result]
-            row = {"tile": tile, **traffic_row(stats),
-                   "load_sectors_per_output": stats["global_load_sectors"] / max(args[result].size, 1),
-                   "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
-            if ptxas_path():
-                got = run_ptxas(mod.ptx, arch)
-                if not got.ok:
-                    raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
-                row["registers"] = got.registers.get(name)
-                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
-            variants[variant] = row
+            variants[variant] = _variant_row(mod, name, variant, stats, args[result].size, arch, tile=tile)
         if not correct(outs["tiled"]):
             raise AssertionError(f"{name} (tiled): wrong result")
         entry["variants"] = variants
@@ -712,95 +703,147 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
     return entry
 
 
-#: The tensor-core jobs of :func:`tensor_core_traffic`: example -> (its operands, its sums). i8
+#: The tensor-core gemm jobs of :func:`tensor_core_traffic`: example -> (its operands, its sums). i8
 #: sums are exact (the two builds bitwise equal); gemm_tf32's ``@tf32`` asks for TF32 operands,
 #: so its tensor-core build computes another function than the CUDA-core one (plain f32).
 TENSOR_CORE_JOBS = {"gemm_f16": "f16 (f32 sums)", "gemm_i8": "i8 (i32 sums)", "gemm_tf32": "f32 as TF32 (f32 sums)"}
+#: The tensor-core convolution examples of the tensor-core rows: (output, the GEMM reduction length
+#: from the inputs, as :data:`CONTRACTION_CONVS`), at ``P`` = 2^16 items (``--quick``: 2^12).
+TENSOR_CORE_CONVS = {"conv2d_fwd_f16": ("y", CONTRACTION_CONVS["conv2d_fwd"][1]),
+                     "conv2d_wgrad_f16": ("gw", CONTRACTION_CONVS["conv2d_wgrad"][1])}
+#: The builds of a tensor-core row: variant -> ``kernc.compile`` options (``untiled``: the
+#: convolutions' naive kernel, ``--no-tile --no-tensor-cores``).
+TENSOR_CORE_BUILDS = {"tensor_cores": {}, "cuda_cores": {"tensor_cores": False},
+                      "untiled": {"tensor_cores": False, "tile": False}}
+
+
+def _variant_row(mod, name: str, variant: str, stats: dict, outputs: int, arch: str, **options) -> dict:
+    """The row of one build of a contraction job: its ``options``, the CPU counters of ``stats``
+    (:func:`traffic_row`), global-load sectors per output and ptxas's registers and spill bytes of
+    kernel ``name`` in ``mod``'s PTX for ``arch`` (``None`` without ptxas); ``RuntimeError`` when
+    ptxas rejects it."""
+    from kernc.backend.toolkit import ptxas_path, run_ptxas
+
+    row = {**options, **traffic_row(stats), "load_sectors_per_output": stats["global_load_sectors"] / max(outputs, 1),
+           "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
+    if ptxas_path():
+        got = run_ptxas(mod.ptx, arch)
+        if not got.ok:
+            raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
+        row["registers"] = got.registers.get(name)
+        row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
+    return row
 
 
 def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:
-    """The :data:`TENSOR_CORE_JOBS` examples (``gemm_f16``, ``gemm_i8``, ``gemm_tf32``) on tensor
-    cores (``kern-mma-contractions``) and on CUDA cores (``kernc.compile(..., tensor_cores=False)``:
-    ``kern-tile-contractions``) at the first :data:`CONTRACTION_SHAPES` shape: the CPU interpreter's
-    counters (global-load sectors per output, shared requests and bank conflicts: the staging
-    stores, the CUDA-core loads and the ``ldmatrix`` phases), ptxas's registers and spill bytes of
-    each PTX for ``arch`` (``sm_80`` when ``arch`` has no tensor cores; ``None`` without ptxas),
-    whether each result is right -- f16: within 1e-3 relative (scaled by sqrt(K)) of the f64
-    product; i8: equal to the exact product; tf32: the tensor-core result within that tolerance of
-    the f64 product of the TF32-rounded operands (``examples/gemm_tf32.py``), the CUDA-core one of
-    the unrounded operands -- and whether the two are bitwise equal. No GPU time is measured for
-    gemm_i8 / gemm_tf32 (``gpu``: "not measured"). Returns ``{job: {"shape", "arch", "variants":
-    {"tensor_cores": row, "cuda_cores": row}, "within_f64", "bitwise_equal", "gpu"}}``; a job that
-    fails holds ``error``."""
-    import importlib.util
+    """The :data:`TENSOR_CORE_JOBS` gemms (``gemm_f16``, ``gemm_i8``, ``gemm_tf32``) at the first
+    :data:`CONTRACTION_SHAPES` shape and the convolutions of :data:`TENSOR_CORE_CONVS` (their
+    ``make_inputs``), each on tensor cores (``kern-mma-contractions``) and on CUDA cores
+    (``kernc.compile(..., tensor_cores=False)``: ``kern-tile-contractions``), the convolutions also
+    untiled (``tile=False`` too): the CPU interpreter's counters (global-load sectors per output,
+    shared requests and bank conflicts: the staging stores, the CUDA-core loads and the
+    ``ldmatrix`` phases), ptxas's registers and spill bytes of each PTX for ``arch`` (``sm_80``
+    when ``arch`` has no tensor cores; ``None`` without ptxas), whether each result is right --
+    f16: within 1e-3 relative (scaled by sqrt(K)) of the f64 result; i8: equal to the exact
+    product; tf32: the tensor-core result within that tolerance of the f64 product of the
+    TF32-rounded operands (``examples/gemm_tf32.py``), the CUDA-core one of the unrounded operands
+    -- and whether they are all bitwise equal. No GPU time is measured for gemm_i8 / gemm_tf32
+    (``gpu``: "not measured"). Returns ``{job: {"shape", "arch", "variants": {"tensor_cores": row,
+    "cuda_cores": row, ...}, "within_f64", "bitwise_equal"}}`` (jobs ``gemm_f16``, ``gemm_i8``,
+    ``gemm_tf32``, ``conv2d_fwd_f16``, ``conv2d_wgrad_f16``); a job that fails holds ``error``."""
+    import numpy as np
+
+    from kernc.passes.mma_contractions import MIN_SM, sm_number
+
+    tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
+    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"][0]  # (the first gemm shape)
+    out = {}
+    for name, dtype in TENSOR_CORE_JOBS.items():
+        if not os.path.exists(os.path.join(examples_dir, f"{name}.kern")):
+            continue
+        rng = np.random.default_rng(0)
+        if name == "gemm_i8":
+            a = rng.integers(-128, 128, (M, K)).astype(np.int8)
+            b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+            c0 = np.full((M, N), -1, np.int32)
+        else:
+            dt = np.float16 if name == "gemm_f16" else np.float32
+            a = rng.standard_normal((M, K)).astype(dt)
+            b = rng.standard_normal((K, N)).astype(dt)
+            c0 = np.full((M, N), np.nan, np.float32)
+        rounded = None
+        if name == "gemm_tf32":
+            try:
+                rounded = _example_module(examples_dir, name).round_tf32
+            except Exception as err:  # noqa: BLE001
+                out[name] = {"source": f"examples/{name}.kern", "error": f"{type(err).__name__}: {err}"[:300]}
+                continue
+
+        def f64(i, variant, rounded=rounded):  # the tensor-core tf32 build multiplies the rounded operands
+            x, y = i["a"], i["b"]
+            if rounded is not None and variant == "tensor_cores":
+                x, y = rounded(x), rounded(y)
+            return np.asarray(x, np.float64) @ np.asarray(y, np.float64)
+        out[name] = _tensor_core_job(
+            examples_dir, name, {"a": a, "b": b, "c": c0}, "c", K, [M, K, N], tc_arch, f64,
+            ("tensor_cores", "cuda_cores"), dtype, exact=name == "gemm_i8")
+        if name != "gemm_f16":
+            out[name]["gpu"] = "not measured"
+    P = 1 << (12 if quick else 16)
+    for name, (result, reduction) in TENSOR_CORE_CONVS.items():
+        try:
+            ex = _example_module(examples_dir, name)
+            inputs = ex.make_inputs(P, np.random.default_rng(0))
+        except Exception as err:  # noqa: BLE001
+            out[name] = {"source": f"examples/{name}.kern", "error": f"{type(err).__name__}: {err}"[:300]}
+            continue
+        out[name] = _tensor_core_job(
+            examples_dir, name, inputs, result, reduction(inputs),
+            [f"P=2^{P.bit_length() - 1}: {'x'.join(map(str, inputs[result].shape))}"], tc_arch,
+            lambda i, variant, ex=ex, result=result: ex.reference_f64(i)[result], tuple(TENSOR_CORE_BUILDS))
+    return out
+
+
+def _tensor_core_job(examples_dir: str, name: str, inputs: dict, result: str, K: int, shape: list, arch: str,
+                     f64, builds: tuple, dtype: str = "f16 (f32 sums)", exact: bool = False) -> dict:
+    """One job of :func:`tensor_core_traffic`: kernel ``name`` of ``examples/<name>.kern`` built as
+    each of ``builds`` (keys of :data:`TENSOR_CORE_BUILDS`) and run on copies of ``inputs``;
+    ``result`` its output, ``K`` the reduction length, ``f64(inputs, variant)`` the float64 result
+    that build computes (of the inputs' magnitudes: the bound's scale); ``exact``: each result must
+    equal it (integer sums), else be within 1e-3*sqrt(K) relative."""
     import math
 
     import numpy as np
 
     import kernc
-    from kernc.backend.toolkit import ptxas_path, run_ptxas
-    from kernc.passes.mma_contractions import MIN_SM, sm_number
 
-    M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"][0]  # (the first gemm shape)
-    tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
-    out = {}
-    for name, dtype in TENSOR_CORE_JOBS.items():
-        path = os.path.join(examples_dir, f"{name}.kern")
-        if not os.path.exists(path):
-            continue
-        entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": [M, K, N],
-                       "dtype": dtype, "arch": tc_arch}
-        if name != "gemm_f16":
-            entry["gpu"] = "not measured"
-        try:
-            rng = np.random.default_rng(0)
-            if name == "gemm_i8":
-                a = rng.integers(-128, 128, (M, K)).astype(np.int8)
-                b = rng.integers(-128, 128, (K, N)).astype(np.int8)
-                c0 = np.full((M, N), -1, np.int32)
+    entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": shape,
+                   "dtype": dtype, "arch": arch}
+    try:
+        variants, outs, within = {}, {}, {}
+        for variant in builds:
+            want = f64(inputs, variant)
+            opts = TENSOR_CORE_BUILDS[variant]
+            mod = kernc.compile_file(os.path.join(examples_dir, f"{name}.kern"), arch=arch, **opts)
+            if variant == "tensor_cores" and "mma.sync" not in mod.ptx:
+                raise AssertionError(f"{name} was not compiled for tensor cores")
+            args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+            stats = getattr(mod, name)(**args).stats.to_dict()
+            outs[variant] = args[result]
+            if exact:
+                within[variant] = bool(np.array_equal(args[result], want.astype(np.int64)))
             else:
-                dt = np.float16 if name == "gemm_f16" else np.float32
-                a = rng.standard_normal((M, K)).astype(dt)
-                b = rng.standard_normal((K, N)).astype(dt)
-                c0 = np.full((M, N), np.nan, np.float32)
-            if name == "gemm_tf32":
-                spec = importlib.util.spec_from_file_location("gemm_tf32_ref", os.path.join(examples_dir, "gemm_tf32.py"))
-                ref = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(ref)
-                operands = {True: (ref.round_tf32(a), ref.round_tf32(b)), False: (a, b)}
-            else:
-                operands = {True: (a, b), False: (a, b)}
-            variants, outs, within = {}, {}, {}
-            for variant, on in (("tensor_cores", True), ("cuda_cores", False)):
-                mod = kernc.compile_file(path, arch=tc_arch, tensor_cores=on)
-                if on and "mma.sync" not in mod.ptx:
-                    raise AssertionError(f"{name} was not compiled for tensor cores")
-                c = c0.copy()
-                stats = getattr(mod, name)(a, b, c).stats.to_dict()
-                outs[variant] = c
-                x, y = (np.asarray(v, np.float64) for v in operands[on])
-                if name == "gemm_i8":
-                    within[variant] = bool(np.array_equal(c, (x @ y).astype(np.int64)))
-                else:
-                    bound = 1e-3 * math.sqrt(K) * (np.abs(x) @ np.abs(y)) / K
-                    within[variant] = bool(np.all(np.abs(c - x @ y) <= bound))
-                row = {"tensor_cores": on, **traffic_row(stats),
-                       "load_sectors_per_output": stats["global_load_sectors"] / (M * N),
-                       "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
-                if ptxas_path():
-                    got = run_ptxas(mod.ptx, tc_arch)
-                    if not got.ok:
-                        raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
-                    row["registers"] = got.registers.get(name)
-                    row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
-                variants[variant] = row
-            if not within["tensor_cores"]:
-                raise AssertionError(f"{name} (tensor cores): wrong result")
-            entry["variants"] = variants
-            entry["within_f64"] = within
-            entry["bitwise_equal"] = bool(np.array_equal(outs["tensor_cores"].view(np.int32),
-                                                         outs["cuda_cores"].view(np.int32)))
-        except Exception as err:  # noqa: BLE001
-            entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
-        out[name] = entry
-    return out
+                scale = f64({k: (np.abs(v) if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}, variant)
+                bound = 1e-3 * math.sqrt(K) * scale / max(K, 1)
+                within[variant] = bool(np.all(np.abs(args[result] - want) <= bound))
+            variants[variant] = _variant_row(mod, name, variant, stats, args[result].size, arch,
+                                             tensor_cores=opts.get("tensor_cores", True))
+        if not within["tensor_cores"]:
+            raise AssertionError(f"{name} (tensor cores): wrong result")
+        entry["variants"] = variants
+        entry["within_f64"] = within
+        entry["bitwise_equal"] = all(bool(np.array_equal(outs["tensor_cores"].view(np.int32), o.view(np.int32)))
+                                     for o in outs.values())
+    except Exception as err:  # noqa: BLE001
+        entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
+    return entry

@@ -53,6 +53,12 @@ TARGETS = {
     # measured: kernc's time / cupy.matmul's (cuBLAS SGEMM, TF32 off) on the GPU (issue 20)
     "gemm_f32_vs_cublas": ("gemm f32 4096^3 (tiled): time <= 1/0.8 x cupy.matmul f32", 1 / 0.8),
     "gemm_f32_min_vs_cublas": ("gemm f32 (tiled), every size >= 512: time <= 1/0.5 x cupy.matmul f32", 1 / 0.5),
+    # measured: kernc's time / cupy.matmul's of the im2col GEMM on the GPU (>= 60% of its speed)
+    "conv2d_fwd_f16_vs_cublas": ("conv2d_fwd_f16 (tensor cores): time <= 1/0.6 x its im2col GEMM in cuBLAS", 1 / 0.6),
+    "conv2d_wgrad_f16_vs_cublas": ("conv2d_wgrad_f16 (tensor cores): time <= 1/0.6 x its im2col GEMM in cuBLAS",
+                                   1 / 0.6),
+    "conv_f16_tc_spills": ("conv2d_fwd_f16/conv2d_wgrad_f16 (tensor cores): 0 spill bytes (ptxas)", 0),
+    "conv2d_fwd_vs_cublas": ("conv2d_fwd f32 (tiled): time <= 1/0.6 x its im2col GEMM in cuBLAS", 1 / 0.6),
     # measured: tiled / --no-tile global-load sectors (the issue's "at least 10x fewer")
     "conv2d_fwd_sectors": ("conv2d_fwd (tiled): global-load sectors <= 1/10 of --no-tile's, bitwise equal", 0.1),
     # measured: the largest shared/indexed ratio over every width, pattern and size (limit 1)
@@ -394,6 +400,7 @@ def evaluate_targets(results: dict) -> list[dict]:
         text, limit = TARGETS[f"{job}_tc_spills"]
         out.append({"target": f"{job}_tc_spills", "text": text, "example": job, "kernel": None,
                     "measured": value, "unit": "bytes", "limit": limit, "status": _status(value, limit)})
+    out += _conv_f16_targets(results)
     conv = (results.get("memory_contractions") or {}).get("conv2d_fwd") or {}
     ratio = conv.get("sectors_ratio_untiled_to_tiled")
     value = None if not ratio else (1 / ratio if conv.get("bitwise_equal") else float("inf"))
@@ -402,6 +409,34 @@ def evaluate_targets(results: dict) -> list[dict]:
                 "measured": value, "unit": "tiled / untiled sectors", "limit": limit, "status": _status(value, limit)})
     out += _shared_targets(((results.get("memory_accessors") or {}).get("shared_vs_indexed")) or {})
     return out + interp.targets(results) + histogram.targets(results) + reductions.targets(results)
+
+
+def _conv_f16_targets(results: dict) -> list[dict]:
+    """The convolutions' targets: the time of each tensor-core one and of the f32 conv2d_fwd (issue
+    20) against the cuBLAS time of its im2col GEMM (``n/a`` without a GPU, or at the ``--quick``
+    size), and the spill bytes of the tensor-core ones."""
+    from .gpu import CONV_F16, FULL_SIZES
+
+    out = []
+    gpu = results.get("gpu") or {}
+    convs = dict(gpu.get("conv_f16_tensor_cores") or {})
+    convs["conv2d_fwd"] = (gpu.get("conv_f32_tiled") or {}).get("conv2d_fwd")  # (issue 20's target)
+    for name in (*CONV_F16, "conv2d_fwd"):
+        row = convs.get(name) or {}
+        full = row.get("shape") == list(FULL_SIZES["conv_f16"])
+        value = row["kernc_ms"] / row["cublas_ms"] if full and row.get("cublas_ms") else None
+        text, limit = TARGETS[f"{name}_vs_cublas"]
+        out.append({"target": f"{name}_vs_cublas", "text": text, "example": name, "kernel": None,
+                    "measured": value, "unit": "x the im2col GEMM's time", "limit": limit,
+                    "status": _status(value, limit)})
+    tc = results.get("memory_tensor_cores") or {}
+    rows = [((tc.get(name) or {}).get("variants") or {}).get("tensor_cores") or {} for name in CONV_F16]
+    spills = None if any(r.get("spill_stores_bytes") is None for r in rows) else sum(
+        r["spill_stores_bytes"] + r["spill_loads_bytes"] for r in rows)
+    text, limit = TARGETS["conv_f16_tc_spills"]
+    out.append({"target": "conv_f16_tc_spills", "text": text, "example": "conv2d_fwd_f16", "kernel": None,
+                "measured": spills, "unit": "bytes", "limit": limit, "status": _status(spills, limit)})
+    return out
 
 
 def _shared_targets(sv: dict) -> list[dict]:
@@ -578,6 +613,8 @@ def render(results: dict) -> str:
     parts += ["", "GPU"]
     if not g.get("available"):
         parts.append(f"  skipped: {g.get('note', 'no GPU')}")
+        parts.append("  conv2d_fwd_f16, conv2d_wgrad_f16 (tensor cores) against the cuBLAS time of their im2col "
+                     "GEMMs: not measured (no GPU)")
     else:
         parts.append(f"  {g.get('name')} (peak {g.get('peak_bandwidth_gbs') or 0:.0f} GB/s from "
                      f"{g.get('memory_clock_khz')} kHz x {g.get('bus_width_bits')} bit x 2); reference built with "
@@ -603,6 +640,7 @@ def render(results: dict) -> str:
             else:
                 parts.append(f"  gemm f32 {n}^3 (tiled): kernc {r['kernc_gflops']:.0f} GFLOP/s, cupy.matmul f32 "
                              f"(TF32 off) {r['cupy_gflops']:.0f} GFLOP/s; ratio {_x(r['ratio_kernc_to_cupy'])}")
+        parts += _render_conv_f16_gpu(g)
         lo = g.get("launch_overhead")
         if lo:
             parts.append(f"  host launch overhead per call (n={lo['n']}): kernc API {lo['kernc_api_us']:.1f} us, "
@@ -753,11 +791,13 @@ def _render_memory_contractions(con) -> list[str]:
 
 
 def _render_tensor_cores(tc) -> list[str]:
-    """The gemm_f16 rows on tensor cores and on CUDA cores (nothing when the results hold none)."""
+    """The tensor-core jobs' rows (gemms, convolutions) on tensor cores and on CUDA cores (nothing when
+    the results hold none)."""
     if not tc:
         return []
-    lines = ["", "Tensor cores (kern-mma-contractions; cuda_cores = kernc.compile(src, tensor_cores=False)): "
-                 "CPU-interpreter global-load sectors per output, ptxas -v registers and spill bytes"]
+    lines = ["", "Tensor cores (kern-mma-contractions; cuda_cores = kernc.compile(src, tensor_cores=False), "
+                 "untiled = also tile=False): CPU-interpreter global-load sectors per output, ptxas -v registers "
+                 "and spill bytes"]
     rows, notes = [], []
     for job, e in tc.items():
         rows += _variant_rows(job, e)
@@ -766,9 +806,25 @@ def _render_tensor_cores(tc) -> list[str]:
         right = "equal to the exact product" if job == "gemm_i8" else "within 1e-3*sqrt(K) of f64"
         notes.append(f"  {job} ({e.get('arch')}, {e.get('dtype')}): {right}: {e['within_f64']}; results bitwise "
                      f"equal on the CPU: {e['bitwise_equal']}" + (f"; GPU: {e['gpu']}" if e.get("gpu") else ""))
-    lines.append(_table(["job", "M x K x N", "variant", "load sectors/output", "load sectors/req", "shared req",
-                         "bank conflicts", "registers", "spill bytes st+ld"], rows))
+    lines.append(_table(["job", "M x K x N (conv: P, output shape)", "variant", "load sectors/output",
+                         "load sectors/req", "shared req", "bank conflicts", "registers", "spill bytes st+ld"], rows))
     return lines + notes
+
+
+def _render_conv_f16_gpu(g: dict) -> list[str]:
+    """The GPU lines of the tensor-core convolutions against the cuBLAS time of their im2col GEMMs
+    and the f32 ones (``bench.gpu._conv``; nothing when the results hold none)."""
+    lines = []
+    rows = {**(g.get("conv_f16_tensor_cores") or {}), **(g.get("conv_f32_tiled") or {})}
+    for name, c in rows.items():
+        if "error" in c:
+            lines.append(f"  {name} against its im2col GEMM (cupy.matmul): error: {c['error']}")
+            continue
+        m, k, n = c["gemm"]
+        lines.append(f"  {name} NxHxWxCxK {'x'.join(map(str, c['shape']))}, 3x3 filter ({c['arch']}, tensor cores: "
+                     f"{c['tensor_cores']}): kernc {c['kernc_gflops']:.0f} GFLOP/s, its im2col GEMM {m}x{k}x{n} in "
+                     f"cuBLAS {c['cublas_gflops']:.0f} GFLOP/s; ratio {_x(c['ratio_kernc_to_cublas'])}")
+    return lines
 
 
 def _render_bandwidth(g: dict) -> list[str]:

@@ -48,3 +48,17 @@ def window(xp: np.ndarray, r: int, s: int, OH: int, OW: int, stride, dil) -> np.
     """``xp[n, oh*sh + r*dh, ow*sw + s*dw, c]`` for all ``(n, oh, ow, c)``: shape (N, OH, OW, C)."""
     (sh, sw), (dh, dw) = stride, dil
     return xp[:, r * dh:r * dh + (OH - 1) * sh + 1:sh, s * dw:s * dw + (OW - 1) * sw + 1:sw, :]
+
+
+def im2col(x: np.ndarray, R: int, S: int, OH: int, OW: int, stride, pad, dil) -> np.ndarray:
+    """The im2col matrix of NHWC ``x``: ``(N*OH*OW, R*S*C)``, row ``(n, oh, ow)``, column ``(r, s,
+    c)`` (the examples' order), zero padding; in ``x``'s dtype."""
+    C = x.shape[3]
+    xp = padded(x, R, S, OH, OW, stride, pad, dil)
+    cols = np.stack([window(xp, r, s, OH, OW, stride, dil) for r in range(R) for s in range(S)], axis=3)
+    return cols.reshape(-1, R * S * C)
+
+
+def to_f16(inputs: dict, *names: str) -> dict:
+    """``inputs`` with the arrays ``names`` rounded to float16 (the f16 forms of the examples)."""
+    return {k: (v.astype(np.float16) if k in names else v) for k, v in inputs.items()}

@@ -2,9 +2,10 @@
 cores (``mma.sync``).
 
 A kernel ``kern-tile-contractions`` would tile (:class:`~kernc.passes.tile_contractions._Analysis`
-is its matcher, used here as is) whose loop is exactly a product-sum of an ``f16`` (or ``bf16``)
-read depending on ``(i, k)`` and one of the same storage type depending on ``(k, j)``, accumulated in
-``f32``,
+is its matcher, used here as is: the two *sides* of item coordinates, each flattened, the batch
+coordinates, the loop or perfect loop nest) whose loop is exactly a product-sum of an ``f16`` (or
+``bf16``) read depending on ``(i, k)`` and one of the same storage type depending on ``(k, j)``,
+accumulated in ``f32``,
 
 .. code-block:: text
 
@@ -12,40 +13,56 @@ read depending on ``(i, k)`` and one of the same storage type depending on ``(k,
     for k in lb..ub { acc += a[i, k] * b[k, j]; }
     ... code after the loop, per item (c[i, j] = acc) ...
 
+-- ``i`` and ``j`` each the flattened coordinates of one side (``conv2d_fwd_f16``: ``i = (n, oh,
+ow)``, ``j = k``; ``conv2d_wgrad_f16``: ``i = k``, ``j = (r, s, c)``), ``k`` one loop or a perfect
+nest collapsed into one in its order (``for r { for s { for c {...} } }``, innermost fastest:
+:func:`~kernc.passes.tile_contractions.collapse_nest`), the reads any views (im2col, the
+output-gradient ``K x M`` view, checked reads and their defaults), the rest of the body their index
+arithmetic --
 is rewritten as the warp-level tensor-core GEMM of CUTLASS's ``sm80`` kernels and the PTX ISA's
 "Warp-level matrix multiply-accumulate instructions" (``mma.sync.aligned.m16n8k16.row.col.f32``
 fed by ``ldmatrix``). The same loop of ``i8`` reads widened to ``i32`` with an ``i32`` sum
 (``let acc: i32 = 0; acc += i32(a[i, k]) * i32(b[k, j]);``) runs on ``m16n8k32 .s8`` with ``i32``
 accumulators, and one of ``f32`` reads in a kernel marked ``@tf32`` on ``m16n8k8 .tf32``;
 :data:`KINDS` (one :class:`MmaKind` per operand type) holds what differs -- the instruction's
-``k``, the fragments' register grids, the row padding and whether B is read with
+``k``, the fragments' register grids, the row padding and whether a tile may be read with
 ``ldmatrix.trans``:
 
-1. *Block tile* ``BM x BN`` of the problem's last two coordinates, blocks looping over the tiles
-   (grid-stride, as ``kern-tile-contractions``). The block's ``W = B/32`` warps form a ``WM x WN``
-   grid (``WN >= WM``, powers of two), each computing a ``warp_m x warp_n`` (64x32) warp tile of
-   ``MT x NT`` (4x4) ``m16n8`` accumulator fragments: ``BM = WM*warp_m``, ``BN = WN*warp_n``
-   (128x128 for 256 threads).
+1. *Block tile* ``BM x BN`` of the flattened sides (batch coordinates fixed per tile), blocks
+   looping over the tiles (grid-stride, as ``kern-tile-contractions``). The block's ``W = B/32``
+   warps form a ``WM x WN`` grid (``WN >= WM``, powers of two), each computing a ``warp_m x
+   warp_n`` (64x32) warp tile of ``MT x NT`` (4x4) ``m16n8`` accumulator fragments: ``BM =
+   WM*warp_m``, ``BN = WN*warp_n`` (128x128 for 256 threads).
 2. *Staging per k-chunk* of ``BK`` (32): the block loads the ``BM x BK`` tile of the ``(i, k)`` read
-   into ``sa[m*SA + kk]`` and the ``BK x BN`` tile of the ``(k, j)`` read into ``sb[kk*SB + n]`` of
-   workgroup memory, cooperatively (each view read cloned with the tile's coordinates, so any layout
-   is loaded through its own; lanes along the view's unit-stride coordinate), 0 past the edges
-   (``i >= M``, ``j >= N``, ``k >= ub``): any ``M``, ``N``, ``K``. Rows are *padded* by 8 elements
-   (``SA = BK + 8``, ``SB = BN + 8``): a row is then an odd number of 16-byte units, so the eight
-   16-byte rows one ``ldmatrix`` phase reads fall in eight distinct 4-bank groups (no bank
-   conflict), and every row stays 16-byte aligned as ``ldmatrix`` requires. Other kinds pad rows
-   by 16 bytes too and stage B *n-major* (``sb[n*SB + kk]``, ``SB = BK + pad``: ``ldmatrix.trans``
-   moves 16-bit elements only); their staging stores of a B read whose lanes run along ``n``
+   and the ``BK x BN`` tile of the ``(k, j)`` read into workgroup memory, cooperatively: the tile is
+   of the *logical* view (each view read cloned with the tile's coordinates, a side's flattened
+   index split back into its coordinates, ``k`` into the nest's loop variables, so any layout is
+   loaded through its own; the index arithmetic no chunk changes computed once per tile), the lanes
+   of a warp along the view's unit-stride coordinate, 0 past the edges (``i``, ``j`` beyond their
+   flattened extents, ``k >= ub``; a checked read's default inside them): any extents. A tile of a
+   16-bit kind lies so that those stores are consecutive (:class:`_Stage`, :func:`_stage`): *k
+   contiguous* (``smem[x*S + kk]``, ``S = BK + 8``) for a read loaded along ``k``, else *x
+   contiguous* (``smem[kk*S + x]``, ``S = X + 8``). Rows are *padded* by 8 elements: a row is then
+   an odd number of 16-byte units, so the eight 16-byte rows one ``ldmatrix`` phase reads fall in
+   eight distinct 4-bank groups (no bank conflict), and every row stays 16-byte aligned as
+   ``ldmatrix`` requires. The 8- and 32-bit kinds pad rows by 16 bytes too (:attr:`MmaKind.pad`)
+   and stage *both* tiles k contiguous whatever the read's unit stride (``ldmatrix.trans`` moves
+   16-bit elements only; the ISA's ``.row`` A and ``.col`` B fragments are rows of ``k``): the
+   staging stores of a read whose lanes run along ``x`` (a gemm's ``b[k, j]``, B staged n-major)
    then conflict 4-way (rows 48 or 144 bytes apart reach 8 of the 32 banks).
-3. *Fragments*: per ``k16`` step, ``ldmatrix.x4`` gives each ``m16`` A fragment (lane ``l`` gives
-   the address of row ``l % 16``, column ``8*(l/16)``: matrices 0..3 are a0a1, a2a3, a4a5, a6a7 of
-   the ISA's A layout) and ``ldmatrix.x2.trans`` each ``n8`` B fragment (lane ``l < 16`` gives row
-   ``k = l`` of the fragment's columns: the transpose of the row-major ``k x n`` tile is the ISA's
-   ``.col`` B layout), then ``MT*NT`` ``nvgpu.mma.sync`` (m16n8k16) update the accumulators, kept
-   as ``vector<2x2xf32>`` loop values.
+3. *Fragments* (PTX ISA 9.7.14.5.8 and 9.7.9.25): per ``k`` step of the kind (k16 for 16-bit,
+   k32 for i8, k8 for tf32), ``ldmatrix.x4`` gives each ``m16`` A fragment (matrices 0..3 are
+   a0a1, a2a3, a4a5, a6a7 of the ISA's A layout: from a k contiguous tile lane ``l`` gives row ``l %
+   16``, column ``16 bytes * (l/16)``; from an m contiguous one, with ``.trans``, row ``k = l%8 +
+   8*(l/16)``, column ``8*((l/8)%2)``) and ``ldmatrix.x2`` each ``n8`` B fragment (the ISA's
+   ``.col`` layout is the ``n x k`` tile by rows: from a k contiguous tile lane ``l < 16`` gives
+   row ``n = l%8``, column ``16 bytes * (l/8)``; from an n contiguous one, with ``.trans``, row ``k
+   = l``), then ``MT*NT`` ``nvgpu.mma.sync`` update the accumulators, kept as ``vector<2x2xf32>``
+   (``vector<2x2xi32>``) loop values.
 4. *The epilogue*: accumulator element ``c{2h+e}`` of fragment ``(mt, nt)`` is item
    ``(i0 + wm*warp_m + 16*mt + g + 8h, j0 + wn*warp_n + 8*nt + 2*t + e)`` (``g = lane/4``, ``t =
-   lane%4``: the ISA's C/D layout); the code after the loop runs for it under ``i < M && j < N``.
+   lane%4``: the ISA's C/D layout), each side split back into its coordinates; the code before and
+   after the loop runs for it under ``i < Mi && j < Mj`` (the flattened extents).
 
 The float sums are not in the kernel's order (a tensor core adds the products of a k16 step in an
 order the ISA leaves open; the CPU interpreter's is documented in
@@ -82,7 +99,8 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 from . import ir_builder as b
 from .base import Pass, functions, internal, option
 from .targets import PTX_VERSION
-from .tile_contractions import Decline, _Analysis, _clone, _slice
+from .tile_contractions import (Decline, _Analysis, _clone, _hoistable, _product, _slice, _split, collapse_nest,
+                                flat_extents)
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
@@ -110,10 +128,10 @@ class MmaKind:
     ``elem_bytes``: the staged element's size (1, 2 or 4); the fragments are ``vector<4 x per>``
     (A) and ``vector<2 x per>`` (B) of ``per = 4 / elem_bytes`` elements (one 32-bit register a
     row), ``k = 8 * per`` (k16 for 16-bit, k32 for 8-bit, k8 for 32-bit operands): an ldmatrix
-    8x8 matrix of 16-bit elements is an 8 x (16 bytes) one of any size. ``b_trans``: B staged
-    ``k``-major (``sb[kk*SB + n]``) and read with ``ldmatrix.trans`` (16-bit only); else staged
-    ``n``-major (``sbt[n*SBT + kk]``, its ``k`` contiguous: the ISA's ``.col`` B rows) and read with
-    a plain ``ldmatrix``. ``acc``: the accumulator type (``f32``, ``i32``)."""
+    8x8 matrix of 16-bit elements is an 8 x (16 bytes) one of any size. ``b_trans``: a tile may lie
+    ``x`` contiguous and be read with ``ldmatrix.trans`` (16-bit elements only); else both tiles
+    are staged ``k`` contiguous (``smem[x*S + kk]``: the ISA's ``.row`` A and ``.col`` B rows) and
+    read with a plain ``ldmatrix``. ``acc``: the accumulator type (``f32``, ``s32``)."""
 
     ptx: str
     elem_bytes: int
@@ -133,6 +151,11 @@ class MmaKind:
     def pad(self) -> int:
         """Elements a staged row is padded by: 16 bytes (see the module docstring, step 2)."""
         return PAD if self.elem_bytes == 2 else 16 // self.elem_bytes
+
+    @property
+    def row16(self) -> int:
+        """Elements of a 16-byte ``ldmatrix`` row (8 of 16-bit elements)."""
+        return 16 // self.elem_bytes
 
     @property
     def shape(self) -> str:
@@ -190,24 +213,51 @@ class MmaConfig:
     def nt(self) -> int:
         return self.warp_n // MMA_N
 
-    @property
-    def sa(self) -> int:
-        """Row stride (elements) of the staged ``bm x bk`` A tile."""
-        return self.bk + self.kind.pad
+    def stage(self, side: int, k_fastest: bool) -> "_Stage":
+        """The workgroup tile of a staged read of side ``side`` (0: ``i``, 1: ``j``) whose lanes run
+        along ``k`` (``k_fastest``, the read's unit-stride coordinate) or along its tile coordinate.
+        A 16-bit kind orients the tile along the lanes, so a warp's cooperative stores are
+        consecutive elements (no bank conflict) and ``ldmatrix`` reads it with or without
+        ``.trans``; the other kinds (no ``ldmatrix.trans``: :attr:`MmaKind.b_trans`) lie ``k``
+        contiguous whatever the lanes. Rows are padded by :attr:`MmaKind.pad` elements."""
+        X = self.bm if side == 0 else self.bn
+        if k_fastest or not self.kind.b_trans:
+            return _Stage(side, True, X, self.bk + self.kind.pad)
+        return _Stage(side, False, self.bk, X + self.kind.pad)
+
+    def shared_bytes(self, a_k_fastest: bool = True, b_k_fastest: bool = False) -> int:
+        """Bytes of the two staged tiles (by default a gemm's: ``a[i, k]`` loaded along ``k``,
+        ``b[k, j]`` along ``j``)."""
+        tiles = (self.stage(0, a_k_fastest), self.stage(1, b_k_fastest))
+        return sum(st.elems for st in tiles) * self.kind.elem_bytes
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """Where a staged read's ``X x bk`` tile (``X``: ``bm`` for side ``i``, ``bn`` for side ``j``)
+    lies in workgroup memory: ``x_major``, ``smem[x*stride + kk]`` (rows of ``k``, k contiguous),
+    else ``smem[kk*stride + x]`` (rows of the tile coordinate, x contiguous); ``rows`` rows of
+    ``stride`` elements, the row's length padded (:meth:`MmaConfig.stage`)."""
+
+    side: int
+    x_major: bool
+    rows: int
+    stride: int
 
     @property
-    def sb(self) -> int:
-        """Row stride (elements) of the staged B tile: ``bk x bn`` (``kind.b_trans``) or, ``n``-major,
-        ``bn x bk``."""
-        return (self.bn if self.kind.b_trans else self.bk) + self.kind.pad
+    def elems(self) -> int:
+        return self.rows * self.stride
 
-    @property
-    def b_elems(self) -> int:
-        """Elements of the staged B tile."""
-        return (self.bk if self.kind.b_trans else self.bn) * self.sb
+    def slot(self, kk, x):
+        """The element of tile position ``(x, kk)`` (index values)."""
+        if self.x_major:
+            return b.add(b.mul(x, b.idx(self.stride)), kk)
+        return b.add(b.mul(kk, b.idx(self.stride)), x)
 
-    def shared_bytes(self, elem_bytes: int | None = None) -> int:
-        return (self.bm * self.sa + self.b_elems) * (elem_bytes or self.kind.elem_bytes)
+
+def _stage(c: MmaConfig, s) -> _Stage:
+    """The workgroup tile of staged read ``s`` (:meth:`MmaConfig.stage`)."""
+    return c.stage(s.side, s.k_fastest)
 
 
 def mma_config(block: int, warp_m: int, warp_n: int, bk: int,
@@ -290,7 +340,7 @@ class MmaContractions(Pass):
         config = mma_config(plan.block, self.warp_m, self.warp_n, self.block_k, parts.kind)
         if isinstance(config, str):
             return config
-        need = config.shared_bytes()
+        need = config.shared_bytes(parts.a.k_fastest, parts.b.k_fastest)
         if need > SHARED_LIMIT:
             return (f"its {config.bm}x{config.bn}x{config.bk} tiles need {need} bytes of workgroup "
                     f"memory, more than the {SHARED_LIMIT} bytes a block may use")
@@ -329,9 +379,9 @@ def _owner(v):
 
 
 def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
-    """The loop as ``acc += a * b`` of f16/bf16 reads with f32 sums, of i8 reads widened to i32
-    (``i32(a[i, k]) * i32(b[k, j])``, ``arith.extsi``) with i32 sums, or -- ``tf32``: the kernel's
-    ``@tf32`` -- of f32 reads with f32 sums; or why it is not (a remark)."""
+    """The loop (or nest) as ``acc += a * b`` of f16/bf16 reads with f32 sums, of i8 reads widened
+    to i32 (``i32(a[i, k]) * i32(b[k, j])``, ``arith.extsi``) with i32 sums, or -- ``tf32``: the
+    kernel's ``@tf32`` -- of f32 reads with f32 sums; or why it is not (a remark)."""
     if len(plan.staged) != 2 or {s.side for s in plan.staged} != {0, 1}:
         return "its loop does not read one (i, k) and one (k, j) operand"
     sa, sb = sorted(plan.staged, key=lambda s: s.side)
@@ -351,26 +401,19 @@ def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
         return f"its operands are {name}, not f16, bf16, i8 or (with @tf32) f32{why}"
     integer = name == "i8"
     acc_t = i32 if integer else f32
-    body = [op for op in plan.body if op != sa.op and op != sb.op]
-    exts = [op for op in body if op.name == "arith.extsi" and op.operands[0] in reads]
     if integer:  # the reads widened to i32 (signed), each once
+        exts = [op for op in plan.body if op.name == "arith.extsi" and op.operands[0] in reads]
         if (len(exts) != 2 or {e.operands[0] for e in exts} != set(reads)
                 or any(e.results[0].type != i32 for e in exts)):
             return "its i8 operands are not both widened to i32 (write i32(a[i, k]) * i32(b[k, j]))"
         vals = [e.results[0] for e in exts]
-        body = [op for op in body if op not in exts]
     else:
         if any(r.type != f32 for r in reads):
             return "its operands are computed in another type than f32"
         vals = reads
     if len(plan.iter_args) != 1 or plan.iter_args[0].type != acc_t:
         return f"it does not accumulate one {acc_t} value"
-    mul, add = ("arith.muli", "arith.addi") if integer else ("arith.mulf", "arith.addf")
-    yld = plan.loop.regions[0].blocks[0].operations[len(plan.body)]
-    if (len(body) != 2 or body[0].name != mul or body[1].name != add
-            or set(body[0].operands) != set(vals)
-            or set(body[1].operands) != {body[0].results[0], plan.iter_args[0]}
-            or list(yld.operands) != [body[1].results[0]]):
+    if not _product_sum(plan, vals, integer):
         return "its loop body is not 'acc += a * b'"
     init = _owner(plan.loop.operands[3])
     if not isinstance(init, ir.Operation) or init.name != "arith.constant":
@@ -379,6 +422,24 @@ def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
     start = ir.IntegerAttr(value).value if integer else ir.FloatAttr(value).value
     kind = KINDS["s8" if integer else "tf32" if name == "f32" else name]
     return _Parts(sa, sb, elems[0], start, kind, acc_t)
+
+
+def _product_sum(plan: _Analysis, vals: list, integer: bool = False) -> bool:
+    """Whether the innermost loop body yields ``acc + a*b`` (either order) of ``vals``, the two
+    staged reads (f16/bf16/f32: ``mulf``, ``addf``) or their i32 widenings (i8: ``muli``,
+    ``addi``): the rest of the body (their index arithmetic, an inner loop's bounds) feeds nothing
+    else."""
+    mul_name, add_name = ("arith.muli", "arith.addi") if integer else ("arith.mulf", "arith.addf")
+    acc = plan.iter_args[0]
+    if len(plan.yld.operands) != 1:
+        return False
+    add = _owner(plan.yld.operands[0])
+    if not isinstance(add, ir.Operation) or add.name != add_name or acc not in list(add.operands):
+        return False
+    rest = [v for v in add.operands if v != acc]
+    mul = _owner(rest[0]) if len(rest) == 1 else None
+    return (isinstance(mul, ir.Operation) and mul.name == mul_name
+            and set(mul.operands) == set(vals))
 
 
 def sig_dtype(plan: _Analysis, s) -> str:
@@ -394,11 +455,24 @@ def sig_dtype(plan: _Analysis, s) -> str:
 
 def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
     k = p.kind
-    unordered = "the sums are not in the loop's order (not bitwise the --no-tensor-cores result)"
+    tiles, conflicts = [], []
+    for s in (p.a, p.b):
+        st = _stage(c, s)
+        X = c.bm if s.side == 0 else c.bn
+        shape = f"{X}x{c.bk}, k contiguous" if st.x_major else f"{c.bk}x{X}, {plan.side_name(s.side)} contiguous"
+        across = ""
+        if st.x_major and not s.k_fastest:  # (8- and 32-bit kinds: no ldmatrix.trans)
+            across = f" (staged {'m' if s.side == 0 else 'n'}-major across its loads along {plan.side_name(s.side)})"
+            conflicts.append(s.name)
+        tiles.append(f"{s.name} of {plan.side_name(s.side)}: {shape}, ldmatrix.{'x4' if s.side == 0 else 'x2'}"
+                     f"{'' if st.x_major else '.trans'}{across}")
     if k.b_trans:
-        b_read, padded = f"{p.b.name} ({c.bk}x{c.bn}, ldmatrix.x2.trans)", "no bank conflict"
+        padded = "no bank conflict"
     else:
-        b_read, padded = f"{p.b.name} ({c.bn}x{c.bk}, staged n-major, ldmatrix.x2)", "ldmatrix without bank conflicts"
+        padded = "ldmatrix without bank conflicts" + (
+            f"; the staging stores of {' and '.join(conflicts)} conflict 4-way" if conflicts else "")
+    nest = f"; its nest of {len(plan.levels)} loops runs as one k, innermost fastest" if len(plan.levels) > 1 else ""
+    unordered = "the sums are not in the loop's order (not bitwise the --no-tensor-cores result)"
     if k.ptx == "s8":
         what, tail = "i8 products, i32 sums", (
             "the sums are exact: bitwise the --no-tensor-cores result while every 32-wide partial sum "
@@ -411,8 +485,8 @@ def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
         what, tail = f"{p.elem} products, f32 sums", unordered
     return (f"'{sig.name}' on tensor cores: {c.bm}x{c.bn} block tiles in chunks of {c.bk} of k, "
             f"{c.wm}x{c.wn} warps of {c.warp_m}x{c.warp_n} items, mma.sync {k.shape} ({what}) fed by "
-            f"ldmatrix from workgroup tiles of {p.a.name} ({c.bm}x{c.bk}) and {b_read}, rows padded by "
-            f"{k.pad} elements ({padded}); {tail}")
+            f"ldmatrix from workgroup tiles of the logical views ({'; '.join(tiles)}), rows padded by "
+            f"{k.pad} elements ({padded}){nest}; {tail}")
 
 
 class _Rewrite:
@@ -420,47 +494,50 @@ class _Rewrite:
 
     def __init__(self, fn, sig, plan: _Analysis, c: MmaConfig, parts: _Parts) -> None:
         self.fn, self.sig, self.plan, self.c, self.p = fn, sig, plan, c, parts
+        self.stages = self._stages()
+
+    def _stages(self) -> list[_Stage]:
+        """The two workgroup tiles (their sizes are the buffers :meth:`run` allocates)."""
+        return [_stage(self.c, s) for s in (self.p.a, self.p.b)]
 
     def run(self) -> None:
         fn, sig, plan, c, p = self.fn, self.sig, self.plan, self.c, self.p
         guard = plan.guard
         B = plan.block
         E = list(plan.delin.extents)
-        n = len(E)
-        xi, xj = plan.ij
-        batch = list(range(n - 2))
         kc = KernelContext(fn, sig, guard, B)
-        self.smem_a = kc.workgroup(p.elem, c.bm * c.sa, f"tensor-core tile of '{p.a.name}'",
-                                   region=f"mma.{p.a.name}.a", location=p.a.op.location)
-        self.smem_b = kc.workgroup(p.elem, c.b_elems, f"tensor-core tile of '{p.b.name}'",
-                                   region=f"mma.{p.b.name}.b", location=p.b.op.location)
+        self.smem = [kc.workgroup(p.elem, st.elems, f"tensor-core tile of '{s.name}'",
+                                  region=f"mma.{s.name}.{'ab'[st.side]}", location=s.op.location)
+                     for s, st in zip((p.a, p.b), self.stages)]
         kc.check_limit()
         loc = plan.loop.location
         with ir.InsertionPoint(guard), loc:
             tid = gpu.ThreadIdOp(gpu.Dimension.x).result
             blk = kern.BlockIdOp(b.index_t()).result
-            nbi = b.arith.DivUIOp(b.add(E[xi], b.idx(c.bm - 1)), b.idx(c.bm)).result
-            nbj = b.arith.DivUIOp(b.add(E[xj], b.idx(c.bn - 1)), b.idx(c.bn)).result
+            ext = [_product([E[x] for x in side]) for side in plan.sides]  # the flattened sides
+            nbi = b.arith.DivUIOp(b.add(ext[0], b.idx(c.bm - 1)), b.idx(c.bm)).result
+            nbj = b.arith.DivUIOp(b.add(ext[1], b.idx(c.bn - 1)), b.idx(c.bn)).result
             per = b.mul(nbi, nbj)
             count = per
-            for x in batch:
+            for x in plan.batch:
                 count = b.mul(count, E[x])
             tiles = b.scf.ForOp(blk, count, gpu.GridDimOp(gpu.Dimension.x).result)
             with ir.InsertionPoint(tiles.body):
                 end = b.scf.YieldOp([])
         with ir.InsertionPoint(end), loc:
-            self._tile(tiles.induction_variable, tid, E, per, nbj, batch, B)
+            self._tile(tiles.induction_variable, tid, E, ext, per, nbj, B)
         guard.erase()
         for op in reversed(plan.entry[:3]):
             op.erase()
-        tiled = ItemMapping(B, tuple(plan.extents), tuple([1] * (n - 2) + [c.bm, c.bn]),
-                            c.mt * c.nt * 4, self._thread_values(n), True)
+        nb = len(plan.batch)
+        tiled = ItemMapping(B, tuple(flat_extents(plan)), tuple([1] * nb + [c.bm, c.bn]),
+                            c.mt * c.nt * 4, self._thread_values(), True)
         assert tiled.problem() is None, tiled.problem()
         sig.tiles = tiled.launch_tiles()
         fn.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(sig.to_json())
         fn.attributes[MAPPING_ATTR] = ir.StringAttr.get(tiled.to_json())
 
-    def _thread_values(self, n: int) -> str:
+    def _thread_values(self) -> str:
         """The CuTe TV layout: thread ``4g + t + 32*(wn + WN*wm)``, value ``e + 2h + 4mt + 4MT*nt``
         at tile position ``(wm*warp_m + 16mt + 8h + g, wn*warp_n + 8nt + 2t + e)``, positions
         column-major over ``(1, ..., BM, BN)`` (row stride 1, column stride ``BM``)."""
@@ -469,20 +546,14 @@ class _Rewrite:
         return (f"((4,8,{c.wn},{c.wm}),(2,2,{c.mt},{c.nt})):"
                 f"(({2 * bm},1,{c.warp_n * bm},{c.warp_m}),({bm},8,16,{8 * bm}))")
 
-    def _tile(self, tile, tid, E, per, nbj, batch, B) -> None:
+    def _tile(self, tile, tid, E, ext, per, nbj, B) -> None:
         plan, c, p = self.plan, self.c, self.p
-        xi, xj = plan.ij
-        coord = {}
-        if batch:
+        if plan.batch:
             rest = b.arith.DivUIOp(tile, per).result
             in_batch = b.sub(tile, b.mul(rest, per))
-            for x in reversed(batch[1:]):
-                q = b.arith.DivUIOp(rest, E[x]).result
-                coord[x] = b.sub(rest, b.mul(q, E[x]))
-                rest = q
-            coord[batch[0]] = rest
+            coord = _split(rest, plan.batch, E)
         else:
-            in_batch = tile
+            in_batch, coord = tile, {}
         bi = b.arith.DivUIOp(in_batch, nbj).result
         bj = b.sub(in_batch, b.mul(bi, nbj))
         x0 = [b.mul(bi, b.idx(c.bm)), b.mul(bj, b.idx(c.bn))]
@@ -490,41 +561,38 @@ class _Rewrite:
         warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
         wm = b.arith.DivUIOp(warp, b.idx(c.wn)).result
         wn = b.arith.RemUIOp(warp, b.idx(c.wn)).result
-        m0 = b.mul(wm, b.idx(c.warp_m))  # the warp's tile, within the block's
-        n0 = b.mul(wn, b.idx(c.warp_n))
-        l16 = b.arith.RemUIOp(lane, b.idx(16)).result
-        l8x = b.mul(b.arith.DivUIOp(lane, b.idx(16)).result, b.idx(8))
-        first = {plan.coords[x]: coord[x] for x in batch}
-        for v in plan.loop.operands[:2]:  # the bounds (the same for every item) from the code before
-            d = _owner(v)
-            if any(d == op for op in plan.pre) and v not in first:
-                for op in _slice(d, plan):
-                    if op.results[0] not in first:
-                        _clone(op, first)
-        lb, ub = (first.get(v, v) for v in plan.loop.operands[:2])
+        w0 = [b.mul(wm, b.idx(c.warp_m)), b.mul(wn, b.idx(c.warp_n))]  # the warp's tile, within the block's
+        first = {plan.coords[x]: v for x, v in coord.items()}
+        for level in plan.levels:  # the bounds (the same for every item) from the code before the loop
+            for v in level.operands[:2]:
+                d = _owner(v)
+                if any(d == op for op in plan.pre) and v not in first:
+                    for op in _slice(d, plan):
+                        if op.results[0] not in first:
+                            _clone(op, first)
+        ivs, lb, ub = collapse_nest(plan, first)
         kd = p.kind
         acc_t = ir.VectorType.get([2, 2], p.acc or ir.F32Type.get())
         init = b.const(p.init, p.acc or ir.F32Type.get())
         accs0 = [vector.BroadcastOp(acc_t, init).result for _ in range(c.mt * c.nt)]
-        coop = [self._slots(s, x0, tid, E, B) for s in (p.a, p.b)]
+        coop = [self._slots(s, st, x0, tid, E, ext, first, B) for s, st in zip((p.a, p.b), self.stages)]
         chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), accs0)
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             b.barrier()  # the previous chunk's (or tile's) ldmatrix reads are done
-            for s, smem, slots in zip((p.a, p.b), (self.smem_a, self.smem_b), coop):
+            for s, smem, (slots, per_chunk) in zip((p.a, p.b), self.smem, coop):
                 T = s.op.results[0].type
-                for kk, x, ok, slot, inside in slots:
+                for kk, at, ok, slot, inside in slots:
                     k = b.add(k0, kk)
-                    m = dict(first)
-                    m[plan.coords[plan.ij[s.side]]] = x
-                    m[plan.iv] = k
 
-                    def then(m=m, s=s):
-                        for op in _slice(s.op, plan):
+                    def then(at=at, s=s, k=k, per_chunk=per_chunk):
+                        m = dict(at)
+                        m.update(ivs(k))
+                        for op in per_chunk:
                             _clone(op, m)
                         return [m[s.op.results[0]]]
                     val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
-                    if p.kind.ptx == "tf32":
+                    if kd.ptx == "tf32":
                         val = round_tf32(val[0])
                     elif b.is_float(T):
                         val = b.convert_float(val[0], p.elem)  # exact: the read widened an elem
@@ -537,60 +605,90 @@ class _Rewrite:
                             b.store(val, smem, slot)
             b.barrier()
             accs = list(chunks.inner_iter_args)
-            frag_a = ir.VectorType.get([4, kd.per], p.elem)
-            frag_b = ir.VectorType.get([2, kd.per], p.elem)
-            row16 = 16 // kd.elem_bytes  # elements of a 16-byte ldmatrix row
             for ks in range(c.bk // kd.k):
-                afr = []
-                for mt in range(c.mt):  # ldmatrix.x4: lane l gives row l%16, column 16 bytes*(l/16)
-                    row = b.add(b.add(m0, b.idx(mt * MMA_M)), l16)
-                    col = b.add(l8x, b.idx(ks * kd.k)) if row16 == 8 else b.add(
-                        b.mul(b.arith.DivUIOp(lane, b.idx(16)).result, b.idx(row16)), b.idx(ks * kd.k))
-                    addr = b.add(b.mul(row, b.idx(c.sa)), col)
-                    afr.append(nvgpu.LdMatrixOp(frag_a, self.smem_a, [addr], False, 4).result)
-                bfr = []
-                for nt in range(c.nt):
-                    if kd.b_trans:  # ldmatrix.x2.trans: lane l < 16 gives row k = l of column n
-                        krow = b.add(l16, b.idx(ks * MMA_K))
-                        col = b.add(n0, b.idx(nt * MMA_N))
-                        addr = b.add(b.mul(krow, b.idx(c.sb)), col)
-                    else:  # ldmatrix.x2 of the n-major tile: lane l < 16 gives row n = l%8, k 16 bytes*(l/8)
-                        nrow = b.add(b.add(n0, b.idx(nt * MMA_N)), b.arith.RemUIOp(lane, b.idx(8)).result)
-                        k8 = b.arith.DivUIOp(l16, b.idx(8)).result
-                        col = b.add(b.mul(k8, b.idx(row16)), b.idx(ks * kd.k))
-                        addr = b.add(b.mul(nrow, b.idx(c.sb)), col)
-                    bfr.append(nvgpu.LdMatrixOp(frag_b, self.smem_b, [addr], kd.b_trans, 2).result)
+                afr = [self._a_fragment(lane, b.add(w0[0], b.idx(mt * MMA_M)), ks * kd.k) for mt in range(c.mt)]
+                bfr = [self._b_fragment(lane, b.add(w0[1], b.idx(nt * MMA_N)), ks * kd.k) for nt in range(c.nt)]
                 for mt in range(c.mt):
                     for nt in range(c.nt):
                         x = mt * c.nt + nt
                         accs[x] = nvgpu.MmaSyncOp(acc_t, afr[mt], bfr[nt], accs[x], [MMA_M, MMA_N, kd.k],
                                                   tf32Enabled=True if kd.ptx == "tf32" else None).result
             b.scf.YieldOp(accs)
-        # the epilogue: the code after the loop per accumulator element, under its item's guard
+        self._epilogue(list(chunks.results), lane, x0, w0, ext, E, first)
+
+    def _a_fragment(self, lane, m, k: int):
+        """The ``ldmatrix.x4`` A fragment of rows ``m..m+15``, columns ``k..k+K-1`` (``K`` the kind's
+        k; matrices 0..3: a0a1, a2a3, a4a5, a6a7 of the ISA's A layout: rows ``+0/+8``, then columns
+        ``+16 bytes``). Rows of k (``m x k`` tile): lane ``l`` gives row ``m + l%16``, column ``k +
+        R*(l/16)`` (``R``: elements of 16 bytes, :attr:`MmaKind.row16`). Rows of m (``k x m`` tile,
+        ``.trans``, 16-bit kinds only): lane ``l`` gives row ``k + l%8 + 8*(l/16)``, column ``m +
+        8*((l/8)%2)``: each 8x8 matrix transposed back."""
+        kd, st = self.p.kind, self.stages[0]
+        frag = ir.VectorType.get([4, kd.per], self.p.elem)
+        if st.x_major:
+            row = b.add(m, b.arith.RemUIOp(lane, b.idx(16)).result)
+            col = b.add(b.mul(b.arith.DivUIOp(lane, b.idx(16)).result, b.idx(kd.row16)), b.idx(k))
+        else:
+            assert kd.b_trans, kd  # (MmaConfig.stage: only 16-bit tiles lie x contiguous)
+            row = b.add(b.add(b.arith.RemUIOp(lane, b.idx(8)).result,
+                              b.mul(b.arith.DivUIOp(lane, b.idx(16)).result, b.idx(8))), b.idx(k))
+            col = b.add(m, b.mul(b.arith.RemUIOp(b.arith.DivUIOp(lane, b.idx(8)).result, b.idx(2)).result,
+                                 b.idx(8)))
+        addr = b.add(b.mul(row, b.idx(st.stride)), col)
+        return nvgpu.LdMatrixOp(frag, self.smem[0], [addr], not st.x_major, 4).result
+
+    def _b_fragment(self, lane, n, k: int):
+        """The ``ldmatrix.x2`` B fragment of rows ``k..k+K-1``, columns ``n..n+7`` (the ISA's ``.col``
+        B layout: matrices b0b1 of the first ``16 bytes`` of k, b2b3 of the next). Rows of n (``k x
+        n`` tile, ``.trans``, 16-bit kinds only): lane ``l < 16`` gives row ``k + l``, column ``n``.
+        Rows of k (``n x k`` tile): lane ``l`` gives row ``n + l%8``, column ``k + R*((l/8)%2)``
+        (``R``: elements of 16 bytes)."""
+        kd, st = self.p.kind, self.stages[1]
+        frag = ir.VectorType.get([2, kd.per], self.p.elem)
+        l16 = b.arith.RemUIOp(lane, b.idx(16)).result
+        if st.x_major:
+            row = b.add(n, b.arith.RemUIOp(lane, b.idx(8)).result)
+            col = b.add(b.mul(b.arith.DivUIOp(l16, b.idx(8)).result, b.idx(kd.row16)), b.idx(k))
+        else:
+            assert kd.b_trans, kd
+            row, col = b.add(l16, b.idx(k)), n
+        addr = b.add(b.mul(row, b.idx(st.stride)), col)
+        return nvgpu.LdMatrixOp(frag, self.smem[1], [addr], not st.x_major, 2).result
+
+    def _epilogue(self, accs, lane, x0, w0, ext, E, first) -> None:
+        """The code after the loop per accumulator element, under its item's guard: element
+        ``c{2h+e}`` of fragment ``(mt, nt)`` is item ``(x0 + w0 + 16mt + g + 8h, x0' + w0' + 8nt + 2t
+        + e)`` of the flattened sides (``g = lane/4``, ``t = lane%4``: the ISA's C/D layout), each
+        side split back into its coordinates."""
+        plan, c = self.plan, self.c
         g = b.arith.DivUIOp(lane, b.idx(4)).result
         t2 = b.mul(b.arith.RemUIOp(lane, b.idx(4)).result, b.idx(2))
-        for mt in range(c.mt):
-            for h in range(2):
-                i = b.add(b.add(x0[0], m0), b.add(g, b.idx(mt * MMA_M + 8 * h)))
-                ok_i = b.cmp("ult", i, E[xi])
-                for nt in range(c.nt):
-                    acc = list(chunks.results)[mt * c.nt + nt]
-                    for e in range(2):
-                        j = b.add(b.add(x0[1], n0), b.add(t2, b.idx(nt * MMA_N + e)))
-                        m = dict(first)
-                        m[plan.coords[xi]], m[plan.coords[xj]] = i, j
-                        with b.if_(b.and_(ok_i, b.cmp("ult", j, E[xj]))):
-                            for op in plan.pre:
-                                _clone(op, m)
-                            m[plan.loop.results[0]] = vector.ExtractOp(acc, [], [h, e]).result
-                            for op in plan.post:
-                                _clone(op, m)
 
-    def _slots(self, s, x0, tid, E, B) -> list:
-        """The cooperative loads of staged read ``s``: ``(kk, x, in_range, smem index, inside)``
-        (``inside``: ``e < total``, ``None`` where every lane's slot is in the tile) of slots
-        ``e = tid + r*B`` of its tile, the lanes of a warp along its unit-stride coordinate."""
+        def at(side: int, x):
+            return b.cmp("ult", x, ext[side]), {plan.coords[q]: v for q, v in _split(x, plan.sides[side], E).items()}
+        rows = {(mt, h): at(0, b.add(b.add(x0[0], w0[0]), b.add(g, b.idx(mt * MMA_M + 8 * h))))
+                for mt in range(c.mt) for h in range(2)}
+        cols = {(nt, e): at(1, b.add(b.add(x0[1], w0[1]), b.add(t2, b.idx(nt * MMA_N + e))))
+                for nt in range(c.nt) for e in range(2)}
+        for (mt, h), (ok_i, at_i) in rows.items():
+            for (nt, e), (ok_j, at_j) in cols.items():
+                m = {**first, **at_i, **at_j}
+                with b.if_(b.and_(ok_i, ok_j)):
+                    for op in plan.pre:
+                        _clone(op, m)
+                    m[plan.loop.results[0]] = vector.ExtractOp(accs[mt * c.nt + nt], [], [h, e]).result
+                    for op in plan.post:
+                        _clone(op, m)
+
+    def _slots(self, s, st: _Stage, x0, tid, E, ext, first, B) -> tuple[list, list]:
+        """The cooperative loads of staged read ``s`` into its tile ``st``: ``(slots, per_chunk)``,
+        slots ``(kk, at, in_range, smem index, inside)`` for ``e = tid + r*B`` (``at``: the values of
+        its coordinates and of its index arithmetic that no chunk changes, computed once per tile;
+        ``inside``: ``e < total``, ``None`` where every lane's slot is in the tile), the lanes of a
+        warp along its unit-stride coordinate; ``per_chunk`` the ops each chunk re-computes."""
         c, plan = self.c, self.plan
+        sliced = _slice(s.op, plan)
+        hoist = _hoistable(sliced[:-1], plan, E)
         X = c.bm if s.side == 0 else c.bn
         total = c.bk * X
         slots = []
@@ -603,16 +701,14 @@ class _Rewrite:
                 xl = b.arith.RemUIOp(e, b.idx(X)).result
                 kk = b.arith.DivUIOp(e, b.idx(X)).result
             x = b.add(x0[s.side], xl)
-            ok = b.cmp("ult", x, E[plan.ij[s.side]])
+            ok = b.cmp("ult", x, ext[s.side])
             inside = b.cmp("ult", e, b.idx(total)) if (r + 1) * B > total else None
-            if s.side == 0:
-                slot = b.add(b.mul(xl, b.idx(c.sa)), kk)
-            elif c.kind.b_trans:
-                slot = b.add(b.mul(kk, b.idx(c.sb)), xl)
-            else:  # the n-major B tile (MmaKind.b_trans)
-                slot = b.add(b.mul(xl, b.idx(c.sb)), kk)
-            slots.append((kk, x, ok, slot, inside))
-        return slots
+            at = dict(first)
+            at.update({plan.coords[q]: v for q, v in _split(x, plan.sides[s.side], E).items()})
+            for op in hoist:
+                _clone(op, at)
+            slots.append((kk, at, ok, st.slot(kk, xl), inside))
+        return slots, [op for op in sliced if op not in hoist]
 
 
 def round_tf32(x: ir.Value) -> ir.Value:

@@ -654,11 +654,7 @@ class _Rewrite:
         guard.erase()
         for op in reversed(plan.entry[:3]):
             op.erase()
-        # the mapping of the virtual problem (batch coordinates, side i flattened, side j flattened)
-        extents = [plan.extents[x] for x in plan.batch] + [
-            str(math.prod((Poly.parse(plan.extents[x]) for x in side[1:]), start=Poly.parse(plan.extents[side[0]])))
-            for side in plan.sides]
-        tiled = ItemMapping(B, tuple(extents), tuple([1] * len(plan.batch) + [c.bm, c.bn]), c.tm * c.tn,
+        tiled = ItemMapping(B, tuple(flat_extents(plan)), tuple([1] * len(plan.batch) + [c.bm, c.bn]), c.tm * c.tn,
                             self._thread_values(), True)
         assert tiled.problem() is None, tiled.problem()
         sig.tiles = tiled.launch_tiles()
@@ -705,7 +701,7 @@ class _Rewrite:
             maps[u, v] = m
             valid[u, v] = b.and_(ok_i[u], ok_j[v])
         first = maps[0, 0]
-        ivs, lb, ub = self._collapse(first)
+        ivs, lb, ub = collapse_nest(plan, first)
         nacc = len(plan.iter_args)
         inits = [maps[it].get(v, v) for it in items for v in plan.loop.operands[3:]]
         # the cooperative loads of each staged read: slot e = tid + r*B of its BK x X tile
@@ -892,32 +888,43 @@ class _Rewrite:
                 for op in plan.post:
                     _clone(op, m)
 
-    def _collapse(self, first: dict):
-        """``(ivs, lb, ub)``: the loop nest as one loop ``lb..ub``, ``ivs(k)`` the nest's loop
-        variables (a ``{old value: new value}`` dict) at its iteration ``k``. One loop: itself.
-        Several: ``0..prod(trips)``, ``trip = ub - lb`` (0 when ``ub <= lb``), the innermost
-        fastest (``iv = lb + k / (inner trips) % trip``): the iterations in the nest's order."""
-        plan = self.plan
-        if len(plan.levels) == 1:
-            return (lambda k: {plan.iv: k}), *(first.get(v, v) for v in plan.loop.operands[:2])
-        m = dict(first)
-        bounds, trips = [], []
-        for level in plan.levels:
-            lo, hi = (_hoist(v, plan, m) for v in level.operands[:2])
-            bounds.append(lo)
-            trips.append(b.select(b.cmp("slt", lo, hi), b.sub(hi, lo), b.idx(0)))
-        total = _product(trips)
 
-        def ivs(k):
-            out, q = {}, k
-            for level, lo, t in reversed(list(zip(plan.ivs, bounds, trips))):
-                if level is plan.ivs[0]:
-                    out[level] = b.add(lo, q)
-                else:
-                    out[level] = b.add(lo, b.arith.RemUIOp(q, t).result)
-                    q = b.arith.DivUIOp(q, t).result
-            return out
-        return ivs, b.idx(0), total
+def flat_extents(plan: _Analysis) -> list[str]:
+    """The extents of the virtual problem a tiled kernel's mapping describes: the batch
+    coordinates', then side ``i``'s and side ``j``'s each flattened (the product of its extents,
+    ``N*OH*OW``)."""
+    return [plan.extents[x] for x in plan.batch] + [
+        str(math.prod((Poly.parse(plan.extents[x]) for x in side[1:]), start=Poly.parse(plan.extents[side[0]])))
+        for side in plan.sides]
+
+
+def collapse_nest(plan: _Analysis, first: dict):
+    """``(ivs, lb, ub)``: the loop nest as one loop ``lb..ub``, ``ivs(k)`` the nest's loop
+    variables (a ``{old value: new value}`` dict) at its iteration ``k``; ``first`` maps the
+    values of the code before the loop its bounds use. One loop: itself. Several:
+    ``0..prod(trips)``, ``trip = ub - lb`` (0 when ``ub <= lb``), the innermost fastest (``iv =
+    lb + k / (inner trips) % trip``): the iterations in the nest's order. (Also
+    ``kern-mma-contractions``' loop over the chunks of a nest.)"""
+    if len(plan.levels) == 1:
+        return (lambda k: {plan.iv: k}), *(first.get(v, v) for v in plan.loop.operands[:2])
+    m = dict(first)
+    bounds, trips = [], []
+    for level in plan.levels:
+        lo, hi = (_hoist(v, plan, m) for v in level.operands[:2])
+        bounds.append(lo)
+        trips.append(b.select(b.cmp("slt", lo, hi), b.sub(hi, lo), b.idx(0)))
+    total = _product(trips)
+
+    def ivs(k):
+        out, q = {}, k
+        for level, lo, t in reversed(list(zip(plan.ivs, bounds, trips))):
+            if level is plan.ivs[0]:
+                out[level] = b.add(lo, q)
+            else:
+                out[level] = b.add(lo, b.arith.RemUIOp(q, t).result)
+                q = b.arith.DivUIOp(q, t).result
+        return out
+    return ivs, b.idx(0), total
 
 
 _DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",

@@ -57,7 +57,7 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 from . import ir_builder as b
 from . import llvm_ops
 from .base import Pass, functions, internal, option
-from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, sm_number
+from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, sm_number
 from .targets import PTX_VERSION, WGMMA_ARCHS
 from .tile_contractions import Decline, _Analysis, _clone, _slice
 from .workgroup import SHARED_LIMIT, WARP, emit_remark
@@ -97,8 +97,9 @@ def swizzled_index(r: int, k: int) -> int:
 @dataclass(frozen=True)
 class WgmmaConfig:
     """``W`` warpgroups, a ``64W x bn`` block tile, chunks of 64. The ``wm``/``wn``/``warp_*``/``mt``/
-    ``nt``/``sa``/``sb`` fields are those :class:`~kernc.passes.mma_contractions._Rewrite` reads (the
-    item mapping, the workgroup sizes): each warp owns 16 rows and all ``bn`` columns."""
+    ``nt`` fields are those :class:`~kernc.passes.mma_contractions._Rewrite` reads (the tile loop,
+    the item mapping): each warp owns 16 rows and all ``bn`` columns; the workgroup tiles' sizes
+    are :meth:`_WgmmaRewrite._stages` (``bm x bk`` and ``bn x bk``, K-major)."""
 
     groups: int
     bn: int
@@ -121,19 +122,6 @@ class WgmmaConfig:
     @property
     def nt(self) -> int:
         return self.bn // 8
-
-    @property
-    def sa(self) -> int:
-        return self.bk
-
-    @property
-    def sb(self) -> int:
-        return self.bn
-
-    @property
-    def b_elems(self) -> int:
-        """Elements of the staged (transposed, K-major) ``bn x bk`` B tile."""
-        return self.bk * self.bn
 
     def shared_bytes(self, elem_bytes: int) -> int:
         return (self.bm + self.bn) * self.bk * elem_bytes
@@ -176,6 +164,8 @@ class WgmmaContractions(Pass):
                             "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16 only)")
                 continue
             got = self._decide(plan)
+            if not isinstance(got, str):
+                got = _single_loop(plan) or got
             if isinstance(got, str):
                 emit_remark(self.remarks, plan.loop, f"not using wgmma for '{sig.name}': {got}")
                 continue
@@ -199,6 +189,21 @@ class WgmmaContractions(Pass):
         return c
 
 
+def _single_loop(plan: _Analysis) -> str | None:
+    """Why the contraction is not one this pass builds (one loop, the last two item coordinates
+    ``i``, ``j`` its sides, the others batch), or ``None``: a loop nest or a flattened side (the
+    convolutions, ``conv2d_fwd_f16``) is left to ``kern-mma-contractions``, which collapses and
+    flattens them."""
+    n = len(plan.coords)
+    if len(plan.levels) > 1:
+        return (f"its nest of {len(plan.levels)} loops is built here as one loop only; "
+                "kern-mma-contractions' mma.sync is used")
+    if tuple(plan.sides) != ((n - 2,), (n - 1,)):
+        return (f"its sides {plan.side_name(0)} x {plan.side_name(1)} are not its last two coordinates "
+                "(flattened sides are built here as one loop only); kern-mma-contractions' mma.sync is used")
+    return None
+
+
 def _describe(sig, c: WgmmaConfig, p) -> str:
     return (f"'{sig.name}' on sm_90a warpgroup tensor cores: {c.bm}x{c.bn} block tiles in chunks of "
             f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k16 ({p.elem} products, "
@@ -219,6 +224,12 @@ class _WgmmaRewrite(_Rewrite):
     """:class:`~kernc.passes.mma_contractions._Rewrite`'s tile loop, item mapping and workgroup
     buffers, with the wgmma main loop and epilogue of the module docstring (steps 2-5)."""
 
+    def _stages(self) -> list[_Stage]:
+        """Both tiles K-major, rows of ``bk`` (64) elements without padding (the 128B swizzle
+        spreads an ldmatrix-free wgmma's reads; :func:`swizzled_index` places the elements)."""
+        c = self.c
+        return [_Stage(0, True, c.bm, c.bk), _Stage(1, True, c.bn, c.bk)]
+
     def run(self) -> None:
         super().run()
         # the 128B swizzle's 1024-byte repeat: align both tiles (every attribution, for simplicity)
@@ -226,9 +237,11 @@ class _WgmmaRewrite(_Rewrite):
         al = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), ATOM_BYTES)})
         self.fn.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([al] * n)
 
-    def _tile(self, tile, tid, E, per, nbj, batch, B) -> None:
+    def _tile(self, tile, tid, E, ext, per, nbj, B) -> None:
         plan, c, p = self.plan, self.c, self.p
-        xi, xj = plan.ij
+        xi, xj = plan.ij  # (one loop over the last two coordinates: _single_loop)
+        batch = list(plan.batch)
+        self.smem_a, self.smem_b = self.smem
         coord = {}
         if batch:
             rest = b.arith.DivUIOp(tile, per).result

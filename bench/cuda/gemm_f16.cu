@@ -3,14 +3,7 @@
 #define MMA_TYPE "f16"
 #define TO_FLOAT f16_bits_to_float
 
-// An f16's value from its bits (IEEE 754 binary16: 1 sign, 5 exponent, 10 fraction bits), exact.
-__device__ inline float f16_bits_to_float(unsigned short h)
-{
-    unsigned int e = (h >> 10) & 31u, m = h & 1023u;
-    float v = e == 0 ? ldexpf(static_cast<float>(m), -24)
-            : e == 31 ? (m ? NAN : INFINITY) : ldexpf(static_cast<float>(m | 1024u), static_cast<int>(e) - 25);
-    return (h >> 15) ? -v : v;
-}
+#include "f16_bits.cuh"  // f16_bits_to_float
 #include "gemm_mma.cuh"
 
 // 128 x 128 tiles of c per block of 256 threads on tensor cores from sm_80 (gemm_mma.cuh says how).

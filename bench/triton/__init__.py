@@ -33,6 +33,9 @@ NOT_COMPARABLE: dict[str, str] = {
                  "interpreter's) k-ascending f32 sum; on a GPU the bench compares gemm_f16 with cuBLAS "
                  "(cupy.matmul f16)"),
     "gemm_bf16": "as gemm_f16: tl.dot's order is not the k-ascending sum; cuBLAS is the GPU reference",
+    "conv2d_fwd_f16": ("as gemm_f16: a Triton implicit GEMM sums with tl.dot in its own order; on a GPU the bench "
+                       "compares it with the cuBLAS time of its im2col GEMM (cupy.matmul f16)"),
+    "conv2d_wgrad_f16": "as conv2d_fwd_f16: the cuBLAS time of its im2col GEMM is the GPU reference",
 }
 
 

@@ -35,5 +35,6 @@ def fake_cupy(module_cls, raw_module_cls) -> types.SimpleNamespace:
     return types.SimpleNamespace(
         cuda=cuda_ns, ndarray=np.ndarray, asarray=np.asarray, allclose=np.allclose, zeros=np.zeros,
         ones=np.ones, float32=np.float32, float16=np.float16, float64=np.float64, matmul=np.matmul, abs=np.abs,
+        pad=np.pad, stack=np.stack,
         RawModule=raw_module_cls,
     )

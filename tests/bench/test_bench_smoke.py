@@ -201,6 +201,18 @@ def test_quick_run_has_the_tensor_core_rows(quick_results):
     if row["registers"] is not None:
         assert row["spill_stores_bytes"] == row["spill_loads_bytes"] == 0 and target["status"] == "PASS"
     assert "Tensor cores (kern-mma-contractions" in stdout
+    for name in ("conv2d_fwd_f16", "conv2d_wgrad_f16"):  # the f16 convolutions, P = 2^12
+        cv = res["memory_tensor_cores"][name]
+        assert "error" not in cv, cv
+        assert cv["bitwise_equal"] is True and set(cv["within_f64"]) == {"tensor_cores", "cuda_cores", "untiled"}
+        assert all(cv["within_f64"].values())
+        tc, untiled = cv["variants"]["tensor_cores"], cv["variants"]["untiled"]
+        assert tc["shared_bank_conflicts"] == 0 and untiled["shared_requests"] == 0
+        assert untiled["load_sectors_per_output"] > 4 * tc["load_sectors_per_output"]
+        gpu_target = next(t for t in res["targets"] if t["target"] == f"{name}_vs_cublas")
+        assert gpu_target["status"] == "n/a" or res["gpu"].get("available")
+    if not res["gpu"].get("available"):
+        assert "against the cuBLAS time of their im2col GEMMs: not measured (no GPU)" in stdout
 
 
 def test_quick_run_has_the_i8_and_tf32_tensor_core_rows(quick_results):
@@ -532,3 +544,34 @@ def test_bad_option_values_are_usage_errors(argv, message, tmp_path, capsys):
         main([a.format(empty=tmp_path / "empty") for a in argv] + ["--json", str(tmp_path / "r.json")])
     assert info.value.code == 2 and message in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_conv_f16_gpu_rows_and_targets():
+    """The tensor-core convolutions' GPU rows: the time against the cuBLAS time of the im2col GEMM
+    is a target at the full size only (PASS at >= 60% of its speed, FAIL below), n/a without a GPU;
+    the spill target sums both kernels' spill bytes; the table prints each row or its error."""
+    from kernc.bench import gpu
+    from kernc.bench.runner import _render_conv_f16_gpu, evaluate_targets
+
+    def targets(convs, tc=None):
+        res = {"compile": {}, "code_quality": {}, "gpu": {"conv_f16_tensor_cores": convs},
+               "memory_tensor_cores": tc or {}}
+        return {t["target"]: t for t in evaluate_targets(res)}
+
+    full = list(gpu.FULL_SIZES["conv_f16"])
+    row = {"shape": full, "gemm": [4, 5, 6], "arch": "sm_90", "tensor_cores": True, "kernc_ms": 1.5,
+           "cublas_ms": 1.0, "kernc_gflops": 1.0, "cublas_gflops": 1.5, "ratio_kernc_to_cublas": 1 / 1.5}
+    slow = dict(row, kernc_ms=2.0)
+    by = targets({"conv2d_fwd_f16": row, "conv2d_wgrad_f16": slow})
+    assert by["conv2d_fwd_f16_vs_cublas"]["status"] == "PASS" and by["conv2d_fwd_f16_vs_cublas"]["measured"] == 1.5
+    assert by["conv2d_wgrad_f16_vs_cublas"]["status"] == "FAIL"
+    by = targets({"conv2d_fwd_f16": dict(row, shape=[1, 2, 3, 4, 5])})  # the --quick size: no target
+    assert by["conv2d_fwd_f16_vs_cublas"]["status"] == "n/a" and by["conv2d_wgrad_f16_vs_cublas"]["status"] == "n/a"
+    assert by["conv_f16_tc_spills"]["status"] == "n/a"
+    tc = {name: {"variants": {"tensor_cores": {"spill_stores_bytes": 0, "spill_loads_bytes": s}}}
+          for name, s in (("conv2d_fwd_f16", 0), ("conv2d_wgrad_f16", 8))}
+    assert targets({}, tc)["conv_f16_tc_spills"]["measured"] == 8
+    text = "\n".join(_render_conv_f16_gpu({"conv_f16_tensor_cores": {"conv2d_fwd_f16": row,
+                                                                      "conv2d_wgrad_f16": {"error": "boom"}}}))
+    assert "conv2d_fwd_f16 NxHxWxCxK" in text and "im2col GEMM 4x5x6 in cuBLAS" in text
+    assert "conv2d_wgrad_f16 against its im2col GEMM (cupy.matmul f16): error: boom" in text

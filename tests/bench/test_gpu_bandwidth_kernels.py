@@ -15,6 +15,8 @@ tiles (40 x 72) exercise the bounds checks of both sides.
 
 from __future__ import annotations
 
+import math
+
 import os
 
 import numpy as np
@@ -272,7 +274,8 @@ def test_run_on_a_stand_in_device(monkeypatch):
     monkeypatch.setattr(cuda, "cupy", lambda: fake)
     monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
     sizes = {"gather": N, "scatter": N, "transpose": SHAPE, "transpose_tall": (300, 8), "transpose_wide": (8, 300),
-             "gemm_f16": 40, "gemm_f32": (40, 33), "softmax": (5, 300), "layernorm": (5, 300)}
+             "gemm_f16": 40, "gemm_f32": (40, 33), "softmax": (5, 300), "layernorm": (5, 300),
+             "conv_f16": (1, 5, 6, 3, 4)}
     res = gpu.run(EXAMPLES, CU_DIR, None, True, 1, bandwidth_n=1024, sizes=sizes)
 
     assert "error" not in res, res.get("error")
@@ -315,6 +318,14 @@ def test_run_on_a_stand_in_device(monkeypatch):
         assert "error" not in r, r.get("error")
         assert r["n"] == n and r["kernc_gflops"] == pytest.approx(2 * n ** 3 / (r["kernc_ms"] * 1e6))
         assert r["ratio_kernc_to_cupy"] == pytest.approx(r["cupy_ms"] / r["kernc_ms"])
+    for name, gemm in (("conv2d_fwd_f16", [30, 27, 4]), ("conv2d_wgrad_f16", [4, 30, 27]),
+                       ("conv2d_fwd", [30, 27, 4]), ("conv2d_wgrad", [4, 30, 27])):
+        f16 = name.endswith("_f16")  # against the im2col GEMM (m x k x n) in cupy.matmul
+        cv = res["conv_f16_tensor_cores" if f16 else "conv_f32_tiled"][name]
+        assert "error" not in cv, cv.get("error")
+        assert cv["gemm"] == gemm and cv["tensor_cores"] is f16 and cv["kernc_ms"] > 0
+        assert cv["kernc_gflops"] == pytest.approx(2 * math.prod(gemm) / (cv["kernc_ms"] * 1e6))
+        assert cv["ratio_kernc_to_cublas"] == pytest.approx(cv["cublas_ms"] / cv["kernc_ms"])
     g, s, t = res["gather_bandwidth"], res["scatter_bandwidth"], res["transpose_bandwidth"]
     idx = gpu.gather_data(np, N)["idx"]
     assert g["n"] == N and g["distinct"] == len(np.unique(idx)) and g["bytes_per_launch"] == 8 * N + 4 * g["distinct"]

@@ -55,10 +55,11 @@ def test_gemm_i8_on_tensor_cores_is_bitwise_the_cuda_core_result(M, K, N, i8_cud
 def test_gemm_i8_remark_says_exact(capsys):
     err = _remarks(_src("gemm_i8"), capsys)
     assert ("'gemm_i8' on tensor cores: 128x128 block tiles in chunks of 32 of k, 2x4 warps of 64x32 items, "
-            "mma.sync m16n8k32 (i8 products, i32 sums) fed by ldmatrix from workgroup tiles of a (128x32) and "
-            "b (128x32, staged n-major, ldmatrix.x2), rows padded by 16 elements (ldmatrix without bank "
-            "conflicts); the sums are exact: bitwise the --no-tensor-cores result while every 32-wide partial "
-            "sum stays within i32") in err
+            "mma.sync m16n8k32 (i8 products, i32 sums) fed by ldmatrix from workgroup tiles of the logical views "
+            "(a of 'i': 128x32, k contiguous, ldmatrix.x4; b of 'j': 128x32, k contiguous, ldmatrix.x2 (staged "
+            "n-major across its loads along 'j')), rows padded by 16 elements (ldmatrix without bank conflicts; "
+            "the staging stores of b conflict 4-way); the sums are exact: bitwise the --no-tensor-cores result "
+            "while every 32-wide partial sum stays within i32") in err
 
 
 def test_i8_ldmatrix_is_bank_conflict_free_the_b_staging_stores_are_not():
