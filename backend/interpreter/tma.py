@@ -178,6 +178,25 @@ def _complete(b: _Barrier, blk: int, loc: str) -> None:
         b.pending[blk] = b.count[blk]
 
 
+def _check_overwrite(fr, buf, rel, blk: int, loc: str) -> None:
+    """A copy into elements (offsets ``rel`` of block ``blk``'s instance) a thread loaded or stored
+    since the block's last ``gpu.barrier`` (:class:`~.frame._Shadow`): a write-after-read/write race
+    (the issuing thread's generic accesses are not ordered before the async proxy's write either)."""
+    sh = buf.shadow
+    if sh is None:
+        return
+    sh.fold()
+    a = rel if sh.uniform else blk * buf.size + rel
+    for arr, did in ((sh.rhi, "loaded"), (sh.writer, "stored to")):
+        who = arr[a]
+        if (who >= 0).any():
+            k = int(np.argmax(who >= 0))
+            raise KerncRuntimeError(
+                f"data race on {buf.describe()} (workgroup memory of block {fr.first_block + blk}): thread "
+                f"{int(who[k])} {did} index {int(rel[k])} and the cp.async.bulk.tensor at {loc} overwrites "
+                "it with no gpu.barrier between them")
+
+
 def _operands(o):
     return [o.operands[i] for i in range(len(o.operands))]
 
@@ -412,6 +431,7 @@ def _tensor_copy(tr, o):
                 raise KerncRuntimeError(f"cp.async.bulk.tensor (at {loc}): {es}-byte elements into "
                                         f"workgroup buffer '{buf.name}' of {buf.itemsize}-byte elements")
             idx = int(buf.base[lane]) + (addr - workgroup_address(fr, buf)) // es
+            _check_overwrite(fr, buf, idx - int(buf.base[lane]), blk, loc)
             buf.data.view(flat.dtype)[idx] = vals
             ws = _wgmma_state(fr)  # the async proxy's view of the buffer (what wgmma reads)
             if ws.proxy is None:
