@@ -453,6 +453,32 @@ def check_aliasing(sig: KernelSignature, plan: "BindPlan", values: dict) -> None
                 f"disagree); pass a copy of '{r}'")
 
 
+def _tensor_map(sig: KernelSignature, p: Param, array, env: dict, device: str, zeros):
+    """The argument of the hidden tensor-map parameter ``p`` (``kern-wgmma-contractions``' TMA loads,
+    :attr:`Param.tensor_map`) over the view's flat ``array``: on the CPU the
+    :class:`~kernc.backend.tensor_map.TensorMap` itself (the interpreter reads through it); on a GPU
+    the 128-byte ``CUtensorMap`` from ``cuTensorMapEncodeTiled`` in device memory (``zeros``: a
+    CuPy allocation, 256-byte aligned where the driver needs 64; passed as a ``.u64`` pointer
+    parameter, ``docs/gpu-ir.md``). ``KerncLaunchError`` naming the view and the parameter when the
+    launch's strides or address break the driver's limits (``tensor_map.check``: e.g. a row of an
+    odd number of f16 elements, whose byte stride is no multiple of 16)."""
+    from .tensor_map import MAP_BYTES, TensorMap, check, encode
+
+    m = p.tensor_map
+    es = 2
+    tm = TensorMap(p.dtype, dims=tuple(Poly.parse(d).evaluate(env) for d in m["dims"]),
+                   strides=tuple(es * Poly.parse(d).evaluate(env) for d in m["strides"]),
+                   box=tuple(m["box"]), swizzle=int(m["swizzle"]), array=array if device == "cpu" else None)
+    if device == "cpu":
+        check(tm, array.ctypes.data, p.name, sig.name)
+        return tm
+    address = int(array.data.ptr)
+    raw = encode(tm, address, p.name, sig.name)
+    out = zeros(MAP_BYTES, np.uint8)
+    out.set(np.frombuffer(raw, np.uint8))
+    return out
+
+
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,
          plan: BindPlan | None = None, choose_shared: bool = True, choose_tile: bool = True) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
@@ -664,7 +690,9 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     out_args.extend(sizes[s] for s in sig.sizes)
     zeros = zeros or np.zeros
     for p in sig.extra:
-        if p.kind == "table":
+        if p.kind == "tensor_map":
+            out_args.append(_tensor_map(sig, p, flat[p.tensor_map["view"]], env, device, zeros))
+        elif p.kind == "table":
             if p.table_of not in tables:
                 tables[p.table_of] = shared_indices(flat[p.table_of][:problem], sig.block)
             out_args.append(tables[p.table_of].field(p.table_field))

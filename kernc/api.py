@@ -317,7 +317,7 @@ class Module:
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
             fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
             tensor_cores: bool = True, privatize: bool = True, group_registers: bool = True,
-            wgmma: bool = True) -> Module:
+            wgmma: bool = True, tma: bool = False) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -342,7 +342,10 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     across items re-read what it needs (``kern-map-groups``; ``kernc compile --no-group-registers``;
     the same results, bit for bit) instead of keeping values in registers. ``wgmma=False`` keeps
     those contractions off Hopper's warpgroup ``wgmma`` on ``sm_90a`` (``kern-wgmma-contractions``;
-    ``kernc compile --no-wgmma``): they then take ``mma.sync``.
+    ``kernc compile --no-wgmma``): they then take ``mma.sync``. ``tma=True`` loads the ``wgmma``
+    operand tiles that are boxes of their views with the tensor memory accelerator (``kernc compile
+    --tma``; opt-in: a launch whose row byte strides are no multiple of 16 is a ``KerncLaunchError``
+    naming the tensor map).
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
@@ -355,7 +358,7 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
                                                              coalesce=coalesce, tile=tile,
                                                              tensor_cores=tensor_cores, privatize=privatize,
                                                              group_registers=group_registers,
-                                                             wgmma=wgmma)),
+                                                             wgmma=wgmma, tma=tma)),
                   choose_shared=choose_shared)
 
 
@@ -386,7 +389,7 @@ def derivative_source(text: str, kernel: str, wrt=None, mode: str = "grad", file
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
                  choose_shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
-                 group_registers: bool = True, wgmma: bool = True) -> Module:
+                 group_registers: bool = True, wgmma: bool = True, tma: bool = False) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -395,7 +398,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
     path = os.fsdecode(os.fspath(path))
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
                    coalesce=coalesce, tile=tile, choose_shared=choose_shared, tensor_cores=tensor_cores,
-                   privatize=privatize, group_registers=group_registers, wgmma=wgmma)
+                   privatize=privatize, group_registers=group_registers, wgmma=wgmma, tma=tma)
 
 
 def read_source(path) -> str:

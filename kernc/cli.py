@@ -105,8 +105,9 @@ def cmd_compile(ns) -> int:
     privatize = not getattr(ns, "no_privatize", False)  # kern-privatize-atomics: the same
     group_registers = not getattr(ns, "no_group_registers", False)  # kern-map-groups: the same
     wgmma = not getattr(ns, "no_wgmma", False)  # kern-wgmma-contractions: the same
+    tma = getattr(ns, "tma", False)  # its TMA loads: the same
     if (ns.emit == "ptx" and use_cache and coalesce and tile and tensor_cores and privatize and group_registers
-            and wgmma
+            and wgmma and not tma
             and not remarks):
         from kernc.backend import cache
 
@@ -124,7 +125,7 @@ def cmd_compile(ns) -> int:
                           verify_each=ns.verify_each or os.environ.get("KERNC_VERIFY_EACH") == "1",
                           coalesce=coalesce, remarks=remarks, fmad=fmad, tile=tile,
                           tensor_cores=tensor_cores, privatize=privatize, group_registers=group_registers,
-                          wgmma=wgmma)
+                          wgmma=wgmma, tma=tma)
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     result = comp.ir(ns.emit)
     wall = time.perf_counter() - t_compile
@@ -444,7 +445,7 @@ def cmd_run(ns) -> int:
                         coalesce=not ns.no_coalesce, tile=not ns.no_tile,
                         tensor_cores=not ns.no_tensor_cores, group_registers=not ns.no_group_registers,
                         choose_shared=not ns.always_shared, privatize=not ns.no_privatize,
-                        wgmma=not ns.no_wgmma)
+                        wgmma=not ns.no_wgmma, tma=ns.tma)
     names = list(mod.kernels)
     if ns.kernel is None:
         if len(names) != 1:

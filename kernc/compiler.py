@@ -74,7 +74,9 @@ class CompileOptions:
     ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views;
     ``kernc compile --no-privatize`` turns it off). ``wgmma``: run ``kern-wgmma-contractions`` first
     (those contractions as warpgroup ``wgmma`` on ``sm_90a``; ``kernc compile --no-wgmma`` turns it
-    off, as ``tensor_cores=False`` does).
+    off, as ``tensor_cores=False`` does). ``tma``: in those contractions, load the operand tiles
+    that are boxes of their views with the tensor memory accelerator (``kernc compile --tma``;
+    opt-in: a launch whose strides a tensor map cannot encode is a ``KerncLaunchError``).
     """
 
     arch: str = "sm_90"
@@ -88,6 +90,7 @@ class CompileOptions:
     tile: bool = True  # kern-tile-contractions
     tensor_cores: bool = True  # kern-mma-contractions (on sm_80 and later)
     wgmma: bool = True  # kern-wgmma-contractions (on sm_90a; needs tensor_cores)
+    tma: bool = False  # kern-wgmma-contractions: eligible operand tiles loaded by TMA (opt-in)
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
     privatize: bool = True  # kern-privatize-atomics
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
@@ -144,7 +147,7 @@ def validate_options(opts: "CompileOptions") -> None:
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
-                 "group_registers", "wgmma"):
+                 "group_registers", "wgmma", "tma"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -298,7 +301,8 @@ class Compilation:
                                           tile=self.options.tile, shared=self.options.shared,
                                           tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize,
                                           group_registers=self.options.group_registers,
-                                          wgmma=self.uses_wgmma)
+                                          wgmma=self.uses_wgmma,
+                                          tma=self.uses_wgmma and bool(self.options.tma))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -335,6 +339,7 @@ class Compilation:
             else:
                 kw["arch"] = self.options.arch
                 kw["wgmma"] = bool(self.options.wgmma)
+                kw["tma"] = bool(self.options.tma)
             if self.options.remarks:
                 from kernc.passes.targets import WGMMA_ARCHS
 

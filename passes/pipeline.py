@@ -113,7 +113,8 @@ class TargetOptions:
 
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
                 shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
-                group_registers: bool = True, arch: str = "sm_90", wgmma: bool = True) -> list[Pass]:
+                group_registers: bool = True, arch: str = "sm_90", wgmma: bool = True,
+                tma: bool = False) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -128,14 +129,14 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     ``group_registers``: keep the values of reductions across items in registers where they fit
     (``False``: ``MapGroups.registers = 0``, every phase re-reads); ``wgmma``: run
     ``kern-wgmma-contractions`` first (warpgroup ``wgmma`` on ``sm_90a``; off with ``tensor_cores``
-    too; ``kernc compile --no-wgmma``)."""
+    too; ``kernc compile --no-wgmma``); ``tma``: its TMA loads of eligible tiles (``--tma``)."""
     off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
                                (MmaContractions, tensor_cores), (WgmmaContractions, tensor_cores and wgmma),
                                (PrivatizeAtomics, privatize)) if not on}
     groups = {"remarks": remarks} if group_registers else {"remarks": remarks, "registers": 0}
     return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
                                  MmaContractions: {"remarks": remarks, "arch": arch},
-                                 WgmmaContractions: {"remarks": remarks, "arch": arch},
+                                 WgmmaContractions: {"remarks": remarks, "arch": arch, "tma": tma},
                                  PrivatizeAtomics: {"remarks": remarks},
                                  LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
                    off)

@@ -1,0 +1,151 @@
+"""``kern-wgmma-contractions`` with ``tma=True``: the gemm examples' ``a`` tiles (k-contiguous boxes of
+their views) loaded by ``cp.async.bulk.tensor`` on an mbarrier, run on the CPU interpreter bit for bit
+equal to the per-thread staging build (odd M and N: the zero fill of the box past the edges), the
+races of the pass's own IR with its wait removed or made wrong, the launcher's check of the row
+stride, the remarks, the cache key, and the PTX through ptxas."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc.backend import cache, toolkit
+from kernc.backend.interpreter import Interpreter
+from kernc.backend.tensor_map import TensorMap
+from kernc.compiler import Compilation, CompileOptions, context
+from kernc.support.errors import KerncLaunchError, KerncRuntimeError
+from kernc.support.mlir import ir
+from conftest import EXAMPLES
+
+_mods: dict = {}
+
+
+def _mod(name: str, **kw):
+    key = (name, tuple(sorted(kw.items())))
+    if key not in _mods:
+        _mods[key] = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch="sm_90a", **kw)
+    return _mods[key]
+
+
+def _dtype(name):
+    import ml_dtypes
+
+    return {"gemm_f16": np.float16, "gemm_bf16": ml_dtypes.bfloat16}[name]
+
+
+def _inputs(M, K, N, dtype, seed=0):
+    rng = np.random.default_rng(seed + M * 7 + K * 5 + N)
+    return rng.standard_normal((M, K)).astype(dtype), rng.standard_normal((K, N)).astype(dtype)
+
+
+# K a multiple of 8 (a row of 16-byte multiples: what a tensor map takes); M, N odd, K past one chunk
+SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257)]
+
+
+@pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
+@pytest.mark.parametrize("M, K, N", SHAPES)
+def test_tma_build_is_bitwise_the_staged_build(name, M, K, N):
+    mod = _mod(name, tma=True)
+    gpu_ir = mod._compilation.gpu_ir()
+    assert gpu_ir.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 1
+    assert [p.name for p in mod._compilation.signatures[name].extra] == ["__tma_a"]
+    a, b = _inputs(M, K, N, _dtype(name))
+    c = np.full((M, N), np.nan, np.float32)
+    mod_c = c.copy()
+    getattr(mod, name)(a, b, mod_c)
+    getattr(_mod(name), name)(a, b, c)
+    np.testing.assert_array_equal(mod_c.view(np.uint32), c.view(np.uint32))
+
+
+def test_a_row_stride_a_tensor_map_cannot_encode_is_a_launch_error_naming_the_map():
+    a, b = _inputs(5, 17, 6, np.float16)
+    with pytest.raises(KerncLaunchError, match="kernel 'gemm_f16', tensor map parameter '__tma_a': the byte "
+                                               "stride of dimension 1 is 34: it must be a positive multiple of 16"):
+        _mod("gemm_f16", tma=True).gemm_f16(a, b, np.zeros((5, 6), np.float32))
+
+
+def _gpu_text() -> str:
+    comp = Compilation(open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read(), "gemm_f16.kern",
+                       CompileOptions(arch="sm_90a", tma=True), use_cache=False)
+    return comp.gpu_ir()
+
+
+def _run_text(text: str, M: int, K: int, N: int):
+    with context():
+        it = Interpreter(ir.Module.parse(text))
+    a, b = _inputs(M, K, N, np.float16)
+    c = np.zeros(M * N, np.float32)
+    tm = TensorMap("f16", dims=(K, M), strides=(2 * K,), box=(64, 128), swizzle=128, array=a.reshape(-1))
+    it.run("gemm_f16", 1, 256, [a.reshape(-1), b.reshape(-1), c, M, K, N, tm])
+    return c
+
+
+WAIT = re.compile(r"nvvm\.mbarrier\.try_wait\.parity (%\w+), (%\w+), (%\w+)( : [^\n]*)")
+
+
+@pytest.fixture(scope="module")
+def text():
+    return _gpu_text()
+
+
+def test_the_pass_ir_runs(text):
+    assert len(WAIT.findall(text)) == 1
+    c = _run_text(text, 20, 136, 24)
+    a, b = _inputs(20, 136, 24, np.float16)
+    ref = np.full((20, 24), np.nan, np.float32)
+    _mod("gemm_f16").gemm_f16(a, b, ref)
+    np.testing.assert_array_equal(c.reshape(20, 24).view(np.uint32), ref.view(np.uint32))
+
+
+def test_without_the_wait_wgmma_reads_the_copy_in_flight(text):
+    with pytest.raises(KerncRuntimeError, match=r"the A operand read of workgroup buffer 'workgroup0' \(at "
+                                                r"loc\(.*\)\) by thread 0: the element was written by the "
+                                                r"cp\.async\.bulk\.tensor at"):
+        _run_text(WAIT.sub("", text), 20, 136, 24)
+
+
+def test_a_wait_with_the_wrong_parity_races(text):
+    # parity 1 for chunk 0 returns at once (the phase before the first counts as complete)
+    wrong = WAIT.sub(lambda m: f"nvvm.mbarrier.try_wait.parity {m.group(1)}, %c1_i32, {m.group(3)}{m.group(4)}", text)
+    assert "%c1_i32 = arith.constant 1 : i32" in text
+    with pytest.raises(KerncRuntimeError, match="whose mbarrier phase the thread has not waited for"):
+        _run_text(wrong, 20, 136, 24)
+
+
+def test_expect_tx_bytes_that_do_not_match_the_box_wait_forever(text):
+    assert "%c16384_i32 = arith.constant 16384 : i32" in text
+    wrong = text.replace("%c16384_i32 = arith.constant 16384 : i32", "%c16384_i32 = arith.constant 8192 : i32")
+    with pytest.raises(KerncRuntimeError, match=r"waits forever in block 0: .* transaction count of -8192 bytes"):
+        _run_text(wrong, 20, 136, 24)
+
+
+def test_remarks_say_which_operand_is_loaded_by_tma_and_why_not_the_other(capsys):
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert re.search(r"t\.kern:\d+:\d+: remark: 'a' of 'gemm_f16' loaded by the tensor memory accelerator: per "
+                     r"chunk one cp\.async\.bulk\.tensor\.2d of the box 64x128", err)
+    assert "'b' of 'gemm_f16' not loaded by TMA: k has stride N in its layout (K,N):(N,1), not 1" in err
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", remarks=True), use_cache=False).gpu_ir()
+    assert "tensor memory accelerator" not in capsys.readouterr().err  # opt-in
+
+
+def test_the_cache_key_includes_tma():
+    assert cache.option_includes(wgmma=True, tma=True) != cache.option_includes(wgmma=True)
+    assert cache.option_includes() == ()
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+@pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
+def test_ptxas_takes_the_tma_build_without_spills(name):
+    ptx = _mod(name, tma=True).ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.try_wait.parity.shared.b64" in ptx
+    res = toolkit.run_ptxas(ptx, "sm_90a")
+    assert res.ok, res.log
+    assert res.spills[name] == (0, 0)
+    print(name, "registers", res.registers[name])
