@@ -142,6 +142,9 @@ class Kernel:
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan,
                                  choose_shared=self._module._choose_shared, choose_tile=self._module._choose_tile)
+            if bound.no_tma:  # a tensor map the driver would refuse: the build without TMA
+                return self._module._untma_module().kernels[self.name].launch(args, kwargs, device, progress,
+                                                                              stats=stats)
             if not bound.variant.tiled:
                 return dataclasses.replace(self._untiled().launch(args, kwargs, device, progress, stats=stats),
                                            tiled=False)
@@ -168,6 +171,8 @@ class Kernel:
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
                                  zeros=cp.zeros, plan=self._bind_plan, choose_shared=self._module._choose_shared,
                                  choose_tile=self._module._choose_tile)
+            if bound.no_tma:  # (not prepared: the next call binds and chooses again)
+                return self._module._untma_module().kernels[self.name].launch(args, kwargs, device)
             if not bound.variant.tiled:  # (not prepared: the next call binds and chooses again)
                 return dataclasses.replace(self._untiled().launch(args, kwargs, device), tiled=False)
             if not bound.variant.shared:
@@ -229,6 +234,7 @@ class Module:
         # launches may run a tiled contraction's untiled build for a small problem
         self._choose_tile = bool(choose_tile) and compilation.options.tile
         self._untiled_mod = None
+        self._untma_mod = None  # the tma=False build (Compilation.untma), for launches TMA cannot take
         # launches may run shared(I)/shared_sum(I) as indexed/atomic where staging cannot pay
         self._choose_shared = bool(choose_shared) and compilation.options.shared
         self._interp = None
@@ -283,6 +289,14 @@ class Module:
             if self._unstaged_mod is None:
                 self._unstaged_mod = Module(self._compilation.unstaged())
             return self._unstaged_mod
+
+    def _untma_module(self) -> "Module":
+        """The same program compiled with the same options but ``tma=False`` (``Compilation.untma``)."""
+        with self._lock:
+            if self._untma_mod is None:
+                self._untma_mod = Module(self._compilation.untma(), choose_shared=self._choose_shared,
+                                         choose_tile=self._choose_tile)
+            return self._untma_mod
 
     def _untiled_module(self) -> "Module":
         """The same program compiled with the same options but ``tile=False``

@@ -287,6 +287,7 @@ class Compilation:
         self._unstaged: Compilation | None = None  # built by unstaged() on first use
         self._unshared: Compilation | None = None  # built by unshared() on first use
         self._untiled: Compilation | None = None  # built by untiled() on first use
+        self._untma: Compilation | None = None  # built by untma() on first use
         self._program = None
         # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _stage_text)
         self._modules: dict[str, object] = {}  # stage -> module (after a compile)
@@ -577,6 +578,20 @@ class Compilation:
                 options = dataclasses.replace(self.options, tile=False, remarks=False)
                 self._untiled = Compilation(self.source, self.filename, options)
             return self._untiled
+
+    def untma(self) -> "Compilation":
+        """This program compiled with the same options but ``tma=False``: the build a launch runs
+        when a tensor map of the TMA build cannot encode its arguments (``BoundLaunch.no_tma``: a
+        row byte stride that is no multiple of 16, a misaligned base); this compilation itself when
+        it loads nothing by TMA."""
+        if not self.options.tma or not any(p.kind == "tensor_map" for sig in self.signatures.values()
+                                           for p in sig.extra):
+            return self
+        with self._lock:
+            if self._untma is None:
+                options = dataclasses.replace(self.options, tma=False, remarks=False)
+                self._untma = Compilation(self.source, self.filename, options)
+            return self._untma
 
     def _builder(self, variant: Variant) -> tuple["Compilation", Variant]:
         """The compilation that builds ``variant`` (:meth:`unstaged` for ``staged=False``,
