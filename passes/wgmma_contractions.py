@@ -39,6 +39,22 @@ across the chunk loop, 255 registers), 60 at 64, 0 spills; 32 KiB of workgroup m
 transposed operand (lanes along ``n``, 2-byte stores down 128-byte rows) conflict 4-way; the
 ``k``-fastest operand's do not.
 
+*TMA* (``tma=True``, ``kernc compile --tma``; opt-in): an operand whose tile is a box of its view
+(:func:`_tma_map`: a 2-D view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
+offset -- the gemms' ``a``; ``b``, n-contiguous, would need the MN-major descriptor layout and keeps
+the stores, with a remark) is loaded by the tensor memory accelerator (PTX ISA 9.7.9.25,
+``cp.async.bulk.tensor``; 9.7.13.15, ``mbarrier``): its ``64 x X`` box at ``(k0, x0)`` of a tensor map
+over ``(K, X-extent)`` with the 128B swizzle writes exactly the K-major swizzled tile of step 2 (the
+swizzle is on the shared address, the tile 1024-byte aligned), zeros past the edges as the clone
+reads give. Per block, once: an mbarrier (count 1) initialised by thread 0, ``fence.mbarrier_init``,
+a barrier. Per chunk, after its first barrier: thread 0's ``mbarrier.arrive.expect_tx`` of the
+box's bytes and the copy, then the other operand's stores, fence and barrier (the copy lands
+meanwhile), then every thread's ``mbarrier.try_wait.parity`` with the parity of the number of
+chunks this block waited for before (``(tiles done) * (chunks per tile) + chunk``, mod 2). The tensor
+map is a hidden ``!llvm.ptr`` parameter after the size symbols (``Param.tensor_map``, ``docs/gpu-ir.md``).
+One stage: two stages of the 128x64 tile plus the other tile are more than 48 KiB of static
+workgroup memory. ptxas ``sm_90a``: 97 registers (f16, bf16), 0 spills.
+
 The sums are not in the loop's order (the CPU interpreter's documented order:
 :mod:`kernc.backend.interpreter.wgmma`). Applies on ``sm_90a`` only (wgmma is an ``a``-feature of
 sm_90): on other targets the contraction is left to ``kern-mma-contractions``, with a remark; also
