@@ -180,3 +180,59 @@ def test_on_a_gpu_the_tma_build_is_bitwise_the_staged_build(M, K, N):
     _mod("gemm_f16", tma=True).gemm_f16(da, db, c1)
     _mod("gemm_f16").gemm_f16(da, db, c2)
     np.testing.assert_array_equal(cp.asnumpy(c1).view(np.uint32), cp.asnumpy(c2).view(np.uint32))
+
+
+NT = """
+kernel gemm_nt(a: f16[M, K] view, bt: f16[N, K] view, c: f32[M, N] view) over (i, j) in (M, N) {
+    let acc = 0.0;
+    for k in 0..K {
+        acc += a[i, k] * bt[j, k];
+    }
+    c[i, j] = acc;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nt():
+    return (kernc.compile(NT, filename="nt.kern", arch="sm_90a", tma=True),
+            kernc.compile(NT, filename="nt.kern", arch="sm_90a"))
+
+
+@pytest.mark.parametrize("M, K, N", [(20, 72, 24), (130, 136, 129)])
+def test_both_operands_by_tma_when_both_are_k_contiguous(nt, M, K, N):
+    mod, ref = nt
+    assert [p.name for p in mod._compilation.signatures["gemm_nt"].extra] == ["__tma_a", "__tma_bt"]
+    gpu_ir = mod._compilation.gpu_ir()
+    assert gpu_ir.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 2
+    assert "nvvm.fence.proxy" not in gpu_ir  # no generic-proxy stores to order before wgmma
+    assert re.search(r"nvvm\.mbarrier\.arrive\.expect_tx %\w+, %c32768_i32", gpu_ir)  # both 16 KiB boxes
+    rng = np.random.default_rng(M + K + N)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    bt = rng.standard_normal((N, K)).astype(np.float16)
+    c, c2 = np.full((M, N), np.nan, np.float32), np.full((M, N), np.nan, np.float32)
+    mod.gemm_nt(a, bt, c)
+    ref.gemm_nt(a, bt, c2)
+    np.testing.assert_array_equal(c.view(np.uint32), c2.view(np.uint32))
+    want = a.astype(np.float64) @ bt.astype(np.float64).T
+    assert np.allclose(c, want, rtol=1e-3, atol=1e-3 * np.sqrt(K))
+    if toolkit.ptxas_path() is not None and M == 20:
+        res = toolkit.run_ptxas(mod.ptx, "sm_90a")
+        assert res.ok and res.spills["gemm_nt"] == (0, 0), res.log
+        print("gemm_nt registers", res.registers["gemm_nt"])
+
+
+def test_a_batched_contraction_keeps_the_stores_with_a_remark(capsys):
+    src = """
+kernel bgemm(a: f16[B, M, K] view, b: f16[B, K, N] view, c: f32[B, M, N] view) over (q, i, j) in (B, M, N) {
+    let acc = 0.0;
+    for k in 0..K {
+        acc += a[q, i, k] * b[q, k, j];
+    }
+    c[q, i, j] = acc;
+}
+"""
+    Compilation(src, "b.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert "remark: 'a' of 'bgemm' not loaded by TMA: the contraction is batched; its tile is staged by " \
+           "per-thread stores" in err
