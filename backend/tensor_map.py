@@ -134,10 +134,11 @@ def encode(tm: TensorMap, address: int, param: str, kernel: str, driver=None) ->
     if driver is None:
         from cuda.bindings import driver
     D = driver
+    u64, u32 = D.cuuint64_t, D.cuuint32_t  # (the bindings take these wrappers, not Python ints)
     err, cmap = D.cuTensorMapEncodeTiled(
         getattr(D.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + _DRIVER_TYPE[tm.dtype]),
-        tm.rank, int(address), [int(x) for x in tm.dims], [int(x) for x in tm.strides],
-        [int(x) for x in tm.box], [int(x) for x in tm.estrides()],
+        tm.rank, int(address), [u64(int(x)) for x in tm.dims], [u64(int(x)) for x in tm.strides],
+        [u32(int(x)) for x in tm.box], [u32(int(x)) for x in tm.estrides()],
         D.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(D.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + _DRIVER_SWIZZLE[tm.swizzle]),
         D.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,

@@ -26,6 +26,9 @@ class _Driver:
     CUtensorMapL2promotion = _enum("CU_TENSOR_MAP_L2_PROMOTION_L2_128B")
     CUtensorMapFloatOOBfill = _enum("CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA")
 
+    cuuint64_t = type("cuuint64_t", (int,), {})
+    cuuint32_t = type("cuuint32_t", (int,), {})
+
     def __init__(self, err=0):
         self.calls, self.err = [], err
 
@@ -44,6 +47,8 @@ def test_a_good_map_is_encoded_with_the_driver_arguments():
     d = _Driver()
     assert encode(GOOD, 0x10000, "a", "gemm", driver=d) == bytes(range(MAP_BYTES))
     (args,) = d.calls
+    assert all(type(x) is _Driver.cuuint64_t for x in args[3] + args[4])
+    assert all(type(x) is _Driver.cuuint32_t for x in args[5] + args[6])
     assert args[:7] == ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2, 0x10000, [200, 100], [400], [64, 64], [1, 1])
     assert args[7:] == ("CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_SWIZZLE_128B",
                         "CU_TENSOR_MAP_L2_PROMOTION_L2_128B", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")
@@ -87,6 +92,21 @@ def test_a_driver_failure_names_the_parameter_and_the_reason():
     with pytest.raises(KerncLaunchError, match="kernel 'gemm', tensor map parameter 'a': cuTensorMapEncodeTiled "
                                                "failed: invalid argument"):
         encode(GOOD, 0x10000, "a", "gemm", driver=_Driver(err=1))
+
+
+def test_the_real_bindings_take_the_arguments():
+    """Regression: cuda.bindings' cuTensorMapEncodeTiled refuses Python ints for boxDim ("Cannot
+    convert int to cuuint32_t"); with the wrappers the call gets as far as the driver (absent here:
+    the library is not found, or on a machine with one, it encodes)."""
+    driver = pytest.importorskip("cuda.bindings.driver")
+    try:
+        encode(GOOD, 0x10000, "a", "gemm", driver=driver)
+    except TypeError as err:
+        pytest.fail(f"the bindings refused the arguments: {err}")
+    except KerncLaunchError:
+        pass  # a driver that is there and refuses the (host) address: the arguments converted
+    except Exception as err:  # noqa: BLE001 -- no driver library on this machine
+        assert "driver" in str(err).lower() or "cuda" in str(err).lower(), err
 
 
 @pytest.mark.gpu
