@@ -88,6 +88,7 @@ class TmaState:
     def __init__(self, fr):
         self.bars: dict[int, _Barrier] = {}
         self.copies: dict[int, _Copy] = {}
+        self.by_block: dict[int, set] = {}  # block -> ids of its copies in self.copies
         self.owner: dict[int, np.ndarray] = {}
         self.live: dict[int, int] = {}
         self.next = 0
@@ -338,8 +339,9 @@ def _try_wait_parity(tr, o):
                             "(expect_tx bytes that do not match the copies, or a missing arrive)")
                 # each waiting thread observes the last completed phase of its parity
                 done = int(b.phase[blk]) - 1
-                for c in st.copies.values():
-                    if c.block != blk or c.done is None or c.buf is None:
+                for rid in st.by_block.get(blk, ()):
+                    c = st.copies[rid]
+                    if c.done is None:
                         continue
                     hit = c.done == done
                     if hit:
@@ -350,11 +352,13 @@ def _try_wait_parity(tr, o):
 
 
 def _retire(st: TmaState, blk: int) -> None:
-    for rid in [r for r, c in st.copies.items() if c.block == blk and c.done is not None and c.seen.all()]:
+    mine = st.by_block.get(blk, set())
+    for rid in [r for r in mine if st.copies[r].done is not None and st.copies[r].seen.all()]:
         c = st.copies.pop(rid)
+        mine.discard(rid)
         owner = st.owner[id(c.buf)]
-        mine = owner[c.idx] == rid
-        owner[c.idx[mine]] = -1
+        own = owner[c.idx] == rid
+        owner[c.idx[own]] = -1
         st.live[id(c.buf)] -= 1
 
 
@@ -446,6 +450,7 @@ def _tensor_copy(tr, o):
             st.next += 1
             c = _Copy(blk, buf, idx, tm.box_bytes, loc, fr.B)
             st.copies[rid] = c
+            st.by_block.setdefault(blk, set()).add(rid)
             b.inflight[blk].append(c)
             owner = st.owner.get(id(buf))
             if owner is None:
@@ -456,6 +461,7 @@ def _tensor_copy(tr, o):
                 pc = st.copies.get(int(prev))
                 if pc is not None and not (owner[pc.idx] == prev).any():
                     del st.copies[int(prev)]
+                    st.by_block[pc.block].discard(int(prev))
                     st.live[id(buf)] -= 1
             st.live[id(buf)] = st.live.get(id(buf), 0) + 1
     return f

@@ -43,7 +43,7 @@ def _inputs(M, K, N, dtype, seed=0):
 
 
 # K a multiple of 8 (a row of 16-byte multiples: what a tensor map takes); M, N odd, K past one chunk
-SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257)]
+SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257), (300, 200, 260)]  # the last: 9 blocks
 
 
 @pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
