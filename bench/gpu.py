@@ -644,6 +644,62 @@ _COMPARE = {"gather": _gather, "scatter": _scatter, "transpose": _transpose,
 
 
 # -- all GPU measurements ----------------------------------------------------------------------------
+#: The sizes ``n`` of the f32 gemm rows (``n x n x n``; issue 20: 1024^2 to 8192^2 and odd sizes,
+#: the target at 4096 and never under 50% of cuBLAS at any size >= 512).
+GEMM_F32_SIZES = {"full": (512, 1000, 1024, 2048, 2049, 4096, 8192), "quick": (512, 1000)}
+
+
+def _gemm_f32(b: _Bench, n: int, mod) -> dict:
+    """``examples/gemm.kern`` (``kern-tile-contractions``, ``mod`` compiled once by the caller)
+    against ``cupy.matmul`` of the same f32 matrices, ``n x n x n``: cuBLAS SGEMM with TF32 off
+    (CuPy only lets cuBLAS use TF32 when ``CUPY_TF32=1`` is set; ``RuntimeError`` then, since the
+    comparison would be against 10-bit mantissas). Median device ms and GFLOP/s (``2 n^3`` flops) of
+    each and their ratio (> 1: kernc faster). kernc's result is checked first against the f64
+    product, within the classic bound ``gamma_n = n u / (1 - n u)`` times ``|a| @ |b|`` (Higham,
+    "Accuracy and Stability of Numerical Algorithms", 3.5; ``u = 2^-24``); ``RuntimeError`` when
+    it is off."""
+    import numpy as np
+
+    if os.environ.get("CUPY_TF32", "0") not in ("", "0"):
+        raise RuntimeError("CUPY_TF32 is set: cupy.matmul would run on TF32 tensor cores; unset it")
+    cp = b.cp
+    rng = np.random.default_rng(n)
+    a = cp.asarray(rng.standard_normal((n, n), dtype=np.float32))
+    bb = cp.asarray(rng.standard_normal((n, n), dtype=np.float32))
+    c = cp.zeros((n, n), dtype=cp.float32)
+    launch = _kernc_raw(cp, mod.gemm, (a, bb, c))
+    launch()
+    cp.cuda.Device().synchronize()
+    u = 2.0 ** -24
+    gamma = n * u / (1 - n * u)
+    bound = gamma * cp.matmul(cp.abs(a).astype(cp.float64), cp.abs(bb).astype(cp.float64))
+    err = cp.abs(c.astype(cp.float64) - cp.matmul(a.astype(cp.float64), bb.astype(cp.float64)))
+    if not bool((err <= bound).all()):
+        raise RuntimeError(f"gemm {n}^3: kernc's result is off the f64 product by more than gamma_n |a||b|")
+    bound = err = None
+    inner = max(1, b.inner // (4 if n <= 2048 else 20))
+    t_k = _time_device(cp, launch, b.reps, inner)
+    t_r = _time_device(cp, lambda: cp.matmul(a, bb), b.reps, inner)
+    flops = 2.0 * n ** 3
+    return {"n": n, "kernc_ms": t_k, "cupy_ms": t_r, "kernc_gflops": flops / (t_k * 1e-3) / 1e9,
+            "cupy_gflops": flops / (t_r * 1e-3) / 1e9, "ratio_kernc_to_cupy": t_r / t_k}
+
+
+def _gemm_f32_rows(b: _Bench, sizes) -> dict:
+    """:func:`_gemm_f32` at each of ``sizes``: ``{"sizes": {n: row or {"error"}}, "arch"}``."""
+    mod = b.kernc(os.path.join(b.examples_dir, "gemm.kern"))
+    rows = {}
+    for n in sizes:
+        try:
+            rows[n] = _gemm_f32(b, n, mod)
+        except Exception as err:  # noqa: BLE001 - one size failing must not hide the others
+            rows[n] = {"error": f"{type(err).__name__}: {err}"}
+        finally:
+            if hasattr(b.cp, "get_default_memory_pool"):
+                b.cp.get_default_memory_pool().free_all_blocks()
+    return {"arch": b.arch, "sizes": rows}
+
+
 def _gemm_f16(b: _Bench, n: int) -> dict:
     """``examples/gemm_f16.kern`` (tensor cores where the device has them) against
     ``cupy.matmul`` of the same f16 matrices (cuBLAS HGEMM, f32 accumulation), ``n x n x n``:
@@ -682,8 +738,9 @@ def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, 
     ``"error"`` entry (instead of an exception) when a measurement fails. ``bandwidth_n``: elements
     of the saxpy bandwidth run (default 2^26, ``quick`` 2^22). ``sizes``: problem sizes of the
     bandwidth comparisons overriding :data:`FULL_SIZES` / :data:`QUICK_SIZES` (``{"gather": n,
-    "scatter": n, "transpose": (R, C), "gemm_f16": n}``, any subset); ``out["gemm_f16_tensor_cores"]``
-    is :func:`_gemm_f16`'s row (or its ``error``).
+    "scatter": n, "transpose": (R, C), "gemm_f16": n, "gemm_f32": (n, ...)}``, any subset);
+    ``out["gemm_f16_tensor_cores"]`` is :func:`_gemm_f16`'s row (or its ``error``),
+    ``out["gemm_f32_tiled"]`` :func:`_gemm_f32_rows`' (:data:`GEMM_F32_SIZES` by default).
 
     Each comparison of :data:`COMPARISONS` is ``out["<name>_bandwidth"]``: its sizes, the bytes
     counted per launch (``bytes_per_launch``, ``bytes_counted``), ``variants`` (``{key: {"label",
@@ -758,6 +815,9 @@ def run(examples_dir: str, cu_dir: str, nvcc_ptx_path: str | None, quick: bool, 
                 finally:  # each comparison's arrays are garbage now: give their memory back
                     if hasattr(cp, "get_default_memory_pool"):
                         cp.get_default_memory_pool().free_all_blocks()
+            # kern-tile-contractions: gemm f32 against cuBLAS SGEMM (TF32 off)
+            out["gemm_f32_tiled"] = _gemm_f32_rows(bench, sizes.get("gemm_f32") if sizes and "gemm_f32" in sizes
+                                                   else GEMM_F32_SIZES["quick" if quick else "full"])
             try:  # kern-mma-contractions: gemm_f16 against cuBLAS HGEMM
                 out["gemm_f16_tensor_cores"] = _gemm_f16(bench, chosen["gemm_f16"])
             except Exception as err:  # noqa: BLE001

@@ -625,6 +625,7 @@ def contraction_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
     sectors per output, shared requests and bank conflicts), the two results compared bit for bit,
     and ptxas's registers and spill bytes of each PTX for ``arch`` (``None`` without ptxas). Returns
     ``{job: {"shape", "variants": {"tiled": row, "untiled": row}, "bitwise_equal",
+    "plain_loads_registers", "plain_loads_spill_bytes" (the tiled build with ``async_copy=False``),
     "sectors_ratio_untiled_to_tiled", "classic_32x32_sectors_per_output",
     "classic_64x64_sectors_per_output"}}`` (jobs ``gemm``, ``gemm_512``, ``conv2d_fwd``, ...; the
     classic model with the GEMM's reduction length); a job that fails holds ``error``."""
@@ -694,6 +695,14 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
             raise AssertionError(f"{name} (tiled): wrong result")
         entry["variants"] = variants
         entry["bitwise_equal"] = bool(np.array_equal(outs["tiled"].view(np.int32), outs["untiled"].view(np.int32)))
+        # the tiled build stages with cp.async on sm_80 and later: ptxas's count for the same tiles
+        # staged with plain loads (async_copy=False; the same CPU counters, tests/tile)
+        entry["plain_loads_registers"] = entry["plain_loads_spill_bytes"] = None
+        if ptxas_path():
+            mod = kernc.compile_file(os.path.join(examples_dir, f"{name}.kern"), arch=arch, async_copy=False)
+            got = run_ptxas(mod.ptx, arch)
+            entry["plain_loads_registers"] = got.registers.get(name)
+            entry["plain_loads_spill_bytes"] = sum(got.spills.get(name, (0, 0)))
         t, u = variants["tiled"]["load_sectors_per_output"], variants["untiled"]["load_sectors_per_output"]
         entry["sectors_ratio_untiled_to_tiled"] = u / t if t else None
         entry["classic_32x32_sectors_per_output"] = classic_tiled_sectors_per_output(K, 32)
@@ -703,16 +712,27 @@ def _contraction_job(examples_dir: str, name: str, inputs: dict, result: str, K:
     return entry
 
 
+#: The tensor-core jobs of :func:`tensor_core_traffic`: example -> (its operands, its sums). i8
+#: sums are exact (the two builds bitwise equal); gemm_tf32's ``@tf32`` asks for TF32 operands,
+#: so its tensor-core build computes another function than the CUDA-core one (plain f32).
+TENSOR_CORE_JOBS = {"gemm_f16": "f16 (f32 sums)", "gemm_i8": "i8 (i32 sums)", "gemm_tf32": "f32 as TF32 (f32 sums)"}
+
+
 def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_90") -> dict:
-    """``examples/gemm_f16.kern`` on tensor cores (``kern-mma-contractions``) and on CUDA cores
-    (``kernc.compile(..., tensor_cores=False)``: ``kern-tile-contractions``) on
-    :data:`CONTRACTION_SHAPES` f16 inputs: the CPU interpreter's counters (global-load sectors per
-    output, shared requests and bank conflicts: the staging stores, the CUDA-core loads and the
-    ``ldmatrix`` phases), ptxas's registers and spill bytes of each PTX for
-    ``arch`` (``sm_80`` when ``arch`` has no tensor cores; ``None`` without ptxas), whether each
-    result is within 1e-3 relative (scaled by sqrt(K)) of the f64 product and whether the two are
-    bitwise equal. Returns ``{"gemm_f16": {"shape", "arch", "variants": {"tensor_cores": row,
-    "cuda_cores": row}, "within_f64", "bitwise_equal"}}``; a job that fails holds ``error``."""
+    """The :data:`TENSOR_CORE_JOBS` examples (``gemm_f16``, ``gemm_i8``, ``gemm_tf32``) on tensor
+    cores (``kern-mma-contractions``) and on CUDA cores (``kernc.compile(..., tensor_cores=False)``:
+    ``kern-tile-contractions``) at the first :data:`CONTRACTION_SHAPES` shape: the CPU interpreter's
+    counters (global-load sectors per output, shared requests and bank conflicts: the staging
+    stores, the CUDA-core loads and the ``ldmatrix`` phases), ptxas's registers and spill bytes of
+    each PTX for ``arch`` (``sm_80`` when ``arch`` has no tensor cores; ``None`` without ptxas),
+    whether each result is right -- f16: within 1e-3 relative (scaled by sqrt(K)) of the f64
+    product; i8: equal to the exact product; tf32: the tensor-core result within that tolerance of
+    the f64 product of the TF32-rounded operands (``examples/gemm_tf32.py``), the CUDA-core one of
+    the unrounded operands -- and whether the two are bitwise equal. No GPU time is measured for
+    gemm_i8 / gemm_tf32 (``gpu``: "not measured"). Returns ``{job: {"shape", "arch", "variants":
+    {"tensor_cores": row, "cuda_cores": row}, "within_f64", "bitwise_equal", "gpu"}}``; a job that
+    fails holds ``error``."""
+    import importlib.util
     import math
 
     import numpy as np
@@ -723,39 +743,64 @@ def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
 
     M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"][0]  # (the first gemm shape)
     tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
-    entry: dict = {"source": "examples/gemm_f16.kern", "kernel": "gemm_f16", "shape": [M, K, N],
-                   "dtype": "f16 (f32 sums)", "arch": tc_arch}
-    try:
-        rng = np.random.default_rng(0)
-        a = rng.standard_normal((M, K)).astype(np.float16)
-        b = rng.standard_normal((K, N)).astype(np.float16)
-        want = a.astype(np.float64) @ b.astype(np.float64)
-        bound = 1e-3 * math.sqrt(K) * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) / K
-        variants, outs, within = {}, {}, {}
-        for variant, on in (("tensor_cores", True), ("cuda_cores", False)):
-            mod = kernc.compile_file(os.path.join(examples_dir, "gemm_f16.kern"), arch=tc_arch, tensor_cores=on)
-            if on and "mma.sync" not in mod.ptx:
-                raise AssertionError("gemm_f16 was not compiled for tensor cores")
-            c = np.full((M, N), np.nan, np.float32)
-            stats = mod.gemm_f16(a, b, c).stats.to_dict()
-            outs[variant] = c
-            within[variant] = bool(np.all(np.abs(c - want) <= bound))
-            row = {"tensor_cores": on, **traffic_row(stats),
-                   "load_sectors_per_output": stats["global_load_sectors"] / (M * N),
-                   "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
-            if ptxas_path():
-                got = run_ptxas(mod.ptx, tc_arch)
-                if not got.ok:
-                    raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
-                row["registers"] = got.registers.get("gemm_f16")
-                row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get("gemm_f16", (None, None))
-            variants[variant] = row
-        if not within["tensor_cores"]:
-            raise AssertionError("gemm_f16 (tensor cores): wrong result")
-        entry["variants"] = variants
-        entry["within_f64"] = within
-        entry["bitwise_equal"] = bool(np.array_equal(outs["tensor_cores"].view(np.int32),
-                                                     outs["cuda_cores"].view(np.int32)))
-    except Exception as err:  # noqa: BLE001
-        entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
-    return {"gemm_f16": entry}
+    out = {}
+    for name, dtype in TENSOR_CORE_JOBS.items():
+        path = os.path.join(examples_dir, f"{name}.kern")
+        if not os.path.exists(path):
+            continue
+        entry: dict = {"source": f"examples/{name}.kern", "kernel": name, "shape": [M, K, N],
+                       "dtype": dtype, "arch": tc_arch}
+        if name != "gemm_f16":
+            entry["gpu"] = "not measured"
+        try:
+            rng = np.random.default_rng(0)
+            if name == "gemm_i8":
+                a = rng.integers(-128, 128, (M, K)).astype(np.int8)
+                b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+                c0 = np.full((M, N), -1, np.int32)
+            else:
+                dt = np.float16 if name == "gemm_f16" else np.float32
+                a = rng.standard_normal((M, K)).astype(dt)
+                b = rng.standard_normal((K, N)).astype(dt)
+                c0 = np.full((M, N), np.nan, np.float32)
+            if name == "gemm_tf32":
+                spec = importlib.util.spec_from_file_location("gemm_tf32_ref", os.path.join(examples_dir, "gemm_tf32.py"))
+                ref = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(ref)
+                operands = {True: (ref.round_tf32(a), ref.round_tf32(b)), False: (a, b)}
+            else:
+                operands = {True: (a, b), False: (a, b)}
+            variants, outs, within = {}, {}, {}
+            for variant, on in (("tensor_cores", True), ("cuda_cores", False)):
+                mod = kernc.compile_file(path, arch=tc_arch, tensor_cores=on)
+                if on and "mma.sync" not in mod.ptx:
+                    raise AssertionError(f"{name} was not compiled for tensor cores")
+                c = c0.copy()
+                stats = getattr(mod, name)(a, b, c).stats.to_dict()
+                outs[variant] = c
+                x, y = (np.asarray(v, np.float64) for v in operands[on])
+                if name == "gemm_i8":
+                    within[variant] = bool(np.array_equal(c, (x @ y).astype(np.int64)))
+                else:
+                    bound = 1e-3 * math.sqrt(K) * (np.abs(x) @ np.abs(y)) / K
+                    within[variant] = bool(np.all(np.abs(c - x @ y) <= bound))
+                row = {"tensor_cores": on, **traffic_row(stats),
+                       "load_sectors_per_output": stats["global_load_sectors"] / (M * N),
+                       "registers": None, "spill_stores_bytes": None, "spill_loads_bytes": None}
+                if ptxas_path():
+                    got = run_ptxas(mod.ptx, tc_arch)
+                    if not got.ok:
+                        raise RuntimeError(f"ptxas rejected the {variant} PTX: {got.log.strip()[:200]}")
+                    row["registers"] = got.registers.get(name)
+                    row["spill_stores_bytes"], row["spill_loads_bytes"] = got.spills.get(name, (None, None))
+                variants[variant] = row
+            if not within["tensor_cores"]:
+                raise AssertionError(f"{name} (tensor cores): wrong result")
+            entry["variants"] = variants
+            entry["within_f64"] = within
+            entry["bitwise_equal"] = bool(np.array_equal(outs["tensor_cores"].view(np.int32),
+                                                         outs["cuda_cores"].view(np.int32)))
+        except Exception as err:  # noqa: BLE001
+            entry["error"] = f"{type(err).__name__}: {(str(err).strip() or type(err).__name__).splitlines()[0][:300]}"
+        out[name] = entry
+    return out

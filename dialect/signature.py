@@ -168,6 +168,11 @@ class KernelSignature:
     #: ``{"tile": [BM, BN, BK], "at": [file, line, column]}`` (where the attribute is written, for
     #: the error when it cannot fit); ``None`` without one
     tile_config: dict | None = None
+    #: the kernel attributes of kern-mma-contractions: ``{"force": [file, line, column]}`` for
+    #: ``@tensor_cores`` (tensor cores or a located error, never CUDA cores silently) and/or
+    #: ``{"tf32": [file, line, column]}`` for ``@tf32`` (f32 operands on tensor cores, rounded to
+    #: TF32); ``None`` without either
+    tensor_cores: dict | None = None
     #: kern-tile-contractions: ``{"tile": [BM, BN, BK], "forced": bool}`` (``forced``: by ``@tile``)
     #: when it tiled the kernel; the launcher runs the untiled build for small problems
     #: (``launch_policy.run_tiled``); ``None`` otherwise
@@ -179,7 +184,7 @@ class KernelSignature:
         data = {f: getattr(self, f) for f in _SIGNATURE_FIELDS}
         data["params"] = [vars(p) for p in self.params]
         data["extra"] = [vars(p) for p in self.extra]
-        for key in ("tiles", "staged", "tile_config", "groups", "contraction"):  # only present when set
+        for key in ("tiles", "staged", "tile_config", "groups", "contraction", "tensor_cores"):  # only present when set
             if data.get(key) is None:
                 data.pop(key, None)
         for key in ("index_literal_max", "index_inputs", "index_bound", "in_place"):  # only present when a kernel has them
@@ -305,6 +310,12 @@ class KernelSignature:
                 and isinstance(self.tile_config["at"], list) and len(self.tile_config["at"]) == 3):
             return (f"'tile_config' must be {{\"tile\": [BM, BN, BK], \"at\": [file, line, column]}}, "
                     f"got {self.tile_config!r}")
+        if self.tensor_cores is not None and not (
+                isinstance(self.tensor_cores, dict) and self.tensor_cores
+                and set(self.tensor_cores) <= {"force", "tf32"}
+                and all(isinstance(at, list) and len(at) == 3 for at in self.tensor_cores.values())):
+            return (f"'tensor_cores' must be {{\"force\"/\"tf32\": [file, line, column]}}, "
+                    f"got {self.tensor_cores!r}")
         if arg_kinds is None:
             return None
         if len(arg_kinds) != len(names):

@@ -322,7 +322,7 @@ class DeclarationChecks(CheckerBase):
 
     def check_kernel(self, k: A.Kernel) -> None:
         errors_before = len(self.diags)
-        block, attributes, tile_config = 256, [], None
+        block, attributes, tile_config, tensor_cores = 256, [], None, {}
         seen_attrs: dict[str, A.Attribute] = {}
         for a in k.attributes:
             if a.name in seen_attrs:
@@ -352,6 +352,12 @@ class DeclarationChecks(CheckerBase):
                     continue
                 tile_config = {"tile": [x.value for x in args],
                                "at": [a.loc.filename, a.loc.line, a.loc.column]}
+            elif a.name in ("tensor_cores", "tf32"):  # kern-mma-contractions (its limits: the pass)
+                if a.args is not None:
+                    self.error(f"@{a.name} takes no arguments", a.loc)
+                    continue
+                tensor_cores["force" if a.name == "tensor_cores" else "tf32"] = [
+                    a.loc.filename, a.loc.line, a.loc.column]
             elif a.name in ROLE_ATTRIBUTES:  # roles of derivatives (frontend/derivative.py)
                 bad = next((x for x in a.args or [] if not isinstance(x, A.Name)), None)
                 if a.args is None or bad is not None:
@@ -366,6 +372,7 @@ class DeclarationChecks(CheckerBase):
                 self.error(f"unknown kernel attribute '@{a.name}'"
                            + did_you_mean(a.name, KERNEL_ATTRIBUTES), a.loc,
                            hint="kernel attributes: @block(N), @deterministic, @checked, @tile(BM, BN, BK), "
+                                "@tensor_cores, @tf32, "
                                 "@tunable(x, ...), @constant(c, ...)")
 
         params: list[Symbol] = []
@@ -503,6 +510,11 @@ class DeclarationChecks(CheckerBase):
         info = KernelInfo(k.name, block, attributes, params, sizes, problem or "?", size_syms,
                           coords=coord_syms, extents=extents, problem_poly=problem_poly)
         info.tile_config = tile_config
+        info.tensor_cores = tensor_cores or None
+        if "tensor_cores" in seen_attrs and over.extents is None:  # (kern-mma-contractions runs on N-D problems)
+            self.error("@tensor_cores needs a contraction over an N-D problem, e.g. over (i, j) in (M, N) "
+                       "with a loop 'acc += a[i, k] * b[k, j]'; this kernel is over one size",
+                       seen_attrs["tensor_cores"].loc)
         k.info = info
         self.info = info
 

@@ -49,8 +49,9 @@ ATOMIC_NATIVE = {"atomic": ("i32", "u32", "i64", "u64", "f16", "bf16", "f32", "f
 #: is `o` (composition, only inside layout expressions).
 KEYWORDS = ("kernel", "layout", "fn", "let", "if", "else", "for", "in", "over", "return", "as", "true",
             "false")
-#: Kernel attributes (``@block(N)``, ``@deterministic``, ``@checked``, ``@tile(BM, BN, BK)``).
-KERNEL_ATTRIBUTES = ("block", "deterministic", "checked", "tile", "tunable", "constant")
+#: Kernel attributes (``@block(N)``, ``@deterministic``, ``@checked``, ``@tile(BM, BN, BK)``,
+#: ``@tensor_cores``, ``@tf32``).
+KERNEL_ATTRIBUTES = ("block", "deterministic", "checked", "tile", "tensor_cores", "tf32", "tunable", "constant")
 #: The role attributes of derivatives (``@tunable(x, a)``: differentiated by default,
 #: ``@constant(c)``: never; Caspar's Tunable and Constant; ``docs/derivatives.md``).
 ROLE_ATTRIBUTES = ("tunable", "constant")

@@ -195,6 +195,8 @@ class KernelInfo:
     in_place: list = field(default_factory=list)
     #: ``@tile(BM, BN, BK)``: the signature's ``tile_config`` (``None`` without one)
     tile_config: Optional[dict] = None
+    #: ``@tensor_cores`` / ``@tf32``: the signature's ``tensor_cores`` (``None`` without either)
+    tensor_cores: Optional[dict] = None
     #: reductions across items (``groups.py``): the positions of the reduced coordinates in
     #: ``coords`` (sorted), ``None`` without reductions
     group_axes: Optional[tuple] = None
@@ -233,7 +235,8 @@ class KernelInfo:
                                problem_size=self.problem_size, block=self.block,
                                attributes=list(self.attributes), index_literal_max=self.index_literal_max,
                                reads=list(self.reads), writes=list(self.writes),
-                               in_place=[list(x) for x in self.in_place], tile_config=self.tile_config)
+                               in_place=[list(x) for x in self.in_place], tile_config=self.tile_config,
+                               tensor_cores=self.tensor_cores)
 
 
 def poly_entry(p: Poly):

@@ -331,7 +331,7 @@ class Module:
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
             fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
             tensor_cores: bool = True, privatize: bool = True, group_registers: bool = True,
-            wgmma: bool = True, tma: bool = False) -> Module:
+            wgmma: bool = True, async_copy: bool = True, tma: bool = False) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -356,10 +356,12 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     across items re-read what it needs (``kern-map-groups``; ``kernc compile --no-group-registers``;
     the same results, bit for bit) instead of keeping values in registers. ``wgmma=False`` keeps
     those contractions off Hopper's warpgroup ``wgmma`` on ``sm_90a`` (``kern-wgmma-contractions``;
-    ``kernc compile --no-wgmma``): they then take ``mma.sync``. ``tma=True`` loads the ``wgmma``
-    operand tiles that are boxes of their views with the tensor memory accelerator (``kernc compile
-    --tma``; opt-in: a launch whose row byte strides are no multiple of 16 is a ``KerncLaunchError``
-    naming the tensor map).
+    ``kernc compile --no-wgmma``): they then take ``mma.sync``. ``async_copy=False`` stages the
+    tiles of tiled contractions with plain loads and stores instead of ``cp.async`` on ``sm_80`` and
+    later (``kernc compile --no-async-copy``; the same results, bit for bit). ``tma=True`` loads the
+    ``wgmma`` operand tiles that are boxes of their views with the tensor memory accelerator
+    (``kernc compile --tma``; opt-in; a launch whose row byte strides are no multiple of 16 runs
+    the ``tma=False`` build).
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
@@ -372,7 +374,7 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
                                                              coalesce=coalesce, tile=tile,
                                                              tensor_cores=tensor_cores, privatize=privatize,
                                                              group_registers=group_registers,
-                                                             wgmma=wgmma, tma=tma)),
+                                                             wgmma=wgmma, async_copy=async_copy, tma=tma)),
                   choose_shared=choose_shared)
 
 
@@ -403,7 +405,8 @@ def derivative_source(text: str, kernel: str, wrt=None, mode: str = "grad", file
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
                  choose_shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
-                 group_registers: bool = True, wgmma: bool = True, tma: bool = False) -> Module:
+                 group_registers: bool = True, wgmma: bool = True, async_copy: bool = True,
+                 tma: bool = False) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -412,7 +415,8 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
     path = os.fsdecode(os.fspath(path))
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
                    coalesce=coalesce, tile=tile, choose_shared=choose_shared, tensor_cores=tensor_cores,
-                   privatize=privatize, group_registers=group_registers, wgmma=wgmma, tma=tma)
+                   privatize=privatize, group_registers=group_registers, wgmma=wgmma,
+                   async_copy=async_copy, tma=tma)
 
 
 def read_source(path) -> str:

@@ -110,10 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-tile", action="store_true",
                    help="do not tile contraction loops (block tiles through workgroup memory, several "
                         "items per thread)")
+    c.add_argument("--no-async-copy", action="store_true",
+                   help="stage the tiles of tiled contractions with plain loads, not cp.async (sm_80 and "
+                        "later)")
     # kern-mma-contractions
     c.add_argument("--no-tensor-cores", action="store_true",
-                   help="do not run f16/bf16 contractions on tensor cores (mma.sync, sm_80 and later); "
-                        "they are tiled on CUDA cores instead")
+                   help="do not run f16/bf16/i8 (and @tf32 f32) contractions on tensor cores (mma.sync, "
+                        "sm_80 and later); they are tiled on CUDA cores instead (this overrides a "
+                        "kernel's @tensor_cores)")
     # kern-wgmma-contractions
     c.add_argument("--no-wgmma", action="store_true",
                    help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (they take "
@@ -159,8 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--no-tile", action="store_true",
                    help="do not tile contraction loops through workgroup memory (compare --stats)")
+    r.add_argument("--no-async-copy", action="store_true",
+                   help="stage the tiles of tiled contractions with plain loads, not cp.async (compare --stats)")
     r.add_argument("--no-tensor-cores", action="store_true",
-                   help="do not run f16/bf16 contractions on tensor cores (mma.sync; compare --stats)")
+                   help="do not run f16/bf16/i8 (and @tf32 f32) contractions on tensor cores (mma.sync; "
+                        "compare --stats)")
     r.add_argument("--no-wgmma", action="store_true",
                    help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (compare --stats)")
     r.add_argument("--tma", action="store_true",

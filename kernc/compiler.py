@@ -74,9 +74,12 @@ class CompileOptions:
     ``kern-privatize-atomics`` (per-block workgroup copies of small atomically updated views;
     ``kernc compile --no-privatize`` turns it off). ``wgmma``: run ``kern-wgmma-contractions`` first
     (those contractions as warpgroup ``wgmma`` on ``sm_90a``; ``kernc compile --no-wgmma`` turns it
-    off, as ``tensor_cores=False`` does). ``tma``: in those contractions, load the operand tiles
-    that are boxes of their views with the tensor memory accelerator (``kernc compile --tma``;
-    opt-in: a launch whose strides a tensor map cannot encode is a ``KerncLaunchError``).
+    off, as ``tensor_cores=False`` does). ``async_copy``: stage the tiles of
+    ``kern-tile-contractions`` with ``cp.async`` on ``sm_80`` and later (``kernc compile
+    --no-async-copy`` turns it off: plain loads and stores).
+    ``tma``: in the wgmma contractions, load the operand tiles that are boxes of their views with the
+    tensor memory accelerator (``kernc compile --tma``; opt-in; a launch whose strides a tensor map
+    cannot encode runs the ``tma=False`` build, :meth:`Compilation.untma`).
     """
 
     arch: str = "sm_90"
@@ -94,6 +97,7 @@ class CompileOptions:
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
     privatize: bool = True  # kern-privatize-atomics
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
+    async_copy: bool = True  # kern-tile-contractions: cp.async staging (on sm_80 and later)
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -147,7 +151,7 @@ def validate_options(opts: "CompileOptions") -> None:
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
-                 "group_registers", "wgmma", "tma"):
+                 "group_registers", "wgmma", "async_copy", "tma"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -303,6 +307,7 @@ class Compilation:
                                           tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize,
                                           group_registers=self.options.group_registers,
                                           wgmma=self.uses_wgmma,
+                                          async_copy=self.uses_async_copy,
                                           tma=self.uses_wgmma and bool(self.options.tma))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
@@ -335,12 +340,13 @@ class Compilation:
                 kw["coalesce"] = False
             if not self.options.tile or not n_d:  # kern-tile-contractions: the same
                 kw["tile"] = False
-            if not self.uses_tensor_cores or not n_d:  # kern-mma-contractions: the same
+            if not self.options.tensor_cores or not n_d:  # kern-mma-contractions: the same
                 kw["tensor_cores"] = False
-            else:
-                kw["arch"] = self.options.arch
+            else:  # (before sm_80 too: it changes nothing there, but a kernel's @tensor_cores is an error)
                 kw["wgmma"] = bool(self.options.wgmma)
                 kw["tma"] = bool(self.options.tma)
+            kw["arch"] = self.options.arch  # (tensor cores, cp.async: from sm_80)
+            kw["async_copy"] = bool(self.options.async_copy)  # (the pass checks arch: its remark says why not)
             if self.options.remarks:
                 from kernc.passes.targets import WGMMA_ARCHS
 
@@ -404,6 +410,15 @@ class Compilation:
         from kernc.passes.targets import WGMMA_ARCHS
 
         return self.uses_tensor_cores and bool(self.options.wgmma) and self.options.arch in WGMMA_ARCHS
+
+    @property
+    def uses_async_copy(self) -> bool:
+        """Whether ``kern-tile-contractions`` stages with ``cp.async``: ``async_copy`` is on and
+        ``arch`` has it (``sm_80`` and later; the gpu IR depends on that, not on the exact arch)."""
+        from kernc.passes.tile_contractions import ASYNC_COPY_SM
+        from kernc.passes.mma_contractions import sm_number
+
+        return bool(self.options.async_copy) and sm_number(self.options.arch) >= ASYNC_COPY_SM
 
     def _load_cached(self, entry: dict | None) -> bool:
         """Take the kern/gpu IR and signatures from a cache entry; False if it is unusable."""
@@ -655,9 +670,36 @@ class Compilation:
                     run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each,
                                self._timer("ptx", variant.name))
                     self._ptx[variant] = extract_ptx(module)
+                self._check_tile_registers(self._ptx[variant])
                 if key:
                     cache.put("ptx", key, {"ptx": self._ptx[variant]})
             return self._ptx[variant]
+
+    def _check_tile_registers(self, ptx: str) -> None:
+        """A kernel whose ``@tile`` configuration needs more registers per thread than ptxas can
+        give it: a ``CompileError`` at the attribute. The limit is ptxas's, ``min(255, 65536 /
+        block)`` registers per thread (CUDA C++ Programming Guide, "Compute Capabilities": 64K
+        32-bit registers per SM, at most 255 per thread); ptxas reports it as spills at that count
+        (``ptxas -v``). Only ``@tile`` kernels are checked, and only where ptxas is found (the
+        default configurations are chosen to fit: 16 items per thread)."""
+        forced = {name: sig for name, sig in self.signatures.items()
+                  if sig.tile_config is not None and sig.contraction}
+        if not forced or toolkit.ptxas_path() is None:
+            return
+        got = toolkit.run_ptxas(ptx, self.options.arch)
+        for name, sig in forced.items():
+            spill = got.spills.get(name, (0, 0))
+            if not spill[0] and not spill[1]:
+                continue
+            regs = got.registers.get(name, 0)
+            limit = min(255, 65536 // sig.block)
+            bm, bn, bk = sig.tile_config["tile"]
+            raise CompileError(Diagnostic(
+                f"@tile({bm}, {bn}, {bk}) of kernel '{name}': its {bm * bn // sig.block} items per thread need "
+                f"more than the {limit} registers a thread of a {sig.block}-thread block may use on "
+                f"{self.options.arch} (ptxas -v: {regs} registers, {spill[0]} bytes of spill stores)",
+                SourceLocation(*sig.tile_config["at"]),
+                hint="use a smaller tile (fewer items per thread) or a smaller @block"))
 
     def ir(self, stage: str, index_bits: int | None = None, *, variant: Variant | None = None) -> str:
         """The program at ``stage`` (one of :data:`STAGES`) as text, the ``llvm`` and ``ptx`` stages of

@@ -67,6 +67,8 @@ KERN_TO_GPU: tuple[type[Pass], ...] = (
 )
 #: After these kernc passes, ``kern_to_gpu`` runs the upstream cleanups.
 KERN_TO_GPU_CLEANUP = ("canonicalize", "cse")
+#: Run right after kern-tile-contractions when it is scheduled (see kern_to_gpu).
+TILE_CLEANUP = "cse"
 GPU_TO_LLVM: tuple[type[Pass], ...] = (
     SpecializeNonnegScalars,  # optional: the PTX variant for index scalars >= 0
     BarePointerABI,
@@ -114,7 +116,7 @@ class TargetOptions:
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
                 shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                 group_registers: bool = True, arch: str = "sm_90", wgmma: bool = True,
-                tma: bool = False) -> list[Pass]:
+                async_copy: bool = True, tma: bool = False) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -129,18 +131,29 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     ``group_registers``: keep the values of reductions across items in registers where they fit
     (``False``: ``MapGroups.registers = 0``, every phase re-reads); ``wgmma``: run
     ``kern-wgmma-contractions`` first (warpgroup ``wgmma`` on ``sm_90a``; off with ``tensor_cores``
-    too; ``kernc compile --no-wgmma``); ``tma``: its TMA loads of eligible tiles (``--tma``)."""
+    too; ``kernc compile --no-wgmma``); ``async_copy``: the tiles of
+    ``kern-tile-contractions`` staged with ``cp.async`` on ``arch`` ``sm_80`` and later (``kernc
+    compile --no-async-copy`` turns it off: plain loads); ``tma``: ``kern-wgmma-contractions``' TMA
+    loads of eligible tiles (``--tma``)."""
     off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
                                (MmaContractions, tensor_cores), (WgmmaContractions, tensor_cores and wgmma),
                                (PrivatizeAtomics, privatize)) if not on}
     groups = {"remarks": remarks} if group_registers else {"remarks": remarks, "registers": 0}
-    return (_build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks},
-                                 MmaContractions: {"remarks": remarks, "arch": arch},
-                                 WgmmaContractions: {"remarks": remarks, "arch": arch, "tma": tma},
-                                 PrivatizeAtomics: {"remarks": remarks},
-                                 LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
-                   off)
-            + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP])
+    passes = _build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks, "arch": arch,
+                                                                      "async_copy": async_copy},
+                                  MmaContractions: {"remarks": remarks, "arch": arch},
+                                  WgmmaContractions: {"remarks": remarks, "arch": arch, "tma": tma},
+                                  PrivatizeAtomics: {"remarks": remarks},
+                                  LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
+                    off)
+    if tile:
+        # A tiled contraction repeats the index arithmetic of its cooperative loads for every element
+        # a thread loads (conv2d_fwd: 1941 ops, 282 divisions); merging the copies before the passes
+        # after it (kern-lower-divisions expands each division into ~30 ops) takes conv2d_fwd's
+        # gpu stage to 0.4-0.7x its time and gives LLVM less to clean up (docs/compile-time.md)
+        at = next(i for i, p in enumerate(passes) if isinstance(p, TileContractions)) + 1
+        passes.insert(at, UpstreamPass(TILE_CLEANUP))
+    return passes + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP]
 
 
 def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:

@@ -45,8 +45,22 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    tile's reads are done) and its loads into half 0; per chunk one barrier (this chunk's stores
    are seen, the previous chunk's reads of the other half done), then the next chunk's loads into
    registers, the inner loop, and their stores into the other half -- the global loads in flight
-   during the products (plain loads; ``cp.async`` is not emitted yet). Single-buffered: a barrier
-   before the stores (the previous chunk's reads are done) and one after them.
+   during the products. Single-buffered: a barrier before the stores (the previous chunk's reads
+   are done) and one after them.
+
+   *cp.async* (``arch`` ``sm_80`` and later, ``async_copy``; double-buffered only): a staged read
+   whose element ``cp.async`` can copy unchanged (storage type = compute type, 4 or 8 bytes: f32,
+   f64, i32, i64; a checked read only with default 0, the zero-fill of a copy of ``src-size`` 0)
+   is copied global -> workgroup by ``nvgpu.device_async_copy`` (``cp.async.ca.shared.global``;
+   PTX ISA 9.7.9.25.3) rather than loaded into registers and stored: per slot its address and
+   in-bounds predicate computed under the slot's guard, the predicate as ``srcElements`` (0:
+   nothing read, the slot zero-filled). The tile's first chunk: the copies, one group
+   (``nvgpu.device_async_create_group``), its wait (``nvgpu.device_async_wait {numGroups = 0}``);
+   per chunk: the barrier (every thread retired this chunk's group: its copies are seen by all,
+   and the other half's reads are done), the next chunk's copies into the other half and their
+   group, the inner loop (the copies in flight during it), the wait for that group. f16/bf16
+   (2-byte elements; no vector copy along the unit stride yet) and non-zero defaults keep the
+   plain loads, and the remark says which operands are copied how and why.
 4. *The inner loop* ``kk < min(BK, ub - k0)`` reads each staged value of the thread's ``TM`` rows and
    ``TN`` columns once from workgroup memory, then runs the original loop body for each of its
    ``TM*TN`` items with ``k = k0 + kk``, the staged reads replaced by those values and the item's own
@@ -86,14 +100,22 @@ from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping, of_function
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.dialect.strided import Poly
 from kernc.support.errors import CompileError, Diagnostic, SourceLocation
-from kernc.support.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
 from .base import Pass, functions, internal, option, walk_ops
+from .lower_views import in_bounds_value, offset_value
+from .targets import PTX_VERSION
 from .to_gpu import GUARD_ATTR
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
+nvgpu = lazy_dialect("nvgpu")  # (cp.async only: loaded when a tile is staged with it)
+
+#: The first architecture with ``cp.async`` (PTX ISA 9.7.9.25.3.1, "cp.async": ``sm_80`` and later).
+ASYNC_COPY_SM = 80
+#: The element sizes (bytes) one ``cp.async`` copies (its ``cp-size``: 4, 8 or 16; ``.cg`` 16 only).
+ASYNC_COPY_BYTES = (4, 8, 16)
 
 #: Most items one thread may compute (its accumulators live in registers; 8x8 is the largest
 #: micro-tile CUTLASS's SGEMM kernels use).
@@ -177,6 +199,8 @@ class _Staged:
     k_fastest: bool
     stride: int = 0
     smem: object = None
+    #: staged with ``cp.async`` (``nvgpu.device_async_copy``) rather than plain loads and stores
+    async_copy: bool = False
 
 
 @dataclass
@@ -194,8 +218,20 @@ class TileContractions(Pass):
     block_k: int = option(16)
     #: two workgroup buffers per staged tile, one barrier per chunk: the next chunk's loads are
     #: issued before this chunk's products and stored after them (the global-load latency hidden
-    #: behind the products; plain loads: ``cp.async`` is not used yet)
+    #: behind the products; with ``async_copy``, ``cp.async`` instead of loads and stores)
     double_buffer: bool = option(True)
+    #: on ``arch`` sm_80 and later, copy the double-buffered tiles with ``cp.async``
+    #: (``nvgpu.device_async_copy``, a group per chunk, retired by ``wait_group 0`` and seen after
+    #: the barrier before the chunk's products): the copies bypass the registers; ``kernc compile
+    #: --no-async-copy`` turns it off
+    async_copy: bool = option(True)
+    #: the target (``kernc compile --arch``): ``cp.async`` from ``sm_80``
+    arch: str = option("sm_90", choices=tuple(PTX_VERSION))
+    #: a test hook: drop the chunk loop's ``nvgpu.device_async_wait`` (``"wait"``), make it leave
+    #: the chunk's group in flight (``"wait1"``: ``numGroups = 1``) or drop the barrier after it
+    #: (``"barrier"``), to check that the CPU interpreter reports the race such a kernel has;
+    #: ``""``: none (the only value a compile uses)
+    drop_sync: str = internal("")
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
     remarks: Callable[[str], None] | None = internal(None)
 
@@ -225,8 +261,34 @@ class TileContractions(Pass):
             if isinstance(config, str):
                 self._remark(plan.loop, f"not tiling '{sig.name}': {config}")
                 continue
-            _Rewrite(fn, sig, plan, config, self.double_buffer).run()
-            self._remark(plan.loop, _describe(sig, plan, config, self.double_buffer))
+            plain = self._async_plan(plan)
+            _Rewrite(fn, sig, plan, config, self.double_buffer, self.drop_sync).run()
+            self._remark(plan.loop, _describe(sig, plan, config, self.double_buffer, plain))
+
+    def _async_plan(self, plan: "_Analysis") -> str:
+        """Mark the staged reads that ``cp.async`` copies (``_Staged.async_copy``); the remark's
+        words on it: which are copied so, and why the others keep plain loads."""
+        if not self.async_copy:
+            return "plain loads (cp.async is off: --no-async-copy)"
+        if int(self.arch[3:].rstrip("a")) < ASYNC_COPY_SM:  # ("sm_90a" -> 90; arch is checked)
+            return f"plain loads ({self.arch} has no cp.async: sm_{ASYNC_COPY_SM} and later)"
+        if not self.double_buffer:
+            return "plain loads (single-buffered: cp.async pays with double buffering only)"
+        why = {}
+        for s in plan.staged:
+            reason = _plain_reason(s)
+            if reason is None:
+                s.async_copy = True
+            else:
+                why.setdefault(s.name, reason)
+        copied = list(dict.fromkeys(s.name for s in plan.staged if s.async_copy))
+        out = []
+        if copied:
+            out.append(f"{' and '.join(copied)} staged with cp.async (nvgpu.device_async_copy, one "
+                       f"group per chunk, waited for before the chunk's products, the next chunk's "
+                       f"copies in flight during them)")
+        out += [f"{n} with plain loads ({r})" for n, r in why.items()]
+        return "; ".join(out)
 
     def _config(self, sig: KernelSignature, plan: "_Analysis") -> Config | str:
         """The configuration of ``sig``'s kernel: its ``@tile`` (a ``CompileError`` when it cannot
@@ -309,7 +371,34 @@ def _row_stride(s: _Staged, c: Config) -> int:
     return x + (WARP // c.bk if c.bk < WARP else 1)
 
 
-def _describe(sig, plan: "_Analysis", c: Config, double: bool = False) -> str:
+def _plain_reason(s: _Staged) -> str | None:
+    """Why staged read ``s`` cannot be one ``cp.async`` of its element (``None``: it can). The copy
+    moves the storage bytes unchanged (no conversion: storage and compute type equal) of 4, 8 or 16
+    bytes (:data:`ASYNC_COPY_BYTES`; one f16/bf16 element is 2: kept plain, no vector copy along the
+    unit stride yet), and zero-fills a copy of ``src-size`` 0 (PTX ISA 9.7.9.25.3.1): a checked
+    read whose default is not +0 cannot be given that way."""
+    v = ViewAccess.from_op(s.op)
+    storage = ir.MemRefType(v.buffer.type).element_type
+    size = b.bits(storage) // 8
+    if size not in ASYNC_COPY_BYTES:
+        return (f"a {storage} element is {size} bytes and cp.async copies 4, 8 or 16; no vector copy "
+                f"along the unit stride yet")
+    if storage != v.value.type:
+        return f"its elements are {storage}, computed as {v.value.type}: cp.async copies them unconverted"
+    if v.checked and v.default is not None and not _is_plus_zero(v.default):
+        return f"its checked read's default {v.default} is not 0, and cp.async fills with zeros"
+    return None
+
+
+def _is_plus_zero(attr) -> bool:
+    """Whether a typed attribute is ``0`` (``+0.0`` for a float: the bits cp.async's zero-fill gives)."""
+    if isinstance(attr.type, ir.IntegerType):
+        return ir.IntegerAttr(attr).value == 0
+    x = ir.FloatAttr(attr).value
+    return x == 0.0 and math.copysign(1.0, x) > 0
+
+
+def _describe(sig, plan: "_Analysis", c: Config, double: bool = False, plain: str = "") -> str:
     names = [s.name for s in plan.staged]
     staged = " and ".join(dict.fromkeys(names))
     tiles = ", ".join(
@@ -326,6 +415,7 @@ def _describe(sig, plan: "_Analysis", c: Config, double: bool = False) -> str:
             f"{'s' if len(plan.levels) > 1 else ''} and the item coordinates of one side, so per chunk of {c.bk} the block stages them through workgroup memory ({tiles}); "
             f"{'; '.join(dict.fromkeys(reuse))}; "
             f"{'double-buffered (the next chunk loaded during this one); ' if double else ''}"
+            f"{plain + '; ' if plain else ''}"
             f"every output sums in its original order; "
             + ("@tile chose it, every launch runs it" if sig.tile_config is not None else
                f"a launch of fewer than {c.bm}x{c.bn} items per batch runs the untiled build instead "
@@ -528,8 +618,9 @@ def _remap(op, mapping: dict) -> None:
 class _Rewrite:
     """Build the tiled kernel of an analysed contraction (the module docstring's steps 1-5)."""
 
-    def __init__(self, fn, sig, plan: _Analysis, c: Config, double: bool = True) -> None:
+    def __init__(self, fn, sig, plan: _Analysis, c: Config, double: bool = True, drop_sync: str = "") -> None:
         self.fn, self.sig, self.plan, self.c, self.double = fn, sig, plan, c, double
+        self.drop_sync = drop_sync
 
     def run(self) -> None:
         fn, sig, plan, c = self.fn, self.sig, self.plan, self.c
@@ -635,21 +726,25 @@ class _Rewrite:
                     kk = b.arith.DivUIOp(e, b.idx(X)).result
                 x = b.add(x0[s.side], xl)
                 ok = b.cmp("ult", x, ext[s.side])
+                exists = None  # whether the thread has this slot (the last round may be partial)
                 if total % B:
-                    ok = b.and_(ok, b.cmp("ult", e, b.idx(total)))
+                    exists = b.cmp("ult", e, b.idx(total))
+                    ok = b.and_(ok, exists)
                 at = {plan.coords[q]: coord[q] for q in batch}
                 at.update({plan.coords[q]: val for q, val in _split(x, plan.sides[s.side], E).items()})
                 for op in hoist:  # the slot's index arithmetic that no chunk changes: once per tile
                     _clone(op, at)
-                slots.append((kk, at, ok, b.add(b.mul(kk, b.idx(s.stride)), xl)))
+                slots.append((kk, at, ok, b.add(b.mul(kk, b.idx(s.stride)), xl), exists))
             coop.append((slots, [op for op in sliced if op not in hoist]))
         def fetch(k0) -> list:
             """The cooperative loads of the chunk at ``k0``: ``(value, smem, slot)`` per slot (0 past
             the edge, where nothing is loaded)."""
             out = []
             for s, (slots, per_chunk) in zip(plan.staged, coop):
+                if s.async_copy:
+                    continue
                 T = s.op.results[0].type
-                for kk, at, ok, slot in slots:
+                for kk, at, ok, slot, _ in slots:
                     k = b.add(k0, kk)
 
                     def then(at=at, s=s, k=k, per_chunk=per_chunk):
@@ -662,23 +757,88 @@ class _Rewrite:
                     out.append((val[0], s, slot))
             return out
 
+        def copy(k0, half):
+            """The ``cp.async`` of the chunk at ``k0`` into ``half`` (``None``: half 0) of the tiles
+            of the async staged reads, and one group committing them (its token returned). Each copy moves the element
+            of the slot's view read (address computed under the slot's guard, as the plain load
+            is) or, past the edge, its ``src-size`` 0 zero-fills the slot (``srcElements``)."""
+            tokens = []
+            index, i1 = b.index_t(), ir.IntegerType.get_signless(1)
+            for s, (slots, per_chunk) in zip(plan.staged, coop):
+                if not s.async_copy:
+                    continue
+                src = ViewAccess.from_op(s.op).buffer
+                for kk, at, ok, slot, exists in slots:
+                    k = b.add(k0, kk)
+
+                    def address(at=at, k=k, per_chunk=per_chunk):
+                        m = dict(at)
+                        m.update(ivs(k))
+                        new = None
+                        for op in per_chunk:
+                            new = _clone(op, m)
+                        v = ViewAccess.from_op(new)  # (the slice ends with the view read)
+                        off = offset_value(v.coords, v.sizes, v.layout, v.swizzle, v.syms)
+                        inb = in_bounds_value(v.coords, v.sizes, v.layout, v.syms) if v.checked else \
+                            b.const(1, i1)
+                        if v.mask is not None:
+                            inb = b.and_(inb, v.mask)
+                        new.erase()
+                        # src-size 0 reads nothing: the offset is 0 then, in the buffer or at its base
+                        return [b.select(inb, off, b.idx(0)), b.select(inb, b.idx(1), b.idx(0))]
+                    dst = slot if half is None else b.add(b.mul(half, b.idx(c.bk * s.stride)), slot)
+
+                    def issue(k=k, ok=ok, dst=dst, s=s, address=address):
+                        off, n = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [index, index], address,
+                                           lambda: [b.idx(0), b.idx(0)])
+                        return nvgpu.DeviceAsyncCopyOp(s.smem, [dst], src, [off], 1, srcElements=n).result
+                    if exists is None:
+                        tokens.append(issue())
+                    else:  # (a token of a copy under scf.if stays there: the group is the thread's)
+                        with b.if_(exists):
+                            issue()
+            return nvgpu.DeviceAsyncCreateGroupOp(tokens).result
+
+        def wait(group, in_loop: bool = False) -> None:
+            """Wait until no group of this thread is in flight (``cp.async.wait_group 0``)."""
+            if self.drop_sync == "wait" and in_loop:
+                return
+            nvgpu.DeviceAsyncWaitOp(group, numGroups=1 if self.drop_sync == "wait1" and in_loop else 0)
+
         def put(fetched, half) -> None:
             for val, s, slot in fetched:
                 b.store(val, s.smem, b.add(b.mul(half, b.idx(c.bk * s.stride)), slot) if half is not None else slot)
 
+        asynchronous = self.double and any(s.async_copy for s in plan.staged)
         if self.double:  # chunk 0 into half 0, once the previous tile's reads are done
             b.barrier()
             put(fetch(lb), None)
+            if asynchronous:
+                # the group of chunk 0, retired at once (nothing to overlap it with); its token is
+                # the one every wait names: a wait for 0 groups in flight retires them all
+                # (cp.async.wait_group names no group), and a token carried through the loop would
+                # be a block argument after scf-to-cf, a type convert-gpu-to-nvvm does not convert
+                first_group = copy(lb, None)
+                wait(first_group)
         chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), inits)
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             if self.double:
                 # half (chunk number % 2) holds this chunk; the barrier: its stores are seen, and every
                 # read of the other half (the previous chunk's) is done, so the next chunk's loads,
-                # in flight during this chunk's products, may be stored there after them
+                # in flight during this chunk's products, may be stored there after them. cp.async:
+                # every thread retired this chunk's group (the wait at the end of the previous
+                # chunk, or after the first copies), and the barrier makes its copies visible to
+                # every thread; then the next chunk's copies start, into the other half, in flight
+                # during the products, and are waited for after them (PTX ISA 9.7.9.25.3). (The
+                # wait after the products rather than before this barrier: the same overlap, and
+                # ptxas keeps conv2d_wgrad within its registers on sm_90, where it spilled 16 bytes.)
                 cur = b.arith.AndIOp(b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result, b.idx(1)).result
-                b.barrier()
+                if self.drop_sync != "barrier" or not asynchronous:
+                    b.barrier()
                 ahead = fetch(b.add(k0, b.idx(c.bk)))
+                if asynchronous:
+                    copy(b.add(k0, b.idx(c.bk)), b.sub(b.idx(1), cur))
                 offset = {id(s): b.mul(cur, b.idx(c.bk * s.stride)) for s in plan.staged}
             else:
                 b.barrier()  # the previous chunk's (or tile's) reads of the tiles are done
@@ -721,6 +881,8 @@ class _Rewrite:
                 b.scf.YieldOp(out)
             if self.double:
                 put(ahead, b.sub(b.idx(1), cur))
+            if asynchronous:
+                wait(first_group, in_loop=True)
             b.scf.YieldOp(list(inner.results))
         for n_it, (u, v) in enumerate(items):  # each item's code after the loop, under its guard
             m = maps[u, v]

@@ -69,7 +69,7 @@ from typing import Callable
 
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature, Param
 from kernc.dialect.strided import StridedLayout
-from kernc.support.mlir import dialect, ir
+from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
 from . import llvm_ops
@@ -81,7 +81,7 @@ from .workgroup import SHARED_LIMIT, WARP, emit_remark
 
 gpu = dialect("gpu")
 memref = dialect("memref")
-nvvm = dialect("nvvm")
+nvvm = lazy_dialect("nvvm")  # (loaded when a kernel is rewritten: sm_90a only)
 
 #: Threads of a warpgroup (4 consecutive warps, the first a multiple of 4).
 WARPGROUP = 128
@@ -147,6 +147,11 @@ class WgmmaConfig:
     def sb(self) -> int:
         return self.bn
 
+    @property
+    def b_elems(self) -> int:
+        """Elements of the staged (transposed, K-major) ``bn x bk`` B tile."""
+        return self.bk * self.bn
+
     def shared_bytes(self, elem_bytes: int) -> int:
         return (self.bm + self.bn) * self.bk * elem_bytes
 
@@ -181,9 +186,15 @@ class WgmmaContractions(Pass):
                 continue
             if plan.loop is None or sig.tile_config is not None or sm_number(self.arch) < MIN_SM:
                 continue  # kern-mma-contractions says why
-            parts = _match(plan)
+            parts = _match(plan, "tf32" in (sig.tensor_cores or {}))
             if isinstance(parts, str):
                 continue  # the same
+            if not isinstance(parts.elem, (ir.F16Type, ir.BF16Type)):
+                # i8 (and @tf32 f32) contractions: wgmma has those shapes, this pass not yet
+                emit_remark(self.remarks, plan.loop,
+                            f"not using wgmma for '{sig.name}': its {parts.elem} operands take "
+                            "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16 only)")
+                continue
             got = self._decide(plan)
             if isinstance(got, str):
                 emit_remark(self.remarks, plan.loop, f"not using wgmma for '{sig.name}': {got}")

@@ -150,4 +150,28 @@ def dialect(name: str):
     return importlib.import_module(f"{DISTRIBUTION}.dialects.{name}")
 
 
-__all__ = ["ir", "passmanager", "rewrite", "dialect", "set_llvm_options", "DISTRIBUTION"]
+class LazyDialect:
+    """A dialect module imported on first attribute use (``lazy_dialect("vector").BroadcastOp``):
+    for a pass that needs a dialect's Python op classes only when it rewrites something. Importing
+    ``nvgpu`` and ``vector`` costs ~10 ms of a cold ``kernc compile`` (their generated op modules),
+    and ``kern-mma-contractions`` declines most kernels it sees (every one without an f16/bf16
+    contraction)."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._module = None
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("_"):  # (copy/pickle probes, and the two fields before __init__ sets them)
+            raise AttributeError(attr)
+        if self._module is None:
+            self._module = dialect(self._name)
+        return getattr(self._module, attr)
+
+
+def lazy_dialect(name: str) -> LazyDialect:
+    """The upstream dialect module ``dialects.<name>``, imported when first used (:class:`LazyDialect`)."""
+    return LazyDialect(name)
+
+
+__all__ = ["ir", "passmanager", "rewrite", "dialect", "lazy_dialect", "set_llvm_options", "DISTRIBUTION"]

@@ -66,7 +66,8 @@ The package, one job per module (imports point down this list only):
   accesses), :mod:`.gpu` (ids, barriers, shuffles, atomics), :mod:`.nvgpu` (``ldmatrix`` and
   ``mma.sync`` with the PTX ISA's fragment layouts), :mod:`.wgmma` (Hopper's ``nvvm.wgmma.*``:
   matrix descriptors, swizzles, the m64nN accumulator fragment, pending groups and their errors;
-  the LLVM structs that carry the accumulators), :mod:`.control` (``scf``);
+  the LLVM structs that carry the accumulators), :mod:`.async_copy` (``cp.async``,
+  its groups and waits: a copy in flight read is a reported race), :mod:`.control` (``scf``);
 - :mod:`.traffic`: :class:`RunStats` and the request, sector and bank-conflict counts;
 - :mod:`.affine` (which ``index`` values are affine in the ids), :mod:`.frame` (the state of one
   batch, the memref values, the pool of lane arrays), :mod:`.types` (IR types as numpy dtypes),

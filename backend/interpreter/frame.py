@@ -92,7 +92,8 @@ class _Shadow:
     records are equal and only block 0's are kept (``size`` elements): ``B``-lane work, not
     ``L``-lane; the first other access copies them to every block (:meth:`spread`)."""
 
-    __slots__ = ("writer", "rlo", "rhi", "log", "uniform", "writes", "folded", "nb", "size", "_full")
+    __slots__ = ("writer", "rlo", "rhi", "log", "uniform", "writes", "folded", "nb", "size", "_full",
+                 "pending", "npending", "pending_loc", "pending_lo", "pending_hi")
     NONE = np.iinfo(np.int32).max
 
     def __init__(self, nb: int, size: int):
@@ -104,6 +105,14 @@ class _Shadow:
         self.log = []
         self.uniform = True
         self.writes = self.folded = False
+        # cp.async (.async_copy): the copies in flight to each address of every block (flat, as
+        # the data), their total, the location of the last one and the least and greatest index
+        # (within a block's array) they target, a quick test for the accesses of the other half of
+        # a double-buffered tile; never reset by a barrier
+        self.pending = np.zeros(nb * size, np.int32)
+        self.npending = 0
+        self.pending_loc = ""
+        self.pending_lo, self.pending_hi = size, -1
 
     def fold(self) -> None:
         """Fold the logged loads into ``rlo``/``rhi``."""
@@ -151,7 +160,7 @@ class _Frame:
 
     __slots__ = ("env", "L", "B", "nb", "first_block", "grid", "full", "lane", "blk", "tid", "bid",
                  "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit", "index32", "tables",
-                 "memo", "pool", "shadows")
+                 "memo", "pool", "shadows", "copies")
 
     def thread_id(self, lane: int) -> int:
         return self.first_block * self.B + int(lane)

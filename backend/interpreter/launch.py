@@ -9,7 +9,7 @@ from kernc.support.errors import KerncLaunchError
 from kernc.support.mlir import ir
 
 # importing the handler modules registers their ops' handlers (translate.HANDLERS)
-from . import control, conversions, gpu, memory, numeric, nvgpu, tma, vector, wgmma  # noqa: F401
+from . import async_copy, control, conversions, gpu, memory, numeric, nvgpu, tma, vector, wgmma  # noqa: F401
 from .frame import _Buf, _empty_alloc, _Frame, _Pool, _Shadow
 from .numeric import _int_const
 from .traffic import WARP_SIZE, RunStats
@@ -301,4 +301,5 @@ class Interpreter:
         fr.memo = {}
         fr.pool = pool
         fr.shadows = []
+        fr.copies = None  # cp.async in flight (.async_copy), made on the first copy
         return fr

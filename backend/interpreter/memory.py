@@ -292,8 +292,38 @@ def _tracked(tr, o, f, mem, idxs, store: bool):
         if tma is not None:
             tma.check(fr, buf, mask, rel, store, loc)
         if buf.shadow is not None:
+            if buf.shadow.npending:
+                _check_pending(fr, buf, mask, rel, store, loc)
             _track(fr, buf, mask, rel, store, loc, periodic)
     return tracked
+
+
+def _check_pending(fr, buf: _Buf, mask, rel, store: bool, loc: str) -> None:
+    """A load or store of a workgroup address a ``cp.async`` has in flight (``_Shadow.pending``,
+    :mod:`.async_copy`): raise ``KerncRuntimeError``. Its data is in workgroup memory only once an
+    ``nvgpu.device_async_wait`` of the copying thread retires its group (PTX ISA 9.7.9.25.3.3),
+    and seen by other threads only after a barrier that follows that wait."""
+    sh = buf.shadow
+    act = np.flatnonzero(mask) if mask is not fr.full else fr.lane
+    if not act.size:
+        return
+    r = rel[act] if type(rel) is np.ndarray else rel
+    if type(r) is np.ndarray:  # (the indices in flight lie in [pending_lo, pending_hi])
+        if int(r.max()) < sh.pending_lo or int(r.min()) > sh.pending_hi:
+            return
+    elif not sh.pending_lo <= r <= sh.pending_hi:
+        return
+    busy = buf.shadow.pending[buf.base[act] + r] > 0
+    if busy.any():
+        k = int(np.argmax(busy))
+        lane = int(act[k])
+        index = int(r[k]) if type(r) is np.ndarray else int(r)
+        raise KerncRuntimeError(
+            f"data race on {buf.describe()} (workgroup memory of block {fr.first_block + lane // fr.B}): "
+            f"thread {fr.thread_id(lane)} {'stores to' if store else 'loads'} index {index} (at {loc}) while a "
+            f"cp.async to it (nvgpu.device_async_copy at {buf.shadow.pending_loc}) is in flight: no "
+            "nvgpu.device_async_wait (cp.async.wait_group) has retired its group (and other threads see "
+            "the copy only after a gpu.barrier following that wait)")
 
 
 def _load_untracked(tr, o):

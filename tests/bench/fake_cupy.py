@@ -34,5 +34,6 @@ def fake_cupy(module_cls, raw_module_cls) -> types.SimpleNamespace:
     )
     return types.SimpleNamespace(
         cuda=cuda_ns, ndarray=np.ndarray, asarray=np.asarray, allclose=np.allclose, zeros=np.zeros,
-        ones=np.ones, float32=np.float32, float16=np.float16, matmul=np.matmul, RawModule=raw_module_cls,
+        ones=np.ones, float32=np.float32, float16=np.float16, float64=np.float64, matmul=np.matmul, abs=np.abs,
+        RawModule=raw_module_cls,
     )

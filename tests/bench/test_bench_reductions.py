@@ -30,3 +30,29 @@ def test_gpu_share_of_the_peak_is_a_target_at_full_size():
     assert {t["target"]: t for t in reductions.targets({"gpu": gpu})}["softmax_hbm"]["status"] == "FAIL"
     assert all(t in [e["target"] for e in runner.evaluate_targets(
         {"compile": {}, "code_quality": {}, "gpu": gpu})] for t in reductions.TARGETS)
+
+
+def test_gemm_f32_against_cublas_targets():
+    """The f32 gemm rows (issue 20): at least 80% of cuBLAS SGEMM's speed at 4096, never under 50% at
+    any size >= 512 (a size under 512 does not count), and a size that failed fails the target."""
+    def row(kernc_ms, cupy_ms):
+        return {"kernc_ms": kernc_ms, "cupy_ms": cupy_ms, "kernc_gflops": 1.0, "cupy_gflops": 1.0,
+                "ratio_kernc_to_cupy": cupy_ms / kernc_ms}
+
+    sizes = {256: row(9.0, 1.0), 512: row(1.9, 1.0), 4096: row(1.2, 1.0)}
+    res = {"compile": {}, "code_quality": {}, "gpu": {"gemm_f32_tiled": {"arch": "sm_90", "sizes": sizes}}}
+    by = {t["target"]: t for t in runner.evaluate_targets(res)}
+    assert by["gemm_f32_vs_cublas"]["status"] == "PASS" and by["gemm_f32_vs_cublas"]["measured"] == 1.2
+    assert by["gemm_f32_min_vs_cublas"]["status"] == "PASS" and by["gemm_f32_min_vs_cublas"]["measured"] == 1.9
+    sizes[4096] = row(1.3, 1.0)
+    sizes[1000] = row(2.1, 1.0)
+    by = {t["target"]: t for t in runner.evaluate_targets(res)}
+    assert by["gemm_f32_vs_cublas"]["status"] == "FAIL" and by["gemm_f32_min_vs_cublas"]["status"] == "FAIL"
+    sizes[1000] = {"error": "RuntimeError: off"}
+    sizes[4096] = row(1.0, 1.0)
+    by = {t["target"]: t for t in runner.evaluate_targets(res)}
+    assert by["gemm_f32_vs_cublas"]["status"] == "PASS" and by["gemm_f32_min_vs_cublas"]["status"] == "FAIL"
+    assert by["gemm_f32_vs_cublas"]["status"] == "PASS"
+    assert runner.evaluate_targets({"compile": {}, "code_quality": {}, "gpu": {}})  # no GPU: n/a rows
+    none = {t["target"]: t for t in runner.evaluate_targets({"compile": {}, "code_quality": {}, "gpu": {}})}
+    assert none["gemm_f32_vs_cublas"]["status"] == "n/a" and none["gemm_f32_min_vs_cublas"]["status"] == "n/a"

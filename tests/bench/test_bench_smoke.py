@@ -203,6 +203,25 @@ def test_quick_run_has_the_tensor_core_rows(quick_results):
     assert "Tensor cores (kern-mma-contractions" in stdout
 
 
+def test_quick_run_has_the_i8_and_tf32_tensor_core_rows(quick_results):
+    """gemm_i8 (exact: the builds bitwise equal, both the exact product) and gemm_tf32 (@tf32: the
+    tensor-core build within the tolerance of the rounded operands' product, not bitwise the plain
+    f32 CUDA-core one) at 64^3; no GPU time for them. Their staging stores of b (n-major tiles, lanes
+    along n) conflict 4-way: 3 per request, 16 requests per warp and chunk, 8 warps, 2 chunks."""
+    res, stdout = quick_results
+    for job, equal in (("gemm_i8", True), ("gemm_tf32", False)):
+        tc = res["memory_tensor_cores"][job]
+        assert "error" not in tc, tc
+        assert tc["bitwise_equal"] is equal and tc["gpu"] == "not measured"
+        assert tc["within_f64"] == {"tensor_cores": True, "cuda_cores": True}
+        row = tc["variants"]["tensor_cores"]
+        assert row["blocks"] == 1 and row["shared_bank_conflicts"] == 3 * 16 * 8 * 2
+        target = next(t for t in res["targets"] if t["target"] == f"{job}_tc_spills")
+        if row["registers"] is not None:
+            assert row["spill_stores_bytes"] == row["spill_loads_bytes"] == 0 and target["status"] == "PASS"
+    assert "gemm_i8 (sm_90, i8 (i32 sums)): equal to the exact product" in stdout
+
+
 def test_first_run_tree_is_kernc_without_pyc_files(tmp_path):
     """The CLI first run imports kernc from a copy without ``.pyc`` files (``python -B`` writes
     none), data files included; a folder without kernc is refused, not timed."""
@@ -329,10 +348,16 @@ def test_render_with_gpu_results_and_errors():
                                     "kernc_pct_of_peak": 83.3, "reference_pct_of_peak": 85.4,
                                     "ratio_kernc_to_reference": 4000 / 4100},
                 "launch_overhead": {"n": 1024, "kernc_api_us": 30.0, "kernc_raw_us": 6.0, "reference_raw_us": 5.0,
-                                    "ratio_api_to_reference": 6.0}},
+                                    "ratio_api_to_reference": 6.0},
+                "gemm_f32_tiled": {"arch": "sm_90", "sizes": {
+                    4096: {"n": 4096, "kernc_ms": 2.5, "cupy_ms": 2.0, "kernc_gflops": 54975.6,
+                           "cupy_gflops": 68719.5, "ratio_kernc_to_cupy": 0.8},
+                    1000: {"error": "RuntimeError: off"}}}},
     }
     res["targets"] = evaluate_targets(res)
     text = render(res)
+    assert "gemm f32 4096^3 (tiled): kernc 54976 GFLOP/s, cupy.matmul f32 (TF32 off) 68720 GFLOP/s" in text
+    assert "gemm f32 1000^3 against cupy.matmul: error: RuntimeError: off" in text
     assert "FAIL CLI cold <= 0.8 x nvcc -ptx: saxpy" in text
     assert "error: CompileError: boom" in text and "n/a (no numpy reference)" in text
     assert "4000 GB/s (83.3% of peak)" in text and "kernc API 30.0 us" in text

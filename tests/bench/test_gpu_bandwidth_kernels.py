@@ -272,7 +272,7 @@ def test_run_on_a_stand_in_device(monkeypatch):
     monkeypatch.setattr(cuda, "cupy", lambda: fake)
     monkeypatch.setattr(cuda, "_modules", type(cuda._modules)())
     sizes = {"gather": N, "scatter": N, "transpose": SHAPE, "transpose_tall": (300, 8), "transpose_wide": (8, 300),
-             "gemm_f16": 40, "softmax": (5, 300), "layernorm": (5, 300)}
+             "gemm_f16": 40, "gemm_f32": (40, 33), "softmax": (5, 300), "layernorm": (5, 300)}
     res = gpu.run(EXAMPLES, CU_DIR, None, True, 1, bandwidth_n=1024, sizes=sizes)
 
     assert "error" not in res, res.get("error")
@@ -309,6 +309,12 @@ def test_run_on_a_stand_in_device(monkeypatch):
     assert gm["n"] == 40 and gm["tensor_cores"] is True and gm["kernc_ms"] > 0
     assert gm["kernc_gflops"] == pytest.approx(2 * 40 ** 3 / (gm["kernc_ms"] * 1e6))
     assert gm["ratio_kernc_to_cupy"] == pytest.approx(gm["cupy_ms"] / gm["kernc_ms"])
+    gf = res["gemm_f32_tiled"]  # kern-tile-contractions' gemm against cupy.matmul f32, two sizes
+    assert set(gf["sizes"]) == {40, 33} and gf["arch"] == "sm_90"
+    for n, r in gf["sizes"].items():
+        assert "error" not in r, r.get("error")
+        assert r["n"] == n and r["kernc_gflops"] == pytest.approx(2 * n ** 3 / (r["kernc_ms"] * 1e6))
+        assert r["ratio_kernc_to_cupy"] == pytest.approx(r["cupy_ms"] / r["kernc_ms"])
     g, s, t = res["gather_bandwidth"], res["scatter_bandwidth"], res["transpose_bandwidth"]
     idx = gpu.gather_data(np, N)["idx"]
     assert g["n"] == N and g["distinct"] == len(np.unique(idx)) and g["bytes_per_launch"] == 8 * N + 4 * g["distinct"]

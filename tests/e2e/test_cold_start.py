@@ -45,7 +45,12 @@ def test_cli_compile_of_a_layout_program_skips_the_svg_printer_imports(tmp_path)
     is imported only by `kernc layout --svg`."""
     probe = ("import sys; from kernc.cli import main; assert main(sys.argv[1:]) == 0; "
              "assert 'kernc.dialect.layout_algebra' in sys.modules and 'html' not in sys.modules, "
-             "sorted(sys.modules)")
+             "sorted(sys.modules); "
+             # kern-mma-contractions runs on this N-D kernel and declines it: its nvgpu and vector
+             # op classes are imported only when it rewrites a contraction (support.mlir.lazy_dialect)
+             "assert 'kernc.passes.mma_contractions' in sys.modules; "
+             "bad = [m for m in sys.modules if m.rsplit('.', 1)[-1] in ('_nvgpu_ops_gen', '_vector_ops_gen')]; "
+             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", probe, "compile", os.path.join(EXAMPLES, "transpose.kern"), "-o",
                     str(tmp_path / "t.ptx")], check=True, env=_env(tmp_path / "cache", KERNC_ALWAYS_COMPILE="1"),
                    timeout=300)
@@ -139,3 +144,14 @@ def test_kernc_layout_is_an_attribute_of_a_plain_import():
             "L = kernc.layout.Layout.parse('(4,2):(2,1)'); print(L(3), 'kernc.api' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.split() == ["6", "False"], out.stderr
+
+
+def test_a_tensor_core_compile_loads_the_dialects_it_builds(tmp_path):
+    """The other side of the lazy nvgpu/vector import: an f16 gemm rewritten onto tensor cores
+    imports them on first use and gets its mma.sync."""
+    probe = ("import sys; from kernc.cli import main; assert main(sys.argv[1:]) == 0; "
+             "assert any(m.endswith('._nvgpu_ops_gen') for m in sys.modules), sorted(sys.modules)")
+    out = tmp_path / "g.ptx"
+    subprocess.run([sys.executable, "-c", probe, "compile", os.path.join(EXAMPLES, "gemm_f16.kern"), "-o",
+                    str(out)], check=True, env=_env(tmp_path / "cache", KERNC_ALWAYS_COMPILE="1"), timeout=300)
+    assert "mma.sync.aligned.m16n8k16" in out.read_text()

@@ -221,3 +221,31 @@ def test_other_instruction_widths(monkeypatch, block_n):
     assert mod.gemm_f16(a, b, c).grid == -(-90 // block_n)
     np.testing.assert_array_equal(c, example_reference("gemm_f16").gemm_f32_sums(a, b))
     assert toolkit.ptxas_path() is None or toolkit.run_ptxas(mod.ptx, "sm_90a").spills["gemm_f16"] == (0, 0)
+
+
+@pytest.mark.parametrize("name", ["gemm_i8", "gemm_tf32"])
+def test_i8_and_tf32_gemms_on_sm_90a_take_mma_sync_with_a_remark(capsys, name):
+    """kern-wgmma-contractions builds f16/bf16 only: the i8 and @tf32 kinds kern-mma-contractions
+    matches go to its mma.sync (regression: the wgmma pass took them as f16 and failed), with the
+    same result as on sm_90."""
+    text = open(os.path.join(EXAMPLES, f"{name}.kern"), encoding="utf-8").read()
+    comp = Compilation(text, "t.kern", CompileOptions(remarks=True, arch="sm_90a"), use_cache=False)
+    gpu_ir, err = comp.gpu_ir(), capsys.readouterr().err
+    assert "nvvm.wgmma" not in gpu_ir and "nvgpu.mma.sync" in gpu_ir
+    assert f"not using wgmma for '{name}'" in err and "f16/bf16 only" in err
+    M, K, N = 19, 40, 23
+    rng = np.random.default_rng(3)
+    if name == "gemm_i8":
+        a = rng.integers(-128, 128, (M, K)).astype(np.int8)
+        b = rng.integers(-128, 128, (K, N)).astype(np.int8)
+        out = np.int32
+    else:
+        a, b, out = rng.standard_normal((M, K), np.float32), rng.standard_normal((K, N), np.float32), np.float32
+    results = []
+    for arch in ("sm_90a", "sm_90"):
+        c = np.zeros((M, N), out)
+        getattr(kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch=arch), name)(a, b, c)
+        results.append(c)
+    np.testing.assert_array_equal(results[0], results[1])
+    if name == "gemm_i8":
+        np.testing.assert_array_equal(results[0], a.astype(np.int32) @ b.astype(np.int32))
