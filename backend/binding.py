@@ -59,6 +59,10 @@ class BoundLaunch:
     #: like this one has ``|v| <`` this bound, or the index width could change
     #: (:func:`index_products_overflow`); ``None``: no bound beyond the index type's range
     index_scalar_bound: int | None = None
+    #: why this call cannot run the kernel's TMA build (a tensor map the driver would refuse: e.g. a
+    #: row byte stride that is no multiple of 16), which the launcher then runs the ``tma=False``
+    #: build of instead (``Compilation.untma``); ``None``: it can (or the kernel has no TMA loads)
+    no_tma: str | None = None
 
     def fill_value(self, name: str) -> float:
         """What the launcher fills the ``zero_init`` buffer ``name`` (``write sum``, ``write pair``)
@@ -453,6 +457,37 @@ def check_aliasing(sig: KernelSignature, plan: "BindPlan", values: dict) -> None
                 f"disagree); pass a copy of '{r}'")
 
 
+def _tensor_map(sig: KernelSignature, p: Param, array, env: dict, device: str, zeros):
+    """The argument of the hidden tensor-map parameter ``p`` (``kern-wgmma-contractions``' TMA loads,
+    :attr:`Param.tensor_map`) over the view's flat ``array``: on the CPU the
+    :class:`~kernc.backend.tensor_map.TensorMap` itself (the interpreter reads through it); on a GPU
+    the 128-byte ``CUtensorMap`` from ``cuTensorMapEncodeTiled`` in device memory (``zeros``: a
+    CuPy allocation, 256-byte aligned where the driver needs 64; passed as a ``.u64`` pointer
+    parameter, ``docs/gpu-ir.md``). ``KerncLaunchError`` naming the parameter when the launch's
+    strides or address break the driver's documented limits (``tensor_map.check``: e.g. a row of an
+    odd number of f16 elements, whose byte stride is no multiple of 16; marked ``tma_limit``: bind
+    then records it as ``BoundLaunch.no_tma`` and the launcher runs the build without TMA), or when
+    the driver refuses the map (its reason, ``cuGetErrorString``)."""
+    from .tensor_map import MAP_BYTES, TensorMap, check, encode
+
+    m = p.tensor_map
+    es = 2
+    tm = TensorMap(p.dtype, dims=tuple(Poly.parse(d).evaluate(env) for d in m["dims"]),
+                   strides=tuple(es * Poly.parse(d).evaluate(env) for d in m["strides"]),
+                   box=tuple(m["box"]), swizzle=int(m["swizzle"]), array=array if device == "cpu" else None)
+    try:
+        check(tm, array.ctypes.data if device == "cpu" else int(array.data.ptr), p.name, sig.name)
+    except KerncLaunchError as err:
+        err.tma_limit = True  # a documented limit: the launch runs the build without TMA
+        raise
+    if device == "cpu":
+        return tm
+    raw = encode(tm, int(array.data.ptr), p.name, sig.name)
+    out = zeros(MAP_BYTES, np.uint8)
+    out.set(np.frombuffer(raw, np.uint8))
+    return out
+
+
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,
          plan: BindPlan | None = None, choose_shared: bool = True, choose_tile: bool = True) -> BoundLaunch:
     """Validate a call ``kernel(*args, **kwargs)`` against ``sig``.
@@ -663,8 +698,17 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
             scalar_bound = min(scalar_bound, limit)
     out_args.extend(sizes[s] for s in sig.sizes)
     zeros = zeros or np.zeros
+    no_tma = None
     for p in sig.extra:
-        if p.kind == "table":
+        if p.kind == "tensor_map":
+            try:
+                out_args.append(_tensor_map(sig, p, flat[p.tensor_map["view"]], env, device, zeros))
+            except KerncLaunchError as err:
+                if not getattr(err, "tma_limit", False):
+                    raise  # the driver refused a map that passed the documented limits
+                no_tma = str(err)
+                out_args.append(None)
+        elif p.kind == "table":
             if p.table_of not in tables:
                 tables[p.table_of] = shared_indices(flat[p.table_of][:problem], sig.block)
             out_args.append(tables[p.table_of].field(p.table_field))
@@ -685,4 +729,4 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                       tiled=not choose_tile or launch_policy.run_tiled(sig, problem, env))
     return BoundLaunch(sig, out_args, sizes, problem, grid, sig.block, variant,
                        {p.name: values[p.name] for p in params if p.kind == "buffer"},
-                       [p.name for p in params if getattr(p, "zero_init", False)], scalar_bound)
+                       [p.name for p in params if getattr(p, "zero_init", False)], scalar_bound, no_tma)

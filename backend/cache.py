@@ -322,10 +322,11 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
 def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = True,
                     shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                     group_registers: bool = True, wgmma: bool = False,
-                    async_copy: bool = True) -> tuple:
+                    async_copy: bool = True, tma: bool = False) -> tuple:
     """The compile options that change the gpu IR, as ``includes`` pairs of :func:`front_key`
     (empty for the defaults, so default keys stay as they were). ``wgmma``: kern-wgmma-contractions
-    is in use (on, tensor cores on, an ``sm_90a`` target): its gpu IR differs from ``sm_90``'s."""
+    is in use (on, tensor cores on, an ``sm_90a`` target): its gpu IR differs from ``sm_90``'s;
+    ``tma``: and loads its tiles by TMA (``--tma``)."""
     return ((() if coalesce else (("--no-coalesce", ""),))
             + ((("--fmad", ""),) if fmad else ())
             + (() if tile else (("--no-tile", ""),))
@@ -334,7 +335,8 @@ def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = T
             + (() if privatize else (("--no-privatize", ""),))
             + (() if group_registers else (("--no-group-registers", ""),))
             + ((("--wgmma", ""),) if wgmma else ())
-            + (() if async_copy else (("--no-async-copy", ""),)))
+            + (() if async_copy else (("--no-async-copy", ""),))
+            + ((("--tma", ""),) if tma else ()))
 
 
 def ptx_key(front: str, arch: str, opt_level: int, variant: Variant | int) -> str:

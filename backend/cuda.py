@@ -396,7 +396,7 @@ def prepare(module: CudaModule, bound: BoundLaunch, packer: ArgPacker, device: i
     each time (``shared_indices`` tables, ``@checked``, ``P == 0``, buffers that are not CuPy
     arrays)."""
     sig = bound.signature
-    if bound.grid == 0 or "checked" in sig.attributes or any(p.kind == "table" for p in sig.params + sig.extra):
+    if bound.grid == 0 or "checked" in sig.attributes or any(p.kind in ("table", "tensor_map") for p in sig.params + sig.extra):
         return None
     if any(type(a) is not cupy().ndarray for a in bound.arrays.values()):
         return None

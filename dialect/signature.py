@@ -65,6 +65,11 @@ class Param:
     - ``table_of`` / ``table_field``: for ``kind="table"``, the index param and which table
       (``dialect/shared_table.py``: one of ``TABLES``, or for ``@deterministic`` shared sums of
       ``MERGE_TABLES``).
+    - ``tensor_map``: for ``kind="tensor_map"`` (``kern-wgmma-contractions``' TMA loads: a
+      ``!llvm.ptr`` argument, the address of a 128-byte ``CUtensorMap`` in global memory, or on the CPU
+      interpreter a :class:`kernc.backend.tensor_map.TensorMap`), the map the launcher builds:
+      ``{"view": the view param, "dims": [Poly texts, innermost first], "strides": [element strides of
+      dims 1.., Poly texts], "box": [ints, innermost first], "swizzle": bytes}``.
     - ``scratch_size``: for ``kind="scratch"`` (device memory the launcher allocates zero-filled for
       each launch, e.g. the per-block partial sums of ``@deterministic`` reductions), the number of
       elements as a :class:`~kernc.dialect.strided.Poly` text over size symbols and ``__grid`` (the
@@ -87,6 +92,7 @@ class Param:
     table_of: str | None = None
     table_field: str | None = None
     scratch_size: str | None = None
+    tensor_map: dict | None = None
 
     @property
     def accessor_kind(self) -> accessors.AccessorKind:

@@ -142,6 +142,9 @@ class Kernel:
         if device == "cpu":
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan,
                                  choose_shared=self._module._choose_shared, choose_tile=self._module._choose_tile)
+            if bound.no_tma:  # a tensor map the driver would refuse: the build without TMA
+                return self._module._untma_module().kernels[self.name].launch(args, kwargs, device, progress,
+                                                                              stats=stats)
             if not bound.variant.tiled:
                 return dataclasses.replace(self._untiled().launch(args, kwargs, device, progress, stats=stats),
                                            tiled=False)
@@ -168,6 +171,8 @@ class Kernel:
             bound = binding.bind(self.signature, args, kwargs, lambda x: isinstance(x, cp.ndarray), "cuda",
                                  zeros=cp.zeros, plan=self._bind_plan, choose_shared=self._module._choose_shared,
                                  choose_tile=self._module._choose_tile)
+            if bound.no_tma:  # (not prepared: the next call binds and chooses again)
+                return self._module._untma_module().kernels[self.name].launch(args, kwargs, device)
             if not bound.variant.tiled:  # (not prepared: the next call binds and chooses again)
                 return dataclasses.replace(self._untiled().launch(args, kwargs, device), tiled=False)
             if not bound.variant.shared:
@@ -229,6 +234,7 @@ class Module:
         # launches may run a tiled contraction's untiled build for a small problem
         self._choose_tile = bool(choose_tile) and compilation.options.tile
         self._untiled_mod = None
+        self._untma_mod = None  # the tma=False build (Compilation.untma), for launches TMA cannot take
         # launches may run shared(I)/shared_sum(I) as indexed/atomic where staging cannot pay
         self._choose_shared = bool(choose_shared) and compilation.options.shared
         self._interp = None
@@ -284,6 +290,14 @@ class Module:
                 self._unstaged_mod = Module(self._compilation.unstaged())
             return self._unstaged_mod
 
+    def _untma_module(self) -> "Module":
+        """The same program compiled with the same options but ``tma=False`` (``Compilation.untma``)."""
+        with self._lock:
+            if self._untma_mod is None:
+                self._untma_mod = Module(self._compilation.untma(), choose_shared=self._choose_shared,
+                                         choose_tile=self._choose_tile)
+            return self._untma_mod
+
     def _untiled_module(self) -> "Module":
         """The same program compiled with the same options but ``tile=False``
         (``Compilation.untiled``: built on first use, from the compile cache when it has it)."""
@@ -317,7 +331,7 @@ class Module:
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
             fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
             tensor_cores: bool = True, privatize: bool = True, group_registers: bool = True,
-            wgmma: bool = True, async_copy: bool = True) -> Module:
+            wgmma: bool = True, async_copy: bool = True, tma: bool = False) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -344,7 +358,10 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     those contractions off Hopper's warpgroup ``wgmma`` on ``sm_90a`` (``kern-wgmma-contractions``;
     ``kernc compile --no-wgmma``): they then take ``mma.sync``. ``async_copy=False`` stages the
     tiles of tiled contractions with plain loads and stores instead of ``cp.async`` on ``sm_80`` and
-    later (``kernc compile --no-async-copy``; the same results, bit for bit).
+    later (``kernc compile --no-async-copy``; the same results, bit for bit). ``tma=True`` loads the
+    ``wgmma`` operand tiles that are boxes of their views with the tensor memory accelerator
+    (``kernc compile --tma``; opt-in; a launch whose row byte strides are no multiple of 16 runs
+    the ``tma=False`` build).
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
@@ -357,7 +374,7 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
                                                              coalesce=coalesce, tile=tile,
                                                              tensor_cores=tensor_cores, privatize=privatize,
                                                              group_registers=group_registers,
-                                                             wgmma=wgmma, async_copy=async_copy)),
+                                                             wgmma=wgmma, async_copy=async_copy, tma=tma)),
                   choose_shared=choose_shared)
 
 
@@ -388,7 +405,8 @@ def derivative_source(text: str, kernel: str, wrt=None, mode: str = "grad", file
 def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int = 3,
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
                  choose_shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
-                 group_registers: bool = True, wgmma: bool = True, async_copy: bool = True) -> Module:
+                 group_registers: bool = True, wgmma: bool = True, async_copy: bool = True,
+                 tma: bool = False) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -398,7 +416,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
                    coalesce=coalesce, tile=tile, choose_shared=choose_shared, tensor_cores=tensor_cores,
                    privatize=privatize, group_registers=group_registers, wgmma=wgmma,
-                   async_copy=async_copy)
+                   async_copy=async_copy, tma=tma)
 
 
 def read_source(path) -> str:

@@ -122,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-wgmma", action="store_true",
                    help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (they take "
                         "mma.sync instead)")
+    c.add_argument("--tma", action="store_true",
+                   help="load the wgmma operand tiles that are boxes of their views with the tensor "
+                        "memory accelerator (cp.async.bulk.tensor on an mbarrier; sm_90a)")
     # kern-privatize-atomics
     c.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory")
@@ -167,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "compare --stats)")
     r.add_argument("--no-wgmma", action="store_true",
                    help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (compare --stats)")
+    r.add_argument("--tma", action="store_true",
+                   help="load the wgmma operand tiles by the tensor memory accelerator (sm_90a)")
     r.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory "
                         "(compare --stats)")

@@ -77,6 +77,9 @@ class CompileOptions:
     off, as ``tensor_cores=False`` does). ``async_copy``: stage the tiles of
     ``kern-tile-contractions`` with ``cp.async`` on ``sm_80`` and later (``kernc compile
     --no-async-copy`` turns it off: plain loads and stores).
+    ``tma``: in the wgmma contractions, load the operand tiles that are boxes of their views with the
+    tensor memory accelerator (``kernc compile --tma``; opt-in; a launch whose strides a tensor map
+    cannot encode runs the ``tma=False`` build, :meth:`Compilation.untma`).
     """
 
     arch: str = "sm_90"
@@ -90,6 +93,7 @@ class CompileOptions:
     tile: bool = True  # kern-tile-contractions
     tensor_cores: bool = True  # kern-mma-contractions (on sm_80 and later)
     wgmma: bool = True  # kern-wgmma-contractions (on sm_90a; needs tensor_cores)
+    tma: bool = False  # kern-wgmma-contractions: eligible operand tiles loaded by TMA (opt-in)
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
     privatize: bool = True  # kern-privatize-atomics
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
@@ -147,7 +151,7 @@ def validate_options(opts: "CompileOptions") -> None:
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
-                 "group_registers", "wgmma", "async_copy"):
+                 "group_registers", "wgmma", "async_copy", "tma"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -287,6 +291,7 @@ class Compilation:
         self._unstaged: Compilation | None = None  # built by unstaged() on first use
         self._unshared: Compilation | None = None  # built by unshared() on first use
         self._untiled: Compilation | None = None  # built by untiled() on first use
+        self._untma: Compilation | None = None  # built by untma() on first use
         self._program = None
         # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _stage_text)
         self._modules: dict[str, object] = {}  # stage -> module (after a compile)
@@ -302,7 +307,8 @@ class Compilation:
                                           tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize,
                                           group_registers=self.options.group_registers,
                                           wgmma=self.uses_wgmma,
-                                          async_copy=self.uses_async_copy)
+                                          async_copy=self.uses_async_copy,
+                                          tma=self.uses_wgmma and bool(self.options.tma))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -338,6 +344,7 @@ class Compilation:
                 kw["tensor_cores"] = False
             else:  # (before sm_80 too: it changes nothing there, but a kernel's @tensor_cores is an error)
                 kw["wgmma"] = bool(self.options.wgmma)
+                kw["tma"] = bool(self.options.tma)
             kw["arch"] = self.options.arch  # (tensor cores, cp.async: from sm_80)
             kw["async_copy"] = bool(self.options.async_copy)  # (the pass checks arch: its remark says why not)
             if self.options.remarks:
@@ -586,6 +593,20 @@ class Compilation:
                 options = dataclasses.replace(self.options, tile=False, remarks=False)
                 self._untiled = Compilation(self.source, self.filename, options)
             return self._untiled
+
+    def untma(self) -> "Compilation":
+        """This program compiled with the same options but ``tma=False``: the build a launch runs
+        when a tensor map of the TMA build cannot encode its arguments (``BoundLaunch.no_tma``: a
+        row byte stride that is no multiple of 16, a misaligned base); this compilation itself when
+        it loads nothing by TMA."""
+        if not self.options.tma or not any(p.kind == "tensor_map" for sig in self.signatures.values()
+                                           for p in sig.extra):
+            return self
+        with self._lock:
+            if self._untma is None:
+                options = dataclasses.replace(self.options, tma=False, remarks=False)
+                self._untma = Compilation(self.source, self.filename, options)
+            return self._untma
 
     def _builder(self, variant: Variant) -> tuple["Compilation", Variant]:
         """The compilation that builds ``variant`` (:meth:`unstaged` for ``staged=False``,

@@ -39,6 +39,22 @@ across the chunk loop, 255 registers), 60 at 64, 0 spills; 32 KiB of workgroup m
 transposed operand (lanes along ``n``, 2-byte stores down 128-byte rows) conflict 4-way; the
 ``k``-fastest operand's do not.
 
+*TMA* (``tma=True``, ``kernc compile --tma``; opt-in): an operand whose tile is a box of its view
+(:func:`_tma_map`: a 2-D view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
+offset -- the gemms' ``a``; ``b``, n-contiguous, would need the MN-major descriptor layout and keeps
+the stores, with a remark) is loaded by the tensor memory accelerator (PTX ISA 9.7.9.25,
+``cp.async.bulk.tensor``; 9.7.13.15, ``mbarrier``): its ``64 x X`` box at ``(k0, x0)`` of a tensor map
+over ``(K, X-extent)`` with the 128B swizzle writes exactly the K-major swizzled tile of step 2 (the
+swizzle is on the shared address, the tile 1024-byte aligned), zeros past the edges as the clone
+reads give. Per block, once: an mbarrier (count 1) initialised by thread 0, ``fence.mbarrier_init``,
+a barrier. Per chunk, after its first barrier: thread 0's ``mbarrier.arrive.expect_tx`` of the
+box's bytes and the copy, then the other operand's stores, fence and barrier (the copy lands
+meanwhile), then every thread's ``mbarrier.try_wait.parity`` with the parity of the number of
+chunks this block waited for before (``(tiles done) * (chunks per tile) + chunk``, mod 2). The tensor
+map is a hidden ``!llvm.ptr`` parameter after the size symbols (``Param.tensor_map``, ``docs/gpu-ir.md``).
+One stage: two stages of the 128x64 tile plus the other tile are more than 48 KiB of static
+workgroup memory. ptxas ``sm_90a``: 97 registers (f16, bf16), 0 spills.
+
 The sums are not in the loop's order (the CPU interpreter's documented order:
 :mod:`kernc.backend.interpreter.wgmma`). Applies on ``sm_90a`` only (wgmma is an ``a``-feature of
 sm_90): on other targets the contraction is left to ``kern-mma-contractions``, with a remark; also
@@ -51,7 +67,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature, Param
+from kernc.dialect.strided import StridedLayout
 from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
@@ -139,6 +156,9 @@ class WgmmaContractions(Pass):
     arch: str = option("sm_90a", choices=tuple(PTX_VERSION))
     #: the instruction's N and the block tile's columns (8..256, a multiple of 16 here)
     block_n: int = option(128)
+    #: load the eligible operand tiles with the tensor memory accelerator (``cp.async.bulk.tensor``
+    #: on an mbarrier) instead of per-thread stores (``kernc compile --tma``)
+    tma: bool = option(False)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
     remarks: Callable[[str], None] | None = internal(None)
 
@@ -169,8 +189,20 @@ class WgmmaContractions(Pass):
             if isinstance(got, str):
                 emit_remark(self.remarks, plan.loop, f"not using wgmma for '{sig.name}': {got}")
                 continue
-            _WgmmaRewrite(fn, sig, plan, got, parts).run()
+            tma = {}
+            if self.tma:
+                for s in (parts.a, parts.b):
+                    why = _tma_map(fn, sig, plan, s, got)
+                    if isinstance(why, str):
+                        emit_remark(self.remarks, s.op, f"'{s.name}' of '{sig.name}' not loaded by TMA: {why}; "
+                                    "its tile is staged by per-thread stores")
+                    else:
+                        tma[s.side] = why
+            _WgmmaRewrite(fn, sig, plan, got, parts, tma).run()
             emit_remark(self.remarks, plan.loop, _describe(sig, got, parts))
+            for side, m in sorted(tma.items()):
+                s = parts.a if side == 0 else parts.b
+                emit_remark(self.remarks, s.op, _describe_tma(sig, s, m, got))
 
     def _decide(self, plan: _Analysis) -> WgmmaConfig | str:
         if self.arch not in WGMMA_ARCHS:
@@ -212,6 +244,83 @@ def _describe(sig, c: WgmmaConfig, p) -> str:
             f"chunk; the sums are not in the loop's order (not bitwise the --no-tensor-cores result)")
 
 
+def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
+    """The tensor map of staged read ``s`` (:attr:`Param.tensor_map`), or why it has none. Eligible:
+    a ``kern.view_load`` of a 2-D view param (no batch) at exactly ``(x, k)`` or ``(k, x)`` (``x`` the
+    tile's row coordinate, ``k`` the loop's), whose layout gives ``k`` stride 1 and no start offset:
+    then the ``X x 64`` tile of a chunk is the box ``(64, X)`` at ``(k0, x0)`` of the map over
+    ``(K, X-extent)`` with the row stride of ``x``, copied with the 128B swizzle into the K-major
+    tile (the swizzle of step 2, the same bytes). The runtime conditions (a row byte stride that is a
+    multiple of 16 below 2^40, a 16-byte aligned base) are the launcher's (``backend/tensor_map.py``)."""
+    op = s.op
+    if op.name != "kern.view_load":
+        return f"its read is {op.name}, not a plain view read"
+    if len(plan.delin.extents) != 2:
+        return "the contraction is batched"
+    if "workgroup_attributions" in fn.attributes and ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value:
+        return "the kernel already has workgroup buffers"
+    entry = fn.regions[0].blocks[0]
+    buf = op.operands[0]
+    names = sig.arg_names
+    pos = [i for i, a in enumerate(entry.arguments) if a == buf]
+    if not pos or pos[0] >= len(sig.params):
+        return "its buffer is not a kernel parameter"
+    param = sig.params[pos[0]]
+    if param.kind != "buffer" or param.layout is None or param.accessor != "view":
+        return f"'{names[pos[0]]}' is not a view"
+    layout = StridedLayout.parse(param.layout)
+    if layout.rank != 2:
+        return f"its view is {layout.rank}-d, not a matrix"
+    coords = [op.operands[1], op.operands[2]]
+    x = plan.coords[plan.ij[s.side]]
+    if coords == [x, plan.iv]:
+        kd, xd = 1, 0
+    elif coords == [plan.iv, x]:
+        kd, xd = 0, 1
+    else:
+        return "its coordinates are not the tile's and the loop's own"
+    if not layout.stride[kd].is_const or layout.stride[kd].value != 1:
+        return f"k has stride {layout.stride[kd]} in its layout {param.layout}, not 1 (the box's rows must be k-contiguous)"
+    if not layout.start.is_const or layout.start.value:
+        return f"its layout {param.layout} starts at an offset"
+    X = c.bm if s.side == 0 else c.bn
+    if X > 256:
+        return f"its {X}-row tile is more than a TMA box's 256 rows"
+    return {"view": param.name, "dims": [str(layout.shape[kd]), str(layout.shape[xd])],
+            "strides": [str(layout.stride[xd])], "box": [c.bk, X], "swizzle": ROW_BYTES}
+
+
+def _describe_tma(sig, s, m: dict, c: WgmmaConfig) -> str:
+    return (f"'{s.name}' of '{sig.name}' loaded by the tensor memory accelerator: per chunk one "
+            f"cp.async.bulk.tensor.2d of the box {m['box'][0]}x{m['box'][1]} (k x rows, out-of-bounds "
+            "elements zero) into its 128B-swizzled tile, completed on an mbarrier (expect_tx "
+            f"{2 * m['box'][0] * m['box'][1]} bytes), issued before the other operand's stores; the "
+            f"tensor map is the hidden parameter '{_map_name(s.name)}' (row byte stride a multiple of 16 "
+            "at launch)")
+
+
+#: ``mbarrier.try_wait.parity``'s suspend-time hint (ns) per try of its wait loop
+TRY_WAIT_TICKS = 10_000_000
+
+
+def _i32(v: int) -> ir.Value:
+    return b.const(v, ir.IntegerType.get_signless(32))
+
+
+def _to_i32(v: ir.Value) -> ir.Value:
+    return b.arith.IndexCastOp(ir.IntegerType.get_signless(32), v).result
+
+
+def _shared_ptr(smem) -> ir.Value:
+    """The ``!llvm.ptr<3>`` of workgroup buffer ``smem`` (its 32-bit shared-window address)."""
+    addr = _to_i32(memref.ExtractAlignedPointerAsIndexOp(smem).result)
+    return ir.Operation.create("llvm.inttoptr", results=[ir.Type.parse("!llvm.ptr<3>")], operands=[addr]).result
+
+
+def _map_name(view: str) -> str:
+    return f"__tma_{view}"
+
+
 def _i64(v: int) -> ir.Value:
     return b.const(v, ir.IntegerType.get_signless(64))
 
@@ -222,7 +331,13 @@ def _attr(text: str) -> ir.Attribute:
 
 class _WgmmaRewrite(_Rewrite):
     """:class:`~kernc.passes.mma_contractions._Rewrite`'s tile loop, item mapping and workgroup
-    buffers, with the wgmma main loop and epilogue of the module docstring (steps 2-5)."""
+    buffers, with the wgmma main loop and epilogue of the module docstring (steps 2-5); ``tma``: the
+    tensor map (:func:`_tma_map`) of each side loaded by TMA."""
+
+    def __init__(self, fn, sig, plan, c, parts, tma: dict | None = None) -> None:
+        super().__init__(fn, sig, plan, c, parts)
+        self.tma = tma or {}
+        self.maps = {}
 
     def _stages(self) -> list[_Stage]:
         """Both tiles K-major, rows of ``bk`` (64) elements without padding (the 128B swizzle
@@ -231,6 +346,19 @@ class _WgmmaRewrite(_Rewrite):
         return [_Stage(0, True, c.bm, c.bk), _Stage(1, True, c.bn, c.bk)]
 
     def run(self) -> None:
+        fn, sig = self.fn, self.sig
+        if self.tma:  # the maps' arguments follow the inputs (before the workgroup attributions)
+            entry = fn.regions[0].blocks[0]
+            ptr = ir.Type.parse("!llvm.ptr")
+            ft = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+            for side, m in sorted(self.tma.items()):
+                s = self.p.a if side == 0 else self.p.b
+                self.maps[side] = entry.add_argument(ptr, fn.location)
+                sig.extra.append(Param(name=_map_name(s.name), kind="tensor_map",
+                                       dtype="bf16" if isinstance(self.p.elem, ir.BF16Type) else "f16",
+                                       tensor_map=m))
+            fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
+                list(ft.inputs) + [ptr] * len(self.tma), list(ft.results)))
         super().run()
         # the 128B swizzle's 1024-byte repeat: align both tiles (every attribution, for simplicity)
         n = ir.IntegerAttr(self.fn.attributes["workgroup_attributions"]).value
@@ -279,11 +407,22 @@ class _WgmmaRewrite(_Rewrite):
                 acc0 = llvm_ops.insertvalue(acc0, init, [r])
         desc_a = self._descriptor(self.smem_a, b.mul(group, b.idx(WG_M * ROW_BYTES)))
         desc_b = self._descriptor(self.smem_b, None)
+        if self.maps:
+            tma = self._tma_setup(tile, tid, lb, ub)
         chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), [acc0])
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             b.barrier()  # every warpgroup's wgmma of the previous chunk waited for: the tiles are free
+            if self.maps:  # the TMA copies first: they land while the other operand is stored
+                barp, lead, dsts = tma[0], tma[1], tma[2]
+                nbytes = sum(2 * m["box"][0] * m["box"][1] for m in self.tma.values())
+                nvvm.MBarrierArriveExpectTxOp(barp, _i32(nbytes), predicate=lead)
+                for side, tmap in sorted(self.maps.items()):
+                    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+                        dsts[side], tmap, [_to_i32(k0), _to_i32(x0[side])], barp, [], predicate=lead)
             for s, smem in zip((p.a, p.b), (self.smem_a, self.smem_b)):
+                if s.side in self.maps:
+                    continue
                 T = s.op.results[0].type
                 X = c.bm if s.side == 0 else c.bn
                 # a loop over the rounds of slots, not unrolled here: an unrolled staging keeps every
@@ -311,8 +450,14 @@ class _WgmmaRewrite(_Rewrite):
                     b.scf.YieldOp([])
             # generic-proxy stores -> the async proxy wgmma reads through (PTX ISA, "Async Proxy": a
             # fence.proxy.async is needed between them), then every thread's stores are in
-            nvvm.FenceProxyOp(_attr("#nvvm.proxy_kind<async.shared>"), space=_attr("#nvvm.shared_space<cta>"))
-            b.barrier()
+            if len(self.maps) < 2:
+                nvvm.FenceProxyOp(_attr("#nvvm.proxy_kind<async.shared>"), space=_attr("#nvvm.shared_space<cta>"))
+                b.barrier()
+            if self.maps:  # this chunk's copies landed: the phase of parity (chunks so far) & 1 completed
+                q = b.arith.DivUIOp(b.sub(tile, tma[3]), tma[4]).result
+                g = b.add(b.mul(q, tma[5]), b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result)
+                par = _to_i32(b.arith.AndIOp(g, b.idx(1)).result)
+                nvvm.MBarrierTryWaitParityOp(barp, par, _i32(TRY_WAIT_TICKS))
             nvvm.WgmmaFenceAlignedOp()  # the accumulator registers are about to be read by wgmma
             acc = chunks.inner_iter_args[0]
             ty = "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
@@ -352,6 +497,29 @@ class _WgmmaRewrite(_Rewrite):
                             attributes={"position": ir.DenseI64ArrayAttr.get([reg])}).result
                         for op in plan.post:
                             _clone(op, m)
+
+    def _tma_setup(self, tile, tid, lb, ub) -> tuple:
+        """The mbarrier (a workgroup i64, initialised once per block before the tile loop: count 1,
+        thread 0 arrives) and the values the chunks use: ``(barrier pointer, thread 0?, {side: tile
+        pointer}, the tile loop's start and step, chunks per tile)``."""
+        fn = self.fn
+        space = ir.Attribute.parse("#gpu.address_space<workgroup>")
+        entry = fn.regions[0].blocks[0]
+        bar = entry.add_argument(ir.MemRefType.get([1], ir.IntegerType.get_signless(64), memory_space=space),
+                                 fn.location)
+        n = ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value
+        fn.attributes["workgroup_attributions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n + 1)
+        tiles = ir.BlockArgument(tile).owner.owner
+        with ir.InsertionPoint(tiles):
+            barp = _shared_ptr(bar)
+            lead = b.cmp("eq", tid, b.idx(0))
+            nvvm.MBarrierInitOp(barp, _i32(1), predicate=lead)
+            nvvm.FenceMbarrierInitOp()  # the init visible to the async proxy (the copies' complete_tx)
+            b.barrier()
+            dsts = {side: _shared_ptr(self.smem_a if side == 0 else self.smem_b) for side in self.maps}
+        # (the bounds may be computed in the tile loop's body: here, after the setup)
+        nch = b.arith.DivUIOp(b.add(b.sub(ub, lb), b.idx(self.c.bk - 1)), b.idx(self.c.bk)).result
+        return barp, lead, dsts, tiles.operands[0], tiles.operands[2], nch
 
     def _descriptor(self, smem, offset) -> ir.Value:
         """The i64 descriptor of the tile at ``smem`` (+ ``offset`` bytes, an index)."""

@@ -9,7 +9,7 @@ from kernc.support.errors import KerncLaunchError
 from kernc.support.mlir import ir
 
 # importing the handler modules registers their ops' handlers (translate.HANDLERS)
-from . import async_copy, control, conversions, gpu, memory, numeric, nvgpu, vector, wgmma  # noqa: F401
+from . import async_copy, control, conversions, gpu, memory, numeric, nvgpu, tma, vector, wgmma  # noqa: F401
 from .frame import _Buf, _empty_alloc, _Frame, _Pool, _Shadow
 from .numeric import _int_const
 from .traffic import WARP_SIZE, RunStats
@@ -85,6 +85,21 @@ def _buffer_arg(v, mt: _MemTy, written: bool, name: str) -> np.ndarray:
         raise KerncLaunchError(f"argument '{name}': the kernel writes this buffer but the array is read-only")
     if ty.kind == "i" and ty.bits > 1 and v.dtype != ty.dtype:
         v = v.view(ty.dtype)
+    return v
+
+
+def _tensor_map_arg(v, name: str, kernel: str):
+    """A tensor-map parameter: a :class:`~kernc.backend.tensor_map.TensorMap` over a numpy array,
+    checked against the driver's limits as the GPU launcher checks it (its array's address)."""
+    from kernc.backend.tensor_map import TensorMap, check
+
+    if not isinstance(v, TensorMap) or not isinstance(v.array, np.ndarray):
+        raise KerncLaunchError(f"argument '{name}': expected a TensorMap description over a numpy "
+                               f"array (kernc.backend.tensor_map), got {_describe(v)}")
+    if np.dtype(v.array.dtype).itemsize != v.elem_bytes:
+        raise KerncLaunchError(f"argument '{name}': the tensor map's {v.dtype} elements are not the "
+                               f"array's {v.array.dtype}")
+    check(v, v.array.ctypes.data, name, kernel)
     return v
 
 
@@ -214,6 +229,8 @@ class Interpreter:
         for p, v, name in zip(plan.params, args, names):
             if p[0] == "scalar":
                 values.append(_scalar_arg(v, p[1], name))
+            elif p[0] == "tensor_map":
+                values.append(_tensor_map_arg(v, name, kernel))
             else:
                 values.append(_buffer_arg(v, p[1], p[2], name))
 

@@ -280,7 +280,8 @@ def _tracked(tr, o, f, mem, idxs, store: bool):
     def tracked(fr, mask):
         f(fr, mask)
         buf = fr.env[m]
-        if buf.shadow is None:
+        tma = fr.memo.get("tma")  # TMA copies in flight (tma.py): is this a read before the wait?
+        if buf.shadow is None and tma is None:
             return
         if len(idx) == 1:
             rel = fr.env[idx[0]]
@@ -288,9 +289,12 @@ def _tracked(tr, o, f, mem, idxs, store: bool):
             rel = 0
             for st, i in zip(buf.strides, idx):
                 rel = rel + fr.env[i] * st
-        if buf.shadow.npending:
-            _check_pending(fr, buf, mask, rel, store, loc)
-        _track(fr, buf, mask, rel, store, loc, periodic)
+        if tma is not None:
+            tma.check(fr, buf, mask, rel, store, loc)
+        if buf.shadow is not None:
+            if buf.shadow.npending:
+                _check_pending(fr, buf, mask, rel, store, loc)
+            _track(fr, buf, mask, rel, store, loc, periodic)
     return tracked
 
 

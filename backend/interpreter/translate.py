@@ -247,6 +247,9 @@ class _Translator:
                     raise InterpreterUnsupportedError(
                         f"kernel '{plan.name}': buffer arguments must be 1-D memrefs, got {a.type}")
                 plan.params.append(["buffer", mt, False])
+            elif str(a.type) == "!llvm.ptr":  # a tensor map (tma.py: a TensorMap description)
+                plan.params.append(["tensor_map"])
+                self.lin[self.slots[a]] = (0, 0)
             else:
                 plan.params.append(["scalar", self.ty(a.type)])
                 self.lin[self.slots[a]] = (0, 0)  # a scalar argument is uniform

@@ -93,6 +93,16 @@ def operand_addresses(desc: int, rows: int, k: int = 16, elem_bytes: int = 2) ->
         return (f["start"] + (r // 8) * f["sbo"] + (r % 8) * 16 + (kk // per16) * f["lbo"]
                 + elem_bytes * (kk % per16))
     x = f["start"] + (r // 8) * f["sbo"] + (r % 8) * T + elem_bytes * kk
+    return swizzle(x, T)
+
+
+def swizzle(x, T: int):
+    """Shared byte address(es) ``x`` under the ``T``-byte swizzle (32, 64, 128; 0: none): the 16-byte
+    unit within a ``T``-byte row XORed with the row's index in the ``8*T``-byte pattern (address bits
+    4.. XOR bits 7..; PTX ISA 9.7.15.5.1, the same pattern ``cp.async.bulk.tensor`` writes with a
+    tensor map's swizzle mode, 5.5.2 "Tensor swizzling modes")."""
+    if not T:
+        return x
     return x ^ ((x >> 3) & (((T // 16) - 1) << 4))
 
 
@@ -356,6 +366,9 @@ def _mma_async(tr, o):
                 raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): {what} is {elem} but workgroup "
                                         f"buffer '{buf.name}' holds {buf.data.dtype.name}")
             idx = int(buf.base[g * WARPGROUP]) + el
+            tma = fr.memo.get("tma")  # a TMA destination read before its mbarrier wait (tma.py)
+            if tma is not None:
+                tma.check_elements(fr, buf, idx, g * WARPGROUP, f"the {what} operand read of", loc)
             seen = buf.data[idx]
             st = _state(fr)
             snap = None if st.proxy is None else st.proxy.get(id(buf))

@@ -13,7 +13,17 @@ from kernc.backend.interpreter import translate
 PKG_DIR = os.path.dirname(pkg.__file__)
 MODULES = sorted(f[:-3] for f in os.listdir(PKG_DIR) if f.endswith(".py"))
 #: what the interpreter may import outside its package (besides the standard library and numpy)
-ALLOWED = ("kernc.support.errors", "kernc.support.mlir", "kernc.backend.exact_fma", "kernc.backend.stats_table", "kernc.dialect.signature", "ml_dtypes")
+#: (kernc.backend.tensor_map: the TensorMap description a tensor-map argument is, a leaf module)
+ALLOWED = ("kernc.support.errors", "kernc.support.mlir", "kernc.backend.exact_fma", "kernc.backend.stats_table",
+           "kernc.dialect.signature", "kernc.backend.tensor_map", "ml_dtypes")
+
+
+def test_tensor_map_is_a_leaf():
+    """What the interpreter may import of the host side imports nothing of kernc but the errors."""
+    path = os.path.join(os.path.dirname(PKG_DIR), "tensor_map.py")
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+    assert {m for m in mods if m and m.startswith("kernc")} == {"kernc.support.errors"}
 
 
 def _imports(name: str):

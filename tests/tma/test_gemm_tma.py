@@ -1,0 +1,238 @@
+"""``kern-wgmma-contractions`` with ``tma=True``: the gemm examples' ``a`` tiles (k-contiguous boxes of
+their views) loaded by ``cp.async.bulk.tensor`` on an mbarrier, run on the CPU interpreter bit for bit
+equal to the per-thread staging build (odd M and N: the zero fill of the box past the edges), the
+races of the pass's own IR with its wait removed or made wrong, the launcher's check of the row
+stride, the remarks, the cache key, and the PTX through ptxas."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc.backend import cache, toolkit
+from kernc.backend.interpreter import Interpreter
+from kernc.backend.tensor_map import TensorMap
+from kernc.compiler import Compilation, CompileOptions, context
+from kernc.support.errors import KerncRuntimeError
+from kernc.support.mlir import ir
+from conftest import EXAMPLES
+
+_mods: dict = {}
+
+
+def _mod(name: str, **kw):
+    key = (name, tuple(sorted(kw.items())))
+    if key not in _mods:
+        _mods[key] = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch="sm_90a", **kw)
+    return _mods[key]
+
+
+def _dtype(name):
+    import ml_dtypes
+
+    return {"gemm_f16": np.float16, "gemm_bf16": ml_dtypes.bfloat16}[name]
+
+
+def _inputs(M, K, N, dtype, seed=0):
+    rng = np.random.default_rng(seed + M * 7 + K * 5 + N)
+    return rng.standard_normal((M, K)).astype(dtype), rng.standard_normal((K, N)).astype(dtype)
+
+
+# K a multiple of 8 (a row of 16-byte multiples: what a tensor map takes); M, N odd, K past one chunk
+SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257), (300, 200, 260)]  # the last: 9 blocks
+
+
+@pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
+@pytest.mark.parametrize("M, K, N", SHAPES)
+def test_tma_build_is_bitwise_the_staged_build(name, M, K, N):
+    mod = _mod(name, tma=True)
+    gpu_ir = mod._compilation.gpu_ir()
+    assert gpu_ir.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 1
+    assert [p.name for p in mod._compilation.signatures[name].extra] == ["__tma_a"]
+    a, b = _inputs(M, K, N, _dtype(name))
+    c = np.full((M, N), np.nan, np.float32)
+    mod_c = c.copy()
+    getattr(mod, name)(a, b, mod_c)
+    getattr(_mod(name), name)(a, b, c)
+    np.testing.assert_array_equal(mod_c.view(np.uint32), c.view(np.uint32))
+
+
+@pytest.mark.parametrize("M, K, N", [(5, 17, 6), (33, 100, 17), (1, 1, 1)])
+def test_a_row_stride_a_tensor_map_cannot_encode_runs_the_build_without_tma(M, K, N):
+    """K % 8 != 0: a row of a is no multiple of 16 bytes. The launch runs the tma=False build, the
+    same bits; binding records why."""
+    from kernc.backend import binding, cpu
+
+    mod = _mod("gemm_f16", tma=True)
+    a, b = _inputs(M, K, N, np.float16)
+    c, ref = np.full((M, N), np.nan, np.float32), np.full((M, N), np.nan, np.float32)
+    bound = binding.bind(mod.gemm_f16.signature, (a, b, c), {}, cpu.is_host_array, "cpu")
+    assert bound.no_tma == (f"kernel 'gemm_f16', tensor map parameter '__tma_a': the byte stride of dimension 1 "
+                            f"is {2 * K}: it must be a positive multiple of 16 below 2^40 (a row of {K} x 2 "
+                            "bytes must be padded to 16 bytes)")
+    mod.gemm_f16(a, b, c)
+    _mod("gemm_f16").gemm_f16(a, b, ref)
+    np.testing.assert_array_equal(c.view(np.uint32), ref.view(np.uint32))
+    assert mod._compilation.untma().options.tma is False
+
+
+def _gpu_text() -> str:
+    comp = Compilation(open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read(), "gemm_f16.kern",
+                       CompileOptions(arch="sm_90a", tma=True), use_cache=False)
+    return comp.gpu_ir()
+
+
+def _run_text(text: str, M: int, K: int, N: int):
+    with context():
+        it = Interpreter(ir.Module.parse(text))
+    a, b = _inputs(M, K, N, np.float16)
+    c = np.zeros(M * N, np.float32)
+    tm = TensorMap("f16", dims=(K, M), strides=(2 * K,), box=(64, 128), swizzle=128, array=a.reshape(-1))
+    it.run("gemm_f16", 1, 256, [a.reshape(-1), b.reshape(-1), c, M, K, N, tm])
+    return c
+
+
+WAIT = re.compile(r"nvvm\.mbarrier\.try_wait\.parity (%\w+), (%\w+), (%\w+)( : [^\n]*)")
+
+
+@pytest.fixture(scope="module")
+def text():
+    return _gpu_text()
+
+
+def test_the_pass_ir_runs(text):
+    assert len(WAIT.findall(text)) == 1
+    c = _run_text(text, 20, 136, 24)
+    a, b = _inputs(20, 136, 24, np.float16)
+    ref = np.full((20, 24), np.nan, np.float32)
+    _mod("gemm_f16").gemm_f16(a, b, ref)
+    np.testing.assert_array_equal(c.reshape(20, 24).view(np.uint32), ref.view(np.uint32))
+
+
+def test_without_the_wait_wgmma_reads_the_copy_in_flight(text):
+    with pytest.raises(KerncRuntimeError, match=r"the A operand read of workgroup buffer 'workgroup0' \(at "
+                                                r"loc\(.*\)\) by thread 0: the element was written by the "
+                                                r"cp\.async\.bulk\.tensor at"):
+        _run_text(WAIT.sub("", text), 20, 136, 24)
+
+
+def test_a_wait_with_the_wrong_parity_races(text):
+    # parity 1 for chunk 0 returns at once (the phase before the first counts as complete)
+    wrong = WAIT.sub(lambda m: f"nvvm.mbarrier.try_wait.parity {m.group(1)}, %c1_i32, {m.group(3)}{m.group(4)}", text)
+    assert "%c1_i32 = arith.constant 1 : i32" in text
+    with pytest.raises(KerncRuntimeError, match="whose mbarrier phase the thread has not waited for"):
+        _run_text(wrong, 20, 136, 24)
+
+
+def test_expect_tx_bytes_that_do_not_match_the_box_wait_forever(text):
+    assert "%c16384_i32 = arith.constant 16384 : i32" in text
+    wrong = text.replace("%c16384_i32 = arith.constant 16384 : i32", "%c16384_i32 = arith.constant 8192 : i32")
+    with pytest.raises(KerncRuntimeError, match=r"waits forever in block 0: .* transaction count of -8192 bytes"):
+        _run_text(wrong, 20, 136, 24)
+
+
+def test_remarks_say_which_operand_is_loaded_by_tma_and_why_not_the_other(capsys):
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert re.search(r"t\.kern:\d+:\d+: remark: 'a' of 'gemm_f16' loaded by the tensor memory accelerator: per "
+                     r"chunk one cp\.async\.bulk\.tensor\.2d of the box 64x128", err)
+    assert "'b' of 'gemm_f16' not loaded by TMA: k has stride N in its layout (K,N):(N,1), not 1" in err
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", remarks=True), use_cache=False).gpu_ir()
+    assert "tensor memory accelerator" not in capsys.readouterr().err  # opt-in
+
+
+def test_the_cache_key_includes_tma():
+    assert cache.option_includes(wgmma=True, tma=True) != cache.option_includes(wgmma=True)
+    assert cache.option_includes() == ()
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+@pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
+def test_ptxas_takes_the_tma_build_without_spills(name):
+    ptx = _mod(name, tma=True).ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "mbarrier.try_wait.parity.shared.b64" in ptx
+    res = toolkit.run_ptxas(ptx, "sm_90a")
+    assert res.ok, res.log
+    assert res.spills[name] == (0, 0)
+    print(name, "registers", res.registers[name])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M, K, N", [(130, 136, 100), (33, 100, 17)])
+def test_on_a_gpu_the_tma_build_is_bitwise_the_staged_build(M, K, N):
+    """The hidden map encoded by the driver (cuTensorMapEncodeTiled) and passed in global memory; K = 100
+    (a 200-byte row) runs the build without TMA."""
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1 or cp.cuda.Device().compute_capability < "90":
+            pytest.skip("needs an sm_90 device")
+    except Exception:  # noqa: BLE001 -- no driver
+        pytest.skip("no CUDA device")
+    a, b = _inputs(M, K, N, np.float16)
+    da, db = cp.asarray(a), cp.asarray(b)
+    c1, c2 = cp.full((M, N), np.nan, cp.float32), cp.full((M, N), np.nan, cp.float32)
+    _mod("gemm_f16", tma=True).gemm_f16(da, db, c1)
+    _mod("gemm_f16").gemm_f16(da, db, c2)
+    np.testing.assert_array_equal(cp.asnumpy(c1).view(np.uint32), cp.asnumpy(c2).view(np.uint32))
+
+
+NT = """
+kernel gemm_nt(a: f16[M, K] view, bt: f16[N, K] view, c: f32[M, N] view) over (i, j) in (M, N) {
+    let acc = 0.0;
+    for k in 0..K {
+        acc += a[i, k] * bt[j, k];
+    }
+    c[i, j] = acc;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nt():
+    return (kernc.compile(NT, filename="nt.kern", arch="sm_90a", tma=True),
+            kernc.compile(NT, filename="nt.kern", arch="sm_90a"))
+
+
+@pytest.mark.parametrize("M, K, N", [(20, 72, 24), (130, 136, 129)])
+def test_both_operands_by_tma_when_both_are_k_contiguous(nt, M, K, N):
+    mod, ref = nt
+    assert [p.name for p in mod._compilation.signatures["gemm_nt"].extra] == ["__tma_a", "__tma_bt"]
+    gpu_ir = mod._compilation.gpu_ir()
+    assert gpu_ir.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 2
+    assert "nvvm.fence.proxy" not in gpu_ir  # no generic-proxy stores to order before wgmma
+    assert re.search(r"nvvm\.mbarrier\.arrive\.expect_tx %\w+, %c32768_i32", gpu_ir)  # both 16 KiB boxes
+    rng = np.random.default_rng(M + K + N)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    bt = rng.standard_normal((N, K)).astype(np.float16)
+    c, c2 = np.full((M, N), np.nan, np.float32), np.full((M, N), np.nan, np.float32)
+    mod.gemm_nt(a, bt, c)
+    ref.gemm_nt(a, bt, c2)
+    np.testing.assert_array_equal(c.view(np.uint32), c2.view(np.uint32))
+    want = a.astype(np.float64) @ bt.astype(np.float64).T
+    assert np.allclose(c, want, rtol=1e-3, atol=1e-3 * np.sqrt(K))
+    if toolkit.ptxas_path() is not None and M == 20:
+        res = toolkit.run_ptxas(mod.ptx, "sm_90a")
+        assert res.ok and res.spills["gemm_nt"] == (0, 0), res.log
+        print("gemm_nt registers", res.registers["gemm_nt"])
+
+
+def test_a_batched_contraction_keeps_the_stores_with_a_remark(capsys):
+    src = """
+kernel bgemm(a: f16[B, M, K] view, b: f16[B, K, N] view, c: f32[B, M, N] view) over (q, i, j) in (B, M, N) {
+    let acc = 0.0;
+    for k in 0..K {
+        acc += a[q, i, k] * b[q, k, j];
+    }
+    c[q, i, j] = acc;
+}
+"""
+    Compilation(src, "b.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert "remark: 'a' of 'bgemm' not loaded by TMA: the contraction is batched; its tile is staged by " \
+           "per-thread stores" in err
