@@ -48,6 +48,26 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    during the products. Single-buffered: a barrier before the stores (the previous chunk's reads
    are done) and one after them.
 
+   *Rounds of slots.* A ``BK x X`` tile is ``R = ceil(BK*X / B)`` rounds of one slot per thread,
+   slot ``e = tid + r*B``. Its cooperative loads are a loop over the rounds (``scf.for r < R``),
+   not ``R`` copies of the slot's code: unrolled, every round repeated the view read's index
+   arithmetic (conv2d_fwd's im2col splits: the pass turned its 61 ops into 1733, 282 divisions,
+   4677 SASS instructions on sm_90; as a loop: 627 ops, 62 divisions, 2179 instructions; the
+   warm compile about 0.6x). Where the rounds share their tile coordinate (lanes along it, ``B`` a
+   multiple of its extent ``X``: ``e % X = tid % X``, ``e / X = tid / X + r*B/X``; gemm's ``b``)
+   it and the index arithmetic that no chunk changes are computed once per tile; otherwise they
+   are computed in the loop, per round and chunk. The loop is marked not to be unrolled
+   (``llvm.loop_annotation<unroll = <disable = true>>``, which ``scf-to-cf`` hands to its back
+   branch) where each round has a tile coordinate of its own (its index arithmetic, an im2col
+   split, again), and left to LLVM, which unrolls it, where the rounds share it: by ptxas -v on
+   sm_90 and sm_80 (default, ``--fmad`` and non-negative-scalar PTX), 0 spills in gemm and every
+   conv example this way, where rolling every loop spilled 8 bytes in conv2d_dgrad (sm_90) and
+   also rolling conv2d_wgrad's x (whose rounds divide per chunk) 4 bytes with ``--fmad``. The plain loads
+   of a double-buffered tile stay unrolled (their values are held in registers, one per round,
+   across the chunk's products), and so does a tile of one round. The inner loop runs, per item,
+   only the body's ops the products need: the staged reads' index arithmetic is not cloned per
+   item (it was dead code there, expanded by ``kern-lower-divisions`` before ``canonicalize``).
+
    *cp.async* (``arch`` ``sm_80`` and later, ``async_copy``; double-buffered only): a staged read
    whose element ``cp.async`` can copy unchanged (storage type = compute type, 4 or 8 bytes: f32,
    f64, i32, i64; a checked read only with default 0, the zero-fill of a copy of ``src-size`` 0)
@@ -723,7 +743,7 @@ class _Rewrite:
         nacc = len(plan.iter_args)
         inits = [maps[it].get(v, v) for it in items for v in plan.loop.operands[3:]]
         # the cooperative loads of each staged read: slot e = tid + r*B of its BK x X tile, for the
-        # rounds r < R = ceil(BK*X / B): a loop over the rounds (:func:`_Staging`), not unrolled
+        # rounds r < R = ceil(BK*X / B): a loop over the rounds (module docstring, step 3), not unrolled
         # per slot, except where the values loaded are held in registers across the chunk's
         # products (the plain loads of a double-buffered tile: one register per round)
         coop = []
@@ -774,10 +794,10 @@ class _Rewrite:
                 return kk, at, ok, b.add(b.mul(kk, b.idx(s.stride)), xl), exists
             # the slots of an unrolled staging, once per tile
             slots = None if looped else [slot(b.add(tid, b.idx(r * B)) if r else tid) for r in range(R)]
-            # a loop whose rounds share their tile coordinate and whose per-chunk index arithmetic
-            # has no division (gemm's b, conv2d_dgrad's w: a round is a row offset and a copy) is
-            # left to LLVM, which unrolls it; the others keep the loop (ptxas numbers: module docstring)
-            rolled = looped and (fixed is None or any(op.name in _DIVISIONS for op in per_chunk))
+            # a loop whose rounds share their tile coordinate (gemm's b, conv2d_wgrad's x and dy,
+            # conv2d_dgrad's w) is left to LLVM, which unrolls it; where each round has a tile
+            # coordinate of its own the loop is kept (ptxas numbers: module docstring, step 3)
+            rolled = looped and fixed is None
             coop.append(_Staging(slots, per_chunk, slot, R, rolled))
 
         def rounds(entry: _Staging, body) -> None:
