@@ -52,8 +52,8 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    slot ``e = tid + r*B``. Its cooperative loads are a loop over the rounds (``scf.for r < R``),
    not ``R`` copies of the slot's code: unrolled, every round repeated the view read's index
    arithmetic (conv2d_fwd's im2col splits: the pass turned its 61 ops into 1733, 282 divisions,
-   4677 SASS instructions on sm_90; as a loop: 627 ops, 62 divisions, 2179 instructions; the
-   warm compile about 0.6x). Where the rounds share their tile coordinate (lanes along it, ``B`` a
+   4677 SASS instructions on sm_90; as a loop: 627 ops, 62 divisions, 2179 instructions, the
+   warm compile 0.42x the time; docs/compile-time.md). Where the rounds share their tile coordinate (lanes along it, ``B`` a
    multiple of its extent ``X``: ``e % X = tid % X``, ``e / X = tid / X + r*B/X``; gemm's ``b``)
    it and the index arithmetic that no chunk changes are computed once per tile; otherwise they
    are computed in the loop, per round and chunk. The loop is marked not to be unrolled
