@@ -48,6 +48,26 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    during the products. Single-buffered: a barrier before the stores (the previous chunk's reads
    are done) and one after them.
 
+   *Rounds of slots.* A ``BK x X`` tile is ``R = ceil(BK*X / B)`` rounds of one slot per thread,
+   slot ``e = tid + r*B``. Its cooperative loads are a loop over the rounds (``scf.for r < R``),
+   not ``R`` copies of the slot's code: unrolled, every round repeated the view read's index
+   arithmetic (conv2d_fwd's im2col splits: the pass turned its 61 ops into 1733, 282 divisions,
+   4677 SASS instructions on sm_90; as a loop: 627 ops, 62 divisions, 2179 instructions, the
+   warm compile 0.42x the time; docs/compile-time.md). Where the rounds share their tile coordinate (lanes along it, ``B`` a
+   multiple of its extent ``X``: ``e % X = tid % X``, ``e / X = tid / X + r*B/X``; gemm's ``b``)
+   it and the index arithmetic that no chunk changes are computed once per tile; otherwise they
+   are computed in the loop, per round and chunk. The loop is marked not to be unrolled
+   (``llvm.loop_annotation<unroll = <disable = true>>``, which ``scf-to-cf`` hands to its back
+   branch) where each round has a tile coordinate of its own (its index arithmetic, an im2col
+   split, again), and left to LLVM, which unrolls it, where the rounds share it: by ptxas -v on
+   sm_90 and sm_80 (default, ``--fmad`` and non-negative-scalar PTX), 0 spills in gemm and every
+   conv example this way, where rolling every loop spilled 8 bytes in conv2d_dgrad (sm_90) and
+   also rolling conv2d_wgrad's x (whose rounds divide per chunk) 4 bytes with ``--fmad``. The plain loads
+   of a double-buffered tile stay unrolled (their values are held in registers, one per round,
+   across the chunk's products), and so does a tile of one round. The inner loop runs, per item,
+   only the body's ops the products need: the staged reads' index arithmetic is not cloned per
+   item (it was dead code there, expanded by ``kern-lower-divisions`` before ``canonicalize``).
+
    *cp.async* (``arch`` ``sm_80`` and later, ``async_copy``; double-buffered only): a staged read
    whose element ``cp.async`` can copy unchanged (storage type = compute type, 4 or 8 bytes: f32,
    f64, i32, i64; a checked read only with default 0, the zero-fill of a copy of ``src-size`` 0)
@@ -201,6 +221,20 @@ class _Staged:
     smem: object = None
     #: staged with ``cp.async`` (``nvgpu.device_async_copy``) rather than plain loads and stores
     async_copy: bool = False
+
+
+@dataclass
+class _Staging:
+    """How the cooperative loads of a staged read are emitted: ``slots`` (``(kk, at, ok, smem index,
+    exists)`` per slot, computed once per tile: unrolled) or ``None`` (a loop over its ``rounds``,
+    ``slot(e, r=r)`` giving the parts of slot ``e`` of round ``r``); ``per_chunk`` the ops of its
+    read that each chunk computes again; ``rolled``: the loop is marked not to be unrolled."""
+
+    slots: list | None
+    per_chunk: list
+    slot: Callable
+    rounds: int
+    rolled: bool
 
 
 @dataclass
@@ -704,54 +738,120 @@ class _Rewrite:
         ivs, lb, ub = collapse_nest(plan, first)
         nacc = len(plan.iter_args)
         inits = [maps[it].get(v, v) for it in items for v in plan.loop.operands[3:]]
-        # the cooperative loads of each staged read: slot e = tid + r*B of its BK x X tile
+        # the cooperative loads of each staged read: slot e = tid + r*B of its BK x X tile, for the
+        # rounds r < R = ceil(BK*X / B): a loop over the rounds (module docstring, step 3), not unrolled
+        # per slot, except where the values loaded are held in registers across the chunk's
+        # products (the plain loads of a double-buffered tile: one register per round)
         coop = []
         for s in plan.staged:
             sliced = _slice(s.op, plan)
             hoist = _hoistable(sliced[:-1], plan, E)
+            per_chunk = [op for op in sliced if op not in hoist]
             X = c.bm if s.side == 0 else c.bn
             total = c.bk * X
-            slots = []
-            for r in range(-(-total // B)):
-                e = b.add(tid, b.idx(r * B)) if r else tid
-                if s.k_fastest:
-                    kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
-                    xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
-                else:
-                    xl = b.arith.RemUIOp(e, b.idx(X)).result
-                    kk = b.arith.DivUIOp(e, b.idx(X)).result
+            R = -(-total // B)
+            looped = R > 1 and (s.async_copy or not self.double)
+            fixed = None
+            if looped and not s.k_fastest and B % X == 0:
+                # e % X = tid % X and e / X = tid / X + r*(B/X) in every round: the slot's tile
+                # coordinate, and the index arithmetic that no chunk changes, once per tile
+                xl = b.arith.RemUIOp(tid, b.idx(X)).result
                 x = b.add(x0[s.side], xl)
-                ok = b.cmp("ult", x, ext[s.side])
-                exists = None  # whether the thread has this slot (the last round may be partial)
-                if total % B:
-                    exists = b.cmp("ult", e, b.idx(total))
-                    ok = b.and_(ok, exists)
                 at = {plan.coords[q]: coord[q] for q in batch}
                 at.update({plan.coords[q]: val for q, val in _split(x, plan.sides[s.side], E).items()})
-                for op in hoist:  # the slot's index arithmetic that no chunk changes: once per tile
+                for op in hoist:
                     _clone(op, at)
-                slots.append((kk, at, ok, b.add(b.mul(kk, b.idx(s.stride)), xl), exists))
-            coop.append((slots, [op for op in sliced if op not in hoist]))
-        def fetch(k0) -> list:
-            """The cooperative loads of the chunk at ``k0``: ``(value, smem, slot)`` per slot (0 past
-            the edge, where nothing is loaded)."""
-            out = []
-            for s, (slots, per_chunk) in zip(plan.staged, coop):
-                if s.async_copy:
-                    continue
-                T = s.op.results[0].type
-                for kk, at, ok, slot, _ in slots:
-                    k = b.add(k0, kk)
+                fixed = (xl, b.cmp("ult", x, ext[s.side]), at, b.arith.DivUIOp(tid, b.idx(X)).result)
 
-                    def then(at=at, s=s, k=k, per_chunk=per_chunk):
-                        m = dict(at)
-                        m.update(ivs(k))
-                        for op in per_chunk:
-                            _clone(op, m)
-                        return [m[s.op.results[0]]]
-                    val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
-                    out.append((val[0], s, slot))
+            def slot(e, s=s, X=X, total=total, hoist=hoist, fixed=fixed, r=None):
+                """``(kk, at, ok, smem index, exists)`` of slot ``e`` (of round ``r``, a value, where
+                ``fixed``): its row ``kk`` of the tile, the values of its index arithmetic that no
+                chunk changes (``at``), whether its tile coordinate is within its extent and the
+                thread has it (``exists``: ``e < BK*X``, ``None`` where the rounds cover the tile)."""
+                exists = b.cmp("ult", e, b.idx(total)) if total % B else None
+                if fixed is not None:
+                    xl, ok, at, kk0 = fixed
+                    kk = b.add(kk0, b.mul(r, b.idx(B // X)))
+                else:
+                    if s.k_fastest:
+                        kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
+                        xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
+                    else:
+                        xl = b.arith.RemUIOp(e, b.idx(X)).result
+                        kk = b.arith.DivUIOp(e, b.idx(X)).result
+                    x = b.add(x0[s.side], xl)
+                    ok = b.cmp("ult", x, ext[s.side])
+                    at = {plan.coords[q]: coord[q] for q in batch}
+                    at.update({plan.coords[q]: val for q, val in _split(x, plan.sides[s.side], E).items()})
+                    for op in hoist:  # (once per tile; per round and chunk in a loop over the rounds)
+                        _clone(op, at)
+                if exists is not None:
+                    ok = b.and_(ok, exists)
+                return kk, at, ok, b.add(b.mul(kk, b.idx(s.stride)), xl), exists
+            # the slots of an unrolled staging, once per tile
+            slots = None if looped else [slot(b.add(tid, b.idx(r * B)) if r else tid) for r in range(R)]
+            # a loop whose rounds share their tile coordinate (gemm's b, conv2d_wgrad's x and dy,
+            # conv2d_dgrad's w) is left to LLVM, which unrolls it; where each round has a tile
+            # coordinate of its own the loop is kept (ptxas numbers: module docstring, step 3)
+            rolled = looped and fixed is None
+            coop.append(_Staging(slots, per_chunk, slot, R, rolled))
+
+        def rounds(entry: _Staging, body) -> None:
+            """``body(kk, at, ok, slot, exists)`` for each slot of a staged read: in a loop over its
+            rounds (``scf.for r in 0..R``, marked not to be unrolled where ``rolled``), or for each
+            slot of the tile's."""
+            if entry.slots is not None:
+                for parts in entry.slots:
+                    body(*parts)
+                return
+            loop = b.scf.ForOp(b.idx(0), b.idx(entry.rounds), b.idx(1))
+            if entry.rolled:  # (scf-to-cf hands the llvm attributes of a loop to its back branch)
+                loop.attributes["loop_annotation"] = ir.Attribute.parse(
+                    "#llvm.loop_annotation<unroll = <disable = true>>")
+            with ir.InsertionPoint(loop.body):
+                r = loop.induction_variable
+                body(*entry.slot(b.add(tid, b.mul(r, b.idx(B))), r=r))
+                b.scf.YieldOp([])
+
+        def value(s, entry, k0, kk, at, ok):
+            """The element of slot ``(kk, at)`` of staged read ``s`` in the chunk at ``k0`` (0 past the
+            edge, where nothing is loaded)."""
+            T = s.op.results[0].type
+            k = b.add(k0, kk)
+
+            def then():
+                m = dict(at)
+                m.update(ivs(k))
+                for op in entry.per_chunk:
+                    _clone(op, m)
+                return [m[s.op.results[0]]]
+            return b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda: [b.zero(T)])[0]
+
+        def fetch(k0) -> list:
+            """The plain loads of the chunk at ``k0`` held in registers: ``(value, smem, slot)`` per
+            slot of the unrolled staged reads (the looped ones: :func:`load_store`)."""
+            out = []
+            for s, entry in zip(plan.staged, coop):
+                if s.async_copy or entry.slots is None:
+                    continue
+                for kk, at, ok, slot, _ in entry.slots:
+                    out.append((value(s, entry, k0, kk, at, ok), s, slot))
             return out
+
+        def load_store(k0) -> None:
+            """The plain loads of the chunk at ``k0`` of the looped staged reads, each stored at once."""
+            for s, entry in zip(plan.staged, coop):
+                if s.async_copy or entry.slots is not None:
+                    continue
+
+                def body(kk, at, ok, slot, exists, s=s, entry=entry):
+                    val = value(s, entry, k0, kk, at, ok)
+                    if exists is None:
+                        b.store(val, s.smem, slot)
+                    else:
+                        with b.if_(exists):
+                            b.store(val, s.smem, slot)
+                rounds(entry, body)
 
         def copy(k0, half):
             """The ``cp.async`` of the chunk at ``k0`` into ``half`` (``None``: half 0) of the tiles
@@ -760,14 +860,16 @@ class _Rewrite:
             is) or, past the edge, its ``src-size`` 0 zero-fills the slot (``srcElements``)."""
             tokens = []
             index, i1 = b.index_t(), ir.IntegerType.get_signless(1)
-            for s, (slots, per_chunk) in zip(plan.staged, coop):
+            for s, entry in zip(plan.staged, coop):
                 if not s.async_copy:
                     continue
                 src = ViewAccess.from_op(s.op).buffer
-                for kk, at, ok, slot, exists in slots:
+                per_chunk = entry.per_chunk
+
+                def body(kk, at, ok, slot, exists, s=s, src=src, per_chunk=per_chunk):
                     k = b.add(k0, kk)
 
-                    def address(at=at, k=k, per_chunk=per_chunk):
+                    def address():
                         m = dict(at)
                         m.update(ivs(k))
                         new = None
@@ -784,15 +886,19 @@ class _Rewrite:
                         return [b.select(inb, off, b.idx(0)), b.select(inb, b.idx(1), b.idx(0))]
                     dst = slot if half is None else b.add(b.mul(half, b.idx(c.bk * s.stride)), slot)
 
-                    def issue(k=k, ok=ok, dst=dst, s=s, address=address):
+                    def issue():
                         off, n = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [index, index], address,
                                            lambda: [b.idx(0), b.idx(0)])
                         return nvgpu.DeviceAsyncCopyOp(s.smem, [dst], src, [off], 1, srcElements=n).result
                     if exists is None:
-                        tokens.append(issue())
+                        token = issue()
+                        if entry.slots is not None:
+                            tokens.append(token)
+                        # (a token in the rounds' loop stays there: the group is the thread's copies)
                     else:  # (a token of a copy under scf.if stays there: the group is the thread's)
                         with b.if_(exists):
                             issue()
+                rounds(entry, body)
             return nvgpu.DeviceAsyncCreateGroupOp(tokens).result
 
         def wait(group, in_loop: bool = False) -> None:
@@ -839,10 +945,12 @@ class _Rewrite:
             else:
                 b.barrier()  # the previous chunk's (or tile's) reads of the tiles are done
                 put(fetch(k0), None)
+                load_store(k0)
                 b.barrier()
                 offset = {}
             kn = b.minui(b.idx(c.bk), b.sub(ub, k0))
             inner = b.scf.ForOp(b.idx(0), kn, b.idx(1), list(chunks.inner_iter_args))
+            body = _item_body(plan)
             with ir.InsertionPoint(inner.body):
                 kk = inner.induction_variable
                 at_k = ivs(b.add(k0, kk))
@@ -863,9 +971,7 @@ class _Rewrite:
                         m[a] = acc
                     for s in plan.staged:
                         m[s.op.results[0]] = got[id(s), u if s.side == 0 else v]
-                    for op in plan.body:
-                        if any(op == s.op for s in plan.staged):
-                            continue
+                    for op in body:
                         if op in plan.direct:  # a read of the item's own: under its guard
                             T = op.results[0].type
                             m[op.results[0]] = b.if_else(valid[u, v], [T],
@@ -929,6 +1035,24 @@ def collapse_nest(plan: _Analysis, first: dict):
 
 _DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi",
               "arith.ceildivui"}
+
+
+def _item_body(plan: _Analysis) -> list:
+    """The ops of the loop body an item runs in the inner loop (program order): the staged reads
+    and the index arithmetic only they use are left out (read from workgroup memory instead; each
+    copy of that arithmetic, an im2col read's divisions, was dead code that ``kern-lower-divisions``
+    expanded before ``canonicalize`` dropped it: 16 copies per chunk in conv2d_fwd); the reads of
+    the item's own (``plan.direct``) and what the yield uses are kept."""
+    staged = [s.op for s in plan.staged]
+    needed = set(plan.yld.operands)
+    keep = []
+    for op in reversed(plan.body):
+        if any(op == s for s in staged):
+            continue
+        if op in plan.direct or any(r in needed for r in op.results):
+            keep.append(op)
+            needed.update(op.operands)
+    return keep[::-1]
 
 
 def _hoistable(ops: list, plan: _Analysis, E: list) -> list:

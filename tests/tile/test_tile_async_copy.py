@@ -62,7 +62,9 @@ def test_cp_async_gemm_bitwise_equals_untiled_and_plain_staging(gemms, shape):
 
 def test_gpu_ir_has_cp_async_on_sm80_only(gemms):
     ir80 = gemms["async"]._compilation.gpu_ir()
-    assert ir80.count("nvgpu.device_async_copy") == 16  # 4 + 4 slots, before the loop and in it
+    # one copy per staged read, in a loop over its 4 rounds of slots, before the chunk loop and in it
+    assert ir80.count("nvgpu.device_async_copy") == 4
+    assert len(re.findall(r"scf\.for %\w+ = %c0 to %c4 step %c1 \{", ir80)) == 4
     assert ir80.count("nvgpu.device_async_wait") == 2
     assert "nvgpu.device_async" not in gemms["plain"]._compilation.gpu_ir()
     ir75 = Compilation(GEMM, "t.kern", CompileOptions(arch="sm_75"), use_cache=False).gpu_ir()
@@ -90,6 +92,38 @@ def _with_drop(monkeypatch, what: str) -> Module:
         return passes
     monkeypatch.setattr(pipeline, "kern_to_gpu", patched)
     return _module(GEMM)
+
+
+def test_single_buffered_staging_is_a_loop_over_rounds_and_bitwise_equal(monkeypatch, gemms):
+    """``double_buffer = False`` (plain loads, a barrier before the stores and one after): each
+    staged tile's 4 rounds of slots are a loop whose load is stored at once (not 4 unrolled loads
+    held in registers), bitwise equal to the untiled kernel, with the global loads of the
+    double-buffered plain staging and no bank conflict."""
+    build = pipeline.kern_to_gpu
+
+    def patched(**kw):
+        passes = build(**kw)
+        for p in passes:
+            if p.name == "kern-tile-contractions":
+                p.double_buffer = False
+        return passes
+    monkeypatch.setattr(pipeline, "kern_to_gpu", patched)
+    single = _module(GEMM)
+    text = single._compilation.gpu_ir()
+    assert "nvgpu.device_async" not in text
+    rounds = re.findall(r"scf\.for %\w+ = %c0 to %c4 step %c1 \{", text)
+    assert len(rounds) == 2  # a's and b's, in the chunk loop
+    for M, K, N in ((70, 37, 65), (64, 16, 64)):
+        a, b = _inputs(M, K, N, seed=M)
+        out = {}
+        for name, mod in (("single", single), ("plain", gemms["plain"]), ("untiled", gemms["untiled"])):
+            c = np.full((M, N), 7, np.float32)
+            out[name] = (c, mod.gemm(a, b, c).stats)
+        assert (out["single"][0].view(np.int32) == out["untiled"][0].view(np.int32)).all()
+        s, p = out["single"][1], out["plain"][1]
+        assert (s.global_load_requests, s.global_load_sectors) == (p.global_load_requests, p.global_load_sectors)
+        # (the double-buffered staging also stores the zeros of the chunk after the last)
+        assert 0 < s.shared_requests <= p.shared_requests and s.shared_bank_conflicts == 0
 
 
 @pytest.mark.parametrize("what, pattern", [
@@ -205,7 +239,8 @@ def test_operands_cp_async_cannot_copy_keep_plain_loads(src, reason, capsys):
     err = capsys.readouterr().err
     assert "b staged with cp.async" in err and reason in err, err
     text = mod._compilation.gpu_ir()
-    assert text.count("nvgpu.device_async_copy") == 8  # b's 4 slots, twice; a's are plain
+    # b's copy in a loop over its 4 rounds of slots, before the chunk loop and in it; a's are plain
+    assert text.count("nvgpu.device_async_copy") == 2
     M, K, N = 66, 19, 67
     rng = np.random.default_rng(1)
     a = rng.standard_normal((M, K)).astype(np.float16 if src is F16 else np.float32)
@@ -241,9 +276,10 @@ def test_tile_needing_more_registers_than_ptxas_gives_is_a_located_error():
 
 def test_partial_round_of_copies_bitwise_equals_untiled(gemms):
     """``@tile(16, 256, 8)``: a's 8x16 tile is 128 slots for 256 threads, so half the threads copy
-    nothing (the copy under ``scf.if``, outside the group's tokens); b's 2048 slots are 8 rounds."""
+    nothing (the copy under ``scf.if``, outside the group's tokens); b's 2048 slots are 8 rounds,
+    a loop over them (one copy in it), before the chunk loop and in it."""
     mod = _module("@tile(16, 256, 8)\n" + GEMM.split("\n", 7)[7])
-    assert mod._compilation.gpu_ir().count("nvgpu.device_async_copy") == 2 * (1 + 8)
+    assert mod._compilation.gpu_ir().count("nvgpu.device_async_copy") == 2 * (1 + 1)
     M, K, N = 37, 21, 300
     a, b = _inputs(M, K, N, seed=3)
     c1, c2 = np.zeros((M, N), np.float32), np.zeros((M, N), np.float32)
