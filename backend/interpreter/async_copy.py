@@ -21,7 +21,7 @@ The model, per batch of blocks (:class:`_Copies`, ``_Frame.copies``):
   ``cudaMalloc``'s 256-byte alignment is). The source may not change while the copy is in flight:
   the ISA leaves unspecified when the async unit reads it, so a ``memref.store``/``vector.store`` by
   any thread of the batch to a source element of a copy not yet retired (before the
-  ``device_async_wait`` that retires it) is a reported race (:func:`check_source_store`), rather
+  ``device_async_wait`` that retires it) is a reported race (:func:`.memory.check_source_store`), rather
   than a result that depends on the read's timing;
 - ``device_async_create_group`` commits each active lane's copies not yet in a group into its next
   group (a group per lane, numbered from 0);
@@ -167,30 +167,6 @@ def _check_pending_copy(fr, buf, lanes, rel, loc: str) -> None:
             f"thread {fr.thread_id(int(lanes[k]))} starts a cp.async (nvgpu.device_async_copy at {loc}) to "
             f"index {int(rel[k])} while another cp.async to it (at {buf.shadow.pending_loc}) is in flight "
             "(retire it with nvgpu.device_async_wait first)")
-
-
-def check_source_store(fr, buf, mask, rel, width: int, loc: str) -> None:
-    """A store by the lanes of ``mask`` to ``width`` consecutive elements from index ``rel`` (every
-    lane's, or a scalar) of ``buf`` (global memory), some of which a ``cp.async`` in flight reads:
-    raise ``KerncRuntimeError`` naming both ops (PTX ISA 9.7.9.25.3: the copy's source is read at an
-    unspecified time before the wait that retires it)."""
-    c = fr.copies
-    act = fr.lane if mask is fr.full else np.flatnonzero(mask)
-    if c is None or not act.size:
-        return
-    r = rel[act] if type(rel) is np.ndarray else np.full(act.size, rel, np.int64)
-    addr = (np.asarray(r, np.int64)[:, None] + np.arange(width)).reshape(-1)
-    for e in c.entries:
-        if e[6] is not buf:
-            continue
-        hit = np.isin(addr, e[7][e[7] >= 0])
-        if hit.any():
-            k = int(np.argmax(hit))
-            raise KerncRuntimeError(
-                f"data race on {buf.describe()}: thread {fr.thread_id(int(act[k // width]))} stores to index "
-                f"{int(addr[k])} (at {loc}) while the cp.async (nvgpu.device_async_copy at {e[5]}) that reads "
-                "it is in flight: the copy may read the old or the new value (no nvgpu.device_async_wait "
-                "has retired its group)")
 
 
 @handles("nvgpu.device_async_create_group")

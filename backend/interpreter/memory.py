@@ -305,7 +305,7 @@ def _load(tr, o):
 def _tracked(tr, o, f, mem, idxs, store: bool):
     """``f`` (a load or store handler), followed by the barrier-interval race check
     (:func:`_track`) when ``mem`` is workgroup memory (and, for a global store, the check that no
-    ``cp.async`` in flight reads the address: :func:`.async_copy.check_source_store`)."""
+    ``cp.async`` in flight reads the address: :func:`check_source_store`)."""
     check = access_check(tr, o, mem, idxs, store)
     if check is None:
         return _source_checked(tr, o, f, mem, idxs) if store else f
@@ -361,7 +361,7 @@ def access_check(tr, o, mem, idxs, store: bool, width: int = 1, lanes=None, grou
 
 def _source_checked(tr, o, f, mem, idxs):
     """``f``, a store handler to global memref ``mem``, followed by the check that no ``cp.async``
-    in flight reads what it stores (:func:`.async_copy.check_source_store`; only while a copy of
+    in flight reads what it stores (:func:`check_source_store`; only while a copy of
     the batch is in flight)."""
     m = tr.use(mem)
     idx = [tr.use(v) for v in idxs]
@@ -370,8 +370,6 @@ def _source_checked(tr, o, f, mem, idxs):
     def checked(fr, mask):
         f(fr, mask)
         if fr.copies is not None and fr.copies.entries:
-            from .async_copy import check_source_store
-
             buf = fr.env[m]
             rel = 0
             if len(idx) == 1:
@@ -381,6 +379,32 @@ def _source_checked(tr, o, f, mem, idxs):
                     rel = rel + fr.env[i] * st
             check_source_store(fr, buf, mask, rel, 1, loc)
     return checked
+
+
+def check_source_store(fr, buf, mask, rel, width: int, loc: str) -> None:
+    """A store by the lanes of ``mask`` to ``width`` consecutive elements from index ``rel`` (every
+    lane's, or a scalar) of ``buf`` (global memory), some of which a ``cp.async`` in flight reads:
+    raise ``KerncRuntimeError`` naming both ops (PTX ISA 9.7.9.25.3: the copy's source is read at an
+    unspecified time before the wait that retires it). The copies are ``fr.copies``
+    (:class:`.async_copy._Copies`: each entry's ``[6]`` its source buffer, ``[7]`` the flat
+    source indices in flight)."""
+    c = fr.copies
+    act = fr.lane if mask is fr.full else np.flatnonzero(mask)
+    if c is None or not act.size:
+        return
+    r = rel[act] if type(rel) is np.ndarray else np.full(act.size, rel, np.int64)
+    addr = (np.asarray(r, np.int64)[:, None] + np.arange(width)).reshape(-1)
+    for e in c.entries:
+        if e[6] is not buf:
+            continue
+        hit = np.isin(addr, e[7][e[7] >= 0])
+        if hit.any():
+            k = int(np.argmax(hit))
+            raise KerncRuntimeError(
+                f"data race on {buf.describe()}: thread {fr.thread_id(int(act[k // width]))} stores to index "
+                f"{int(addr[k])} (at {loc}) while the cp.async (nvgpu.device_async_copy at {e[5]}) that reads "
+                "it is in flight: the copy may read the old or the new value (no nvgpu.device_async_wait "
+                "has retired its group)")
 
 
 def _check_pending(fr, buf: _Buf, mask, rel, store: bool, loc: str) -> None:

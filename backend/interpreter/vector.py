@@ -10,8 +10,7 @@ import numpy as np
 
 from kernc.support.mlir import ir
 
-from .memory import _access, _addr, _check_store_race, access_check
-from .async_copy import check_source_store
+from .memory import _access, _addr, _check_store_race, access_check, check_source_store
 from .numeric import _vector_ty
 from .traffic import _count_vector
 from .translate import handles
