@@ -21,8 +21,8 @@ The model, per batch of blocks (:class:`_Copies`, ``_Frame.copies``):
   ``cudaMalloc``'s 256-byte alignment is). The source may not change while the copy is in flight:
   the ISA leaves unspecified when the async unit reads it, so a ``memref.store``/``vector.store`` by
   any thread of the batch to a source element of a copy not yet retired (before the
-  ``device_async_wait`` that retires it) is a reported race (:func:`.memory.check_source_store`), rather
-  than a result that depends on the read's timing;
+  ``device_async_wait`` that retires it) is a reported race (:func:`.memory.check_source_store`),
+  rather than a result that depends on the read's timing (atomics on it are not checked);
 - ``device_async_create_group`` commits each active lane's copies not yet in a group into its next
   group (a group per lane, numbered from 0);
 - ``device_async_wait {numGroups = N}`` retires each active lane's committed groups but its ``N``
@@ -47,10 +47,11 @@ from .translate import handles
 
 class _Copies:
     """The copies in flight of a batch: ``entries`` (one per executed ``device_async_copy``:
-    ``[buf, lanes, rel, values, group, loc, src, saddr]``, ``src`` the source buffer, ``saddr``
-    ``(lanes, dstElements)`` the flat source indices each lane reads (``-1``: zero-filled), ``lanes`` the issuing lanes, ``rel`` their target
-    indices (in the block's array), ``values`` ``(lanes, dstElements)``, ``group`` each lane's
-    group number, ``-1`` until committed) and ``committed`` the groups each lane committed."""
+    ``[buf, lanes, rel, values, group, loc, src, saddr]``, ``lanes`` the issuing lanes, ``rel``
+    their target indices (in the block's array), ``values`` ``(lanes, dstElements)``, ``group``
+    each lane's group number, ``-1`` until committed, ``src`` the source buffer, ``saddr``
+    ``(lanes, dstElements)`` the flat source indices each lane reads, ``-1`` where it zero-fills)
+    and ``committed`` the groups each lane committed."""
 
     __slots__ = ("entries", "committed")
 
