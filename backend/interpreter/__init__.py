@@ -34,7 +34,14 @@ through NVVM:
   several lanes store to one address in one step the highest lane wins; atomics are serialised in lane
   order so the old values they return form one consistent sequence. A missing ``gpu.barrier`` is a
   reported race: two threads of a block touching one workgroup address between two barriers, one
-  of them storing, raise ``KerncRuntimeError`` at the second access (:func:`.memory._track`).
+  of them storing, raise ``KerncRuntimeError`` at the second access naming both ops' locations
+  (:func:`.memory._track`). Every op that reads or writes workgroup memory goes through it:
+  ``memref.load``/``store``, ``vector.load``/``store`` (each element as the lane's),
+  ``nvgpu.ldmatrix`` (a row as loaded by the whole warp), ``nvvm.wgmma.mma_async`` operands (as
+  loaded by the whole warpgroup), ``cp.async`` issue and retirement (:mod:`.async_copy`), TMA
+  destinations (:mod:`.tma`); each also checks the ``cp.async`` copies in flight. A ``cp.async``
+  whose source is stored to before its wait, or whose addresses are not aligned to its size, is a
+  ``KerncRuntimeError`` too.
 - **Statistics** (:class:`RunStats`): global load/store *requests* and 32-byte *sectors* per warp
   request, atomics, shared-memory requests and *bank conflicts* -- the CPU-measurable proxy for
   coalescing quality.

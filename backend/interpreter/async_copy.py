@@ -8,14 +8,21 @@ here, not a silent pass.
 The model, per batch of blocks (:class:`_Copies`, ``_Frame.copies``):
 
 - a ``device_async_copy`` by the active lanes reads its ``srcElements`` elements from global memory
-  at once (the source of a tiled contraction's copies is never written by the kernel, so when the
-  async unit reads it does not matter) and puts ``dstElements`` elements -- those read, then zeros
+  at once and puts ``dstElements`` elements -- those read, then zeros
   (``src-size`` < ``cp-size`` zero-fills) -- *in flight*: not yet in workgroup memory. Its target
   addresses are marked pending (``_Shadow.pending``): any load or store of them by any thread, or
   a second copy to them, before they are retired is a ``KerncRuntimeError`` naming the op and its
   location (:func:`.memory._check_pending`). The copy counts as a global load (sectors, requests:
   what the hardware fetches) and as a workgroup store (bank conflicts), and it is checked against
-  the accesses of other threads since the last barrier like a store (write after read);
+  the accesses of other threads since the last barrier like a store (write after read). Its source
+  and destination addresses must be aligned to the copy size (``dstElements`` times the element
+  size: 4, 8 or 16 bytes; PTX ISA 9.7.9.25.3.1, "cp.async": the address operands must be aligned to
+  ``cp-size``), else ``KerncRuntimeError`` (a global buffer's start counts as aligned, as
+  ``cudaMalloc``'s 256-byte alignment is). The source may not change while the copy is in flight:
+  the ISA leaves unspecified when the async unit reads it, so a ``memref.store``/``vector.store`` by
+  any thread of the batch to a source element of a copy not yet retired (before the
+  ``device_async_wait`` that retires it) is a reported race (:func:`.memory.check_source_store`),
+  rather than a result that depends on the read's timing (atomics on it are not checked);
 - ``device_async_create_group`` commits each active lane's copies not yet in a group into its next
   group (a group per lane, numbered from 0);
 - ``device_async_wait {numGroups = N}`` retires each active lane's committed groups but its ``N``
@@ -40,9 +47,11 @@ from .translate import handles
 
 class _Copies:
     """The copies in flight of a batch: ``entries`` (one per executed ``device_async_copy``:
-    ``[buf, lanes, rel, values, group, loc]``, ``lanes`` the issuing lanes, ``rel`` their target
-    indices (in the block's array), ``values`` ``(lanes, dstElements)``, ``group`` each lane's
-    group number, ``-1`` until committed) and ``committed`` the groups each lane committed."""
+    ``[buf, lanes, rel, values, group, loc, src, saddr]``, ``lanes`` the issuing lanes, ``rel``
+    their target indices (in the block's array), ``values`` ``(lanes, dstElements)``, ``group``
+    each lane's group number, ``-1`` until committed, ``src`` the source buffer, ``saddr``
+    ``(lanes, dstElements)`` the flat source indices each lane reads, ``-1`` where it zero-fills)
+    and ``committed`` the groups each lane committed."""
 
     __slots__ = ("entries", "committed")
 
@@ -100,6 +109,18 @@ def _device_async_copy(tr, o):
             k = int(np.argmax((nread < 0) | (nread > count)))
             raise KerncRuntimeError(f"nvgpu.device_async_copy (at {loc}): thread {fr.thread_id(int(lanes[k]))} "
                                     f"copies {int(nread[k])} source elements of {count} (0 to {count})")
+        cp_bytes = count * dbuf.itemsize
+        srow = np.broadcast_to(np.asarray(env[si], np.int64), (fr.L,))[lanes]
+        for what, offs, b in (("destination", rel, dbuf), ("source", srow, sbuf)):
+            bad = (offs * b.itemsize) % cp_bytes != 0
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise KerncRuntimeError(
+                    f"nvgpu.device_async_copy (at {loc}): thread {fr.thread_id(int(lanes[k]))} copies "
+                    f"{cp_bytes} bytes with a {what} address (index {int(offs[k])} of {b.describe()}) that "
+                    f"is not {cp_bytes}-byte aligned (PTX ISA 9.7.9.25.3.1, cp.async: the addresses must "
+                    "be aligned to cp-size)")
+        saddr = np.full((lanes.size, count), -1, np.int64)
         values = np.zeros((lanes.size, count), sbuf.data.dtype)
         for j in range(count):  # element j of each lane that reads more than j elements
             rd = np.zeros(fr.L, np.bool_)
@@ -109,7 +130,9 @@ def _device_async_copy(tr, o):
             sact, srel = _access(fr, rd, sbuf, [np.where(rd, np.broadcast_to(env[si], (fr.L,)) + j, 0)], "load")
             if fr.collect and j == 0:
                 _count(fr, sbuf, sact, srel, "load")
-            values[nread > j, j] = sbuf.data[_addr(fr, sbuf, sact, srel)]
+            sa = _addr(fr, sbuf, sact, srel)
+            values[nread > j, j] = sbuf.data[sa]
+            saddr[nread > j, j] = sa
         if fr.collect:
             _count(fr, dbuf, act, rel, "store")
         sh = dbuf.shadow
@@ -128,7 +151,8 @@ def _device_async_copy(tr, o):
             sh.pending_loc = loc
             sh.pending_lo = min(sh.pending_lo, int(rel.min()))
             sh.pending_hi = max(sh.pending_hi, int(rel.max()) + count - 1)
-        _state(fr).entries.append([dbuf, lanes, rel, values, np.full(lanes.shape, -1, np.int64), loc])
+        _state(fr).entries.append([dbuf, lanes, rel, values, np.full(lanes.shape, -1, np.int64), loc,
+                                   sbuf, saddr])
     return f
 
 
@@ -175,7 +199,7 @@ def _device_async_wait(tr, o):
             return
         left = []
         for e in c.entries:
-            buf, lanes, rel, values, group, copy_loc = e
+            buf, lanes, rel, values, group, copy_loc, _, saddr = e
             done = (group >= 0) & (group < c.committed[lanes] - keep) & mask[lanes]
             if not done.any():
                 left.append(e)
@@ -201,6 +225,7 @@ def _device_async_wait(tr, o):
                     _track(fr, buf, m, full + j, True, f"{copy_loc}, retired at {loc}", False)
             if not whole:
                 e[1], e[2], e[3], e[4] = lanes[~done], rel[~done], values[~done], group[~done]
+                e[7] = saddr[~done]
                 left.append(e)
         c.entries = left
     return f

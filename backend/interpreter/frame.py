@@ -90,10 +90,14 @@ class _Shadow:
     workgroup accesses are, as a rule, the same function of the thread id in every block of a
     batch under the full mask; while every access since the last barrier was such, all blocks'
     records are equal and only block 0's are kept (``size`` elements): ``B``-lane work, not
-    ``L``-lane; the first other access copies them to every block (:meth:`spread`)."""
+    ``L``-lane; the first other access copies them to every block (:meth:`spread`).
 
-    __slots__ = ("writer", "rlo", "rhi", "log", "uniform", "writes", "folded", "nb", "size", "_full",
-                 "pending", "npending", "pending_loc", "pending_lo", "pending_hi")
+    ``wsite``/``rsite``: the op (an index into :data:`SITES`, its location) that last stored to /
+    loaded each address, so that a race report names both accesses (``rsite`` is set by
+    :meth:`fold`: the last logged load of the address)."""
+
+    __slots__ = ("writer", "rlo", "rhi", "wsite", "rsite", "log", "uniform", "writes", "folded", "nb",
+                 "size", "_full", "pending", "npending", "pending_loc", "pending_lo", "pending_hi")
     NONE = np.iinfo(np.int32).max
 
     def __init__(self, nb: int, size: int):
@@ -102,6 +106,8 @@ class _Shadow:
         self.writer = np.full(size, -1, np.int32)
         self.rlo = np.full(size, self.NONE, np.int32)
         self.rhi = np.full(size, -1, np.int32)
+        self.wsite = np.zeros(size, np.int32)
+        self.rsite = np.zeros(size, np.int32)
         self.log = []
         self.uniform = True
         self.writes = self.folded = False
@@ -117,19 +123,21 @@ class _Shadow:
     def fold(self) -> None:
         """Fold the logged loads into ``rlo``/``rhi``."""
         if self.log:
-            addr = np.concatenate([a for a, _ in self.log])
-            tid = np.concatenate([t for _, t in self.log])
+            addr = np.concatenate([a for a, _, _ in self.log])
+            tid = np.concatenate([t for _, t, _ in self.log])
             np.minimum.at(self.rlo, addr, tid)
             np.maximum.at(self.rhi, addr, tid)
+            for a, _, site in self.log:
+                self.rsite[a] = site
             self.log = []
             self.folded = True
 
     def spread(self) -> None:
         """Leave the uniform mode: every block's records from block 0's."""
         self.fold()
-        w, lo, hi = (np.tile(x, self.nb) for x in (self.writer, self.rlo, self.rhi))
-        self._full = (self.writer, self.rlo, self.rhi)  # (block 0's, for the next uniform interval)
-        self.writer, self.rlo, self.rhi = w, lo, hi
+        arrs = (self.writer, self.rlo, self.rhi, self.wsite, self.rsite)
+        self._full = arrs  # (block 0's, for the next uniform interval)
+        self.writer, self.rlo, self.rhi, self.wsite, self.rsite = (np.tile(x, self.nb) for x in arrs)
         self.uniform = False
 
     def reset(self, rows=None) -> None:
@@ -137,7 +145,7 @@ class _Shadow:
         if rows is None:
             if not self.uniform or self.writes or self.folded:
                 if not self.uniform:
-                    self.writer, self.rlo, self.rhi = self._full
+                    self.writer, self.rlo, self.rhi, self.wsite, self.rsite = self._full
                     self.uniform = True
                 self.writer.fill(-1)
                 self.rlo.fill(self.NONE)
@@ -150,6 +158,21 @@ class _Shadow:
         self.fold()
         for x, v in ((self.writer, -1), (self.rlo, self.NONE), (self.rhi, -1)):
             x.reshape(self.nb, self.size)[rows] = v
+
+
+#: the locations of the ops that access workgroup memory, indexed by the site numbers of
+#: :class:`_Shadow` (``SITES[0]``: unknown); :func:`site` adds one
+SITES: list[str] = ["an unknown op"]
+_SITE_IDS: dict[str, int] = {}
+
+
+def site(loc: str) -> int:
+    """The site number of the op at ``loc`` (registered on first use, at translation)."""
+    k = _SITE_IDS.get(loc)
+    if k is None:
+        k = _SITE_IDS[loc] = len(SITES)
+        SITES.append(loc)
+    return k
 
 
 class _Frame:

@@ -10,7 +10,7 @@ import numpy as np
 from kernc.support.errors import KerncRuntimeError
 
 from . import affine
-from .frame import _Buf, _empty_alloc, _Frame
+from .frame import SITES, _Buf, _empty_alloc, _Frame, site
 from .traffic import _count, _count_masked, _count_periodic, _count_run
 from .translate import handles
 from .types import _MemTy
@@ -97,16 +97,22 @@ def _race(fr, buf, lane_a, lane_b, index):
     )
 
 
-def _track(fr, buf: _Buf, mask, rel, store: bool, loc: str, periodic: bool) -> None:
+def _track(fr, buf: _Buf, mask, rel, store: bool, loc: str, periodic: bool, width: int = 1,
+           sid: int | None = None, sub=None, group: int = 1) -> None:
     """The barrier-interval race check of a workgroup access (after it passed its bounds check):
     raise ``KerncRuntimeError`` when a thread loads an address another thread of its block stored to
     since the last barrier (read after write), or stores to one another thread stored to or loaded
     (write after write, write after read); else record the access in ``buf.shadow``
-    (:class:`~.frame._Shadow`). ``periodic``: the index is known to be the same function of the
-    thread id in every block (:func:`.affine.note_pure`; else the uniform mode compares the blocks'
-    indices). The accesses of one step are a thread's own (a same-step store race is
-    :func:`_check_store_race`'s). On a GPU these orders are undefined without ``__syncthreads()``
-    between them (CUDA C++ Programming Guide, "Shared Memory")."""
+    (:class:`~.frame._Shadow`). ``rel``: each lane's first element offset (in its block's array);
+    the lane accesses ``width`` consecutive elements from it (a ``vector.load``, an ``ldmatrix``
+    row). ``periodic``: the index is known to be the same function of the thread id in every block
+    (:func:`.affine.note_pure`; else the uniform mode compares the blocks' indices). ``sid``: the
+    op's site (:func:`.frame.site`; default that of ``loc``). ``sub``: ``None``, or a bool array
+    of ``B``: the threads of each block (of those in ``mask``) that access. ``group``: a load whose
+    data every thread of the thread's aligned ``group`` (a warp: ``nvgpu.ldmatrix``) receives, so a
+    store by any thread since the last barrier, or before the next, races with it. The accesses of one step are a
+    thread's own (a same-step store race is :func:`_check_store_race`'s). On a GPU these orders are
+    undefined without ``__syncthreads()`` between them (CUDA C++ Programming Guide, "Shared Memory")."""
     sh = buf.shadow
     B = fr.B
     if sh.uniform:
@@ -116,10 +122,14 @@ def _track(fr, buf: _Buf, mask, rel, store: bool, loc: str, periodic: bool) -> N
             if tid is None:
                 tid = fr.tables["tid32"] = fr.tid[:B].astype(np.int32)
             addr = rel[:B].copy() if type(rel) is np.ndarray else np.full(B, rel, np.int64)
+            if sub is not None:
+                tid, addr = tid[sub], addr[sub]
             first = fr.first_block
         else:
             sh.spread()
     if not sh.uniform:
+        if sub is not None:
+            mask = np.tile(sub, fr.nb) if mask is fr.full else mask & np.tile(sub, fr.nb)
         if mask is fr.full:
             tid, addr = fr.tid.astype(np.int32), buf.base + rel
         else:
@@ -129,15 +139,37 @@ def _track(fr, buf: _Buf, mask, rel, store: bool, loc: str, periodic: bool) -> N
             tid = fr.tid[act].astype(np.int32)
             addr = buf.base[act] + (rel[act] if type(rel) is np.ndarray else rel)
         first = None
+    if width > 1:
+        addr = (addr[:, None] + np.arange(width)).reshape(-1)
+        tid = np.repeat(tid, width)
+    _track_at(fr, buf, tid, addr, first, store, loc, site(loc) if sid is None else sid, group=group)
+
+
+def _track_at(fr, buf: _Buf, tid, addr, first, store: bool, loc: str, sid: int, who=None,
+              group: int = 1) -> None:
+    """:func:`_track` of the accesses by threads ``tid`` (int32, ids in their block) of the
+    addresses ``addr`` of ``buf.shadow``'s arrays (block 0's array when ``first`` is the batch's
+    first block: the uniform mode; else flat, as ``buf.data``). ``who``: a description of the
+    accessing threads for the report (default ``thread <tid>``); ``group``: as :func:`_track`'s."""
+    sh = buf.shadow
+    does = "stores to" if store else "loads"
     if sh.writes:
         w = sh.writer[addr]
-        bad = (w >= 0) & (w != tid)
+        bad = (w >= 0) & (w != tid) if group == 1 else w >= 0
         if bad.any():
             k = int(np.argmax(bad))
-            _interval_race(fr, buf, first, addr[k], f"thread {int(w[k])}", "stored to", int(tid[k]),
-                           "stores to" if store else "loads", loc)
+            if who is None:
+                lo = int(tid[k]) // group * group
+                who = f"thread {lo}" if group == 1 else f"the warp of threads {lo}-{lo + group - 1}"
+            _interval_race(fr, buf, first, addr[k], f"thread {int(w[k])}", "stored to",
+                           SITES[int(sh.wsite[addr[k]])], who, does, loc)
     if not store:
-        sh.log.append((addr, tid))
+        if group == 1:
+            sh.log.append((addr, tid, sid))
+        else:  # as loaded by the group's first and last thread: a store by any thread races
+            lo = tid // group * group
+            sh.log.append((addr, lo, sid))
+            sh.log.append((addr, lo + (group - 1), sid))
         return
     sh.fold()
     lo, hi = sh.rlo[addr], sh.rhi[addr]
@@ -145,17 +177,21 @@ def _track(fr, buf: _Buf, mask, rel, store: bool, loc: str, periodic: bool) -> N
     if bad.any():
         k = int(np.argmax(bad))
         other = int(lo[k]) if lo[k] != tid[k] else int(hi[k])
-        _interval_race(fr, buf, first, addr[k], f"thread {other}", "loaded", int(tid[k]), "stores to", loc)
+        _interval_race(fr, buf, first, addr[k], f"thread {other}", "loaded", SITES[int(sh.rsite[addr[k]])],
+                       who or f"thread {int(tid[k])}", does, loc)
     sh.writer[addr] = tid
+    sh.wsite[addr] = sid
     sh.writes = True
 
 
-def _interval_race(fr, buf, first, addr, a: str, did_a: str, b: int, does_b: str, loc: str):
+def _interval_race(fr, buf, first, addr, a: str, did_a: str, loc_a: str, b: str, does_b: str, loc: str):
+    """Report the race of ``b``'s access at ``loc`` with ``a``'s earlier one at ``loc_a``."""
     block = first if first is not None else fr.first_block + int(addr) // buf.size
+    noun = "store" if did_a == "stored to" else "load"
     raise KerncRuntimeError(
         f"data race on {buf.describe()} (workgroup memory of block {block}): {a} {did_a} index "
-        f"{int(addr) % buf.size} and thread {b} {does_b} it with no gpu.barrier between them (at {loc}; "
-        f"threads of a block see each other's workgroup stores only after a barrier)")
+        f"{int(addr) % buf.size} and {b} {does_b} it with no gpu.barrier between them (at {loc}; the "
+        f"{noun} by {a} at {loc_a}; threads of a block see each other's workgroup stores only after a barrier)")
 
 
 def _oob(fr, buf, what, lane, index):
@@ -268,34 +304,107 @@ def _load(tr, o):
 
 def _tracked(tr, o, f, mem, idxs, store: bool):
     """``f`` (a load or store handler), followed by the barrier-interval race check
-    (:func:`_track`) when ``mem`` is workgroup memory; ``f`` itself otherwise."""
-    if _MemTy(mem.type).space != "workgroup":
-        return f
-    m = tr.use(mem)
-    idx = [tr.use(v) for v in idxs]
-    loc = str(o.location)
-    lin = affine.coefficients(tr, idx[0]) if len(idx) == 1 else None
-    periodic = len(idx) == 1 and (idx[0] in tr.periodic or (lin is not None and lin[0] == 0))
+    (:func:`_track`) when ``mem`` is workgroup memory (and, for a global store, the check that no
+    ``cp.async`` in flight reads the address: :func:`check_source_store`)."""
+    check = access_check(tr, o, mem, idxs, store)
+    if check is None:
+        return _source_checked(tr, o, f, mem, idxs) if store else f
 
     def tracked(fr, mask):
         f(fr, mask)
+        check(fr, mask)
+    return tracked
+
+
+def access_check(tr, o, mem, idxs, store: bool, width: int = 1, lanes=None, group: int = 1):
+    """The race checks of an op ``o`` that loads or stores (``store``) ``width`` consecutive
+    elements of workgroup memref ``mem`` per lane from index ``idxs`` (SSA values): a function
+    ``check(fr, mask)`` to call after the access passed its bounds check, or ``None`` when ``mem``
+    is not workgroup memory. It raises ``KerncRuntimeError`` when the access touches an element a
+    TMA copy wrote that the thread did not wait for (:mod:`.tma`), a ``cp.async`` has in flight
+    (:func:`_check_pending`), or another thread accessed since the last barrier
+    (:func:`_track`). ``lanes``: ``None`` (every lane of the mask accesses), or a function
+    ``fr -> bool array of B``: the threads of each block that access (``nvgpu.ldmatrix``: the lanes
+    that give row addresses). ``group``: as :func:`_track`'s."""
+    if _MemTy(mem.type).space != "workgroup":
+        return None
+    m = tr.use(mem)
+    idx = [tr.use(v) for v in idxs]
+    loc = str(o.location)
+    sid = site(loc)
+    lin = affine.coefficients(tr, idx[0]) if len(idx) == 1 else None
+    periodic = len(idx) == 1 and (idx[0] in tr.periodic or (lin is not None and lin[0] == 0))
+
+    def check(fr, mask):
         buf = fr.env[m]
         tma = fr.memo.get("tma")  # TMA copies in flight (tma.py): is this a read before the wait?
         if buf.shadow is None and tma is None:
             return
+        sub = None if lanes is None else lanes(fr)
         if len(idx) == 1:
             rel = fr.env[idx[0]]
         else:
             rel = 0
             for st, i in zip(buf.strides, idx):
                 rel = rel + fr.env[i] * st
-        if tma is not None:
-            tma.check(fr, buf, mask, rel, store, loc)
+        if tma is not None or (buf.shadow is not None and buf.shadow.npending):
+            some = mask if sub is None else (np.tile(sub, fr.nb) if mask is fr.full else mask & np.tile(sub, fr.nb))
+            for c in range(width):
+                if tma is not None:
+                    tma.check(fr, buf, some, rel + c, store, loc)
+                if buf.shadow is not None and buf.shadow.npending:
+                    _check_pending(fr, buf, some, rel + c, store, loc)
         if buf.shadow is not None:
-            if buf.shadow.npending:
-                _check_pending(fr, buf, mask, rel, store, loc)
-            _track(fr, buf, mask, rel, store, loc, periodic)
-    return tracked
+            _track(fr, buf, mask, rel, store, loc, periodic, width, sid, sub, group)
+    return check
+
+
+def _source_checked(tr, o, f, mem, idxs):
+    """``f``, a store handler to global memref ``mem``, followed by the check that no ``cp.async``
+    in flight reads what it stores (:func:`check_source_store`; only while a copy of
+    the batch is in flight)."""
+    m = tr.use(mem)
+    idx = [tr.use(v) for v in idxs]
+    loc = str(o.location)
+
+    def checked(fr, mask):
+        f(fr, mask)
+        if fr.copies is not None and fr.copies.entries:
+            buf = fr.env[m]
+            rel = 0
+            if len(idx) == 1:
+                rel = fr.env[idx[0]]
+            else:
+                for st, i in zip(buf.strides, idx):
+                    rel = rel + fr.env[i] * st
+            check_source_store(fr, buf, mask, rel, 1, loc)
+    return checked
+
+
+def check_source_store(fr, buf, mask, rel, width: int, loc: str) -> None:
+    """A store by the lanes of ``mask`` to ``width`` consecutive elements from index ``rel`` (every
+    lane's, or a scalar) of ``buf`` (global memory), some of which a ``cp.async`` in flight reads:
+    raise ``KerncRuntimeError`` naming both ops (PTX ISA 9.7.9.25.3: the copy's source is read at an
+    unspecified time before the wait that retires it). The copies are ``fr.copies``
+    (:class:`.async_copy._Copies`: each entry's ``[6]`` its source buffer, ``[7]`` the flat
+    source indices in flight)."""
+    c = fr.copies
+    act = fr.lane if mask is fr.full else np.flatnonzero(mask)
+    if c is None or not act.size:
+        return
+    r = rel[act] if type(rel) is np.ndarray else np.full(act.size, rel, np.int64)
+    addr = (np.asarray(r, np.int64)[:, None] + np.arange(width)).reshape(-1)
+    for e in c.entries:
+        if e[6] is not buf:
+            continue
+        hit = np.isin(addr, e[7][e[7] >= 0])
+        if hit.any():
+            k = int(np.argmax(hit))
+            raise KerncRuntimeError(
+                f"data race on {buf.describe()}: thread {fr.thread_id(int(act[k // width]))} stores to index "
+                f"{int(addr[k])} (at {loc}) while the cp.async (nvgpu.device_async_copy at {e[5]}) that reads "
+                "it is in flight: the copy may read the old or the new value (no nvgpu.device_async_wait "
+                "has retired its group)")
 
 
 def _check_pending(fr, buf: _Buf, mask, rel, store: bool, loc: str) -> None:

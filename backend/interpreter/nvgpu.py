@@ -29,6 +29,12 @@ row, the 32-bit word at row ``l >> 2``, word ``l % 4`` going to lane ``l`` as fo
 ``.trans``, 16-bit elements only: rows ``2*(l % 4) + {0, 1}`` of column ``l >> 2``) as register
 ``q``.
 
+Races: each row is checked as a load of its 16 bytes by the whole warp (its words go to other lanes
+than the one giving the address; :func:`.memory.access_check`, as ``memref.load``): a row any
+thread stored to since the last ``gpu.barrier`` (or a ``cp.async`` retired since then wrote), or
+that a ``cp.async`` has in flight, is a ``KerncRuntimeError``; so is a store to it by any thread
+before the next barrier.
+
 Traffic: one ``ldmatrix`` is one shared request per warp, served in one phase per 8x8 matrix (8
 rows of 16 bytes: 32 words); its bank conflicts are counted per phase as
 :class:`~kernc.backend.interpreter.traffic.RunStats` defines them (rows whose 16 bytes share banks
@@ -58,7 +64,7 @@ import numpy as np
 
 from kernc.support.errors import KerncRuntimeError
 
-from .memory import _access, _addr
+from .memory import _access, _addr, access_check
 from .traffic import BANK_BYTES, WARP_SIZE, _bank_conflicts
 from .translate import handles
 from .types import _scalar_ty
@@ -160,6 +166,11 @@ def _ldmatrix(tr, o):
     src_row = [8 * q + (_LANE >> 2) for q in range(n)]  # the lane giving the row each lane reads
     src_pair = [8 * q + 2 * _T + e for q in range(n) for e in range(2)]  # .trans: rows 2t, 2t+1
     zeros = tuple(ety.zero() for _ in range(per))
+    rows_of = None
+    if n < 4:  # only lanes 0 .. 8n-1 give row addresses
+        def rows_of(fr):
+            return fr.lane_in_warp[:fr.B] < 8 * n
+    check = access_check(tr, o, o.operands[0], o.operands[1:], False, 16 // size, rows_of, WARP_SIZE)
 
     def f(fr, mask):
         env = fr.env
@@ -184,6 +195,8 @@ def _ldmatrix(tr, o):
         else:
             full[act] = addr
         rows = full.reshape(-1, WARP_SIZE)  # [warp, lane]: the row address lane gives
+        if check is not None:
+            check(fr, mask)
         if fr.collect:
             _count_ldmatrix(fr, mask, buf, rel, act, n)
         data = buf.data

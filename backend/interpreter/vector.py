@@ -1,5 +1,8 @@
 """16-byte vector accesses (``vector.load``/``vector.store``) and the vector ops around them; a
-``vector<n x T>`` value is a tuple of ``n`` lane arrays (or scalars)."""
+``vector<n x T>`` value is a tuple of ``n`` lane arrays (or scalars). A vector access of workgroup
+memory goes through the race checks of ``memref.load``/``memref.store``
+(:func:`.memory.access_check`: the ``n`` elements as the lane's), a vector store to global memory
+through the check against ``cp.async`` sources in flight."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import numpy as np
 
 from kernc.support.mlir import ir
 
-from .memory import _access, _addr, _check_store_race
+from .memory import _access, _addr, _check_store_race, access_check, check_source_store
 from .numeric import _vector_ty
 from .traffic import _count_vector
 from .translate import handles
@@ -21,6 +24,7 @@ def _vector_load(tr, o):
     n, ety = _vector_ty(tr, o.results[0].type, o)
     zero = ety.zero()
     r = tr.define(o.results[0])
+    check = access_check(tr, o, o.operands[0], o.operands[1:], False, n)
 
     def f(fr, mask):
         env = fr.env
@@ -31,6 +35,8 @@ def _vector_load(tr, o):
             env[r] = (zero,) * n
             return
         _access(fr, mask, buf, [first[0] + (n - 1)], "load")
+        if check is not None:
+            check(fr, mask)
         if fr.collect:
             _count_vector(fr, buf, act, rel, n, "load")
         addr = _addr(fr, buf, act, rel)
@@ -54,6 +60,8 @@ def _vector_store(tr, o):
     tr.written.add(m)
     idx = [tr.use(x) for x in o.operands[2:]]
     n, _ = _vector_ty(tr, o.operands[0].type, o)
+    check = access_check(tr, o, o.operands[1], o.operands[2:], True, n)
+    loc = str(o.location)
 
     def f(fr, mask):
         env = fr.env
@@ -63,6 +71,10 @@ def _vector_store(tr, o):
         if act is not None and act.size == 0:
             return
         _access(fr, mask, buf, [first[0] + (n - 1)], "store")
+        if check is not None:
+            check(fr, mask)
+        elif fr.copies is not None and fr.copies.entries:
+            check_source_store(fr, buf, mask, rel if act is None else _spread(fr, act, rel), n, loc)
         if fr.collect:
             _count_vector(fr, buf, act, rel, n, "store")
         addr = _addr(fr, buf, act, rel)
@@ -74,6 +86,13 @@ def _vector_store(tr, o):
                 val = val[-1]
             buf.data[addr + c] = val
     return f
+
+
+def _spread(fr, act, rel):
+    """``rel`` of the lanes ``act`` as an every-lane array (the others 0)."""
+    full = np.zeros(fr.L, np.int64)
+    full[act] = rel
+    return full
 
 
 @handles("vector.extract")

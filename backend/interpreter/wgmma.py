@@ -38,6 +38,11 @@ Async semantics modelled (9.7.15, the ``wgmma.fence``, ``commit_group``, ``wait_
   ``fence.proxy.async.shared::cta`` (generic-proxy stores become visible to the async proxy only
   through that fence), and must not change before a ``wait_group`` retires the ``wgmma``'s group
   (checked at the wait: the bytes are compared with what it read);
+- its operand reads are checked against the barrier intervals as the loads of every thread of the
+  warpgroup (:func:`_track_reads`): an element any thread stored to since the last ``gpu.barrier``
+  (another warp of the warpgroup at least executes the read), or that a ``cp.async`` has in flight,
+  is a ``KerncRuntimeError``; so is a store by a thread to an element a ``wgmma`` read before the
+  next barrier;
 - its accumulators may feed another ``wgmma.mma_async`` of the same shape while pending, but any
   other read (``llvm.extractvalue``) before the ``wait_group`` that retires it is an error;
 - ``wait_group N`` retires the oldest committed groups until at most ``N`` are pending; ops not yet
@@ -58,7 +63,8 @@ import numpy as np
 
 from kernc.support.errors import KerncRuntimeError
 
-from .memory import WINDOW_ALIGN, workgroup_address
+from .frame import SITES, site
+from .memory import WINDOW_ALIGN, _interval_race, workgroup_address
 from .translate import handles
 
 WARPGROUP = 128
@@ -342,6 +348,8 @@ def _mma_async(tr, o):
     prow = np.stack([p[0] for p in pos])  # (nreg, 128)
     pcol = np.stack([p[1] for p in pos])
     want = {"f16": "float16", "bf16": "bfloat16"}[elem]
+    items: list = []  # (warpgroup, buffer, element indices in its block's array, operand) read
+    sid = site(loc)
 
     def operand(fr, groups, dv, rows, what):
         d = _lanes(dv, fr.L).reshape(-1, WARPGROUP)
@@ -379,6 +387,7 @@ def _mma_async(tr, o):
                     "none): the async proxy wgmma reads through may not see them (PTX ISA, \"Async Proxy\")")
             vals.append(seen.astype(np.float32))
             reads.append((buf, idx, seen.copy()))
+            items.append((g, buf, el, what))
         return vals, reads
 
     def f(fr, mask):
@@ -392,8 +401,10 @@ def _mma_async(tr, o):
                 "accumulator registers were accessed)")
         acc = env[c]
         L = fr.L
+        items.clear()
         A, ra = operand(fr, groups, env[da], 64, "A")
         Bm, rb = operand(fr, groups, env[db], N, "B")
+        _track_reads(fr, mask, items, loc, sid)
         regs = [np.array(_lanes(x, L), np.float32) for x in acc.regs]
         R = np.stack(regs).reshape(nreg, -1, WARPGROUP)  # (reg, warpgroup, thread)
         for gi, g in enumerate(groups):
@@ -408,6 +419,56 @@ def _mma_async(tr, o):
         out = R.reshape(nreg, L)
         env[r] = _Acc([out[i] for i in range(nreg)], rec)
     return f
+
+
+def _track_reads(fr, mask, items, loc: str, sid: int) -> None:
+    """The barrier-interval race check (:func:`.memory._track`) of a ``wgmma``'s operand reads
+    ``items`` (warpgroup ``g`` of the batch, buffer, element indices in its block's array,
+    operand name): each element as loaded by every thread of the warpgroup, so a store by any
+    thread since the last barrier is a race, and so is one before the next barrier (the reads are
+    logged as by the warpgroup's first and last thread). Also a read of an element a ``cp.async``
+    has in flight. Uniform mode (:class:`~.frame._Shadow`) when every block's warpgroups read the
+    same indices."""
+    wpb = fr.B // WARPGROUP
+    for buf in {id(b): b for _, b, _, _ in items}.values():
+        sh = buf.shadow
+        if sh is None:
+            continue
+        mine = [(g, el, what) for g, b, el, what in items if b is buf]
+        if sh.npending:
+            for g, el, what in mine:
+                flat = int(buf.base[g * WARPGROUP]) + el
+                busy = sh.pending[flat] > 0
+                if busy.any():
+                    raise KerncRuntimeError(
+                        f"data race on {buf.describe()} (workgroup memory of block "
+                        f"{fr.first_block + g // wpb}): the wgmma.mma_async at {loc} reads its {what} operand "
+                        f"at index {int(el.reshape(-1)[np.argmax(busy.reshape(-1))])} while a cp.async to it "
+                        f"(nvgpu.device_async_copy at {sh.pending_loc}) is in flight (no "
+                        "nvgpu.device_async_wait has retired it)")
+        uniform = sh.uniform and mask is fr.full
+        if uniform:  # every block's warpgroups read what block 0's read
+            ref = {(what, g): el for g, el, what in mine if g < wpb}
+            uniform = all(np.array_equal(el, ref.get((what, g % wpb))) for g, el, what in mine)
+        if uniform:
+            mine, first = [x for x in mine if x[0] < wpb], fr.first_block
+        else:
+            if sh.uniform:
+                sh.spread()
+            first = None
+        for g, el, what in mine:
+            addr = el.reshape(-1) if first is not None else int(buf.base[g * WARPGROUP]) + el.reshape(-1)
+            lo = (g % wpb) * WARPGROUP
+            who = f"the warpgroup of threads {lo}-{lo + WARPGROUP - 1} (its wgmma {what} operand)"
+            if sh.writes:
+                w = sh.writer[addr]
+                bad = w >= 0
+                if bad.any():
+                    k = int(np.argmax(bad))
+                    _interval_race(fr, buf, first, addr[k], f"thread {int(w[k])}", "stored to",
+                                   SITES[int(sh.wsite[addr[k]])], who, "loads", loc)
+            sh.log.append((addr, np.full(addr.size, lo, np.int32), sid))
+            sh.log.append((addr, np.full(addr.size, lo + WARPGROUP - 1, np.int32), sid))
 
 
 def _alignments(tr) -> list[int]:

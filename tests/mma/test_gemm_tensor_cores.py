@@ -5,6 +5,7 @@ fallbacks and their remarks, ``--no-tensor-cores``, and the PTX through ``ptxas`
 from __future__ import annotations
 
 import math
+import re
 import os
 
 import numpy as np
@@ -241,3 +242,51 @@ def test_gemm_on_gpu_tensor_cores_matches_numpy(name, M, K, N):
     cp.cuda.runtime.deviceSynchronize()
     assert result.device == "cuda"
     _within_f64(c.get(), a, b)
+
+
+def _race_ops(msg: str, text: str) -> list[str]:
+    """The lines of ``text`` (gpu IR parsed without debug info: locations are its lines) that a race
+    report names."""
+    lines = text.split("\n")
+    return [lines[int(n) - 1].strip() for n in re.findall(r'loc\("-":(\d+):\d+\)', msg)]
+
+
+@pytest.fixture(scope="module")
+def sm80_gemm_f16_ir() -> str:
+    from kernc.compiler import Compilation, CompileOptions
+
+    src = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    return Compilation(src, "gemm_f16.kern", CompileOptions(arch="sm_80"), use_cache=False).gpu_ir()
+
+
+def _run_sm80(text: str, M: int, K: int, N: int):
+    from kernc.backend.interpreter import Interpreter
+    from kernc.compiler import context
+    from kernc.support.mlir import ir
+
+    with context():
+        it = Interpreter(ir.Module.parse(text))
+    a, b = _inputs(M, K, N, np.float16)
+    c = np.zeros(M * N, np.float32)
+    it.run("gemm_f16", 1, 256, [a.reshape(-1), b.reshape(-1), c, M, K, N])
+    return a, b, c.reshape(M, N)
+
+
+def test_missing_barriers_around_ldmatrix_are_reported_races(sm80_gemm_f16_ir):
+    """The tiles nvgpu.ldmatrix reads are workgroup memory other threads stored: deleting the barrier
+    before the ldmatrix reads (read after write) or the one before the next chunk's stores (write
+    after read) is a reported race naming the store and the ldmatrix."""
+    from kernc.support.errors import KerncRuntimeError
+
+    text = sm80_gemm_f16_ir
+    at = [m.start() for m in re.finditer(r"\n *gpu\.barrier", text)]
+    assert len(at) == 2 and "nvgpu.ldmatrix" in text
+    a, b, c = _run_sm80(text, 64, 64, 64)  # as compiled: no race, right sums
+    _within_f64(c, a, b)
+    for i in at + [None]:
+        bad = text.replace("gpu.barrier", "") if i is None else text[:i] + text[text.index("\n", i + 1):]
+        with pytest.raises(KerncRuntimeError, match=r"no gpu\.barrier between them") as err:
+            _run_sm80(bad, 64, 64, 64)
+        ops = _race_ops(str(err.value), bad)
+        assert len(ops) == 2 and any("nvgpu.ldmatrix" in x for x in ops), (str(err.value), ops)
+        assert any("memref.store" in x or "device_async" in x for x in ops), ops

@@ -286,3 +286,110 @@ def test_partial_round_of_copies_bitwise_equals_untiled(gemms):
     mod.gemm(a, b, c1)
     gemms["untiled"].gemm(a, b, c2)
     assert (c1.view(np.int32) == c2.view(np.int32)).all()
+
+
+def _ldmatrix_after_copy(wait: bool, barrier: bool, read: str = "ldmatrix") -> str:
+    """32 threads: thread t cp.asyncs src[8t .. 8t+7] (16 bytes, f16) to s[8t ..], commits, (waits,
+    barrier,) then reads row 8t with ``nvgpu.ldmatrix`` x4 (or ``vector.load`` of 8 elements) and
+    stores its first element to out[t]."""
+    reader = ("%m = nvgpu.ldmatrix %s[%d] {numTiles = 4 : i32, transpose = false} : "
+              f"memref<256xf16, {W}> -> vector<4x2xf16>\n      %v = vector.extract %m[0, 0] : f16 from vector<4x2xf16>"
+              if read == "ldmatrix" else
+              f"%m = vector.load %s[%d] : memref<256xf16, {W}>, vector<8xf16>\n"
+              "      %v = vector.extract %m[0] : f16 from vector<8xf16>")
+    return f"""
+module attributes {{gpu.container_module}} {{
+  gpu.module @kernels {{
+    gpu.func @x(%src: memref<?xf16, {G}>, %out: memref<?xf16, {G}>) workgroup(%s : memref<256xf16, {W}>) kernel {{
+      %c8 = arith.constant 8 : index
+      %tid = gpu.thread_id x
+      %d = arith.muli %tid, %c8 : index
+      %t0 = nvgpu.device_async_copy %src[%d], %s[%d], 8 : memref<?xf16, {G}> to memref<256xf16, {W}>
+      %g0 = nvgpu.device_async_create_group %t0
+      {"nvgpu.device_async_wait %g0 {numGroups = 0 : i32}" if wait else ""}
+      {"gpu.barrier" if barrier else ""}
+      {reader}
+      memref.store %v, %out[%tid] : memref<?xf16, {G}>
+      gpu.return
+    }}
+  }}
+}}"""
+
+
+@pytest.mark.parametrize("read", ["ldmatrix", "vector"])
+def test_ldmatrix_and_vector_loads_of_a_copy_in_flight_are_races(read):
+    src = (np.arange(256) % 100).astype(np.float16)
+    out = np.zeros(32, np.float16)
+    Interpreter(_ldmatrix_after_copy(True, True, read)).run("x", 1, 32, [src, out])
+    # ldmatrix: lane l gets word l % 4 of row l >> 2 (row r: thread r's 8 elements); vector: its own
+    want = src[8 * (np.arange(32) >> 2) + 2 * (np.arange(32) % 4)] if read == "ldmatrix" else src[8 * np.arange(32)]
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(KerncRuntimeError, match=r"thread 0 loads index 0 \(at loc\(\"-\":\d+:\d+\)\) while a "
+                                                r"cp.async to it \(nvgpu.device_async_copy at loc"):
+        Interpreter(_ldmatrix_after_copy(False, False, read)).run("x", 1, 32, [src, np.zeros(32, np.float16)])
+    # waited but no barrier: ldmatrix's rows go to other lanes than the copying one (vector.load: its own)
+    if read == "ldmatrix":
+        with pytest.raises(KerncRuntimeError, match=r"thread 0 stored to index 0 and the warp of threads 0-31 loads "
+                                                    r"it .* the store by thread 0 at loc\(\"-\":8:13\), retired at"):
+            Interpreter(_ldmatrix_after_copy(True, False, read)).run("x", 1, 32, [src, np.zeros(32, np.float16)])
+
+
+def _copy_then_store(where: str, width: int = 1, offset: int = 0) -> str:
+    """256 threads: thread t cp.asyncs ``width`` f32 from src[width*t + offset] to s[width*t +
+    offset] and then stores 0 to src[t] (``where``: "before" the wait that retires the copy,
+    "after" it, or "none"), then reads s[width*t + offset] into out[t]."""
+    store = f"memref.store %z, %src[%tid] : memref<?xf32, {G}>"
+    return f"""
+module attributes {{gpu.container_module}} {{
+  gpu.module @kernels {{
+    gpu.func @x(%src: memref<?xf32, {G}>, %out: memref<?xf32, {G}>) workgroup(%s : memref<1040xf32, {W}>) kernel {{
+      %z = arith.constant 0.0 : f32
+      %cw = arith.constant {width} : index
+      %co = arith.constant {offset} : index
+      %tid = gpu.thread_id x
+      %d0 = arith.muli %tid, %cw : index
+      %d = arith.addi %d0, %co : index
+      %t0 = nvgpu.device_async_copy %src[%d], %s[%d], {width} : memref<?xf32, {G}> to memref<1040xf32, {W}>
+      %g0 = nvgpu.device_async_create_group %t0
+      {store if where == "before" else ""}
+      nvgpu.device_async_wait %g0 {{numGroups = 0 : i32}}
+      {store if where == "after" else ""}
+      %v = memref.load %s[%d] : memref<1040xf32, {W}>
+      memref.store %v, %out[%tid] : memref<?xf32, {G}>
+      gpu.return
+    }}
+  }}
+}}"""
+
+
+def test_writing_the_source_of_a_copy_in_flight_is_a_race():
+    """PTX leaves open when cp.async reads its source: a store to it before the wait that retires
+    the copy is reported (by any thread), one after it is not."""
+    src = np.arange(1024, dtype=np.float32) + 0.5
+    out = np.zeros(256, np.float32)
+    Interpreter(_copy_then_store("after")).run("x", 1, 256, [src.copy(), out])
+    np.testing.assert_array_equal(out, src[:256])
+    with pytest.raises(KerncRuntimeError, match=r"data race on buffer 'arg0': thread 0 stores to index 0 "
+                                                r"\(at loc\(\"-\":13:7\)\) while the cp.async \(nvgpu.device_async_copy "
+                                                r"at loc\(\"-\":11:13\)\) that reads it is in flight"):
+        Interpreter(_copy_then_store("before")).run("x", 1, 256, [src.copy(), out])
+    # 4-element copies: every source element of a copy in flight counts
+    with pytest.raises(KerncRuntimeError, match=r"thread 0 stores to index 0 .* while the cp.async"):
+        Interpreter(_copy_then_store("before", width=4)).run("x", 1, 256, [src.copy(), out])
+
+
+@pytest.mark.parametrize("width, offset, ok", [(1, 1, True), (2, 0, True), (4, 0, True), (2, 1, False),
+                                               (4, 2, False)])
+def test_cp_async_addresses_must_be_aligned_to_the_copy_size(width, offset, ok):
+    src = np.arange(1100, dtype=np.float32) + 0.5
+    out = np.zeros(256, np.float32)
+    text = _copy_then_store("none", width, offset)
+    if ok:
+        Interpreter(text).run("x", 1, 256, [src, out])
+        np.testing.assert_array_equal(out, src[width * np.arange(256) + offset])
+        return
+    with pytest.raises(KerncRuntimeError, match=rf"nvgpu.device_async_copy \(at loc\(\"-\":11:13\)\): thread 0 "
+                                                rf"copies {4 * width} bytes with a destination address \(index "
+                                                rf"{offset} of workgroup buffer 'workgroup0'\) that is not "
+                                                rf"{4 * width}-byte aligned"):
+        Interpreter(text).run("x", 1, 256, [src, out])

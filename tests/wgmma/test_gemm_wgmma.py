@@ -7,6 +7,7 @@ and the PTX through ``ptxas -arch=sm_90a``."""
 from __future__ import annotations
 
 import math
+import re
 import os
 
 import numpy as np
@@ -94,6 +95,24 @@ def test_the_pass_ir_runs_and_its_wait_matters():
     # wait_group 1: the second k chunk's stores overwrite the tiles the first chunk's wgmma reads
     with pytest.raises(KerncRuntimeError, match="overwritten before the wgmma.wait_group"):
         _run_text(text.replace(WAIT, WAIT[:-1] + "1"), 20, 70, 24)
+
+
+def test_missing_barriers_around_the_wgmma_tiles_are_reported_races():
+    """wgmma.mma_async reads its A and B tiles as every thread of the warpgroup: deleting the barrier
+    between the tile stores and the wgmma (read after write: stores by other warps) or the one before
+    the next chunk's stores (write after read) is a reported race naming the store and the wgmma."""
+    text = _gpu_text()
+    at = [m.start() for m in re.finditer(r"\n *gpu\.barrier", text)]
+    assert len(at) == 2
+    lines = None
+    for i in at + [None]:
+        bad = text.replace("gpu.barrier", "") if i is None else text[:i] + text[text.index("\n", i + 1):]
+        with pytest.raises(KerncRuntimeError, match=r"no gpu\.barrier between them") as err:
+            _run_text(bad, 20, 70, 24)
+        lines = bad.split("\n")
+        ops = [lines[int(n) - 1] for n in re.findall(r'loc\("-":(\d+):\d+\)', str(err.value))]
+        assert len(ops) == 2 and any("nvvm.wgmma.mma_async" in x for x in ops), (str(err.value), ops)
+        assert any("memref.store" in x for x in ops), ops
 
 
 def test_a_wrong_fragment_layout_is_a_wrong_cpu_result(monkeypatch):

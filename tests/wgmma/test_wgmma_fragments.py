@@ -69,10 +69,11 @@ def test_d_fragment_is_the_isa_table():
 
 
 def _kernel(n: int, wait: int | None = 0, fence: bool = True, proxy: bool = True, align: int = 1024,
-            store_after: bool = False) -> str:
+            store_after: str = "") -> str:
     """128 threads: copy a (SIZE f16) into workgroup tile sa and b into sb verbatim, then one
     m64nNk16 wgmma with descriptors (smem address >> 4) | hi_a / hi_b (kernel arguments) from a zero
-    accumulator; thread t stores d_i at d[(n/2)*t + i]."""
+    accumulator; thread t stores d_i at d[(n/2)*t + i]. ``store_after``: thread t then stores to
+    sa[t] before the wait (``"barrier"``: after a gpu.barrier; ``"race"``: with none)."""
     nreg = n // 2
     st = "!llvm.struct<(" + ", ".join(["f32"] * nreg) + ")>"
     stores = "".join(f"""
@@ -80,7 +81,7 @@ def _kernel(n: int, wait: int | None = 0, fence: bool = True, proxy: bool = True
       %o{i} = arith.addi %obase, %c{i} : index
       memref.store %v{i}, %d[%o{i}] : memref<?xf32, {G}>""" for i in range(nreg))
     consts = "\n".join(f"      %c{v} = arith.constant {v} : index" for v in range(max(nreg, 2)))
-    later = f"""
+    later = ("\n      gpu.barrier" if store_after == "barrier" else "") + f"""
       %one = arith.constant 1.0 : f16
       memref.store %one, %sa[%t] : memref<{SIZE}xf16, {W}>""" if store_after else ""
     return f"""
@@ -176,7 +177,12 @@ def test_reading_accumulators_before_the_wait_is_reported():
 
 def test_overwriting_a_pending_wgmma_tile_is_reported():
     with pytest.raises(KerncRuntimeError, match=r"workgroup buffer 'sa'|overwritten before the wgmma\.wait_group"):
-        _run(8, 1, 1024, 16, *_ab(), store_after=True)
+        _run(8, 1, 1024, 16, *_ab(), store_after="barrier")
+    # with no barrier after the wgmma read, the store by another thread of the warpgroup is a race
+    with pytest.raises(KerncRuntimeError, match=r"thread 127 loaded index 0 and thread 0 stores to it with no "
+                                                r"gpu.barrier between them \(at .*; the load by thread 127 at "
+                                                r"loc\(\"-\":\d+:\d+\)"):
+        _run(8, 1, 1024, 16, *_ab(), store_after="race")
 
 
 def test_missing_fences_and_alignment_are_reported():
