@@ -301,14 +301,15 @@ class Compilation:
         #: whether the gpu IR came from the compile cache
         self.from_cache = False
         if use_cache and after_pass is None and cache.enabled() and not self.options.remarks:
-            # --no-coalesce and --fmad build other IR, so they get their own keys
-            extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
-                                          tile=self.options.tile, shared=self.options.shared,
-                                          tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize,
+            # every option that can change the gpu IR or the errors of a compile, as given (not what
+            # it amounts to on this arch: @tensor_cores fails on sm_75 unless --no-tensor-cores)
+            extra = cache.option_includes(arch=self.options.arch, coalesce=self.options.coalesce,
+                                          fmad=self.options.fmad, tile=self.options.tile,
+                                          shared=self.options.shared, tensor_cores=bool(self.options.tensor_cores),
+                                          privatize=self.options.privatize,
                                           group_registers=self.options.group_registers,
-                                          wgmma=self.uses_wgmma,
-                                          async_copy=self.uses_async_copy,
-                                          tma=self.uses_wgmma and bool(self.options.tma))
+                                          wgmma=bool(self.options.wgmma), async_copy=bool(self.options.async_copy),
+                                          tma=bool(self.options.tma))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
