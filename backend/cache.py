@@ -319,15 +319,20 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
     })
 
 
-def option_includes(*, coalesce: bool = True, fmad: bool = False, tile: bool = True,
+def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: bool = False, tile: bool = True,
                     shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                     group_registers: bool = True, wgmma: bool = False,
                     async_copy: bool = True, tma: bool = False) -> tuple:
-    """The compile options that change the gpu IR, as ``includes`` pairs of :func:`front_key`
-    (empty for the defaults, so default keys stay as they were). ``wgmma``: kern-wgmma-contractions
-    is in use (on, tensor cores on, an ``sm_90a`` target): its gpu IR differs from ``sm_90``'s;
-    ``tma``: and loads its tiles by TMA (``--tma``)."""
-    return ((() if coalesce else (("--no-coalesce", ""),))
+    """The compile options that can change the gpu IR *or the diagnostics* of a compile (its errors:
+    a ``gpu`` entry means "this source compiled with these options"), as ``includes`` pairs of
+    :func:`front_key`. Each flag is the option as the user gave it, not what it amounts to on
+    ``arch``: ``@tensor_cores`` is an error on ``sm_75`` without ``--no-tensor-cores`` and not with
+    it, though both build the same IR. ``arch`` (the exact target; ``None``: not part of the key) is
+    in the key because the passes decide by it (tensor cores, ``cp.async``, ``wgmma``) and their
+    errors name it. ``wgmma``/``tma``: the options as given (``CompileOptions`` defaults
+    ``wgmma=True``). Empty for the defaults without ``arch``."""
+    return ((() if arch is None else (("--arch", str(arch)),))
+            + (() if coalesce else (("--no-coalesce", ""),))
             + ((("--fmad", ""),) if fmad else ())
             + (() if tile else (("--no-tile", ""),))
             + (() if shared else (("--no-shared", ""),))
@@ -590,9 +595,9 @@ def lookup_ptx(source: str, filename: str, *, arch: str, opt_level: int, index_b
     if not enabled():
         return None
     try:
-        from kernc.passes.targets import WGMMA_ARCHS  # data only: no MLIR import
-
-        includes = option_includes(fmad=fmad, wgmma=arch in WGMMA_ARCHS)
+        # the defaults of every other option (the CLI takes this path only then), as the raw options
+        # Compilation keys them with: arch, wgmma=True
+        includes = option_includes(arch=arch, fmad=fmad, wgmma=True)
         key = ptx_key(front_key(source, filename, kernels, includes=includes),
                       arch, opt_level, index_bits)
     except Exception:  # noqa: BLE001 - a cache problem must never reach the user

@@ -511,10 +511,8 @@ class DeclarationChecks(CheckerBase):
                           coords=coord_syms, extents=extents, problem_poly=problem_poly)
         info.tile_config = tile_config
         info.tensor_cores = tensor_cores or None
-        if "tensor_cores" in seen_attrs and over.extents is None:  # (kern-mma-contractions runs on N-D problems)
-            self.error("@tensor_cores needs a contraction over an N-D problem, e.g. over (i, j) in (M, N) "
-                       "with a loop 'acc += a[i, k] * b[k, j]'; this kernel is over one size",
-                       seen_attrs["tensor_cores"].loc)
+        # @tensor_cores / @tile on a kernel over one size: an error unless --no-tensor-cores /
+        # --no-tile turns the attribute off (kernc.compiler.attribute_errors: it knows the options)
         k.info = info
         self.info = info
 

@@ -351,6 +351,8 @@ class _ToAst:
     def call_args(self, items):
         return [i for i in items if i is not None]
 
+    decl_args = call_args  # (grammar.lark: call_args where no operator can follow)
+
     def layout_params(self, items):
         return [str(i) for i in items if i is not None]
 

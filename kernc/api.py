@@ -43,7 +43,11 @@ class LaunchResult:
     these indices: ``launch_policy.shared_pays``); ``None`` for other kernels and empty problems.
     ``tiled``, for a kernel kern-tile-contractions tiled: ``True`` when the tiled kernel ran,
     ``False`` when the launch ran the untiled build (a problem smaller than one block tile:
-    ``launch_policy.run_tiled``); ``None`` for other kernels and empty problems."""
+    ``launch_policy.run_tiled``); ``None`` for other kernels and empty problems.
+    ``tensor_cores``: ``"mma.sync"`` or ``"wgmma"`` when the build that ran takes its contraction
+    on tensor cores (kern-mma-contractions / kern-wgmma-contractions; such a kernel tiles of its own
+    and its ``tiled`` is ``None`` unless kern-tile-contractions tiled it); ``None`` when it ran on
+    CUDA cores, for kernels without a contraction and for empty problems."""
 
     device: str
     problem_size: int
@@ -54,6 +58,7 @@ class LaunchResult:
     staged: bool | None = None
     shared: bool | None = None
     tiled: bool | None = None
+    tensor_cores: str | None = None
 
     def __repr__(self) -> str:  # kernc/display.py
         return display.launch_repr(self)
@@ -82,6 +87,10 @@ class Kernel:
         # LaunchResult.shared of its own runs: False for the build that lowers them as indexed/atomic
         self._shared = module._compilation.options.shared if self.signature.shared_accesses else None
         self._prepared_shared = None  # LaunchResult.shared of the launch _prepared repeats
+        # LaunchResult.tiled / .tensor_cores of its own runs (this build: kern-tile-contractions tiled
+        # it; kern-mma/wgmma-contractions put it on tensor cores)
+        self._tiled = True if self.signature.contraction else None
+        self._tensor_cores = module._compilation.tensor_core_kernels().get(name)
 
     def _packer(self, index_bits: int):
         packer = self._packers.get(index_bits)
@@ -118,7 +127,9 @@ class Kernel:
             prepared = self._prepared
             if prepared is not None and prepared(args):  # a repeated GPU call: bound as the last one
                 return LaunchResult("cuda", prepared.problem_size, prepared.grid, prepared.block,
-                                    dict(prepared.sizes), None, self._prepared_staged, self._prepared_shared)
+                                    dict(prepared.sizes), None, self._prepared_staged, self._prepared_shared,
+                                    self._tiled if prepared.grid else None,
+                                    self._tensor_cores if prepared.grid else None)
             return self.launch(args, {}, None)
         device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
         stats = kwargs.pop("stats") if "stats" in kwargs and "stats" not in self._arg_names else True
@@ -204,7 +215,8 @@ class Kernel:
         return LaunchResult(device, bound.problem_size, bound.grid, bound.block, dict(bound.sizes), counters,
                             self._staged if bound.grid else None,  # (no block ran for an empty problem)
                             self._shared if bound.grid else None,
-                            True if bound.grid and self.signature.contraction else None)
+                            self._tiled if bound.grid else None,
+                            self._tensor_cores if bound.grid else None)
 
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the
@@ -342,8 +354,11 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     once on the GPU and on the CPU interpreter alike (default off: results equal numpy's ``a*b + c``).
     ``coalesce=False`` turns off the staging of transposed view accesses through a workgroup tile
     (``kern-coalesce-views``; ``kernc compile --no-coalesce``), e.g. to measure a naive transpose.
-    ``tile=False`` turns off the tiling of contraction loops (``kern-tile-contractions``; ``kernc
-    compile --no-tile``): each item then runs its own loop, as written. ``tensor_cores=False``
+    ``tile=False`` turns off the CUDA-core tiling of contraction loops (``kern-tile-contractions``;
+    ``kernc compile --no-tile``): each item then runs its own loop, as written -- tensor cores are
+    not turned off: f16/bf16/i8/``@tf32`` contractions still run as ``mma.sync``/``wgmma`` in tiles
+    of their own (add ``tensor_cores=False`` for the untiled reference); it overrides ``@tile``.
+    ``tensor_cores=False`` (it overrides a kernel's ``@tensor_cores``)
     keeps f16/bf16 contractions off the tensor cores (``kern-mma-contractions``, ``sm_80`` and
     later: ``mma.sync`` fed by ``ldmatrix``; ``kernc compile --no-tensor-cores``); they are then
     tiled on CUDA cores, their sums in the loop's order. ``privatize=False`` turns

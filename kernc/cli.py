@@ -548,8 +548,8 @@ def cmd_run(ns) -> int:
     stats = result.stats.to_dict() if result.stats is not None and (ns.stats or ns.stats_json) else None
     # the JSON also says which kernel ran (LaunchResult.staged), as the summary line does: the
     # counters of a staged kernel's unstaged run are another kernel's
-    stats_text = (json.dumps({**stats, "staged": result.staged, "shared": result.shared}, indent=2,
-                             sort_keys=True) + "\n"
+    stats_text = (json.dumps({**stats, "staged": result.staged, "shared": result.shared, "tiled": result.tiled,
+                              "tensor_cores": result.tensor_cores}, indent=2, sort_keys=True) + "\n"
                   if stats is not None and ns.stats_json else None)
     if stats_text is not None and ns.stats_json != "-":
         files.append((ns.stats_json, stats_text))
@@ -564,6 +564,11 @@ def cmd_run(ns) -> int:
                 False: "; shared(I)/shared_sum(I) ran as indexed(I)/atomic(I) (staging would not pay on "
                        "these indices: too little reuse per block)",
                 None: ""}[result.shared]
+    staging += {True: "; contraction tiled on CUDA cores (kern-tile-contractions)",
+                False: "; contraction untiled (a problem smaller than one block tile runs the untiled build)",
+                None: ""}[result.tiled]
+    if result.tensor_cores:
+        staging += f"; contraction on tensor cores ({result.tensor_cores})"
     print(
         f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}{staging}; "
         f"wrote {', '.join(written) or 'nothing'}", file=info

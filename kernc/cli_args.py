@@ -108,8 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not stage transposed view accesses through a workgroup tile")
     # kern-tile-contractions
     c.add_argument("--no-tile", action="store_true",
-                   help="do not tile contraction loops (block tiles through workgroup memory, several "
-                        "items per thread)")
+                   help="do not tile contraction loops on CUDA cores (block tiles through workgroup memory, "
+                        "several items per thread); tensor cores are not turned off (f16/bf16/i8/@tf32 "
+                        "contractions still run as mma.sync/wgmma in tiles of their own: use "
+                        "--no-tensor-cores)")
     c.add_argument("--no-async-copy", action="store_true",
                    help="stage the tiles of tiled contractions with plain loads, not cp.async (sm_80 and "
                         "later)")
@@ -157,12 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--input", action="append", default=[], type=_input_option, metavar="NAME=@file.npy|NAME=VALUE")
     r.add_argument("--size", action="append", default=[], type=_size_option, metavar="SYM=INT")
     r.add_argument("--output-dir", default=".", help="where NAME.npy outputs go (default: the current folder)")
-    r.add_argument("--arch", default="sm_90", type=arch_option, help="target GPU of --device cuda (default sm_90)")
+    r.add_argument("--arch", default="sm_90", type=arch_option,
+                   help="target GPU (default sm_90): the PTX of --device cuda, and what the CPU interpreter "
+                        "runs too (the gpu IR built for that arch: tensor cores from sm_80, wgmma on "
+                        "sm_90a, cp.async staging from sm_80)")
     r.add_argument("--fmad", action="store_true", help=_FMAD_HELP)
     r.add_argument("--no-coalesce", action="store_true",
                    help="do not stage transposed view accesses through a workgroup tile (compare --stats)")
     r.add_argument("--no-tile", action="store_true",
-                   help="do not tile contraction loops through workgroup memory (compare --stats)")
+                   help="do not tile contraction loops on CUDA cores (compare --stats); tensor-core "
+                        "contractions still run on tensor cores (use --no-tensor-cores)")
     r.add_argument("--no-async-copy", action="store_true",
                    help="stage the tiles of tiled contractions with plain loads, not cp.async (compare --stats)")
     r.add_argument("--no-tensor-cores", action="store_true",
@@ -181,13 +187,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--always-shared", action="store_true",
                    help="always stage shared(I)/shared_sum(I) through workgroup memory (default: run them as "
                         "indexed(I)/atomic(I) where staging would not pay on the indices; compare --stats)")
-    r.add_argument("--stats", action="store_true", help="print the interpreter's memory-traffic counters")
+    r.add_argument("--stats", action="store_true",
+                   help="print the interpreter's memory-traffic counters (the summary line says which build "
+                        "ran: staged, tiled, on tensor cores)")
     r.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar (one is shown on a terminal for CPU runs longer than about 2 s)")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
                    "kernel staged view accesses), false (a staged kernel ran without staging for "
                    "these extents) or null (nothing to stage, or an empty launch), and \"shared\": true "
-                   "(shared(I)/shared_sum(I) staged), false (run as indexed(I)/atomic(I)) or null")
+                   "(shared(I)/shared_sum(I) staged), false (run as indexed(I)/atomic(I)) or null, "
+                   "\"tiled\": true (the contraction ran tiled on CUDA cores), false (the untiled build ran) "
+                   "or null, and \"tensor_cores\": \"mma.sync\" or \"wgmma\" (the contraction ran on "
+                   "tensor cores) or null")
 
     for mode, what in (("grad", "reverse mode: K_grad adds dL/dx to x_bar"),
                        ("jvp", "forward mode: K_jvp gives y_dot = J x_dot")):

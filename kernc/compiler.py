@@ -64,10 +64,11 @@ class CompileOptions:
     print its one-line decisions to stderr (``--remarks``; the compile cache is bypassed). ``fmad``:
     contract ``a*b + c`` into a fused multiply-add (``kern-contract-fma``; ``kernc compile --fmad``,
     nvcc's ``--fmad=true``), rounded once on the GPU and on the CPU interpreter alike. ``tile``:
-    run ``kern-tile-contractions`` (block tiles of contraction loops through workgroup memory;
-    ``kernc compile --no-tile`` turns it off). ``tensor_cores``: run ``kern-mma-contractions``
-    (f16/bf16 contractions on the tensor cores of ``arch``, ``sm_80`` and later; ``kernc compile
-    --no-tensor-cores`` turns it off). ``shared``: stage ``shared(I)`` reads and
+    run ``kern-tile-contractions`` (CUDA-core block tiles of contraction loops through workgroup
+    memory; ``kernc compile --no-tile`` turns it off, and overrides ``@tile``; it leaves tensor cores
+    on: those contractions tile of their own). ``tensor_cores``: run ``kern-mma-contractions``
+    (f16/bf16/i8/``@tf32`` contractions on the tensor cores of ``arch``, ``sm_80`` and later; ``kernc
+    compile --no-tensor-cores`` turns it off, and overrides ``@tensor_cores``). ``shared``: stage ``shared(I)`` reads and
     ``shared_sum(I)`` updates through workgroup memory (``False``: lower them as ``indexed(I)`` and
     ``atomic(I)``, the build a :class:`Variant` with ``shared=False`` names, which the launcher runs
     where staging cannot pay, ``launch_policy.shared_pays``). ``privatize``: run
@@ -155,6 +156,62 @@ def validate_options(opts: "CompileOptions") -> None:
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
+
+
+def attribute_errors(program, options: "CompileOptions", source: str | None = None) -> None:
+    """``CompileError`` (every one found, at the attribute) for a kernel attribute that the options
+    leave in force but that cannot apply to its kernel: ``@tensor_cores`` (unless
+    ``tensor_cores=False``, which overrides it) and ``@tile`` (unless ``tile=False``) on a kernel
+    over one size, which has no contraction of an N-D problem to run on tensor cores or to tile.
+    (An N-D kernel without a contraction loop: ``@tensor_cores`` is kern-mma-contractions' error,
+    ``@tile`` a remark, :func:`_ignored_tile_remarks`.)"""
+    diags = []
+    for k in program.items:
+        if not isinstance(k, frontend.ast.Kernel) or k.over.extents is not None:
+            continue
+        if options.kernels is not None and k.name not in options.kernels:
+            continue
+        for a in k.attributes:
+            if a.name == "tensor_cores" and options.tensor_cores:
+                diags.append(Diagnostic(
+                    f"@tensor_cores of kernel '{k.name}': cannot run on tensor cores: it is over one size; "
+                    "tensor cores run a contraction of an N-D problem, e.g. over (i, j) in (M, N) with a loop "
+                    "'acc += a[i, k] * b[k, j]'", a.loc, source=source,
+                    hint="remove @tensor_cores (or compile with --no-tensor-cores)"))
+            elif a.name == "tile" and options.tile:
+                diags.append(Diagnostic(
+                    f"@tile of kernel '{k.name}': there is nothing to tile: it is over one size; "
+                    "kern-tile-contractions tiles a contraction of an N-D problem, e.g. over (i, j) in "
+                    "(M, N) with a loop 'acc += a[i, k] * b[k, j]'", a.loc, source=source,
+                    hint="remove @tile (or compile with --no-tile)"))
+    if diags:
+        raise CompileError(diags)
+
+
+def _with_source(err: CompileError, filename: str, source: str) -> CompileError:
+    """``err`` with ``source`` attached to each of its diagnostics (and their notes) located in
+    ``filename`` that has none, so that it prints the source line and a caret as the frontend's
+    errors do (a pass knows the location, not the text); its message is made again."""
+    def fill(d: Diagnostic) -> None:
+        if d.source is None and d.location is not None and d.location.filename == filename:
+            d.source = source
+        for n in d.notes:
+            fill(n)
+
+    for d in err.diagnostics:
+        fill(d)
+    err.args = ("\n".join(d.format() for d in err.diagnostics),)
+    return err
+
+
+def _ignored_tile_remarks(signatures: dict, remark: Callable[[str], None]) -> None:
+    """The remark at ``@tile`` of each N-D kernel kern-tile-contractions tiled nothing in (no
+    contraction loop: a transpose, an element-wise kernel): the attribute is ignored."""
+    for name, sig in signatures.items():
+        if sig.tile_config is not None and not sig.contraction:
+            file, line, col = sig.tile_config["at"]
+            remark(f"{file}:{line}:{col}: remark: @tile is ignored: kernel '{name}' has no contraction loop "
+                   "for kern-tile-contractions to tile (a loop 'acc += a[i, k] * b[k, j]' over (i, j))")
 
 
 def run_passes(
@@ -301,14 +358,15 @@ class Compilation:
         #: whether the gpu IR came from the compile cache
         self.from_cache = False
         if use_cache and after_pass is None and cache.enabled() and not self.options.remarks:
-            # --no-coalesce and --fmad build other IR, so they get their own keys
-            extra = cache.option_includes(coalesce=self.options.coalesce, fmad=self.options.fmad,
-                                          tile=self.options.tile, shared=self.options.shared,
-                                          tensor_cores=self.uses_tensor_cores, privatize=self.options.privatize,
+            # every option that can change the gpu IR or the errors of a compile, as given (not what
+            # it amounts to on this arch: @tensor_cores fails on sm_75 unless --no-tensor-cores)
+            extra = cache.option_includes(arch=self.options.arch, coalesce=self.options.coalesce,
+                                          fmad=self.options.fmad, tile=self.options.tile,
+                                          shared=self.options.shared, tensor_cores=bool(self.options.tensor_cores),
+                                          privatize=self.options.privatize,
                                           group_registers=self.options.group_registers,
-                                          wgmma=self.uses_wgmma,
-                                          async_copy=self.uses_async_copy,
-                                          tma=self.uses_wgmma and bool(self.options.tma))
+                                          wgmma=bool(self.options.wgmma), async_copy=bool(self.options.async_copy),
+                                          tma=bool(self.options.tma))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -317,6 +375,7 @@ class Compilation:
             tree = frontend.parse(text, filename)
             t1 = time.perf_counter()
             self._program = frontend.check(tree)
+            attribute_errors(self._program, self.options, text)
             t2 = time.perf_counter()
             with _CTX_LOCK:
                 ctx = context()
@@ -354,16 +413,19 @@ class Compilation:
                 if not self.options.coalesce:  # say why there is no decision to read
                     kw["remarks"](f"{filename}: remark: view accesses are not staged: kern-coalesce-views "
                                   "is off (--no-coalesce)")
-                if self.options.tile and n_d and not self.uses_tensor_cores:
+                if self.options.tile and n_d and not self.options.tensor_cores:
+                    # (on an arch without mma.sync the pass runs: it says so at each contraction)
                     kw["remarks"](f"{filename}: remark: contractions are not run on tensor cores: "
-                                  + ("kern-mma-contractions is off (--no-tensor-cores)" if not self.options.tensor_cores
-                                     else f"{self.options.arch} has no mma.sync m16n8k16 (sm_80 and later)"))
+                                  "kern-mma-contractions is off (--no-tensor-cores)")
                 if n_d and self.uses_tensor_cores and not self.options.wgmma and self.options.arch in WGMMA_ARCHS:
                     kw["remarks"](f"{filename}: remark: contractions are not run as warpgroup wgmma: "
                                   "kern-wgmma-contractions is off (--no-wgmma); they take mma.sync")
                 if not self.options.tile and n_d:
-                    kw["remarks"](f"{filename}: remark: contractions are not tiled: kern-tile-contractions "
-                                  "is off (--no-tile)")
+                    kw["remarks"](f"{filename}: remark: contractions are not tiled on CUDA cores: "
+                                  "kern-tile-contractions is off (--no-tile)"
+                                  + ("; tensor cores are not: the f16/bf16/i8/@tf32 ones still run as mma.sync"
+                                     + ("/wgmma" if self.uses_wgmma else "") + " in tiles of their own "
+                                     "(--no-tensor-cores turns that off)" if self.uses_tensor_cores else ""))
                 elif not n_d:
                     kw["remarks"](f"{filename}: remark: nothing to stage: kern-coalesce-views stages the "
                                   "view accesses of N-D problems (over (i, j) in (M, N)), and no kernel "
@@ -379,10 +441,15 @@ class Compilation:
                 kw["shared"] = False
             if not self.options.group_registers:
                 kw["group_registers"] = False
-            run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
-                       self._timer("gpu", ""))
+            try:
+                run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
+                           self._timer("gpu", ""))
+            except CompileError as err:  # a pass's error (@tile, @tensor_cores): with its source line
+                raise _with_source(err, filename, text) from None
             self._modules["gpu"] = module
             self.signatures = self._signatures(module)
+            if self.options.remarks and self.options.tile and n_d:
+                _ignored_tile_remarks(self.signatures, kw["remarks"])
         if not self.signatures:
             raise CompileError(Diagnostic(f"{filename} defines no kernel to compile",
                                           SourceLocation(filename, 1, 1), source=text))
@@ -450,6 +517,23 @@ class Compilation:
         if self.cache_key is None:
             return None
         return cache.ptx_key(self.cache_key, self.options.arch, self.options.opt_level, variant)
+
+    def tensor_core_kernels(self) -> dict[str, str]:
+        """The kernels whose contraction runs on tensor cores in this build: name -> ``"wgmma"``
+        (``nvvm.wgmma.mma_async``, sm_90a) or ``"mma.sync"`` (``nvgpu.mma.sync``); read from the gpu
+        IR once (it also holds when the IR came from the compile cache)."""
+        with self._lock:
+            if getattr(self, "_tensor_core_kernels", None) is None:
+                found = {}
+                with _CTX_LOCK, context():
+                    module = self._modules.get("gpu") or ir.Module.parse(self._texts["gpu"])
+                    for fn in functions(module, {"gpu.func"}):
+                        names = {op.name for op in walk_ops(fn, {"nvvm.wgmma.mma_async", "nvgpu.mma.sync"})}
+                        if names:
+                            found[ir.StringAttr(fn.attributes["sym_name"]).value] = (
+                                "wgmma" if "nvvm.wgmma.mma_async" in names else "mma.sync")
+                self._tensor_core_kernels = found
+            return self._tensor_core_kernels
 
     @property
     def program(self):
@@ -670,7 +754,11 @@ class Compilation:
                     run_passes(module, pipeline.llvm_to_ptx(), self._hook(), self.options.verify_each,
                                self._timer("ptx", variant.name))
                     self._ptx[variant] = extract_ptx(module)
-                self._check_tile_registers(self._ptx[variant])
+                try:
+                    self._check_tile_registers(self._ptx[variant])
+                except CompileError as err:
+                    del self._ptx[variant]  # (not kept: every use of it reports the error)
+                    raise _with_source(err, self.filename, self.source) from None
                 if key:
                     cache.put("ptx", key, {"ptx": self._ptx[variant]})
             return self._ptx[variant]

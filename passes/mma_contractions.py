@@ -309,14 +309,14 @@ class MmaContractions(Pass):
             try:
                 plan.run()
             except Decline as why:
-                _forced(sig, f"it is not a contraction kern-tile-contractions can tile: {why}")
+                _forced(sig, f"it is not a contraction kern-tile-contractions can tile: {why}", HINT_BODY)
                 continue  # kern-tile-contractions says why
             if plan.loop is None:
-                _forced(sig, "it has no contraction loop")
+                _forced(sig, "it has no contraction loop", HINT_BODY)
                 continue
             got = self._decide(sig, plan)
-            if isinstance(got, str):
-                _forced(sig, got)
+            if isinstance(got, _Reason):
+                _forced(sig, got, got.hint)
                 self._remark(plan.loop, f"not using tensor cores for '{sig.name}': {got}")
                 continue
             config, parts = got
@@ -327,36 +327,56 @@ class MmaContractions(Pass):
         """``(config, parts)`` for a contraction this pass takes, or why not (a remark)."""
         sm = sm_number(self.arch)
         if sig.tile_config is not None:
-            return "the kernel asks for a CUDA-core tile with @tile"
+            return _Reason("the kernel asks for a CUDA-core tile with @tile",
+                           "remove @tile (tensor cores take tiles of their own), or remove @tensor_cores")
         parts = _match(plan, "tf32" in (sig.tensor_cores or {}))
-        if isinstance(parts, str):
-            if sm < MIN_SM:  # (the same words as the compiler's remark where the pass is not run)
-                return (f"{self.arch} has no mma.sync m16n8k16 for f16/bf16 (sm_{MIN_SM} and later); "
-                        f"the contraction is tiled on CUDA cores (besides, {parts})")
-            return parts
+        if isinstance(parts, str):  # the loop itself: that reason first, the arch's after it
+            hint = ("add @tf32 (f32 reads rounded to TF32 on the tensor cores), or use f16/bf16 operands"
+                    if "(@tf32)" in parts else HINT_BODY)
+            if sm < MIN_SM:
+                parts += f" (and {self.arch} has no mma.sync: sm_{MIN_SM} and later)"
+            return _Reason(parts, hint)
         if sm < parts.kind.min_sm:
-            return (f"{self.arch} has no mma.sync {parts.kind.shape} for {parts.kind.ptx} operands "
-                    f"(sm_{parts.kind.min_sm} and later); the contraction is tiled on CUDA cores")
+            return _Reason(f"{self.arch} has no mma.sync {parts.kind.shape} for {parts.kind.ptx} operands "
+                           f"(sm_{parts.kind.min_sm} and later)", f"compile with --arch sm_{parts.kind.min_sm} or later")
         config = mma_config(plan.block, self.warp_m, self.warp_n, self.block_k, parts.kind)
         if isinstance(config, str):
-            return config
+            return _Reason(config, f"use @block({MAX_BLOCK}) or less" if plan.block > MAX_BLOCK
+                           else "remove @tensor_cores")
         need = config.shared_bytes(parts.a.k_fastest, parts.b.k_fastest)
         if need > SHARED_LIMIT:
-            return (f"its {config.bm}x{config.bn}x{config.bk} tiles need {need} bytes of workgroup "
-                    f"memory, more than the {SHARED_LIMIT} bytes a block may use")
+            return _Reason(f"its {config.bm}x{config.bn}x{config.bk} tiles need {need} bytes of workgroup "
+                           f"memory, more than the {SHARED_LIMIT} bytes a block may use",
+                           "use a smaller @block, or remove @tensor_cores")
         return config, parts
 
 
-def _forced(sig: KernelSignature, why: str) -> None:
-    """A ``CompileError`` at ``@tensor_cores`` saying ``why`` when the kernel forces tensor cores;
-    nothing otherwise (the caller remarks ``why`` and leaves the kernel to CUDA cores)."""
+#: the hint of a loop that is not of the form tensor cores run
+HINT_BODY = ("write the loop as 'acc += a[i, k] * b[k, j]' of f16/bf16 (f32 sums), i8 widened to i32 "
+             "(i32 sums) or, with @tf32, f32 reads; or remove @tensor_cores")
+
+
+class _Reason(str):
+    """Why a contraction is not run on tensor cores (the remark's and the error's text), with the
+    ``hint`` that fits that cause (the error's ``hint:`` line under ``@tensor_cores``)."""
+
+    hint: str
+
+    def __new__(cls, text: str, hint: str):
+        self = super().__new__(cls, text)
+        self.hint = hint
+        return self
+
+
+def _forced(sig: KernelSignature, why: str, hint: str) -> None:
+    """A ``CompileError`` at ``@tensor_cores`` saying ``why`` (with ``hint``) when the kernel forces
+    tensor cores; nothing otherwise (the caller remarks ``why`` and leaves the kernel to CUDA cores)."""
     at = (sig.tensor_cores or {}).get("force")
     if at is None:
         return
     raise CompileError(Diagnostic(
         f"@tensor_cores of kernel '{sig.name}': cannot run on tensor cores: {why}", SourceLocation(*at),
-        hint="write the loop as 'acc += a[i, k] * b[k, j]' of f16/bf16 (f32 sums), i8 widened to i32 "
-             "(i32 sums) or, with @tf32, f32 reads, for sm_80 or later; or remove @tensor_cores"))
+        hint=hint))
 
 
 @dataclass
@@ -472,7 +492,8 @@ def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
         padded = "ldmatrix without bank conflicts" + (
             f"; the staging stores of {' and '.join(conflicts)} conflict 4-way" if conflicts else "")
     nest = f"; its nest of {len(plan.levels)} loops runs as one k, innermost fastest" if len(plan.levels) > 1 else ""
-    unordered = "the sums are not in the loop's order (not bitwise the --no-tensor-cores result)"
+    unordered = ("on a GPU the sums' order differs from the loop's (not bitwise the --no-tensor-cores "
+                 "result); the CPU interpreter adds them k ascending")
     if k.ptx == "s8":
         what, tail = "i8 products, i32 sums", (
             "the sums are exact: bitwise the --no-tensor-cores result while every 32-wide partial sum "

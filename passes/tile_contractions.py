@@ -442,7 +442,7 @@ def _describe(sig, plan: "_Analysis", c: Config, double: bool = False, plain: st
     serves: dict = {}  # items served per element loaded -> the reads
     for s in plan.staged:
         serves.setdefault(c.bn if s.side == 0 else c.bm, []).append(s.name)
-    reuse = [f"each element of {' and '.join(dict.fromkeys(ns))} loaded from global memory serves {n} items"
+    reuse = [f"each element of {' and '.join(dict.fromkeys(ns))} loaded from global memory serves {n} item{'s' if n != 1 else ''}"
              for n, ns in serves.items()]
     return (f"tiling '{sig.name}' as {c.bm}x{c.bn}x{c.bk} per block, {c.tm}x{c.tn} items per thread, "
             f"{staged} staged: the loop's reads of {staged} depend on the loop variable"

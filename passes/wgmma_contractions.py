@@ -241,7 +241,8 @@ def _describe(sig, c: WgmmaConfig, p) -> str:
             f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k16 ({p.elem} products, "
             f"f32 sums) reading K-major 128B-swizzled workgroup tiles of {p.a.name} ({c.bm}x{c.bk}) and "
             f"{p.b.name} (transposed, {c.bn}x{c.bk}) through matrix descriptors; wgmma.wait_group 0 per "
-            f"chunk; the sums are not in the loop's order (not bitwise the --no-tensor-cores result)")
+            f"chunk; on a GPU the sums' order differs from the loop's (not bitwise the --no-tensor-cores "
+            f"result); the CPU interpreter adds them k ascending")
 
 
 def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:

@@ -165,8 +165,9 @@ def test_changing_an_input_misses(change, count_ptx):
     comp = compile_(args["text"], args["filename"], **opts)
     comp.ptx()
     assert len(count_ptx) == 2
-    # only a change of source or file name changes the gpu entry; options only the PTX
-    assert comp.from_cache == (not ({"text", "filename"} & set(change)))
+    # a change of source, file name or arch changes the gpu entry (the passes decide by the arch,
+    # and their errors name it); the PTX options only the PTX
+    assert comp.from_cache == (not ({"text", "filename", "arch"} & set(change)))
 
 
 def test_kernel_selection_is_in_the_key():
@@ -308,7 +309,8 @@ def test_foreign_entry_under_our_name_is_ignored(private_cache):
     for kind in ("gpu", "ptx"):
         keys = []
         for text in (SAXPY, other_text):
-            front = cache.front_key(text, "saxpy.kern", None)
+            front = cache.front_key(text, "saxpy.kern", None,
+                                    includes=cache.option_includes(arch="sm_90", wgmma=True))
             keys.append(front if kind == "gpu" else cache.ptx_key(front, "sm_90", 3, 32))
         mine, theirs = (private_cache / cache.SUBDIR / f"{kind}-{k}.kc" for k in keys)
         mine.write_bytes(theirs.read_bytes())
@@ -528,3 +530,48 @@ def test_the_key_names_the_mlir_build_whether_or_not_mlir_is_loaded(tmp_path):
                          env=dict(os.environ, KERNC_CACHE_DIR=str(tmp_path))).stdout
     before, after = json.loads(out)
     assert before != ["none"] and after == before
+
+
+GEMM_F16_TC = open(os.path.join(EXAMPLES, "gemm_f16.kern")).read().replace("\nkernel gemm_f16", "\n@tensor_cores\nkernel gemm_f16")
+
+
+def test_an_error_of_one_option_set_is_not_answered_by_another_sets_entry(tmp_path, private_cache):
+    """A ``gpu`` entry says "this source compiled with these options": ``@tensor_cores`` on
+    ``sm_75`` is an error, with ``--no-tensor-cores`` it is not; the same IR on that arch, but the
+    error must come back after the second compile warmed the cache (it was served from the entry of
+    ``--no-tensor-cores``, on CUDA cores)."""
+    from kernc.cli import main
+    from kernc.errors import CompileError
+
+    src = tmp_path / "tc.kern"
+    src.write_text(GEMM_F16_TC)
+    out = str(tmp_path / "o.ptx")
+    assert main(["compile", str(src), "--arch", "sm_75", "--emit", "gpu", "-o", out]) == 1
+    assert main(["compile", str(src), "--arch", "sm_75", "--no-tensor-cores", "--emit", "gpu", "-o", out]) == 0
+    assert main(["compile", str(src), "--arch", "sm_75", "--emit", "gpu", "-o", out]) == 1
+    assert main(["compile", str(src), "--arch", "sm_75", "-o", out]) == 1  # the PTX fast path too
+    # the API the same way
+    with pytest.raises(CompileError, match="tensor"):
+        compile_(GEMM_F16_TC, "tc.kern", arch="sm_75")
+    assert compile_(GEMM_F16_TC, "tc.kern", arch="sm_75", tensor_cores=False).signatures
+    with pytest.raises(CompileError, match="tensor"):
+        compile_(GEMM_F16_TC, "tc.kern", arch="sm_75")
+
+
+def test_the_gpu_key_holds_every_option_as_given():
+    """Each option that can change the gpu IR or the diagnostics, as the user gave it, and the exact
+    arch: distinct keys (not what the option amounts to on that arch)."""
+    from kernc.compiler import CompileOptions
+
+    keys = set()
+    variants = [{}, {"arch": "sm_75"}, {"arch": "sm_75", "tensor_cores": False}, {"arch": "sm_80"},
+                {"arch": "sm_86"}, {"arch": "sm_90a"}, {"tile": False}, {"coalesce": False}, {"fmad": True},
+                {"shared": False}, {"tensor_cores": False}, {"privatize": False}, {"group_registers": False},
+                {"wgmma": False}, {"async_copy": False}, {"tma": True},
+                {"arch": "sm_75", "async_copy": False}, {"arch": "sm_80", "wgmma": False},
+                {"arch": "sm_80", "tma": True}]
+    for v in variants:
+        comp = compile_(SAXPY, "saxpy.kern", **v)
+        assert comp.options == CompileOptions(**v)
+        keys.add(comp.cache_key)
+    assert len(keys) == len(variants)

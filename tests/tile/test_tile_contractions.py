@@ -168,7 +168,7 @@ def test_remark_says_what_it_did(capsys):
             "staged: ") in err
     assert "each element of a and b loaded from global memory serves 64 items" in err
     err = _remarks(GEMM, capsys, tile=False)
-    assert "contractions are not tiled: kern-tile-contractions is off (--no-tile)" in err
+    assert "contractions are not tiled on CUDA cores: kern-tile-contractions is off (--no-tile)" in err
     assert "tiling 'gemm'" not in err
 
 
