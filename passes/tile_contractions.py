@@ -79,7 +79,8 @@ located ``CompileError`` naming the limit.
 Runs after ``kern-lower-accessors`` and before ``kern-coalesce-views`` (which declines a tiled
 kernel) and ``kern-lower-views``. It applies when the ``gpu.func`` is the guarded body of an N-D
 problem delinearized from the thread id (nothing else in the kernel, no workgroup memory, the thread
-id used for nothing else), the guard's body is pure code, one ``scf.for`` (or perfect nest: each
+id used for nothing else), the guard's body is pure code and view reads (per item: cloned for
+each item of the micro-tile, the reads under its guard, e.g. ``let acc = c[i, j];``), one ``scf.for`` (or perfect nest: each
 loop's body pure code and the next loop, which carries the outer one's iter args; inner bounds
 independent of the outer loops), then any code; the innermost body is pure code and view reads, and
 at least one read is staged; a staged buffer is only read. The launcher runs the untiled build for
@@ -134,6 +135,12 @@ def _owner(v):
 
 def _pure(op) -> bool:
     return op.name.startswith(_PURE_PREFIXES) and len(op.regions) == 0
+
+
+def _plain_read(op) -> bool:
+    """Whether ``op`` is a view read of one element (``kern.view_load``; a checked read whose default
+    is computed has a region and is not)."""
+    return op.name == "kern.view_load" and not op.regions
 
 
 def _pow2(n: int) -> bool:
@@ -469,8 +476,9 @@ class _Analysis:
         at = body.index(self.loop)
         self.pre, self.post = body[2:at], body[at + 1:]
         for op in self.pre:
-            if not _pure(op):
-                raise Decline(f"it computes '{op.name}' before the loop (only arithmetic is tiled there)")
+            if not _pure(op) and not _plain_read(op):
+                raise Decline(f"the code before its loop does more than arithmetic and view reads "
+                              f"(it holds '{op.name}': a store, a branch or a call is not cloned per item)")
         self._nest()
         # dependence tags: coordinate numbers, "k" (the loop variables), "acc" (iter args), "mem"
         tags: dict = {}
@@ -478,6 +486,8 @@ class _Analysis:
             tags[c] = {x}
         for op in self.pre:
             self._tag(op, tags)
+            if _plain_read(op):  # (a per-item value: nothing staged may depend on it, nor the bounds)
+                tags[op.results[0]] = tags[op.results[0]] | {"mem"}
         for level in self.levels:
             if any(self._tags(v, tags) - {"k"} for v in level.operands[:2]) or (
                     level != self.loop and any(self._tags(v, tags) for v in level.operands[:2])):
@@ -694,12 +704,17 @@ class _Rewrite:
         at_j = [_split(x, plan.sides[1], E) for x in jv]
         items = [(u, v) for u in range(c.tm) for v in range(c.tn)]
         maps, valid = {}, {}
-        for u, v in items:  # each item's code before the loop
+        for u, v in items:  # each item's code before the loop; its view reads under its guard
             m = {plan.coords[x]: val for part in (coord, at_i[u], at_j[v]) for x, val in part.items()}
-            for op in plan.pre:
-                _clone(op, m)
-            maps[u, v] = m
             valid[u, v] = b.and_(ok_i[u], ok_j[v])
+            for op in plan.pre:
+                if _plain_read(op):  # (`let acc = c[i, j];`: 0 past the edge, never used there)
+                    T = op.results[0].type
+                    m[op.results[0]] = b.if_else(valid[u, v], [T], lambda op=op, m=m: [_clone(op, m).results[0]],
+                                                 lambda T=T: [b.zero(T)])[0]
+                else:
+                    _clone(op, m)
+            maps[u, v] = m
         first = maps[0, 0]
         ivs, lb, ub = collapse_nest(plan, first)
         nacc = len(plan.iter_args)
