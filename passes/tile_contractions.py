@@ -34,7 +34,8 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    index is split back into ``(r, s, c)``, innermost fastest: the nest's order) runs in chunks
    of ``BK``. Each view read in its body whose coordinates depend on ``k`` and on one tile coordinate
    (``a[i, k]``: side ``i``; ``b[k, j]``: side ``j``) and on nothing loaded or accumulated is
-   *staged*: per chunk the block loads its ``BK x BM`` (``BK x BN``) tile of the *logical* view --
+   *staged* (a read repeated in the body, ``a[i, k] * a[i, k]``, is merged into its first: one
+   tile): per chunk the block loads its ``BK x BM`` (``BK x BN``) tile of the *logical* view --
    the view read itself is cloned with the tile's coordinates, so any layout (a transposed view,
    im2col, a checked read and its default) is loaded through its own layout -- cooperatively, the
    lanes of a warp along the view's unit-stride coordinate (coalesced), into ``smem[kk*S + x]``.
@@ -509,6 +510,7 @@ class _Analysis:
         self.yld = list(inner.operations)[-1]
         names = sig.arg_names
         args = list(fn.regions[0].blocks[0].arguments)
+        self._merge_reads(args)
         reads = []  # (op, name, item coordinates it depends on), in program order
         for op in self.body:
             if op.name == "kern.view_load" and not op.regions:
@@ -546,6 +548,24 @@ class _Analysis:
             if any(u.name != "kern.view_load" for u in users):
                 raise Decline(f"the kernel also writes '{s.name}', which it would stage")
         self.direct = direct
+
+    def _merge_reads(self, args) -> None:
+        """Replace each view read of the loop's body that repeats an earlier one (the same buffer,
+        coordinates and attributes: ``a[i, k] * a[i, k]``) by that one, where the kernel only reads
+        the buffer (no store between them can change the element): one staged tile per distinct
+        read, each named once in the remark."""
+        first, body = {}, []
+        for op in self.body:
+            if op.name == "kern.view_load" and not op.regions and op.operands[0] in args and all(
+                    u.owner.name == "kern.view_load" for u in op.operands[0].uses):
+                key = (tuple(op.operands), tuple(sorted(str(op.attributes[n]) for n in range(len(op.attributes)))))
+                if key in first:
+                    op.results[0].replace_all_uses_with(first[key].results[0])
+                    op.erase()
+                    continue
+                first[key] = op
+            body.append(op)
+        self.body = body
 
     def side_name(self, g: int) -> str:
         """``'i'``, or ``'(n, oh, ow)'`` for a side of several coordinates (tiled as one, flattened)."""

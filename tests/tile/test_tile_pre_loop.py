@@ -1,4 +1,5 @@
-"""Contractions whose per-item code before the loop reads views (``let acc = c[i, j];``, C += A@B):
+"""Contractions whose per-item code before the loop reads views (``let acc = c[i, j];``, C += A@B),
+and loops that read one element more than once (one staged tile for it, named once).
 kern-tile-contractions clones the read per item under its guard (bitwise the untiled result),
 kern-mma-contractions / kern-wgmma-contractions sum the fragments from 0 and add the item's start in
 the epilogue (i8: exact); the remarks say so."""
@@ -98,3 +99,38 @@ def test_accumulate_into_c_on_tensor_cores(arch):
     modi.g(ai, bi, c)
     np.testing.assert_array_equal(c, c0 + ai.astype(np.int64) @ bi.astype(np.int64))  # exact
     assert modi._compilation.signatures["g"].tiles == [["M", 128], ["N", 128]]
+
+
+SQUARES = """
+kernel g(a: f32[M, K] view, b: f32[K, N] view, c: f32[M, N] view) over (i, j) in (M, N) {
+    let acc = 0.0;
+    let acc2 = 0.0;
+    for k in 0..K { acc += a[i, k] * b[k, j]; acc2 += a[i, k] * a[i, k]; }
+    c[i, j] = acc + acc2;
+}
+"""
+
+
+def test_repeated_reads_share_one_staged_tile_named_once(capsys):
+    """``a[i, k]`` read three times in the body: one workgroup tile of a (not three), the remark
+    names it once, and the result is bitwise the untiled one."""
+    tiled = _module(SQUARES, remarks=True)
+    err = capsys.readouterr().err
+    tiles = err.split("through workgroup memory (")[1].split(")")[0]
+    assert tiles.count("a: 16x64 of 'i'") == 1 and tiles.count("b: 16x64 of 'j'") == 1, tiles
+    gpu_ir = str(tiled.ir("gpu"))
+    head = gpu_ir.split("workgroup(")[1].split("kernel attributes")[0]
+    assert head.count("address_space<workgroup>") == 2, head  # a's tile and b's
+    untiled = _module(SQUARES, tile=False)
+    rng = np.random.default_rng(4)
+    M, K, N = 67, 21, 66
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    outs = []
+    for mod in (tiled, untiled):
+        c = np.zeros((M, N), np.float32)
+        mod.g(a, b, c)
+        outs.append(c)
+    np.testing.assert_array_equal(_bits(outs[0]), _bits(outs[1]))
+    a64 = a.astype(np.float64)
+    np.testing.assert_allclose(outs[0], a64 @ b + (a64 * a64).sum(1)[:, None], rtol=1e-5, atol=1e-5)
