@@ -28,8 +28,8 @@ the hidden ``shared_indices`` tables of each index param of ``shared``/``shared_
   that assigns nothing contributes 0). Other outputs never assigned get no op at all.
 - ``let`` variables are mutable: values updated inside ``if``/``for`` flow out as ``scf.if`` /
   ``scf.for`` results (SSA construction over structured control flow). A ``for`` with literal
-  bounds and at most ``UNROLL_MAX_TRIPS`` iterations (and a small body, ``UNROLL_MAX_NODES``) is
-  unrolled instead: one copy of the body per iteration, with the loop variable a constant (so
+  bounds and at most ``UNROLL_MAX_TRIPS`` iterations (and a small body, ``UNROLL_MAX_NODES``, with
+  no loop over runtime bounds in it) is unrolled instead: one copy of the body per iteration, with the loop variable a constant (so
   ``v[k]`` picks its component directly).
 - ``return;`` ends the thread: later statements are skipped (a "returned" i1 flag guards the rest of
   the enclosing blocks and later loop iterations). Outputs assigned *before* the return keep their
@@ -91,6 +91,12 @@ def _unroll_trips(s: A.For, copies: int) -> Optional[range]:
         return None
     trips = range(s.start.value, s.stop.value)
     if len(trips) > UNROLL_MAX_TRIPS:
+        return None
+    if any(isinstance(n, A.For) and not (isinstance(n.start, A.IntLit) and isinstance(n.stop, A.IntLit))
+           for n in A.iter_nodes(s.body)):
+        # a loop around a loop over a runtime extent: the inner loop's iterations dominate, and
+        # copies of it would split a perfect nest that kern-tile-contractions and
+        # kern-mma-contractions tile as one (`for k1 in 0..4 { for k2 in 0..Q { ... } }`)
         return None
     budget = UNROLL_MAX_NODES // max(1, copies * len(trips))
     if A.count_nodes(s.body, budget) > budget:

@@ -383,7 +383,9 @@ def _forced(sig: KernelSignature, why: str, hint: str) -> None:
 class _Parts:
     """The matched loop: the staged reads ``a`` (side ``i``) and ``b`` (side ``j``), their storage
     type ``elem`` (f16, bf16, i8 or f32), their :class:`MmaKind`, the accumulator's type ``acc``
-    (f32 or i32) and initial value ``init`` (a constant)."""
+    (f32 or i32) and initial value ``init`` (a constant); ``added``: the loop's initial value is
+    the item's own (``let acc = c[i, j];``, a value of the code before the loop or an argument):
+    the fragments start at ``init`` = 0 and the epilogue adds it, ``acc0 + sum``."""
 
     a: object
     b: object
@@ -391,6 +393,7 @@ class _Parts:
     init: float | int
     kind: MmaKind = KINDS["f16"]
     acc: ir.Type | None = None
+    added: bool = False
 
 
 def _owner(v):
@@ -436,12 +439,25 @@ def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
     if not _product_sum(plan, vals, integer):
         return "its loop body is not 'acc += a * b'"
     init = _owner(plan.loop.operands[3])
+    kind = KINDS["s8" if integer else "tf32" if name == "f32" else name]
     if not isinstance(init, ir.Operation) or init.name != "arith.constant":
-        return "its sum does not start from a constant"
+        # the item's own start (its code before the loop, e.g. `let acc = c[i, j];`, or an argument):
+        # the fragments sum from 0, the epilogue adds it
+        return _Parts(sa, sb, elems[0], 0, kind, acc_t, added=True)
     value = init.attributes["value"]
     start = ir.IntegerAttr(value).value if integer else ir.FloatAttr(value).value
-    kind = KINDS["s8" if integer else "tf32" if name == "f32" else name]
     return _Parts(sa, sb, elems[0], start, kind, acc_t)
+
+
+def epilogue_sum(p: _Parts, plan: _Analysis, m: dict, acc):
+    """The loop's result for one item from its fragment element ``acc``: ``acc`` itself, or, where
+    the loop starts from the item's own value (``p.added``), ``acc0 + acc`` (``acc0`` mapped
+    through ``m``, the item's clone of the code before the loop)."""
+    if not p.added:
+        return acc
+    acc0 = plan.loop.operands[3]
+    acc0 = m.get(acc0, acc0)
+    return b.arith.AddIOp(acc0, acc).result if p.kind.ptx == "s8" else b.arith.AddFOp(acc0, acc).result
 
 
 def _product_sum(plan: _Analysis, vals: list, integer: bool = False) -> bool:
@@ -504,6 +520,8 @@ def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
             f"ties away); {unordered}")
     else:
         what, tail = f"{p.elem} products, f32 sums", unordered
+    if p.added:
+        tail += "; the sums start from 0 and each item's own start (its value before the loop) is added after them"
     return (f"'{sig.name}' on tensor cores: {c.bm}x{c.bn} block tiles in chunks of {c.bk} of k, "
             f"{c.wm}x{c.wn} warps of {c.warp_m}x{c.warp_n} items, mma.sync {k.shape} ({what}) fed by "
             f"ldmatrix from workgroup tiles of the logical views ({'; '.join(tiles)}), rows padded by "
@@ -697,7 +715,8 @@ class _Rewrite:
                 with b.if_(b.and_(ok_i, ok_j)):
                     for op in plan.pre:
                         _clone(op, m)
-                    m[plan.loop.results[0]] = vector.ExtractOp(accs[mt * c.nt + nt], [], [h, e]).result
+                    m[plan.loop.results[0]] = epilogue_sum(
+                        self.p, plan, m, vector.ExtractOp(accs[mt * c.nt + nt], [], [h, e]).result)
                     for op in plan.post:
                         _clone(op, m)
 

@@ -34,7 +34,8 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
    index is split back into ``(r, s, c)``, innermost fastest: the nest's order) runs in chunks
    of ``BK``. Each view read in its body whose coordinates depend on ``k`` and on one tile coordinate
    (``a[i, k]``: side ``i``; ``b[k, j]``: side ``j``) and on nothing loaded or accumulated is
-   *staged*: per chunk the block loads its ``BK x BM`` (``BK x BN``) tile of the *logical* view --
+   *staged* (a read repeated in the body, ``a[i, k] * a[i, k]``, is merged into its first: one
+   tile): per chunk the block loads its ``BK x BM`` (``BK x BN``) tile of the *logical* view --
    the view read itself is cloned with the tile's coordinates, so any layout (a transposed view,
    im2col, a checked read and its default) is loaded through its own layout -- cooperatively, the
    lanes of a warp along the view's unit-stride coordinate (coalesced), into ``smem[kk*S + x]``.
@@ -99,7 +100,8 @@ located ``CompileError`` naming the limit.
 Runs after ``kern-lower-accessors`` and before ``kern-coalesce-views`` (which declines a tiled
 kernel) and ``kern-lower-views``. It applies when the ``gpu.func`` is the guarded body of an N-D
 problem delinearized from the thread id (nothing else in the kernel, no workgroup memory, the thread
-id used for nothing else), the guard's body is pure code, one ``scf.for`` (or perfect nest: each
+id used for nothing else), the guard's body is pure code and view reads (per item: cloned for
+each item of the micro-tile, the reads under its guard, e.g. ``let acc = c[i, j];``), one ``scf.for`` (or perfect nest: each
 loop's body pure code and the next loop, which carries the outer one's iter args; inner bounds
 independent of the outer loops), then any code; the innermost body is pure code and view reads, and
 at least one read is staged; a staged buffer is only read. The launcher runs the untiled build for
@@ -154,6 +156,12 @@ def _owner(v):
 
 def _pure(op) -> bool:
     return op.name.startswith(_PURE_PREFIXES) and len(op.regions) == 0
+
+
+def _plain_read(op) -> bool:
+    """Whether ``op`` is a view read of one element (``kern.view_load``; a checked read whose default
+    is computed has a region and is not)."""
+    return op.name == "kern.view_load" and not op.regions
 
 
 def _pow2(n: int) -> bool:
@@ -503,8 +511,9 @@ class _Analysis:
         at = body.index(self.loop)
         self.pre, self.post = body[2:at], body[at + 1:]
         for op in self.pre:
-            if not _pure(op):
-                raise Decline(f"it computes '{op.name}' before the loop (only arithmetic is tiled there)")
+            if not _pure(op) and not _plain_read(op):
+                raise Decline(f"the code before its loop does more than arithmetic and view reads "
+                              f"(it holds '{op.name}': a store, a branch or a call is not cloned per item)")
         self._nest()
         # dependence tags: coordinate numbers, "k" (the loop variables), "acc" (iter args), "mem"
         tags: dict = {}
@@ -512,6 +521,8 @@ class _Analysis:
             tags[c] = {x}
         for op in self.pre:
             self._tag(op, tags)
+            if _plain_read(op):  # (a per-item value: nothing staged may depend on it, nor the bounds)
+                tags[op.results[0]] = tags[op.results[0]] | {"mem"}
         for level in self.levels:
             if any(self._tags(v, tags) - {"k"} for v in level.operands[:2]) or (
                     level != self.loop and any(self._tags(v, tags) for v in level.operands[:2])):
@@ -533,6 +544,7 @@ class _Analysis:
         self.yld = list(inner.operations)[-1]
         names = sig.arg_names
         args = list(fn.regions[0].blocks[0].arguments)
+        self._merge_reads(args)
         reads = []  # (op, name, item coordinates it depends on), in program order
         for op in self.body:
             if op.name == "kern.view_load" and not op.regions:
@@ -570,6 +582,24 @@ class _Analysis:
             if any(u.name != "kern.view_load" for u in users):
                 raise Decline(f"the kernel also writes '{s.name}', which it would stage")
         self.direct = direct
+
+    def _merge_reads(self, args) -> None:
+        """Replace each view read of the loop's body that repeats an earlier one (the same buffer,
+        coordinates and attributes: ``a[i, k] * a[i, k]``) by that one, where the kernel only reads
+        the buffer (no store between them can change the element): one staged tile per distinct
+        read, each named once in the remark."""
+        first, body = {}, []
+        for op in self.body:
+            if op.name == "kern.view_load" and not op.regions and op.operands[0] in args and all(
+                    u.owner.name == "kern.view_load" for u in op.operands[0].uses):
+                key = (tuple(op.operands), tuple(sorted(str(op.attributes[n]) for n in range(len(op.attributes)))))
+                if key in first:
+                    op.results[0].replace_all_uses_with(first[key].results[0])
+                    op.erase()
+                    continue
+                first[key] = op
+            body.append(op)
+        self.body = body
 
     def side_name(self, g: int) -> str:
         """``'i'``, or ``'(n, oh, ow)'`` for a side of several coordinates (tiled as one, flattened)."""
@@ -728,12 +758,17 @@ class _Rewrite:
         at_j = [_split(x, plan.sides[1], E) for x in jv]
         items = [(u, v) for u in range(c.tm) for v in range(c.tn)]
         maps, valid = {}, {}
-        for u, v in items:  # each item's code before the loop
+        for u, v in items:  # each item's code before the loop; its view reads under its guard
             m = {plan.coords[x]: val for part in (coord, at_i[u], at_j[v]) for x, val in part.items()}
-            for op in plan.pre:
-                _clone(op, m)
-            maps[u, v] = m
             valid[u, v] = b.and_(ok_i[u], ok_j[v])
+            for op in plan.pre:
+                if _plain_read(op):  # (`let acc = c[i, j];`: 0 past the edge, never used there)
+                    T = op.results[0].type
+                    m[op.results[0]] = b.if_else(valid[u, v], [T], lambda op=op, m=m: [_clone(op, m).results[0]],
+                                                 lambda T=T: [b.zero(T)])[0]
+                else:
+                    _clone(op, m)
+            maps[u, v] = m
         first = maps[0, 0]
         ivs, lb, ub = collapse_nest(plan, first)
         nacc = len(plan.iter_args)

@@ -74,7 +74,7 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 from . import ir_builder as b
 from . import llvm_ops
 from .base import Pass, functions, internal, option
-from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, sm_number
+from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, sm_number
 from .targets import PTX_VERSION, WGMMA_ARCHS
 from .tile_contractions import Decline, _Analysis, _clone, _slice
 from .workgroup import SHARED_LIMIT, WARP, emit_remark
@@ -242,7 +242,9 @@ def _describe(sig, c: WgmmaConfig, p) -> str:
             f"f32 sums) reading K-major 128B-swizzled workgroup tiles of {p.a.name} ({c.bm}x{c.bk}) and "
             f"{p.b.name} (transposed, {c.bn}x{c.bk}) through matrix descriptors; wgmma.wait_group 0 per "
             f"chunk; on a GPU the sums' order differs from the loop's (not bitwise the --no-tensor-cores "
-            f"result); the CPU interpreter adds them k ascending")
+            f"result); the CPU interpreter adds them k ascending"
+            + ("; they start from 0 and each item's own start (its value before the loop) is added after "
+               "them" if p.added else ""))
 
 
 def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
@@ -493,9 +495,9 @@ class _WgmmaRewrite(_Rewrite):
                         for op in plan.pre:
                             _clone(op, m)
                         reg = e + 2 * h + 4 * nt
-                        m[plan.loop.results[0]] = ir.Operation.create(
+                        m[plan.loop.results[0]] = epilogue_sum(p, plan, m, ir.Operation.create(
                             "llvm.extractvalue", results=[f32], operands=[out],
-                            attributes={"position": ir.DenseI64ArrayAttr.get([reg])}).result
+                            attributes={"position": ir.DenseI64ArrayAttr.get([reg])}).result)
                         for op in plan.post:
                             _clone(op, m)
 

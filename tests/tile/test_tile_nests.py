@@ -135,6 +135,13 @@ kernel t2(a: f32[M, P, Q] view, b: f32[P, Q, N] view, c: f32[M, N] view) over (i
     for p in 0..P { for q in 0..Q { acc += a[i, p, q] * b[p, q, j]; } }
     c[i, j] = acc;
 }""", "t2", {"a": (5, 3, 7), "b": (3, 7, 66), "c": (5, 66)}, [["M", 64], ["N", 64]]),
+    # a constant outer bound (the frontend unrolled it into 4 loops before: "more than one loop")
+    "const_outer": ("""
+kernel tc(a: f32[M, K] view, b: f32[Q, N] view, c: f32[M, N] view) over (i, j) in (M, N) {
+    let acc = 0.0;
+    for k1 in 0..4 { for k2 in 0..Q { acc += a[i, k1 * 4 + k2] * b[k2, j]; } }
+    c[i, j] = acc;
+}""", "tc", {"a": (67, 16), "b": (4, 65), "c": (67, 65)}, [["M", 64], ["N", 64]]),
     # batched, both operands per batch (z fixed per tile), b read through a transposed layout
     "batched": ("""
 layout tr(Z, K, N) = (Z, K, N):(K * N, 1, K);
@@ -167,6 +174,10 @@ def test_nests_batched_and_polybench_shapes_tile_bitwise(case):
         inputs["b"] = np.ascontiguousarray(inputs["b"])
     outs = [k for k in shapes if k == "c"]
     got = _run_both(pair, name, inputs, outs)
+    if case == "const_outer":
+        ai = inputs["a"].astype(np.float64)
+        want = sum(ai[:, 4 * k1:4 * k1 + 4] @ inputs["b"] for k1 in range(4))
+        np.testing.assert_allclose(got[0][0]["c"], want, rtol=1e-4, atol=1e-4)
     if case == "two_index":
         want = np.einsum("ipq,pqj->ij", inputs["a"].astype(np.float64), inputs["b"])
         np.testing.assert_allclose(got[0][0]["c"], want, rtol=1e-4, atol=1e-4)
