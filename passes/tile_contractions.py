@@ -863,14 +863,14 @@ class _Rewrite:
             return b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda: [b.zero(T)])[0]
 
         def fetch(k0) -> list:
-            """The plain loads of the chunk at ``k0`` held in registers: ``(value, smem, slot)`` per
-            slot of the unrolled staged reads (the looped ones: :func:`load_store`)."""
+            """The plain loads of the chunk at ``k0`` held in registers: ``(value, smem, slot, exists)``
+            per slot of the unrolled staged reads (the looped ones: :func:`load_store`)."""
             out = []
             for s, entry in zip(plan.staged, coop):
                 if s.async_copy or entry.slots is None:
                     continue
-                for kk, at, ok, slot, _ in entry.slots:
-                    out.append((value(s, entry, k0, kk, at, ok), s, slot))
+                for kk, at, ok, slot, exists in entry.slots:
+                    out.append((value(s, entry, k0, kk, at, ok), s, slot, exists))
             return out
 
         def load_store(k0) -> None:
@@ -943,8 +943,13 @@ class _Rewrite:
             nvgpu.DeviceAsyncWaitOp(group, numGroups=1 if self.drop_sync == "wait1" and in_loop else 0)
 
         def put(fetched, half) -> None:
-            for val, s, slot in fetched:
-                b.store(val, s.smem, b.add(b.mul(half, b.idx(c.bk * s.stride)), slot) if half is not None else slot)
+            for val, s, slot, exists in fetched:
+                at = b.add(b.mul(half, b.idx(c.bk * s.stride)), slot) if half is not None else slot
+                if exists is None:
+                    b.store(val, s.smem, at)
+                else:  # a partial last round: a thread without this slot stores nothing
+                    with b.if_(exists):
+                        b.store(val, s.smem, at)
 
         asynchronous = self.double and any(s.async_copy for s in plan.staged)
         if self.double:  # chunk 0 into half 0, once the previous tile's reads are done
