@@ -815,10 +815,11 @@ def _render_conv_f16_gpu(g: dict) -> list[str]:
     """The GPU lines of the tensor-core convolutions against the cuBLAS time of their im2col GEMMs
     and the f32 ones (``bench.gpu._conv``; nothing when the results hold none)."""
     lines = []
-    rows = {**(g.get("conv_f16_tensor_cores") or {}), **(g.get("conv_f32_tiled") or {})}
-    for name, c in rows.items():
+    rows = {**{n: (c, "f16") for n, c in (g.get("conv_f16_tensor_cores") or {}).items()},
+            **{n: (c, "f32, TF32 off") for n, c in (g.get("conv_f32_tiled") or {}).items()}}
+    for name, (c, dtype) in rows.items():
         if "error" in c:
-            lines.append(f"  {name} against its im2col GEMM (cupy.matmul): error: {c['error']}")
+            lines.append(f"  {name} against its im2col GEMM (cupy.matmul {dtype}): error: {c['error']}")
             continue
         m, k, n = c["gemm"]
         lines.append(f"  {name} NxHxWxCxK {'x'.join(map(str, c['shape']))}, 3x3 filter ({c['arch']}, tensor cores: "

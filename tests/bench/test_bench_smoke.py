@@ -572,6 +572,8 @@ def test_conv_f16_gpu_rows_and_targets():
           for name, s in (("conv2d_fwd_f16", 0), ("conv2d_wgrad_f16", 8))}
     assert targets({}, tc)["conv_f16_tc_spills"]["measured"] == 8
     text = "\n".join(_render_conv_f16_gpu({"conv_f16_tensor_cores": {"conv2d_fwd_f16": row,
-                                                                      "conv2d_wgrad_f16": {"error": "boom"}}}))
+                                                                      "conv2d_wgrad_f16": {"error": "boom"}},
+                                             "conv_f32_tiled": {"conv2d_fwd": {"error": "off"}}}))
     assert "conv2d_fwd_f16 NxHxWxCxK" in text and "im2col GEMM 4x5x6 in cuBLAS" in text
     assert "conv2d_wgrad_f16 against its im2col GEMM (cupy.matmul f16): error: boom" in text
+    assert "conv2d_fwd against its im2col GEMM (cupy.matmul f32, TF32 off): error: off" in text
