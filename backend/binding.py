@@ -563,7 +563,8 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                 f"({', '.join(map(str, p.storage_shape))}), got shape {tuple(a.shape)}"
             )
         if not a.flags.c_contiguous:
-            why = "" if p.access == "read" else " so that results are written where you can see them"
+            written = p.access != "read" if sig.writes is None else p.name in sig.writes
+            why = " so that results are written where you can see them" if written else ""
             raise KerncLaunchError(
                 f"argument '{p.name}': the array is not C-contiguous; pass a contiguous copy "
                 f"(np.ascontiguousarray){why}"

@@ -76,6 +76,10 @@ def launch_repr(result) -> str:
         text += ", staged" if result.staged else ", unstaged"
     if getattr(result, "shared", None) is not None:
         text += ", shared staged" if result.shared else ", shared as indexed"
+    if getattr(result, "tiled", None) is not None:
+        text += ", tiled" if result.tiled else ", untiled (smaller than one block tile)"
+    if getattr(result, "tensor_cores", None):
+        text += f", tensor cores ({result.tensor_cores})"
     s = result.stats
     if s is not None:
         text += (f"; {s.global_load_requests} load requests / {s.global_load_sectors} sectors, "

@@ -45,3 +45,33 @@ def test_launch_result_and_stats_table():
     assert "<table>" in res.stats._repr_html_()
     one = mod.saxpy(2.0, x[:10], y[:10])
     assert ", 1 block of 256;" in repr(one)  # (it said "1 blocks")
+
+
+def test_launch_repr_says_whether_it_ran_tiled_and_on_tensor_cores():
+    a = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7
+    b = np.ones((64, 64), np.float32)
+    c = np.zeros((64, 64), np.float32)
+    res = compiled_example("gemm").gemm(a, b, c)
+    assert res.tiled is True and ", tiled" in repr(res) and "tensor cores" not in repr(res)
+    small = compiled_example("gemm").gemm(a[:2, :3].copy(), b[:3, :2].copy(), np.zeros((2, 2), np.float32))
+    assert small.tiled is False and ", untiled (smaller than one block tile)" in repr(small)
+    a16, b16 = a.astype(np.float16), b.astype(np.float16)
+    res = compiled_example("gemm_f16").gemm_f16(a16, b16, c)
+    assert res.tensor_cores == "mma.sync" and ", tensor cores (mma.sync)" in repr(res)
+    np.testing.assert_array_equal(c, a16.astype(np.float32) @ b16.astype(np.float32))
+
+
+def test_a_strided_view_the_kernel_only_reads_is_not_said_to_be_written():
+    """Regression: the C-contiguity error said "so that results are written where you can see them"
+    of every ``view`` param, also of one the kernel only reads (gemm's ``a``)."""
+    import pytest
+
+    from kernc.support.errors import KerncLaunchError
+    a = np.ones((8, 8), np.float32)
+    c = np.zeros((4, 4), np.float32)
+    with pytest.raises(KerncLaunchError) as err:
+        compiled_example("gemm").gemm(a[:4, :8], a[:8, :4], c)
+    assert "argument 'b': the array is not C-contiguous" in str(err.value)
+    assert "written" not in str(err.value)
+    with pytest.raises(KerncLaunchError, match="argument 'c'.*so that results are written"):
+        compiled_example("gemm").gemm(a[:4].copy(), a[:, :4].copy(), np.zeros((4, 8), np.float32)[:, :4])
