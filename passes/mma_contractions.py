@@ -630,7 +630,7 @@ class _Rewrite:
                         for op in per_chunk:
                             _clone(op, m)
                         return [m[s.op.results[0]]]
-                    val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
+                    val = b.if_else(b.and_(ok, b.cmp("slt", k, ub)), [T], then, lambda T=T: [b.zero(T)])
                     if kd.ptx == "tf32":
                         val = round_tf32(val[0])
                     elif b.is_float(T):

@@ -860,7 +860,7 @@ class _Rewrite:
                 for op in entry.per_chunk:
                     _clone(op, m)
                 return [m[s.op.results[0]]]
-            return b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda: [b.zero(T)])[0]
+            return b.if_else(b.and_(ok, b.cmp("slt", k, ub)), [T], then, lambda: [b.zero(T)])[0]
 
         def fetch(k0) -> list:
             """The plain loads of the chunk at ``k0`` held in registers: ``(value, smem, slot, exists)``
@@ -922,7 +922,7 @@ class _Rewrite:
                     dst = slot if half is None else b.add(b.mul(half, b.idx(c.bk * s.stride)), slot)
 
                     def issue():
-                        off, n = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [index, index], address,
+                        off, n = b.if_else(b.and_(ok, b.cmp("slt", k, ub)), [index, index], address,
                                            lambda: [b.idx(0), b.idx(0)])
                         return nvgpu.DeviceAsyncCopyOp(s.smem, [dst], src, [off], 1, srcElements=n).result
                     if exists is None:

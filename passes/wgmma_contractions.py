@@ -443,7 +443,7 @@ class _WgmmaRewrite(_Rewrite):
                         for op in _slice(s.op, plan):
                             _clone(op, m)
                         return [m[s.op.results[0]]]
-                    val = b.if_else(b.and_(ok, b.cmp("ult", k, ub)), [T], then, lambda T=T: [b.zero(T)])
+                    val = b.if_else(b.and_(ok, b.cmp("slt", k, ub)), [T], then, lambda T=T: [b.zero(T)])
                     val = b.convert_float(val[0], p.elem)  # exact: the read widened an elem
                     if inside is None:
                         b.store(val, smem, slot)
