@@ -97,7 +97,7 @@ from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
-from .base import Pass, functions, internal, option
+from .base import Pass, functions, internal, option, walk_ops
 from .targets import PTX_VERSION
 from .tile_contractions import (Decline, _Analysis, _clone, _hoistable, _product, _slice, _split, collapse_nest,
                                 flat_extents)
@@ -304,6 +304,8 @@ class MmaContractions(Pass):
         for fn in functions(module, {"gpu.func"}):
             if SIGNATURE_ATTR not in fn.attributes:
                 continue
+            if walk_ops(fn, {"nvvm.wgmma.mma_async"}):
+                continue  # kern-wgmma-contractions has put it on tensor cores (and @tensor_cores is met)
             sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
             plan = _Analysis(fn, sig)
             try:
