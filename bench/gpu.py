@@ -319,7 +319,7 @@ def _reference_module(cp, cu_path: str, nvcc_ptx_path: str | None = None, arch: 
             pass
     with open(cu_path, encoding="utf-8") as f:
         source = f.read()
-    # -I: a reference may include a header beside it (gemm_f16.cu's gemm_mma.cuh)
+    # -I: a reference may include a header beside it (gemm_f16.cu's gemm_mma.cuh, gemm_mma_tiles.cuh)
     return (cp.RawModule(code=source, options=(f"-I{os.path.dirname(os.path.abspath(cu_path))}",)),
             "NVRTC (cupy.RawModule)")
 

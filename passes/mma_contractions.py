@@ -97,10 +97,10 @@ from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
-from .base import Pass, functions, internal, option, walk_ops
+from .base import Pass, internal, option, walk_ops
 from .targets import PTX_VERSION
-from .tile_contractions import (Decline, _Analysis, _clone, _hoistable, _product, _slice, _split, collapse_nest,
-                                flat_extents)
+from .tile_contractions import (_Analysis, _analysed_kernels, _clone, _hoistable, _product, _slice, _slot_position, _split,
+                                collapse_nest, flat_extents)
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
@@ -301,16 +301,9 @@ class MmaContractions(Pass):
         emit_remark(self.remarks, op, text)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in functions(module, {"gpu.func"}):
-            if SIGNATURE_ATTR not in fn.attributes:
-                continue
-            if walk_ops(fn, {"nvvm.wgmma.mma_async"}):
-                continue  # kern-wgmma-contractions has put it on tensor cores (and @tensor_cores is met)
-            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
-            plan = _Analysis(fn, sig)
-            try:
-                plan.run()
-            except Decline as why:
+        # (a kernel kern-wgmma-contractions has put on tensor cores meets @tensor_cores)
+        for fn, sig, plan, why in _analysed_kernels(module, lambda fn: not walk_ops(fn, {"nvvm.wgmma.mma_async"})):
+            if why is not None:
                 _forced(sig, f"it is not a contraction kern-tile-contractions can tile: {why}", HINT_BODY)
                 continue  # kern-tile-contractions says why
             if plan.loop is None:
@@ -736,14 +729,7 @@ class _Rewrite:
         slots = []
         for r in range(-(-total // B)):
             e = b.add(tid, b.idx(r * B)) if r else tid
-            if s.k_fastest:
-                kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
-                xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
-            else:
-                xl = b.arith.RemUIOp(e, b.idx(X)).result
-                kk = b.arith.DivUIOp(e, b.idx(X)).result
-            x = b.add(x0[s.side], xl)
-            ok = b.cmp("ult", x, ext[s.side])
+            kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], ext[s.side])
             inside = b.cmp("ult", e, b.idx(total)) if (r + 1) * B > total else None
             at = dict(first)
             at.update({plan.coords[q]: v for q, v in _split(x, plan.sides[s.side], E).items()})

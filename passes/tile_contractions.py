@@ -281,19 +281,8 @@ class TileContractions(Pass):
         emit_remark(self.remarks, op, text)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in functions(module, {"gpu.func"}):
-            if SIGNATURE_ATTR not in fn.attributes:
-                continue
-            mapping = of_function(fn)
-            if mapping is None or mapping.tile is not None:
-                # mapped to tiles already (kern-mma-contractions took it), or items mapped to the
-                # groups of reductions across items (kern-map-groups): nothing to tile, nothing to say
-                continue
-            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
-            plan = _Analysis(fn, sig)
-            try:
-                plan.run()
-            except Decline as why:
+        for fn, sig, plan, why in _analysed_kernels(module, _untiled):
+            if why is not None:
                 if plan.loop is not None:  # (an N-D kernel without a loop is no contraction)
                     self._remark(plan.loop, f"not tiling '{sig.name}': {why}")
                 continue
@@ -658,6 +647,33 @@ class _Analysis:
         return "k" in tags.get(view.coords[one[0]], set())
 
 
+def _analysed_kernels(module, keep: Callable[[ir.Operation], bool] = lambda fn: True):
+    """The kernels of ``module`` (its ``gpu.func`` ops that carry a kernel signature) that ``keep``
+    accepts, each analysed as a contraction (:class:`_Analysis`): ``(fn, sig, plan, declined)``, where
+    ``declined`` is the :class:`Decline` that stopped the analysis or ``None`` where it ran through
+    (``plan.loop`` is then ``None`` for a kernel without a contraction loop). The loop of the three
+    contraction passes; a kernel may be rewritten between two items (the list is taken first)."""
+    for fn in functions(module, {"gpu.func"}):
+        if SIGNATURE_ATTR not in fn.attributes or not keep(fn):
+            continue
+        sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
+        plan = _Analysis(fn, sig)
+        try:
+            plan.run()
+        except Decline as why:
+            yield fn, sig, plan, why
+            continue
+        yield fn, sig, plan, None
+
+
+def _untiled(fn) -> bool:
+    """Whether kern-tile-contractions may tile kernel ``fn``: its items are mapped, not to tiles
+    already (kern-mma-contractions took it) nor to the groups of reductions across items
+    (kern-map-groups, no item mapping): else nothing to tile, nothing to say."""
+    mapping = of_function(fn)
+    return mapping is not None and mapping.tile is None
+
+
 def _clone(op, mapping: dict):
     """Clone ``op`` at the insertion point with its operands (nested ones too) replaced through
     ``mapping`` (old value -> new value); the clone's results are added to ``mapping``."""
@@ -808,14 +824,7 @@ class _Rewrite:
                     xl, ok, at, kk0 = fixed
                     kk = b.add(kk0, b.mul(r, b.idx(B // X)))
                 else:
-                    if s.k_fastest:
-                        kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
-                        xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
-                    else:
-                        xl = b.arith.RemUIOp(e, b.idx(X)).result
-                        kk = b.arith.DivUIOp(e, b.idx(X)).result
-                    x = b.add(x0[s.side], xl)
-                    ok = b.cmp("ult", x, ext[s.side])
+                    kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], ext[s.side])
                     at = {plan.coords[q]: coord[q] for q in batch}
                     at.update({plan.coords[q]: val for q, val in _split(x, plan.sides[s.side], E).items()})
                     for op in hoist:  # (once per tile; per round and chunk in a loop over the rounds)
@@ -1127,6 +1136,23 @@ def _product(values: list):
     for v in values[1:]:
         out = b.mul(out, v)
     return out
+
+
+def _slot_position(e, k_fastest: bool, bk: int, X: int, x0, extent) -> tuple:
+    """Where slot ``e`` (an index value) of the cooperative load of a ``bk x X`` staged tile falls:
+    ``(kk, xl, x, in_range)`` -- its row ``kk`` (along the contraction loop) and column ``xl`` of the
+    tile, ``x = x0 + xl`` its coordinate along the tile's side and ``in_range`` (i1) whether
+    ``x < extent``. The lanes of a warp run along the read's unit-stride coordinate: ``kk`` fastest
+    when ``k_fastest``, else ``xl`` (coalesced global loads). Shared by kern-tile-contractions,
+    kern-mma-contractions and kern-wgmma-contractions, which store the slot at their own layout."""
+    if k_fastest:
+        kk = b.arith.RemUIOp(e, b.idx(bk)).result
+        xl = b.arith.DivUIOp(e, b.idx(bk)).result
+    else:
+        xl = b.arith.RemUIOp(e, b.idx(X)).result
+        kk = b.arith.DivUIOp(e, b.idx(X)).result
+    x = b.add(x0, xl)
+    return kk, xl, x, b.cmp("ult", x, extent)
 
 
 def _split(x, coords: tuple, E: list) -> dict:

@@ -67,16 +67,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature, Param
+from kernc.dialect.signature import Param
 from kernc.dialect.strided import StridedLayout
 from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
 from . import llvm_ops
-from .base import Pass, functions, internal, option
+from .base import Pass, internal, option
 from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, sm_number
 from .targets import PTX_VERSION, WGMMA_ARCHS
-from .tile_contractions import Decline, _Analysis, _clone, _slice
+from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position
 from .workgroup import SHARED_LIMIT, WARP, emit_remark
 
 gpu = dialect("gpu")
@@ -163,14 +163,8 @@ class WgmmaContractions(Pass):
     remarks: Callable[[str], None] | None = internal(None)
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
-        for fn in functions(module, {"gpu.func"}):
-            if SIGNATURE_ATTR not in fn.attributes:
-                continue
-            sig = KernelSignature.from_json(ir.StringAttr(fn.attributes[SIGNATURE_ATTR]).value)
-            plan = _Analysis(fn, sig)
-            try:
-                plan.run()
-            except Decline:
+        for fn, sig, plan, why in _analysed_kernels(module):
+            if why is not None:
                 continue
             if plan.loop is None or sig.tile_config is not None or sm_number(self.arch) < MIN_SM:
                 continue  # kern-mma-contractions says why
@@ -542,14 +536,7 @@ class _WgmmaRewrite(_Rewrite):
         unit-stride coordinate, stored at :func:`swizzled_index` ``(x, kk)``."""
         c, plan = self.c, self.plan
         total = c.bk * X
-        if s.k_fastest:
-            kk = b.arith.RemUIOp(e, b.idx(c.bk)).result
-            xl = b.arith.DivUIOp(e, b.idx(c.bk)).result
-        else:
-            xl = b.arith.RemUIOp(e, b.idx(X)).result
-            kk = b.arith.DivUIOp(e, b.idx(X)).result
-        x = b.add(x0[s.side], xl)
-        ok = b.cmp("ult", x, E[plan.ij[s.side]])
+        kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], E[plan.ij[s.side]])
         inside = b.cmp("ult", e, b.idx(total)) if total % plan.block else None
         chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
                                b.arith.AndIOp(xl, b.idx(7)).result).result

@@ -1,105 +1,57 @@
-// The body shared by bench/cuda/gemm_f16.cu and gemm_bf16.cu (included by each after it defines
-// MMA_TYPE, the PTX type of the operands, and TO_FLOAT, the exact conversion of their bits).
+// The operand kind shared by bench/cuda/gemm_f16.cu and gemm_bf16.cu (included by each after it
+// defines MMA_TYPE, the PTX type of the operands, and TO_FLOAT, the exact conversion of their bits)
+// for gemm_mma_tiles.cuh's tiled tensor-core GEMM.
 // kernc ABI: a, b, c, then the size symbols M, K, N.   c[i, j] = sum over k of a[i, k] * b[k, j]
 // (row-major a: M x K, b: K x N of 16-bit floats passed as their bits; c: M x N f32, overwritten).
 // With nvcc for sm_80 and later (__CUDA_ARCH__ >= 800) it is the kernel kern-mma-contractions makes
-// of the naive loop (`kernc compile examples/gemm_f16.kern --emit gpu --remarks`): 128 x 128 tiles of c per
-// block of 256 threads (2 x 4 warps of 64 x 32 outputs, 4 x 4 m16n8 accumulator fragments each),
-// per chunk of 32 of k a 128 x 32 tile of a and a 32 x 128 tile of b through __shared__ memory,
-// rows padded by 8 elements (16 bytes: ldmatrix without bank conflicts), loaded by all threads
-// between two barriers, 0 past the edges; per k16 step ldmatrix.x4 (A) and ldmatrix.x2.trans (B)
-// fragments and mma.sync.aligned.m16n8k16.row.col.f32 (PTX ISA, "Warp-level matrix multiply-
-// accumulate instructions"); each thread stores its accumulators c0..c3 at (g + 8h, 2t + e).
+// of the naive loop (`kernc compile examples/gemm_f16.kern --emit gpu --remarks`): gemm_mma_tiles.cuh's
+// tiles, with a and b k-major in __shared__ memory, rows padded by 8 elements (16 bytes: ldmatrix
+// without bank conflicts); per k16 step ldmatrix.x4 (A) and ldmatrix.x2.trans (B) fragments and
+// mma.sync.aligned.m16n8k16.row.col.f32 (PTX ISA, "Warp-level matrix multiply-accumulate
+// instructions").
 // Elsewhere (the CPU emulator, bench/emulate.h) each output sums k ascending in f32, a product then a
 // sum per step: the CPU interpreter's mma.sync order, so the two CPU runs agree bit for bit.
+#include "gemm_mma_tiles.cuh"
+
+struct GemmMma16 {
+    using In = unsigned short;  // the operands' bits
+    using Acc = float;
+    static constexpr unsigned int A_ROW = 40, B_ROW = 136;
+    static constexpr bool B_N_MAJOR = false;
+    template <class T>
+    __device__ static T stage(T x) { return x; }  // as loaded (int: stored truncated, as In)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __device__ static void load_b(unsigned int (&bf)[4][2], const unsigned short* bs, unsigned int n0,
+                                  unsigned int lane, unsigned int ks)
+    {
+        #pragma unroll
+        for (unsigned int nt = 0; nt < 4; ++nt) {  // lane l < 16: row k = l of the 8 columns
+            unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(
+                &bs[(ks + lane % 16u) * B_ROW + n0 + nt * 8u]));
+            asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+                         : "=r"(bf[nt][0]), "=r"(bf[nt][1]) : "r"(s));
+        }
+    }
+    __device__ static void mma(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2])
+    {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 "
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+#endif
+    __device__ static float dot(const unsigned short* a, const unsigned short* b, unsigned int i, unsigned int j,
+                                unsigned int K, unsigned int N)
+    {
+        float acc = 0.0f;
+        for (unsigned int k = 0; k < K; ++k)
+            acc = acc + TO_FLOAT(a[i * K + k]) * TO_FLOAT(b[k * N + j]);
+        return acc;
+    }
+};
+
 __device__ inline void gemm_mma(const unsigned short* a, const unsigned short* b, float* c, unsigned int M,
                                 unsigned int K, unsigned int N)
 {
-    unsigned int tiles_n = (N + 127u) / 128u;
-    unsigned int tiles = (M + 127u) / 128u * tiles_n;
-    unsigned int tid = threadIdx.x;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    __shared__ __align__(16) unsigned short as[128 * 40];
-    __shared__ __align__(16) unsigned short bs[32 * 136];
-    unsigned int lane = tid % 32u, warp = tid / 32u, m0 = warp / 4u * 64u, n0 = warp % 4u * 32u;
-    unsigned int g = lane / 4u, t = lane % 4u;
-    for (unsigned int id = blockIdx.x; id < tiles; id += gridDim.x) {
-        unsigned int i0 = id / tiles_n * 128u, j0 = id % tiles_n * 128u;
-        float acc[4][4][4];
-        #pragma unroll
-        for (int mt = 0; mt < 4; ++mt)
-            #pragma unroll
-            for (int nt = 0; nt < 4; ++nt)
-                #pragma unroll
-                for (int r = 0; r < 4; ++r)
-                    acc[mt][nt][r] = 0.0f;
-        for (unsigned int k0 = 0; k0 < K; k0 += 32u) {
-            __syncthreads();  // the previous chunk's ldmatrix reads are done
-            #pragma unroll
-            for (unsigned int r = 0; r < 16; ++r) {
-                unsigned int e = tid + 256u * r;
-                unsigned int ak = e % 32u, ai = e / 32u;  // a: lanes along k (its unit stride)
-                as[ai * 40u + ak] = (i0 + ai < M && k0 + ak < K) ? a[(i0 + ai) * K + k0 + ak] : 0;
-                unsigned int bj = e % 128u, bk = e / 128u;  // b: lanes along j
-                bs[bk * 136u + bj] = (j0 + bj < N && k0 + bk < K) ? b[(k0 + bk) * N + j0 + bj] : 0;
-            }
-            __syncthreads();
-            #pragma unroll
-            for (unsigned int ks = 0; ks < 32u; ks += 16u) {
-                unsigned int af[4][4], bf[4][2];
-                #pragma unroll
-                for (unsigned int mt = 0; mt < 4; ++mt) {  // lane l: row l % 16, column 8 (l / 16)
-                    unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(
-                        &as[(m0 + mt * 16u + lane % 16u) * 40u + ks + lane / 16u * 8u]));
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                                 : "=r"(af[mt][0]), "=r"(af[mt][1]), "=r"(af[mt][2]), "=r"(af[mt][3]) : "r"(s));
-                }
-                #pragma unroll
-                for (unsigned int nt = 0; nt < 4; ++nt) {  // lane l < 16: row k = l of the 8 columns
-                    unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(
-                        &bs[(ks + lane % 16u) * 136u + n0 + nt * 8u]));
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
-                                 : "=r"(bf[nt][0]), "=r"(bf[nt][1]) : "r"(s));
-                }
-                #pragma unroll
-                for (unsigned int mt = 0; mt < 4; ++mt)
-                    #pragma unroll
-                    for (unsigned int nt = 0; nt < 4; ++nt)
-                        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." MMA_TYPE "." MMA_TYPE ".f32 "
-                                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                                     : "+f"(acc[mt][nt][0]), "+f"(acc[mt][nt][1]), "+f"(acc[mt][nt][2]),
-                                       "+f"(acc[mt][nt][3])
-                                     : "r"(af[mt][0]), "r"(af[mt][1]), "r"(af[mt][2]), "r"(af[mt][3]),
-                                       "r"(bf[nt][0]), "r"(bf[nt][1]));
-            }
-        }
-        #pragma unroll
-        for (unsigned int mt = 0; mt < 4; ++mt)
-            #pragma unroll
-            for (unsigned int h = 0; h < 2; ++h)
-                #pragma unroll
-                for (unsigned int nt = 0; nt < 4; ++nt)
-                    #pragma unroll
-                    for (unsigned int e = 0; e < 2; ++e) {
-                        unsigned int i = i0 + m0 + mt * 16u + g + 8u * h, j = j0 + n0 + nt * 8u + 2u * t + e;
-                        if (i < M && j < N)
-                            c[i * N + j] = acc[mt][nt][2 * h + e];
-                    }
-    }
-#else
-    unsigned int tx = tid % 16u, ty = tid / 16u;  // each thread the 8 x 8 outputs (ty + 16u, tx + 16v)
-    for (unsigned int id = blockIdx.x; id < tiles; id += gridDim.x) {
-        unsigned int i0 = id / tiles_n * 128u, j0 = id % tiles_n * 128u;
-        for (unsigned int u = 0; u < 8; ++u)
-            for (unsigned int v = 0; v < 8; ++v) {
-                unsigned int i = i0 + ty + 16u * u, j = j0 + tx + 16u * v;
-                if (i >= M || j >= N)
-                    continue;
-                float acc = 0.0f;
-                for (unsigned int k = 0; k < K; ++k)
-                    acc = acc + TO_FLOAT(a[i * K + k]) * TO_FLOAT(b[k * N + j]);
-                c[i * N + j] = acc;
-            }
-    }
-#endif
+    gemm_mma_tiles<GemmMma16>(a, b, c, M, K, N);
 }

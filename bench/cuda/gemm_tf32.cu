@@ -4,12 +4,11 @@
 // tf32(x): x rounded as cvt.rna.tf32.f32 (to nearest, ties away from zero; 10 mantissa bits), a NaN
 // the quiet NaN 0x7fc00000 -- the bit arithmetic kern-mma-contractions writes in the IR.
 // With nvcc for sm_80 and later (__CUDA_ARCH__ >= 800) it is the kernel kern-mma-contractions makes
-// of the @tf32 loop (`kernc compile examples/gemm_tf32.kern --emit gpu --remarks`): 128 x 128 tiles
-// of c per block of 256 threads (2 x 4 warps of 64 x 32 outputs, 4 x 4 m16n8 fragments each), per
-// chunk of 32 of k a 128 x 32 tile of a and the 32 x 128 tile of b stored n-major (bs[n][k]) through
-// __shared__ memory, rows padded by 4 elements (144-byte rows: ldmatrix without bank conflicts),
-// each value rounded as it is staged, 0 past the edges; per k8 step ldmatrix.x4 (A), ldmatrix.x2
-// (B) and mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (PTX ISA 9.7.14.5.7).
+// of the @tf32 loop (`kernc compile examples/gemm_tf32.kern --emit gpu --remarks`): gemm_mma_tiles.cuh's
+// tiles, with the 32 x 128 tile of b stored n-major (bs[n][k]) in __shared__ memory, rows padded by 4
+// elements (144-byte rows: ldmatrix without bank conflicts), each value rounded as it is staged; per
+// k8 step ldmatrix.x4 (A), ldmatrix.x2 (B) and mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// (PTX ISA 9.7.14.5.7).
 // Elsewhere (the CPU emulator) each output sums the rounded products k ascending in f32: the CPU
 // interpreter's mma.sync order, so the two CPU runs agree bit for bit.
 __device__ inline float round_tf32(float x)
@@ -22,94 +21,34 @@ __device__ inline float round_tf32(float x)
     return r;
 }
 
+#include "gemm_mma_tiles.cuh"
+
+struct GemmTf32 : MmaBNMajor<float, 36> {
+    using In = float;
+    using Acc = float;
+    static constexpr unsigned int A_ROW = 36;
+    __device__ static float stage(float x) { return round_tf32(x); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    __device__ static void mma(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2])
+    {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    }
+#endif
+    __device__ static float dot(const float* a, const float* b, unsigned int i, unsigned int j, unsigned int K,
+                                unsigned int N)
+    {
+        float acc = 0.0f;
+        for (unsigned int k = 0; k < K; ++k)
+            acc = acc + round_tf32(a[i * K + k]) * round_tf32(b[k * N + j]);
+        return acc;
+    }
+};
+
 extern "C" __global__ void __launch_bounds__(256)
 gemm_tf32(const float* a, const float* b, float* c, unsigned int M, unsigned int K, unsigned int N)
 {
-    unsigned int tiles_n = (N + 127u) / 128u;
-    unsigned int tiles = (M + 127u) / 128u * tiles_n;
-    unsigned int tid = threadIdx.x;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    __shared__ __align__(16) float as[128 * 36];
-    __shared__ __align__(16) float bs[128 * 36];
-    unsigned int lane = tid % 32u, warp = tid / 32u, m0 = warp / 4u * 64u, n0 = warp % 4u * 32u;
-    unsigned int g = lane / 4u, t = lane % 4u;
-    for (unsigned int id = blockIdx.x; id < tiles; id += gridDim.x) {
-        unsigned int i0 = id / tiles_n * 128u, j0 = id % tiles_n * 128u;
-        float acc[4][4][4];
-        #pragma unroll
-        for (int mt = 0; mt < 4; ++mt)
-            #pragma unroll
-            for (int nt = 0; nt < 4; ++nt)
-                #pragma unroll
-                for (int r = 0; r < 4; ++r)
-                    acc[mt][nt][r] = 0.0f;
-        for (unsigned int k0 = 0; k0 < K; k0 += 32u) {
-            __syncthreads();  // the previous chunk's ldmatrix reads are done
-            #pragma unroll
-            for (unsigned int r = 0; r < 16; ++r) {
-                unsigned int e = tid + 256u * r;
-                unsigned int ak = e % 32u, ai = e / 32u;  // a: lanes along k (its unit stride)
-                as[ai * 36u + ak] = round_tf32((i0 + ai < M && k0 + ak < K) ? a[(i0 + ai) * K + k0 + ak] : 0.0f);
-                unsigned int bj = e % 128u, bk = e / 128u;  // b: lanes along j, stored n-major
-                bs[bj * 36u + bk] = round_tf32((j0 + bj < N && k0 + bk < K) ? b[(k0 + bk) * N + j0 + bj] : 0.0f);
-            }
-            __syncthreads();
-            #pragma unroll
-            for (unsigned int ks = 0; ks < 32u; ks += 8u) {
-                unsigned int af[4][4], bf[4][2];
-                #pragma unroll
-                for (unsigned int mt = 0; mt < 4; ++mt) {  // lane l: row l % 16, column 4 (l / 16)
-                    unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(
-                        &as[(m0 + mt * 16u + lane % 16u) * 36u + ks + lane / 16u * 4u]));
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
-                                 : "=r"(af[mt][0]), "=r"(af[mt][1]), "=r"(af[mt][2]), "=r"(af[mt][3]) : "r"(s));
-                }
-                #pragma unroll
-                for (unsigned int nt = 0; nt < 4; ++nt) {  // lane l < 16: row n = l % 8, column 4 (l / 8)
-                    unsigned int s = static_cast<unsigned int>(__cvta_generic_to_shared(
-                        &bs[(n0 + nt * 8u + lane % 8u) * 36u + ks + lane % 16u / 8u * 4u]));
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
-                                 : "=r"(bf[nt][0]), "=r"(bf[nt][1]) : "r"(s));
-                }
-                #pragma unroll
-                for (unsigned int mt = 0; mt < 4; ++mt)
-                    #pragma unroll
-                    for (unsigned int nt = 0; nt < 4; ++nt)
-                        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                                     "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-                                     : "+f"(acc[mt][nt][0]), "+f"(acc[mt][nt][1]), "+f"(acc[mt][nt][2]),
-                                       "+f"(acc[mt][nt][3])
-                                     : "r"(af[mt][0]), "r"(af[mt][1]), "r"(af[mt][2]), "r"(af[mt][3]),
-                                       "r"(bf[nt][0]), "r"(bf[nt][1]));
-            }
-        }
-        #pragma unroll
-        for (unsigned int mt = 0; mt < 4; ++mt)
-            #pragma unroll
-            for (unsigned int h = 0; h < 2; ++h)
-                #pragma unroll
-                for (unsigned int nt = 0; nt < 4; ++nt)
-                    #pragma unroll
-                    for (unsigned int e = 0; e < 2; ++e) {
-                        unsigned int i = i0 + m0 + mt * 16u + g + 8u * h, j = j0 + n0 + nt * 8u + 2u * t + e;
-                        if (i < M && j < N)
-                            c[i * N + j] = acc[mt][nt][2 * h + e];
-                    }
-    }
-#else
-    unsigned int tx = tid % 16u, ty = tid / 16u;  // each thread the 8 x 8 outputs (ty + 16u, tx + 16v)
-    for (unsigned int id = blockIdx.x; id < tiles; id += gridDim.x) {
-        unsigned int i0 = id / tiles_n * 128u, j0 = id % tiles_n * 128u;
-        for (unsigned int u = 0; u < 8; ++u)
-            for (unsigned int v = 0; v < 8; ++v) {
-                unsigned int i = i0 + ty + 16u * u, j = j0 + tx + 16u * v;
-                if (i >= M || j >= N)
-                    continue;
-                float acc = 0.0f;
-                for (unsigned int k = 0; k < K; ++k)
-                    acc = acc + round_tf32(a[i * K + k]) * round_tf32(b[k * N + j]);
-                c[i * N + j] = acc;
-            }
-    }
-#endif
+    gemm_mma_tiles<GemmTf32>(a, b, c, M, K, N);
 }

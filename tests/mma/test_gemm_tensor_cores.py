@@ -4,7 +4,6 @@ fallbacks and their remarks, ``--no-tensor-cores``, and the PTX through ``ptxas`
 
 from __future__ import annotations
 
-import math
 import re
 import os
 
@@ -15,31 +14,13 @@ import kernc
 from kernc.backend import toolkit
 from kernc.backend.interpreter import nvgpu
 from conftest import EXAMPLES, compiled_example, example_reference
+from tensor_core_helpers import (BATCHED_TRANSPOSED_GEMM, assert_within_f64, check_batched_transposed_gemm,
+                                 check_gemm_example, gemm_dtype, gemm_f16_gpu_ir, gemm_inputs, run_gemm_f16_ir)
 
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 
 # (M, K, N): odd sizes, edges in every coordinate, more than one 128x128 tile and 32-wide k chunk
 SHAPES = [(1, 1, 1), (15, 17, 33), (33, 100, 17), (130, 15, 100), (17, 33, 257)]
-
-
-def _inputs(M, K, N, dtype, seed=0):
-    rng = np.random.default_rng(seed + M * 7 + K * 5 + N)
-    return (rng.standard_normal((M, K)).astype(dtype), rng.standard_normal((K, N)).astype(dtype))
-
-
-def _dtype(name):
-    import ml_dtypes
-
-    return {"gemm_f16": np.float16, "gemm_bf16": ml_dtypes.bfloat16}[name]
-
-
-def _within_f64(c, a, b):
-    """Within 1e-3 relative of the f64 product, scaled by sqrt(K) (the target of issue 25)."""
-    ref = example_reference("gemm_f16").gemm_f64(a, b)
-    K = a.shape[1]
-    scale = np.abs(np.asarray(a, np.float64)) @ np.abs(np.asarray(b, np.float64))
-    err = np.abs(c - ref)
-    assert np.all(err <= 1e-3 * math.sqrt(K) * np.maximum(scale, 1e-30) / K + 1e-30), err.max()
 
 
 @pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
@@ -48,13 +29,7 @@ def test_gemm_on_tensor_cores_matches_numpy(name, M, K, N):
     mod = compiled_example(name)
     sig = mod._compilation.signatures[name]
     assert sig.tiles == [["M", 128], ["N", 128]]  # the tensor-core tiles
-    a, b = _inputs(M, K, N, _dtype(name))
-    c = np.full((M, N), np.nan, np.float32)
-    result = getattr(mod, name)(a, b, c)
-    assert result.grid == -(-M // 128) * -(-N // 128)
-    _within_f64(c, a, b)
-    # the interpreter's order (k ascending from 0 in f32, exact products): bit for bit
-    np.testing.assert_array_equal(c, example_reference(name).gemm_f32_sums(a, b))
+    check_gemm_example(mod, name, M, K, N)
 
 
 def test_tensor_cores_off_gives_the_cuda_core_tiles_and_the_same_sums():
@@ -62,7 +37,7 @@ def test_tensor_cores_off_gives_the_cuda_core_tiles_and_the_same_sums():
     off = kernc.compile_file(path, tensor_cores=False)
     assert "nvgpu" not in off._compilation.gpu_ir()
     assert off._compilation.signatures["gemm_f16"].tiles == [["M", 64], ["N", 64]]
-    a, b = _inputs(33, 40, 70, np.float16)
+    a, b = gemm_inputs(33, 40, 70, np.float16)
     c_on, c_off = (np.zeros((33, 70), np.float32) for _ in range(2))
     compiled_example("gemm_f16").gemm_f16(a, b, c_on)
     off.gemm_f16(a, b, c_off)
@@ -79,7 +54,7 @@ def test_padded_tiles_make_ldmatrix_bank_conflict_free(monkeypatch):
     from kernc.passes import mma_contractions
 
     text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
-    a, b = _inputs(64, 64, 64, np.float16)
+    a, b = gemm_inputs(64, 64, 64, np.float16)
     c = np.zeros((64, 64), np.float32)
     padded = compiled_example("gemm_f16").gemm_f16(a, b, c).stats
     assert padded.shared_bank_conflicts == 0 and padded.shared_requests > 0
@@ -97,34 +72,16 @@ def test_a_wrong_fragment_layout_is_a_wrong_cpu_result(monkeypatch):
     good = nvgpu.a_position
     monkeypatch.setattr(nvgpu, "a_position", lambda i: good(i)[::-1])
     mod = kernc.compile_file(os.path.join(EXAMPLES, "gemm_f16.kern"))  # a fresh interpreter
-    a, b = _inputs(20, 16, 9, np.float16)
+    a, b = gemm_inputs(20, 16, 9, np.float16)
     c = np.zeros((20, 9), np.float32)
     mod.gemm_f16(a, b, c)
     assert not np.allclose(c, example_reference("gemm_f16").gemm_f64(a, b), rtol=1e-2, atol=1e-2)
 
 
-BATCHED_T = """
-// a batch of products of a transposed a (stored k-major: its staging runs along i, not k)
-kernel bgemm(at: f16[B, K, M] view, b: f16[B, K, N] view, c: f32[B, M, N] view) over (q, i, j) in (B, M, N) {
-    let acc = 0.0;
-    for k in 0..K {
-        acc += at[q, k, i] * b[q, k, j];
-    }
-    c[q, i, j] = acc;
-}
-"""
-
-
 def test_batched_gemm_with_a_transposed_operand():
-    mod = kernc.compile(BATCHED_T)
+    mod = kernc.compile(BATCHED_TRANSPOSED_GEMM)
     assert "nvgpu.mma.sync" in mod._compilation.gpu_ir()
-    rng = np.random.default_rng(3)
-    at = rng.standard_normal((3, 19, 21)).astype(np.float16)
-    b = rng.standard_normal((3, 19, 35)).astype(np.float16)
-    c = np.zeros((3, 21, 35), np.float32)
-    mod.bgemm(at, b, c)
-    want = np.einsum("qki,qkj->qij", at.astype(np.float64), b.astype(np.float64))
-    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    check_batched_transposed_gemm(mod, 3)
 
 
 def _remarks(text, capsys, **kw):
@@ -164,7 +121,7 @@ kernel g(a: f16[M, K] view, b: f16[K, N] view, c: f32[M, N] view) over (i, j) in
     err = _remarks(text, capsys)
     assert "not using tensor cores for 'g': its loop body is not 'acc += a * b'" in err
     mod = kernc.compile(text)
-    a, b = _inputs(5, 3, 4, np.float16)
+    a, b = gemm_inputs(5, 3, 4, np.float16)
     c = np.zeros((5, 4), np.float32)
     mod.g(a, b, c)
     np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64) + 3, rtol=1e-5)
@@ -182,7 +139,7 @@ def test_block_sizes(block, tiles, capsys):
     assert mod._compilation.signatures["gemm_f16"].tiles == tiles
     if block == 512:
         assert "not using tensor cores for 'gemm_f16': its block of" in err
-    a, b = _inputs(70, 35, 41, np.float16)
+    a, b = gemm_inputs(70, 35, 41, np.float16)
     c = np.zeros((70, 41), np.float32)
     mod.gemm_f16(a, b, c)
     np.testing.assert_array_equal(c, example_reference("gemm_f16").gemm_f32_sums(a, b))
@@ -237,12 +194,12 @@ def test_gemm_on_gpu_tensor_cores_matches_numpy(name, M, K, N):
 
     mod = compiled_example(name)
     assert "mma.sync.aligned.m16n8k16" in mod.ptx
-    a, b = _inputs(M, K, N, _dtype(name))
+    a, b = gemm_inputs(M, K, N, gemm_dtype(name))
     c = cp.full((M, N), np.nan, np.float32)
     result = getattr(mod, name)(cp.asarray(a), cp.asarray(b), c)
     cp.cuda.runtime.deviceSynchronize()
     assert result.device == "cuda"
-    _within_f64(c.get(), a, b)
+    assert_within_f64(c.get(), a, b)
 
 
 def _race_ops(msg: str, text: str) -> list[str]:
@@ -254,23 +211,7 @@ def _race_ops(msg: str, text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def sm80_gemm_f16_ir() -> str:
-    from kernc.compiler import Compilation, CompileOptions
-
-    src = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
-    return Compilation(src, "gemm_f16.kern", CompileOptions(arch="sm_80"), use_cache=False).gpu_ir()
-
-
-def _run_sm80(text: str, M: int, K: int, N: int):
-    from kernc.backend.interpreter import Interpreter
-    from kernc.compiler import context
-    from kernc.support.mlir import ir
-
-    with context():
-        it = Interpreter(ir.Module.parse(text))
-    a, b = _inputs(M, K, N, np.float16)
-    c = np.zeros(M * N, np.float32)
-    it.run("gemm_f16", 1, 256, [a.reshape(-1), b.reshape(-1), c, M, K, N])
-    return a, b, c.reshape(M, N)
+    return gemm_f16_gpu_ir(arch="sm_80")
 
 
 def test_missing_barriers_around_ldmatrix_are_reported_races(sm80_gemm_f16_ir):
@@ -282,12 +223,12 @@ def test_missing_barriers_around_ldmatrix_are_reported_races(sm80_gemm_f16_ir):
     text = sm80_gemm_f16_ir
     at = [m.start() for m in re.finditer(r"\n *gpu\.barrier", text)]
     assert len(at) == 2 and "nvgpu.ldmatrix" in text
-    a, b, c = _run_sm80(text, 64, 64, 64)  # as compiled: no race, right sums
-    _within_f64(c, a, b)
+    a, b, c = run_gemm_f16_ir(text, 64, 64, 64)  # as compiled: no race, right sums
+    assert_within_f64(c, a, b)
     for i in at + [None]:
         bad = text.replace("gpu.barrier", "") if i is None else text[:i] + text[text.index("\n", i + 1):]
         with pytest.raises(KerncRuntimeError, match=r"no gpu\.barrier between them") as err:
-            _run_sm80(bad, 64, 64, 64)
+            run_gemm_f16_ir(bad, 64, 64, 64)
         ops = _race_ops(str(err.value), bad)
         assert len(ops) == 2 and any("nvgpu.ldmatrix" in x for x in ops), (str(err.value), ops)
         assert any("memref.store" in x or "device_async" in x for x in ops), ops

@@ -14,33 +14,11 @@ import pytest
 
 import kernc
 from kernc.backend import cache, toolkit
-from kernc.backend.interpreter import Interpreter
 from kernc.backend.tensor_map import TensorMap
-from kernc.compiler import Compilation, CompileOptions, context
+from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncRuntimeError
-from kernc.support.mlir import ir
 from conftest import EXAMPLES
-
-_mods: dict = {}
-
-
-def _mod(name: str, **kw):
-    key = (name, tuple(sorted(kw.items())))
-    if key not in _mods:
-        _mods[key] = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch="sm_90a", **kw)
-    return _mods[key]
-
-
-def _dtype(name):
-    import ml_dtypes
-
-    return {"gemm_f16": np.float16, "gemm_bf16": ml_dtypes.bfloat16}[name]
-
-
-def _inputs(M, K, N, dtype, seed=0):
-    rng = np.random.default_rng(seed + M * 7 + K * 5 + N)
-    return rng.standard_normal((M, K)).astype(dtype), rng.standard_normal((K, N)).astype(dtype)
-
+from tensor_core_helpers import compiled_sm90a, gemm_dtype, gemm_f16_gpu_ir, gemm_inputs, run_gemm_f16_ir
 
 # K a multiple of 8 (a row of 16-byte multiples: what a tensor map takes); M, N odd, K past one chunk
 SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257), (300, 200, 260)]  # the last: 9 blocks
@@ -49,15 +27,15 @@ SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257), (300, 200, 26
 @pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
 @pytest.mark.parametrize("M, K, N", SHAPES)
 def test_tma_build_is_bitwise_the_staged_build(name, M, K, N):
-    mod = _mod(name, tma=True)
+    mod = compiled_sm90a(name, tma=True)
     gpu_ir = mod._compilation.gpu_ir()
     assert gpu_ir.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 1
     assert [p.name for p in mod._compilation.signatures[name].extra] == ["__tma_a"]
-    a, b = _inputs(M, K, N, _dtype(name))
+    a, b = gemm_inputs(M, K, N, gemm_dtype(name))
     c = np.full((M, N), np.nan, np.float32)
     mod_c = c.copy()
     getattr(mod, name)(a, b, mod_c)
-    getattr(_mod(name), name)(a, b, c)
+    getattr(compiled_sm90a(name), name)(a, b, c)
     np.testing.assert_array_equal(mod_c.view(np.uint32), c.view(np.uint32))
 
 
@@ -67,33 +45,24 @@ def test_a_row_stride_a_tensor_map_cannot_encode_runs_the_build_without_tma(M, K
     same bits; binding records why."""
     from kernc.backend import binding, cpu
 
-    mod = _mod("gemm_f16", tma=True)
-    a, b = _inputs(M, K, N, np.float16)
+    mod = compiled_sm90a("gemm_f16", tma=True)
+    a, b = gemm_inputs(M, K, N, np.float16)
     c, ref = np.full((M, N), np.nan, np.float32), np.full((M, N), np.nan, np.float32)
     bound = binding.bind(mod.gemm_f16.signature, (a, b, c), {}, cpu.is_host_array, "cpu")
     assert bound.no_tma == (f"kernel 'gemm_f16', tensor map parameter '__tma_a': the byte stride of dimension 1 "
                             f"is {2 * K}: it must be a positive multiple of 16 below 2^40 (a row of {K} x 2 "
                             "bytes must be padded to 16 bytes)")
     mod.gemm_f16(a, b, c)
-    _mod("gemm_f16").gemm_f16(a, b, ref)
+    compiled_sm90a("gemm_f16").gemm_f16(a, b, ref)
     np.testing.assert_array_equal(c.view(np.uint32), ref.view(np.uint32))
     assert mod._compilation.untma().options.tma is False
 
 
-def _gpu_text() -> str:
-    comp = Compilation(open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read(), "gemm_f16.kern",
-                       CompileOptions(arch="sm_90a", tma=True), use_cache=False)
-    return comp.gpu_ir()
-
-
 def _run_text(text: str, M: int, K: int, N: int):
-    with context():
-        it = Interpreter(ir.Module.parse(text))
-    a, b = _inputs(M, K, N, np.float16)
-    c = np.zeros(M * N, np.float32)
-    tm = TensorMap("f16", dims=(K, M), strides=(2 * K,), box=(64, 128), swizzle=128, array=a.reshape(-1))
-    it.run("gemm_f16", 1, 256, [a.reshape(-1), b.reshape(-1), c, M, K, N, tm])
-    return c
+    """gemm_f16's TMA build ``text`` on the interpreter: ``(a, b, c)``, a's tensor map the launcher's."""
+    def tensor_map(a):
+        return [TensorMap("f16", dims=(K, M), strides=(2 * K,), box=(64, 128), swizzle=128, array=a.reshape(-1))]
+    return run_gemm_f16_ir(text, M, K, N, extra=tensor_map)
 
 
 WAIT = re.compile(r"nvvm\.mbarrier\.try_wait\.parity (%\w+), (%\w+), (%\w+)( : [^\n]*)")
@@ -101,16 +70,15 @@ WAIT = re.compile(r"nvvm\.mbarrier\.try_wait\.parity (%\w+), (%\w+), (%\w+)( : [
 
 @pytest.fixture(scope="module")
 def text():
-    return _gpu_text()
+    return gemm_f16_gpu_ir(arch="sm_90a", tma=True)
 
 
 def test_the_pass_ir_runs(text):
     assert len(WAIT.findall(text)) == 1
-    c = _run_text(text, 20, 136, 24)
-    a, b = _inputs(20, 136, 24, np.float16)
+    a, b, c = _run_text(text, 20, 136, 24)
     ref = np.full((20, 24), np.nan, np.float32)
-    _mod("gemm_f16").gemm_f16(a, b, ref)
-    np.testing.assert_array_equal(c.reshape(20, 24).view(np.uint32), ref.view(np.uint32))
+    compiled_sm90a("gemm_f16").gemm_f16(a, b, ref)
+    np.testing.assert_array_equal(c.view(np.uint32), ref.view(np.uint32))
 
 
 def test_without_the_wait_wgmma_reads_the_copy_in_flight(text):
@@ -154,7 +122,7 @@ def test_the_cache_key_includes_tma():
 @pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 @pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
 def test_ptxas_takes_the_tma_build_without_spills(name):
-    ptx = _mod(name, tma=True).ptx
+    ptx = compiled_sm90a(name, tma=True).ptx
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
     assert "mbarrier.try_wait.parity.shared.b64" in ptx
     res = toolkit.run_ptxas(ptx, "sm_90a")
@@ -174,11 +142,11 @@ def test_on_a_gpu_the_tma_build_is_bitwise_the_staged_build(M, K, N):
             pytest.skip("needs an sm_90 device")
     except Exception:  # noqa: BLE001 -- no driver
         pytest.skip("no CUDA device")
-    a, b = _inputs(M, K, N, np.float16)
+    a, b = gemm_inputs(M, K, N, np.float16)
     da, db = cp.asarray(a), cp.asarray(b)
     c1, c2 = cp.full((M, N), np.nan, cp.float32), cp.full((M, N), np.nan, cp.float32)
-    _mod("gemm_f16", tma=True).gemm_f16(da, db, c1)
-    _mod("gemm_f16").gemm_f16(da, db, c2)
+    compiled_sm90a("gemm_f16", tma=True).gemm_f16(da, db, c1)
+    compiled_sm90a("gemm_f16").gemm_f16(da, db, c2)
     np.testing.assert_array_equal(cp.asnumpy(c1).view(np.uint32), cp.asnumpy(c2).view(np.uint32))
 
 

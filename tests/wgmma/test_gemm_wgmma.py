@@ -6,7 +6,6 @@ and the PTX through ``ptxas -arch=sm_90a``."""
 
 from __future__ import annotations
 
-import math
 import re
 import os
 
@@ -15,68 +14,31 @@ import pytest
 
 import kernc
 from kernc.backend import toolkit
-from kernc.backend.interpreter import Interpreter, wgmma
-from kernc.compiler import Compilation, CompileOptions, context
+from kernc.backend.interpreter import wgmma
+from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncRuntimeError
-from kernc.support.mlir import ir
 from conftest import EXAMPLES, example_reference
+from tensor_core_helpers import (BATCHED_TRANSPOSED_GEMM, assert_within_f64, check_batched_transposed_gemm,
+                                 check_gemm_example, compiled_sm90a, gemm_f16_gpu_ir, gemm_inputs, run_gemm_f16_ir)
 
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 
 # (M, K, N): odd sizes, edges everywhere, more than one 128x128 tile and more than one 64-wide k chunk
 SHAPES = [(1, 1, 1), (15, 17, 33), (33, 100, 17), (130, 15, 100), (17, 70, 257)]
-_mods: dict = {}
-
-
-def _mod(name: str, **kw):
-    key = (name, tuple(sorted(kw.items())))
-    if key not in _mods:
-        _mods[key] = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch="sm_90a", **kw)
-    return _mods[key]
-
-
-def _dtype(name):
-    import ml_dtypes
-
-    return {"gemm_f16": np.float16, "gemm_bf16": ml_dtypes.bfloat16}[name]
-
-
-def _inputs(M, K, N, dtype, seed=0):
-    rng = np.random.default_rng(seed + M * 7 + K * 5 + N)
-    return rng.standard_normal((M, K)).astype(dtype), rng.standard_normal((K, N)).astype(dtype)
 
 
 @pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
 @pytest.mark.parametrize("M, K, N", SHAPES)
 def test_gemm_on_wgmma_matches_numpy(name, M, K, N):
-    mod = _mod(name)
+    mod = compiled_sm90a(name)
     gpu_ir = mod._compilation.gpu_ir()
     assert "nvvm.wgmma.mma_async" in gpu_ir and "nvgpu.mma.sync" not in gpu_ir
     assert mod._compilation.signatures[name].tiles == [["M", 128], ["N", 128]]
-    a, b = _inputs(M, K, N, _dtype(name))
-    c = np.full((M, N), np.nan, np.float32)
-    result = getattr(mod, name)(a, b, c)
-    assert result.grid == -(-M // 128) * -(-N // 128)
-    ref = example_reference("gemm_f16").gemm_f64(a, b)
-    scale = np.abs(np.asarray(a, np.float64)) @ np.abs(np.asarray(b, np.float64))
-    assert np.all(np.abs(c - ref) <= 1e-3 * math.sqrt(K) * np.maximum(scale, 1e-30) / K + 1e-30)
-    # the interpreter's order (k ascending from 0 in f32, exact products): bit for bit
-    np.testing.assert_array_equal(c, example_reference(name).gemm_f32_sums(a, b))
+    check_gemm_example(mod, name, M, K, N)
 
 
 def _gpu_text(**kw) -> str:
-    comp = Compilation(open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read(), "gemm_f16.kern",
-                       CompileOptions(arch="sm_90a", **kw), use_cache=False)
-    return comp.gpu_ir()
-
-
-def _run_text(text: str, M: int, K: int, N: int):
-    with context():
-        it = Interpreter(ir.Module.parse(text))
-    a, b = _inputs(M, K, N, np.float16)
-    c = np.zeros(M * N, np.float32)
-    it.run("gemm_f16", 1, 256, [a.reshape(-1), b.reshape(-1), c, M, K, N])
-    return c
+    return gemm_f16_gpu_ir(arch="sm_90a", **kw)
 
 
 WAIT = "nvvm.wgmma.wait.group.sync.aligned 0"
@@ -85,16 +47,15 @@ WAIT = "nvvm.wgmma.wait.group.sync.aligned 0"
 def test_the_pass_ir_runs_and_its_wait_matters():
     text = _gpu_text()
     assert text.count(WAIT) == 1
-    c = _run_text(text, 20, 70, 24)  # as compiled: right
-    a, b = _inputs(20, 70, 24, np.float16)
-    np.testing.assert_array_equal(c.reshape(20, 24), example_reference("gemm_f16").gemm_f32_sums(a, b))
+    a, b, c = run_gemm_f16_ir(text, 20, 70, 24)  # as compiled: right
+    np.testing.assert_array_equal(c, example_reference("gemm_f16").gemm_f32_sums(a, b))
     # no wait: the epilogue reads the accumulators of a pending wgmma
     with pytest.raises(KerncRuntimeError, match=r"reads the accumulators of the wgmma\.mma_async at "
                                                 r"loc\(.*\) before a wgmma\.wait_group"):
-        _run_text(text.replace(WAIT, ""), 20, 70, 24)
+        run_gemm_f16_ir(text.replace(WAIT, ""), 20, 70, 24)
     # wait_group 1: the second k chunk's stores overwrite the tiles the first chunk's wgmma reads
     with pytest.raises(KerncRuntimeError, match="overwritten before the wgmma.wait_group"):
-        _run_text(text.replace(WAIT, WAIT[:-1] + "1"), 20, 70, 24)
+        run_gemm_f16_ir(text.replace(WAIT, WAIT[:-1] + "1"), 20, 70, 24)
 
 
 def test_missing_barriers_around_the_wgmma_tiles_are_reported_races():
@@ -108,7 +69,7 @@ def test_missing_barriers_around_the_wgmma_tiles_are_reported_races():
     for i in at + [None]:
         bad = text.replace("gpu.barrier", "") if i is None else text[:i] + text[text.index("\n", i + 1):]
         with pytest.raises(KerncRuntimeError, match=r"no gpu\.barrier between them") as err:
-            _run_text(bad, 20, 70, 24)
+            run_gemm_f16_ir(bad, 20, 70, 24)
         lines = bad.split("\n")
         ops = [lines[int(n) - 1] for n in re.findall(r'loc\("-":(\d+):\d+\)', str(err.value))]
         assert len(ops) == 2 and any("nvvm.wgmma.mma_async" in x for x in ops), (str(err.value), ops)
@@ -118,9 +79,8 @@ def test_missing_barriers_around_the_wgmma_tiles_are_reported_races():
 def test_a_wrong_fragment_layout_is_a_wrong_cpu_result(monkeypatch):
     good = wgmma.d_position
     monkeypatch.setattr(wgmma, "d_position", lambda i: good(i ^ 2))  # rows g and g + 8 swapped
-    c = _run_text(_gpu_text(), 20, 16, 9)
-    a, b = _inputs(20, 16, 9, np.float16)
-    assert not np.allclose(c.reshape(20, 9), example_reference("gemm_f16").gemm_f64(a, b), rtol=1e-2, atol=1e-2)
+    a, b, c = run_gemm_f16_ir(_gpu_text(), 20, 16, 9)
+    assert not np.allclose(c, example_reference("gemm_f16").gemm_f64(a, b), rtol=1e-2, atol=1e-2)
 
 
 def _remarks(capsys, **kw):
@@ -151,33 +111,16 @@ def test_the_cache_key_tells_sm_90a_from_sm_90():
     assert cache.option_includes(wgmma=False) == ()
 
 
-BATCHED_T = """
-kernel bgemm(at: f16[B, K, M] view, b: f16[B, K, N] view, c: f32[B, M, N] view) over (q, i, j) in (B, M, N) {
-    let acc = 0.0;
-    for k in 0..K {
-        acc += at[q, k, i] * b[q, k, j];
-    }
-    c[q, i, j] = acc;
-}
-"""
-
-
 def test_batched_gemm_with_a_transposed_operand():
-    mod = kernc.compile(BATCHED_T, arch="sm_90a")
+    mod = kernc.compile(BATCHED_TRANSPOSED_GEMM, arch="sm_90a")
     assert "nvvm.wgmma.mma_async" in mod._compilation.gpu_ir()
-    rng = np.random.default_rng(3)
-    at = rng.standard_normal((2, 19, 21)).astype(np.float16)
-    b = rng.standard_normal((2, 19, 35)).astype(np.float16)
-    c = np.zeros((2, 21, 35), np.float32)
-    mod.bgemm(at, b, c)
-    want = np.einsum("qki,qkj->qij", at.astype(np.float64), b.astype(np.float64))
-    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+    check_batched_transposed_gemm(mod, 2)
 
 
 @needs_ptxas
 @pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
 def test_ptxas_accepts_the_wgmma_ptx_for_sm_90a_without_spills(name):
-    ptx = _mod(name).ptx
+    ptx = compiled_sm90a(name).ptx
     elem = "f16" if name == "gemm_f16" else "bf16"
     assert f"wgmma.mma_async.sync.aligned.m64n128k16.f32.{elem}.{elem}" in ptx
     assert "wgmma.fence.sync.aligned" in ptx and "wgmma.commit_group.sync.aligned" in ptx
@@ -198,16 +141,14 @@ def test_gemm_on_a_hopper_gpu_matches_numpy(M, K, N):
 
     if cp.cuda.Device().compute_capability != "90":
         pytest.skip("sm_90a code needs a compute capability 9.0 GPU")
-    mod = _mod("gemm_f16")
+    mod = compiled_sm90a("gemm_f16")
     assert "wgmma.mma_async" in mod.ptx
-    a, b = _inputs(M, K, N, np.float16)
+    a, b = gemm_inputs(M, K, N, np.float16)
     c = cp.full((M, N), np.nan, np.float32)
     result = mod.gemm_f16(cp.asarray(a), cp.asarray(b), c)
     cp.cuda.runtime.deviceSynchronize()
     assert result.device == "cuda"
-    ref = example_reference("gemm_f16").gemm_f64(a, b)
-    scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    assert np.all(np.abs(c.get() - ref) <= 1e-3 * math.sqrt(K) * np.maximum(scale, 1e-30) / K + 1e-30)
+    assert_within_f64(c.get(), a, b)
 
 
 def test_wgmma_must_be_a_bool():
@@ -235,7 +176,7 @@ def test_other_instruction_widths(monkeypatch, block_n):
     mod = Module(Compilation(text, "narrow.kern", CompileOptions(arch="sm_90a"), use_cache=False))
     assert f"<m = 64, n = {block_n}, k = 16>" in mod._compilation.gpu_ir()
     assert mod._compilation.signatures["gemm_f16"].tiles == [["M", 128], ["N", block_n]]
-    a, b = _inputs(70, 80, 90, np.float16)
+    a, b = gemm_inputs(70, 80, 90, np.float16)
     c = np.full((70, 90), np.nan, np.float32)
     assert mod.gemm_f16(a, b, c).grid == -(-90 // block_n)
     np.testing.assert_array_equal(c, example_reference("gemm_f16").gemm_f32_sums(a, b))

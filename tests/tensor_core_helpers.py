@@ -1,0 +1,113 @@
+"""What the tensor-core GEMM tests (tests/mma, tests/wgmma, tests/tma) share: the gemm examples'
+inputs and builds, the f64 tolerance they meet, gemm_f16's GPU IR run on the CPU interpreter, and
+the batched gemm with a transposed operand."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+import kernc
+from conftest import EXAMPLES
+
+_sm90a_modules: dict = {}
+
+
+def compiled_sm90a(name: str, **options):
+    """The kernc Module of ``examples/NAME.kern`` for ``arch="sm_90a"`` with the compile ``options``
+    (e.g. ``tma=True``), compiled once per test session and options."""
+    key = (name, tuple(sorted(options.items())))
+    if key not in _sm90a_modules:
+        _sm90a_modules[key] = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch="sm_90a", **options)
+    return _sm90a_modules[key]
+
+
+def gemm_dtype(name: str):
+    """The operand dtype of the example ``gemm_f16`` or ``gemm_bf16`` (``KeyError`` for others)."""
+    import ml_dtypes
+
+    return {"gemm_f16": np.float16, "gemm_bf16": ml_dtypes.bfloat16}[name]
+
+
+def gemm_inputs(M: int, K: int, N: int, dtype, seed: int = 0):
+    """Standard-normal ``a`` (M x K) and ``b`` (K x N) of ``dtype``, seeded by ``seed`` and the shape."""
+    rng = np.random.default_rng(seed + M * 7 + K * 5 + N)
+    return rng.standard_normal((M, K)).astype(dtype), rng.standard_normal((K, N)).astype(dtype)
+
+
+def assert_within_f64(c, a, b):
+    """``c`` (M x N) within 1e-3 relative of the f64 product ``a @ b``, scaled by sqrt(K) (the target
+    of issue 25); asserts, naming the largest error."""
+    from conftest import example_reference
+
+    ref = example_reference("gemm_f16").gemm_f64(a, b)
+    K = a.shape[1]
+    scale = np.abs(np.asarray(a, np.float64)) @ np.abs(np.asarray(b, np.float64))
+    err = np.abs(c - ref)
+    assert np.all(err <= 1e-3 * math.sqrt(K) * np.maximum(scale, 1e-30) / K + 1e-30), err.max()
+
+
+def check_gemm_example(mod, name: str, M: int, K: int, N: int):
+    """``mod.NAME`` (the example gemm_f16 or gemm_bf16 on 128 x 128 tiles) on :func:`gemm_inputs` of
+    M x K by K x N: one block per tile, within :func:`assert_within_f64`, and bit for bit the
+    interpreter's documented order (k ascending from 0 in f32, exact products); asserts."""
+    from conftest import example_reference
+
+    a, b = gemm_inputs(M, K, N, gemm_dtype(name))
+    c = np.full((M, N), np.nan, np.float32)
+    result = getattr(mod, name)(a, b, c)
+    assert result.grid == -(-M // 128) * -(-N // 128)
+    assert_within_f64(c, a, b)
+    np.testing.assert_array_equal(c, example_reference(name).gemm_f32_sums(a, b))
+
+
+def gemm_f16_gpu_ir(**options) -> str:
+    """The GPU IR text of ``examples/gemm_f16.kern`` under ``CompileOptions(**options)`` (e.g.
+    ``arch="sm_90a", tma=True``), compiled afresh (no cache)."""
+    from kernc.compiler import Compilation, CompileOptions
+
+    src = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    return Compilation(src, "gemm_f16.kern", CompileOptions(**options), use_cache=False).gpu_ir()
+
+
+def run_gemm_f16_ir(text: str, M: int, K: int, N: int, extra=lambda a: []):
+    """Run gemm_f16's GPU IR ``text`` on the CPU interpreter as one block of 256 threads on
+    :func:`gemm_inputs` (f16): ``(a, b, c)``, c the f32 M x N result (zero-initialised). ``extra(a)``
+    gives the arguments after M, K, N (e.g. a's tensor map). Raises what the interpreter raises
+    (``KerncRuntimeError`` for a race or an async misuse)."""
+    from kernc.backend.interpreter import Interpreter
+    from kernc.compiler import context
+    from kernc.support.mlir import ir
+
+    with context():
+        it = Interpreter(ir.Module.parse(text))
+    a, b = gemm_inputs(M, K, N, np.float16)
+    c = np.zeros(M * N, np.float32)
+    it.run("gemm_f16", 1, 256, [a.reshape(-1), b.reshape(-1), c, M, K, N, *extra(a)])
+    return a, b, c.reshape(M, N)
+
+
+BATCHED_TRANSPOSED_GEMM = """
+// a batch of products of a transposed a (stored k-major: its staging runs along i, not k)
+kernel bgemm(at: f16[B, K, M] view, b: f16[B, K, N] view, c: f32[B, M, N] view) over (q, i, j) in (B, M, N) {
+    let acc = 0.0;
+    for k in 0..K {
+        acc += at[q, k, i] * b[q, k, j];
+    }
+    c[q, i, j] = acc;
+}
+"""
+
+
+def check_batched_transposed_gemm(mod, batch: int):
+    """``mod.bgemm`` (:data:`BATCHED_TRANSPOSED_GEMM`) on ``batch`` products of 21 x 19 by 19 x 35
+    within 1e-5 of the f64 einsum; asserts."""
+    rng = np.random.default_rng(3)
+    at = rng.standard_normal((batch, 19, 21)).astype(np.float16)
+    b = rng.standard_normal((batch, 19, 35)).astype(np.float16)
+    c = np.zeros((batch, 21, 35), np.float32)
+    mod.bgemm(at, b, c)
+    want = np.einsum("qki,qkj->qij", at.astype(np.float64), b.astype(np.float64))
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
