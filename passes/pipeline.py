@@ -154,6 +154,11 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
         # took conv2d_fwd's 282 divisions to 154: docs/compile-time.md)
         at = next(i for i, p in enumerate(passes) if isinstance(p, TileContractions)) + 1
         passes.insert(at, UpstreamPass(TILE_CLEANUP))
+        if fmad:
+            # ... but a product the items of a row share (a[i, k] * s) would be merged into one with
+            # several uses, which kern-contract-fma leaves unfused: contracted first, per item, as
+            # in the untiled kernel (tiled and untiled stay bitwise equal under --fmad)
+            passes.insert(at, ContractFMA())
     return passes + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP]
 
 

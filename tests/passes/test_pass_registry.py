@@ -52,7 +52,12 @@ def test_the_registry_is_the_pipeline_s_kernc_passes():
     opts = pipeline.TargetOptions(nonneg_scalars=True)
     built = (pipeline.kern_to_gpu(coalesce=True, fmad=True) + pipeline.gpu_to_llvm(opts)
              + pipeline.llvm_to_ptx())
-    assert [type(p) for p in built if type(p) is not UpstreamPass] == list(ALL)
+    kinds = [type(p) for p in built if type(p) is not UpstreamPass]
+    # under --fmad kern-contract-fma also runs right after kern-tile-contractions, before its cse
+    at = kinds.index(pipeline.TileContractions)
+    assert kinds[at + 1] is pipeline.ContractFMA and kinds.count(pipeline.ContractFMA) == 2
+    assert kinds[:at + 1] + kinds[at + 2:] == list(ALL)
+    assert pipeline.ContractFMA not in [type(p) for p in pipeline.kern_to_gpu()]
     assert [p.name for p in pipeline.kern_to_gpu()][-2:] == ["canonicalize", "cse"]
     off = pipeline.kern_to_gpu(coalesce=False)
     assert "kern-coalesce-views" not in [p.name for p in off] and "kern-contract-fma" not in [p.name for p in off]
