@@ -399,7 +399,7 @@ def alias_plan(sig: KernelSignature) -> tuple[list, frozenset]:
     buffers = [p for p in sig.params if p.kind == "buffer"]
     reads = (sig.reads if sig.reads is not None
              else [p.name for p in buffers if p.access in (accessors.READ, accessors.VIEW_MODE)])
-    writes = sig.writes if sig.writes is not None else [p.name for p in buffers if p.may_write]
+    writes = sig.written()
     accessed = [(p.name, p.name in writes) for p in buffers if p.name in reads or p.name in writes]
     if len(accessed) < 2 or not writes:
         accessed = []
@@ -563,8 +563,7 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
                 f"({', '.join(map(str, p.storage_shape))}), got shape {tuple(a.shape)}"
             )
         if not a.flags.c_contiguous:
-            written = p.access != "read" if sig.writes is None else p.name in sig.writes
-            why = " so that results are written where you can see them" if written else ""
+            why = " so that results are written where you can see them" if p.name in sig.written() else ""
             raise KerncLaunchError(
                 f"argument '{p.name}': the array is not C-contiguous; pass a contiguous copy "
                 f"(np.ascontiguousarray){why}"

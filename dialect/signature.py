@@ -178,6 +178,13 @@ class KernelSignature:
     #: (``launch_policy.run_tiled``); ``None`` otherwise
     contraction: dict | None = None
 
+    def written(self) -> list[str]:
+        """The names of the buffer params the kernel writes: :attr:`writes` (a ``view`` it only reads
+        is not one), or, for a signature without it, every ``write``/``add``/``view`` param."""
+        if self.writes is not None:
+            return list(self.writes)
+        return [p.name for p in self.params if p.may_write]
+
     def to_json(self) -> str:
         """Serialise deterministically (sorted keys) for the ``kern.signature`` attribute."""
         # (shallow field dicts: dataclasses.asdict deep-copies every leaf, a third of lowering time)

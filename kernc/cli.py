@@ -500,10 +500,11 @@ def cmd_run(ns) -> int:
                             f"--size {dim}={sizes[dim]} disagrees with --input {p.name}, whose shape "
                             f"{a.shape} gives {dim} = {int(n)}")
                     env.setdefault(dim, int(n))
+    stored = set(sig.written())  # (a view the kernel only reads is an input, never saved)
     for p in sig.params:
         if p.name in values or p.kind == "table":  # tables: the launcher builds them from I
             continue
-        if p.may_write:
+        if p.name in stored:
             try:
                 shape = tuple(Poly.parse(str(d)).evaluate(env) for d in p.storage_shape)
             except KeyError as err:
@@ -517,7 +518,7 @@ def cmd_run(ns) -> int:
     extra = [s for s in sizes if s not in sig.sizes]
     if extra:
         raise KerncLaunchError(f"kernel '{sig.name}' has no size symbol '{extra[0]}'")
-    outputs = [p.name for p in sig.params if p.may_write]
+    outputs = [p.name for p in sig.params if p.name in stored]
     out_paths = _check_output_files(ns, outputs)
     try:
         if ns.device == "cuda":

@@ -1013,3 +1013,28 @@ def test_an_ascii_standard_output_escapes_what_it_cannot_encode(tmp_path, cmd):
                           capture_output=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert b"\\xfc.kern" in proc.stdout
+
+
+def test_run_saves_only_the_views_the_kernel_stores_to(tmp_path, capsys):
+    """Regression (trial): ``kernc run`` saved every view as ``NAME.npy``, also the views gemm only
+    reads: ``--input a=@x.npy`` overwrote an unrelated ``./a.npy``. Now ``c`` alone is written, and a
+    read-only view left out is a missing input, not a zero output."""
+    import numpy as np
+
+    gemm = os.path.join(EXAMPLES, "gemm.kern")
+    keep = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.save(tmp_path / "a.npy", keep)
+    x = np.arange(20, dtype=np.float32).reshape(4, 5) % 3
+    y = np.ones((5, 3), np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    args = ["run", gemm, "--input", f"a=@{tmp_path / 'x.npy'}", "--input", f"b=@{tmp_path / 'y.npy'}",
+            "--output-dir", str(tmp_path), "-q"]
+    assert main(args) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), keep)
+    assert not (tmp_path / "b.npy").exists()
+    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), x @ y)
+    capsys.readouterr()
+    assert main(["run", gemm, "--input", f"b=@{tmp_path / 'y.npy'}", "--size", "M=4", "--size", "K=5",
+                 "--output-dir", str(tmp_path), "-q"]) == 1
+    assert "missing --input a=" in capsys.readouterr().err
