@@ -465,6 +465,8 @@ class _Analysis:
     def run(self) -> None:
         fn, sig = self.fn, self.sig
         entry = [op.operation for op in fn.regions[0].blocks[0].operations]
+        while entry and entry[0].name == "arith.constant":  # (literal extents, moved up: below)
+            entry.pop(0)
         if [op.name for op in entry] != _ENTRY or GUARD_ATTR not in entry[3].attributes:
             self._find_loop(entry)
             raise Decline("the kernel stages accessors or computes outside its per-item body")
@@ -482,6 +484,13 @@ class _Analysis:
         self.block = mapping.block
         if mapping.tile is not None:
             raise Decline("the kernel's items are mapped to tiles already")
+        at = next((x for x, op in enumerate(body) if op.name == "kern.delinearize"), len(body))
+        if any(op.name == "arith.constant" for op in body[:at]):
+            # literal extents (over (i, j) in (64, 128)): their constants, at the kernel's entry,
+            # where the tiled kernel's block coordinates use them (pure: moved whether or not it tiles)
+            for op in [op for op in body[:at] if op.name == "arith.constant"]:
+                op.move_before(entry[0])
+                body.remove(op)
         if len(body) < 2 or body[0].name != "kern.thread_id" or body[1].name != "kern.delinearize":
             raise Decline("the problem is not an N-D one delinearized from the thread id")
         delin = Delinearize.from_op(body[1])
