@@ -294,6 +294,9 @@ class MmaContractions(Pass):
     warp_m: int = option(64)
     warp_n: int = option(32)
     block_k: int = option(32)
+    #: whether a kernel's ``@tile`` keeps it on CUDA cores (``False`` under ``kernc compile --no-tile``,
+    #: which overrides ``@tile``)
+    tile_attr: bool = option(True)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
     remarks: Callable[[str], None] | None = internal(None)
 
@@ -321,7 +324,7 @@ class MmaContractions(Pass):
     def _decide(self, sig: KernelSignature, plan: _Analysis):
         """``(config, parts)`` for a contraction this pass takes, or why not (a remark)."""
         sm = sm_number(self.arch)
-        if sig.tile_config is not None:
+        if sig.tile_config is not None and self.tile_attr:
             return _Reason("the kernel asks for a CUDA-core tile with @tile",
                            "remove @tile (tensor cores take tiles of their own), or remove @tensor_cores")
         parts = _match(plan, "tf32" in (sig.tensor_cores or {}))

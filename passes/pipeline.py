@@ -141,8 +141,8 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     groups = {"remarks": remarks} if group_registers else {"remarks": remarks, "registers": 0}
     passes = _build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks, "arch": arch,
                                                                       "async_copy": async_copy},
-                                  MmaContractions: {"remarks": remarks, "arch": arch},
-                                  WgmmaContractions: {"remarks": remarks, "arch": arch, "tma": tma},
+                                  MmaContractions: {"remarks": remarks, "arch": arch, "tile_attr": tile},
+                                  WgmmaContractions: {"remarks": remarks, "arch": arch, "tma": tma, "tile_attr": tile},
                                   PrivatizeAtomics: {"remarks": remarks},
                                   LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
                     off)

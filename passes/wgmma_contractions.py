@@ -159,6 +159,8 @@ class WgmmaContractions(Pass):
     #: load the eligible operand tiles with the tensor memory accelerator (``cp.async.bulk.tensor``
     #: on an mbarrier) instead of per-thread stores (``kernc compile --tma``)
     tma: bool = option(False)
+    #: whether a kernel's ``@tile`` keeps it on CUDA cores (``False`` under ``kernc compile --no-tile``)
+    tile_attr: bool = option(True)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
     remarks: Callable[[str], None] | None = internal(None)
 
@@ -166,7 +168,7 @@ class WgmmaContractions(Pass):
         for fn, sig, plan, why in _analysed_kernels(module):
             if why is not None:
                 continue
-            if plan.loop is None or sig.tile_config is not None or sm_number(self.arch) < MIN_SM:
+            if plan.loop is None or (sig.tile_config is not None and self.tile_attr) or sm_number(self.arch) < MIN_SM:
                 continue  # kern-mma-contractions says why
             parts = _match(plan, "tf32" in (sig.tensor_cores or {}))
             if isinstance(parts, str):
