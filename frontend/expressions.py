@@ -26,8 +26,9 @@ class ExpressionChecks(CheckerBase):
 
     # ---- types: unification and literal retyping --------------------------------------------
 
-    def coerce(self, e: A.Expr, target: T.Type, what: str) -> bool:
-        """Make ``e`` (already checked) have type ``target``, retyping literals; report mismatches."""
+    def coerce(self, e: A.Expr, target: T.Type, what: str, typed_hint: Optional[str] = None) -> bool:
+        """Make ``e`` (already checked) have type ``target``, retyping literals; report mismatches
+        (``typed_hint``: said instead of the default hint for a typed value of another type)."""
         t = e.ty
         if t is None:
             return False
@@ -49,7 +50,7 @@ class ExpressionChecks(CheckerBase):
         else:
             msg = f"type mismatch in {what}: expected '{target}', got '{t}'"
             if not s.literal:
-                hint = f"convert explicitly: {ts}(...)"
+                hint = typed_hint or f"convert explicitly: {ts}(...)"
         self.error(msg, e.loc, hint=hint)
         return False
 

@@ -64,7 +64,7 @@ class StatementChecks(CheckerBase):
 
     def let(self, s: A.Let) -> None:
         t = self.expr(s.value)
-        declared = None
+        declared, literal = None, False
         if s.type_name is not None:
             declared = self.type_named(s.type_name, s.type_loc or s.loc)
         if t is not None:
@@ -82,11 +82,12 @@ class StatementChecks(CheckerBase):
                 else:
                     t = declared
             else:
+                literal = T.is_literal(t)
                 self.default(s.value)
                 t = s.value.ty
         if not self.name_free(s.name, s.loc, "a variable"):
             return
-        sym = Symbol(s.name, "local", t, s.loc)
+        sym = Symbol(s.name, "local", t, s.loc, literal_default=declared is None and t is not None and literal)
         s.sym = sym
         self.scopes[-1][s.name] = sym
 
@@ -361,9 +362,10 @@ class StatementChecks(CheckerBase):
             if op != "=" and isinstance(ttype, T.VectorType) and not isinstance(v.ty, T.VectorType):
                 self.coerce_assigned(v, ttype.elem, f"'{op}' on '{sym.name}'", b)
             else:
-                self.coerce_assigned(v, ttype, f"assignment to '{sym.name}'", b)
+                self.coerce_assigned(v, ttype, f"assignment to '{sym.name}'", b, _widen_hint(sym, v.ty))
 
-    def coerce_assigned(self, e: A.Expr, target: T.Type, what: str, b: Optional[BufferInfo]) -> bool:
+    def coerce_assigned(self, e: A.Expr, target: T.Type, what: str, b: Optional[BufferInfo],
+                        hint: Optional[str] = None) -> bool:
         """:meth:`coerce` for a value assigned to ``target``; an output also accepts values of its
         storage type (widened exactly to its compute type: ``e.out_convert = (storage, compute)``)."""
         if b is not None and e.ty is not None and not T.is_literal(e.ty) \
@@ -371,7 +373,22 @@ class StatementChecks(CheckerBase):
                 and T.with_scalar(e.ty, b.compute_elem) == target:
             e.out_convert = (b.elem, b.compute_elem)
             return True
-        return self.coerce(e, target, what)
+        return self.coerce(e, target, what, hint)
+
+
+def _widen_hint(sym: Symbol, value: Optional[T.Type]) -> Optional[str]:
+    """The hint for assigning a ``value`` of another scalar type of the same kind to a ``let`` that
+    took its type from an untyped literal (``let acc = 0.0;`` is f32, ``acc += a * b`` f64): type
+    the literal, rather than convert the value (which would lose its precision)."""
+    if not sym.literal_default or value is None or sym.ty is None:
+        return None
+    s, t = T.scalar_of(value), T.scalar_of(sym.ty)
+    if s == t or s.kind != t.kind or s.kind not in ("int", "float") or T.is_literal(value):
+        return None
+    zero = "0.0" if s.kind == "float" else "0"
+    where = f" (line {sym.loc.line})" if sym.loc is not None else ""
+    return (f"'{sym.name}' is '{t}' because its initializer{where} is an untyped literal; give the "
+            f"literal the type it needs, e.g. `let {sym.name} = {zero}{s};`, or convert the value: {t}(...)")
 
 
 def has_nested_return(stmts: list, depth: int = 0) -> bool:

@@ -153,6 +153,9 @@ class Symbol:
     ty: Optional[T.Type]
     loc: Optional[SourceLocation] = None
     buffer: Optional[BufferInfo] = None
+    #: a ``let`` whose type came from an untyped literal (``let acc = 0.0``: f32), which an error
+    #: about assigning it a wider value points at
+    literal_default: bool = False
 
     def __repr__(self) -> str:
         return f"Symbol({self.name!r}, {self.kind}, {self.ty})"

@@ -359,8 +359,9 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     not turned off: f16/bf16/i8/``@tf32`` contractions still run as ``mma.sync``/``wgmma`` in tiles
     of their own (add ``tensor_cores=False`` for the untiled reference); it overrides ``@tile``.
     ``tensor_cores=False`` (it overrides a kernel's ``@tensor_cores``)
-    keeps f16/bf16 contractions off the tensor cores (``kern-mma-contractions``, ``sm_80`` and
-    later: ``mma.sync`` fed by ``ldmatrix``; ``kernc compile --no-tensor-cores``); they are then
+    keeps f16/bf16/i8/``@tf32`` contractions off the tensor cores (``kern-mma-contractions`` and
+    ``kern-wgmma-contractions``, ``sm_80`` and later: ``mma.sync`` fed by ``ldmatrix``, ``wgmma`` on
+    ``sm_90a``; ``kernc compile --no-tensor-cores``); they are then
     tiled on CUDA cores, their sums in the loop's order. ``privatize=False`` turns
     off the per-block workgroup copies of small atomically updated views (``kern-privatize-atomics``;
     ``kernc compile --no-privatize``): one global atomic per update. ``choose_shared=False``

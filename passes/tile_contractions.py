@@ -435,7 +435,7 @@ def _describe(sig, plan: "_Analysis", c: Config, double: bool = False, plain: st
     tiles = ", ".join(
         f"{s.name}: {c.bk}x{c.bm if s.side == 0 else c.bn} of {plan.side_name(s.side)}, "
         f"loaded along {'k' if s.k_fastest else plan.side_name(s.side)}, rows of "
-        f"{_row_stride(s, c)} words" for s in plan.staged)
+        f"{_row_stride(s, c)} elements" for s in plan.staged)
     serves: dict = {}  # items served per element loaded -> the reads
     for s in plan.staged:
         serves.setdefault(c.bn if s.side == 0 else c.bm, []).append(s.name)
