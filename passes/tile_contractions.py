@@ -146,6 +146,15 @@ MAX_ITEMS = 64
 DEFAULT_ITEMS = 16
 _ENTRY = ["kern.thread_id", "kern.problem_size", "arith.cmpi", "scf.if", "gpu.return"]
 _PURE_PREFIXES = ("arith.", "math.")
+#: What a remark calls the ops a tiled loop body cannot hold, in the source's words (and how to
+#: write it so it tiles); other ops are named as they are
+_BODY_OP_WORDS = {
+    "kern.view_store": ("a store to a view", "sum into a `let` and store it after the loop"),
+    "scf.if": ("an `if`", "sum a `select(c, x, 0.0)` instead"),
+    "kern.in_bounds": ("a checked read whose default is not a literal", "a literal default tiles"),
+    "kern.atomic": ("an atomic update", ""),
+    "func.call": ("a call of a function that is not inlined", ""),
+}
 _THREAD_BUILTINS = {"kern.thread_id", "kern.block_id", "kern.lane_id"}
 
 
@@ -510,8 +519,9 @@ class _Analysis:
         self.pre, self.post = body[2:at], body[at + 1:]
         for op in self.pre:
             if not _pure(op) and not _plain_read(op):
-                raise Decline(f"the code before its loop does more than arithmetic and view reads "
-                              f"(it holds '{op.name}': a store, a branch or a call is not cloned per item)")
+                raise Decline(f"the code before its loop does more than arithmetic and view reads (it holds "
+                              f"{_BODY_OP_WORDS.get(op.name, (repr(op.name),))[0]}: a store, a branch or "
+                              f"a call is not cloned per item)")
         self._nest()
         # dependence tags: coordinate numbers, "k" (the loop variables), "acc" (iter args), "mem"
         tags: dict = {}
@@ -555,7 +565,9 @@ class _Analysis:
             elif _pure(op):
                 self._tag(op, tags)
             else:
-                raise Decline(f"the loop's body holds '{op.name}' (only arithmetic and view reads are tiled)")
+                what, how = _BODY_OP_WORDS.get(op.name, (repr(op.name), ""))
+                raise Decline(f"the loop's body holds {what}: only arithmetic and view reads are "
+                              f"tiled{'; ' + how if how else ''}")
         self.groups = _groups(len(self.coords), [{x for x in u if isinstance(x, int)}
                                                  for _, _, u in reads if "k" in u])
         if self.groups is None:  # why not, in the terms of the last two coordinates

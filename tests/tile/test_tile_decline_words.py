@@ -1,0 +1,41 @@
+"""Regression (new-user trial): a loop body kern-tile-contractions cannot tile was named by its IR
+op (``the loop's body holds 'kern.view_store'``, ``'scf.if'``, ``'kern.in_bounds'``), with no word
+on how to write it so it tiles. The remark now says it in the source's terms, with the fix, and
+the suggested form tiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernc.compiler import Compilation, CompileOptions
+
+HEAD = "kernel g(a: f32[M, K] view, b: f32[K, N] view, c: f32[M, N] view) over (i, j) in (M, N) {\n"
+CASES = {
+    "store": (HEAD + "    let acc = 0.0;\n    for k in 0..K { acc += a[i, k] * b[k, j]; c[i, j] = acc; }\n}",
+              "holds a store to a view: only arithmetic and view reads are tiled; sum into a `let` and "
+              "store it after the loop"),
+    "store_before": (HEAD + "    c[i, j] = 0.0;\n    let acc = 0.0;\n    for k in 0..K { acc += a[i, k] * b[k, j]; }\n"
+                            "    c[i, j] = acc;\n}",
+                     "the code before its loop does more than arithmetic and view reads (it holds a store to "
+                     "a view: a store, a branch or a call is not cloned per item)"),
+    "if": (HEAD + "    let acc = 0.0;\n    for k in 0..K { if a[i, k] > 0.0 { acc += a[i, k] * b[k, j]; } }\n"
+                  "    c[i, j] = acc;\n}",
+           "holds an `if`: only arithmetic and view reads are tiled; sum a `select(c, x, 0.0)` instead"),
+    "default": (HEAD.replace("a: f32[M, K] view,", "a: f32[M, K] view default d,").replace(
+        "c: f32[M, N] view)", "c: f32[M, N] view, d: f32)")
+                + "    let acc = 0.0;\n    for k in 0..K { acc += a.checked(i, k - 1) * b[k, j]; }\n"
+                  "    c[i, j] = acc;\n}",
+                "holds a checked read whose default is not a literal: only arithmetic and view reads are "
+                "tiled; a literal default tiles"),
+    "select": (HEAD + "    let acc = 0.0;\n    for k in 0..K { acc += select(a[i, k] > 0.0, a[i, k] * b[k, j], 0.0); }\n"
+                      "    c[i, j] = acc;\n}", "tiling 'g' as "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_decline_says_it_in_source_terms(case, capsys):
+    src, words = CASES[case]
+    Compilation(src, "w.kern", CompileOptions(remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert words in err, err
+    assert "'kern." not in err and "'scf." not in err
