@@ -430,6 +430,11 @@ class Compilation:
                     kw["remarks"](f"{filename}: remark: nothing to stage: kern-coalesce-views stages the "
                                   "view accesses of N-D problems (over (i, j) in (M, N)), and no kernel "
                                   "here has one")
+                    if self.options.tile and walk_ops(module, {"scf.for"}):  # (a loop: a gemv, say)
+                        kw["remarks"](f"{filename}: remark: no loop is tiled: kern-tile-contractions (and "
+                                      "the tensor cores) take the loops of N-D problems, whose rows and "
+                                      "columns of items share the loop's reads (over (i, j) in (M, N)); "
+                                      "no kernel here has one")
             if not self.options.privatize or not walk_ops(module, {"kern.view_atomic"}):
                 kw["privatize"] = False  # (scheduled only where there are view atomics)
                 if self.options.remarks and not self.options.privatize:

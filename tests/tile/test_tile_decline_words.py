@@ -39,3 +39,18 @@ def test_the_decline_says_it_in_source_terms(case, capsys):
     err = capsys.readouterr().err
     assert words in err, err
     assert "'kern." not in err and "'scf." not in err
+
+
+def test_a_1d_contraction_is_said_not_to_tile(capsys):
+    """Regression (new-user trial): a gemv (``over (i) in (M)`` with a loop) got no tiling remark."""
+    src = """kernel gemv(a: f32[M, K] view, x: f32[K] view, y: f32[M] view) over (i) in (M) {
+    let acc = 0.0;
+    for k in 0..K { acc += a[i, k] * x[k]; }
+    y[i] = acc;
+}"""
+    Compilation(src, "v.kern", CompileOptions(remarks=True), use_cache=False).gpu_ir()
+    assert "v.kern: remark: no loop is tiled: kern-tile-contractions (and the tensor cores) take the " \
+           "loops of N-D problems" in capsys.readouterr().err
+    Compilation(src.replace("for k in 0..K { acc += a[i, k] * x[k]; }", "acc = a[i, 0];"), "w.kern",
+                CompileOptions(remarks=True), use_cache=False).gpu_ir()
+    assert "no loop is tiled" not in capsys.readouterr().err
