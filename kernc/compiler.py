@@ -788,9 +788,10 @@ class Compilation:
             limit = min(255, 65536 // sig.block)
             bm, bn, bk = sig.tile_config["tile"]
             raise CompileError(Diagnostic(
-                f"@tile({bm}, {bn}, {bk}) of kernel '{name}': its {bm * bn // sig.block} items per thread need "
-                f"more than the {limit} registers a thread of a {sig.block}-thread block may use on "
-                f"{self.options.arch} (ptxas -v: {regs} registers, {spill[0]} bytes of spill stores)",
+                f"@tile({bm}, {bn}, {bk}) of kernel '{name}': its {bm * bn // sig.block} items per thread do "
+                f"not fit in registers on {self.options.arch}: ptxas -v allocates {regs} registers "
+                f"(a thread of a {sig.block}-thread block may use up to {limit}) and spills "
+                f"{spill[0]} bytes of stores, {spill[1]} of loads",
                 SourceLocation(*sig.tile_config["at"]),
                 hint="use a smaller tile (fewer items per thread) or a smaller @block"))
 

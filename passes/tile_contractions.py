@@ -220,7 +220,9 @@ def micro_tile(bm: int, bn: int, block: int) -> tuple[int, int] | str:
     tn = 1 << (int(math.log2(items)) // 2)
     tm = items // tn
     if tm > bm or tn > bn:
-        return f"a {bm}x{bn} tile cannot give {block} threads {tm}x{tn} items each"
+        return (f"a {bm}x{bn} tile cannot give {block} threads {tm}x{tn} items each (its {items} items "
+                f"per thread are laid out {tm}x{tn}, which needs at least {tm} rows and "
+                f"{tn} columns; a tile closer to square fits)")
     return tm, tn
 
 

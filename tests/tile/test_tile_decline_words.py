@@ -54,3 +54,15 @@ def test_a_1d_contraction_is_said_not_to_tile(capsys):
     Compilation(src.replace("for k in 0..K { acc += a[i, k] * x[k]; }", "acc = a[i, 0];"), "w.kern",
                 CompileOptions(remarks=True), use_cache=False).gpu_ir()
     assert "no loop is tiled" not in capsys.readouterr().err
+
+
+def test_a_tile_too_thin_for_the_micro_tile_says_why():
+    """Regression (new-user trial): ``@tile(4096, 4, 1)`` said only "cannot give 256 threads 8x8 items
+    each", with a hint of a size range the tile (16384 items) is in."""
+    from kernc.errors import CompileError
+
+    src = "@tile(4096, 4, 1)\n" + CASES["select"][0]
+    with pytest.raises(CompileError) as err:
+        Compilation(src, "t.kern", CompileOptions(), use_cache=False).gpu_ir()
+    assert ("a 4096x4 tile cannot give 256 threads 8x8 items each (its 64 items per thread are laid out "
+            "8x8, which needs at least 8 rows and 8 columns; a tile closer to square fits)") in str(err.value)
