@@ -238,6 +238,8 @@ class _Staged:
     k_fastest: bool
     stride: int = 0
     smem: object = None
+    #: bytes of an element of its workgroup tile (the read's value type)
+    elem_bytes: int = 4
     #: staged with ``cp.async`` (``nvgpu.device_async_copy``) rather than plain loads and stores
     async_copy: bool = False
 
@@ -406,10 +408,17 @@ def _groups(n: int, reads: list) -> tuple | None:
 def _row_stride(s: _Staged, c: Config) -> int:
     """The row stride ``S`` of staged read ``s``'s tile ``smem[kk*S + x]``: its extent along its
     tile coordinate, padded when a warp stores along ``k`` (``32/BK`` rows of ``BK`` lanes each: a
-    padding of ``32/BK`` words puts them in 32 distinct banks; one word when ``BK >= 32``)."""
+    padding of ``32/BK`` words puts them in 32 distinct banks; one word when ``BK >= 32``; 8-byte
+    elements: ``16/BK`` elements, below)."""
     x = c.bm if s.side == 0 else c.bn
     if not s.k_fastest:
         return x
+    if s.elem_bytes == 8:
+        # an 8-byte element spans two banks and a warp's access is served as two phases of 16
+        # lanes (CUDA C++ Programming Guide, "Shared Memory" of compute capability 5.x and later):
+        # 16/BK rows of BK lanes per phase, a padding of 16/BK elements (one when BK >= 16) puts
+        # a phase's 16 elements in 32 distinct banks (2 * 66 words per row, not 2 * 65: 2-way)
+        return x + (16 // c.bk if c.bk < 16 else 1)
     return x + (WARP // c.bk if c.bk < WARP else 1)
 
 
@@ -586,7 +595,8 @@ class _Analysis:
         for op, name, used in reads:
             side = [g for g, xs in enumerate(self.sides) if used & set(xs)]
             if "k" in used and len(side) == 1:
-                self.staged.append(_Staged(op, name, side[0], self._k_fastest(op, tags)))
+                self.staged.append(_Staged(op, name, side[0], self._k_fastest(op, tags),
+                                           elem_bytes=b.bits(op.results[0].type) // 8))
             else:
                 direct.append(op)
         for s in self.staged:
