@@ -64,6 +64,8 @@ when the block is not 128 or 256 threads or ``@tile`` is given. Off with ``--no-
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Callable
 
@@ -397,7 +399,7 @@ class _WgmmaRewrite(_Rewrite):
         f32 = ir.F32Type.get()
         nreg = c.bn // 2
         acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * nreg) + ")>")
-        if p.init == 0.0:
+        if p.init == 0.0 and math.copysign(1.0, p.init) > 0:  # (a -0.0 start stays -0.0: inserted)
             acc0 = ir.Operation.create("llvm.mlir.zero", results=[acc_t]).result
         else:
             acc0 = llvm_ops.undef(acc_t)
