@@ -318,8 +318,9 @@ class MmaContractions(Pass):
                 self._remark(plan.loop, f"not using tensor cores for '{sig.name}': {got}")
                 continue
             config, parts = got
+            at = plan.loop.location  # (the rewrite erases the loop)
             _Rewrite(fn, sig, plan, config, parts).run()
-            self._remark(plan.loop, _describe(sig, plan, config, parts))
+            self._remark(at, _describe(sig, plan, config, parts))
 
     def _decide(self, sig: KernelSignature, plan: _Analysis):
         """``(config, parts)`` for a contraction this pass takes, or why not (a remark)."""

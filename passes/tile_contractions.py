@@ -306,8 +306,9 @@ class TileContractions(Pass):
                 self._remark(plan.loop, f"not tiling '{sig.name}': {config}")
                 continue
             plain = self._async_plan(plan)
+            at = plan.loop.location  # (the rewrite erases the loop)
             _Rewrite(fn, sig, plan, config, self.double_buffer, self.drop_sync).run()
-            self._remark(plan.loop, _describe(sig, plan, config, self.double_buffer, plain))
+            self._remark(at, _describe(sig, plan, config, self.double_buffer, plain))
 
     def _async_plan(self, plan: "_Analysis") -> str:
         """Mark the staged reads that ``cp.async`` copies (``_Staged.async_copy``); the remark's

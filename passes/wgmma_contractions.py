@@ -196,11 +196,13 @@ class WgmmaContractions(Pass):
                                     "its tile is staged by per-thread stores")
                     else:
                         tma[s.side] = why
+            at = plan.loop.location  # (the rewrite erases the loop and the staged reads)
+            at_read = {side: (parts.a if side == 0 else parts.b).op.location for side in tma}
             _WgmmaRewrite(fn, sig, plan, got, parts, tma).run()
-            emit_remark(self.remarks, plan.loop, _describe(sig, got, parts))
+            emit_remark(self.remarks, at, _describe(sig, got, parts))
             for side, m in sorted(tma.items()):
                 s = parts.a if side == 0 else parts.b
-                emit_remark(self.remarks, s.op, _describe_tma(sig, s, m, got))
+                emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got))
 
     def _decide(self, plan: _Analysis) -> WgmmaConfig | str:
         if self.arch not in WGMMA_ARCHS:

@@ -32,11 +32,13 @@ def source_location(loc) -> "SourceLocation | None":
     return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3))) if m else None
 
 
-def emit_remark(remarks, op, text: str) -> None:
+def emit_remark(remarks, at, text: str) -> None:
     """Give ``remarks`` (a pass's ``remarks`` option: a callable, or ``None`` when ``--remarks`` is
-    off) the line ``file:line:col: remark: text`` at ``op``'s source location."""
+    off) the line ``file:line:col: remark: text`` at the source location ``at``: an ``ir.Location``,
+    or an op's (a pass that rewrites the op takes its location first: an erased op's is freed)."""
     if remarks is not None:
-        remarks(f"{source_location(op.location) or '<unknown>'}: remark: {text}")
+        loc = at if isinstance(at, ir.Location) else at.location
+        remarks(f"{source_location(loc) or '<unknown>'}: remark: {text}")
 
 
 def chunks(ncomp: int, block: int, elem_bytes: int) -> list[range]:
