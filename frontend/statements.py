@@ -87,7 +87,7 @@ class StatementChecks(CheckerBase):
                 t = s.value.ty
         if not self.name_free(s.name, s.loc, "a variable"):
             return
-        sym = Symbol(s.name, "local", t, s.loc, literal_default=declared is None and t is not None and literal)
+        sym = Symbol(s.name, "local", t, s.loc, literal_default=literal)
         s.sym = sym
         self.scopes[-1][s.name] = sym
 

@@ -97,10 +97,10 @@ from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
-from .base import Pass, internal, option, walk_ops
+from .base import Pass, internal, option
 from .targets import PTX_VERSION
-from .tile_contractions import (_Analysis, _analysed_kernels, _clone, _hoistable, _product, _slice, _slot_position, _split,
-                                collapse_nest, flat_extents)
+from .tile_contractions import (_Analysis, _analysed_kernels, _clone, _hoistable, _mapped_to_tiles, _product, _slice,
+                                _slot_position, _split, collapse_nest, flat_extents)
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
@@ -305,7 +305,7 @@ class MmaContractions(Pass):
 
     def apply(self, ctx: ir.Context, module: ir.Module) -> None:
         # (a kernel kern-wgmma-contractions has put on tensor cores meets @tensor_cores)
-        for fn, sig, plan, why in _analysed_kernels(module, lambda fn: not walk_ops(fn, {"nvvm.wgmma.mma_async"})):
+        for fn, sig, plan, why in _analysed_kernels(module, lambda fn: not _mapped_to_tiles(fn)):
             if why is not None:
                 _forced(sig, f"it is not a contraction kern-tile-contractions can tile: {why}", HINT_BODY)
                 continue  # kern-tile-contractions says why

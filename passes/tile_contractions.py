@@ -152,8 +152,7 @@ _BODY_OP_WORDS = {
     "kern.view_store": ("a store to a view", "sum into a `let` and store it after the loop"),
     "scf.if": ("an `if`", "sum a `select(c, x, 0.0)` instead"),
     "kern.in_bounds": ("a checked read whose default is not a literal", "a literal default tiles"),
-    "kern.atomic": ("an atomic update", ""),
-    "func.call": ("a call of a function that is not inlined", ""),
+    "kern.view_atomic": ("an atomic update of a view", ""),
 }
 _THREAD_BUILTINS = {"kern.thread_id", "kern.block_id", "kern.lane_id"}
 
@@ -506,12 +505,11 @@ class _Analysis:
         if mapping.tile is not None:
             raise Decline("the kernel's items are mapped to tiles already")
         at = next((x for x, op in enumerate(body) if op.name == "kern.delinearize"), len(body))
-        if any(op.name == "arith.constant" for op in body[:at]):
-            # literal extents (over (i, j) in (64, 128)): their constants, at the kernel's entry,
-            # where the tiled kernel's block coordinates use them (pure: moved whether or not it tiles)
-            for op in [op for op in body[:at] if op.name == "arith.constant"]:
-                op.move_before(entry[0])
-                body.remove(op)
+        # literal extents (over (i, j) in (64, 128)): their constants, at the kernel's entry, where
+        # the tiled kernel's block coordinates use them (pure: moved whether or not it tiles)
+        for op in [op for op in body[:at] if op.name == "arith.constant"]:
+            op.move_before(entry[0])
+            body.remove(op)
         if len(body) < 2 or body[0].name != "kern.thread_id" or body[1].name != "kern.delinearize":
             raise Decline("the problem is not an N-D one delinearized from the thread id")
         delin = Delinearize.from_op(body[1])
@@ -700,12 +698,18 @@ def _analysed_kernels(module, keep: Callable[[ir.Operation], bool] = lambda fn: 
         yield fn, sig, plan, None
 
 
+def _mapped_to_tiles(fn) -> bool:
+    """Whether kernel ``fn``'s items are mapped to tiles already (kern-wgmma-contractions or
+    kern-mma-contractions took it)."""
+    mapping = of_function(fn)
+    return mapping is not None and mapping.tile is not None
+
+
 def _untiled(fn) -> bool:
     """Whether kern-tile-contractions may tile kernel ``fn``: its items are mapped, not to tiles
-    already (kern-mma-contractions took it) nor to the groups of reductions across items
+    already (:func:`_mapped_to_tiles`) nor to the groups of reductions across items
     (kern-map-groups, no item mapping): else nothing to tile, nothing to say."""
-    mapping = of_function(fn)
-    return mapping is not None and mapping.tile is None
+    return of_function(fn) is not None and not _mapped_to_tiles(fn)
 
 
 def _clone(op, mapping: dict):
