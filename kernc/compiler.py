@@ -80,7 +80,11 @@ class CompileOptions:
     --no-async-copy`` turns it off: plain loads and stores).
     ``tma``: in the wgmma contractions, load the operand tiles that are boxes of their views with the
     tensor memory accelerator (``kernc compile --tma``; opt-in; a launch whose strides a tensor map
-    cannot encode runs the ``tma=False`` build, :meth:`Compilation.untma`).
+    cannot encode runs the ``tma=False`` build, :meth:`Compilation.untma`). ``rolled_staging``:
+    ``kern-mma-contractions`` stages its tiles in a loop over the rounds of slots, unrolled by 4,
+    instead of holding every round's coordinates across the chunk loop: the build the 64-bit
+    ``index`` PTX of a tensor-core kernel comes from (:meth:`Compilation.wide_index`; at 64 bits the
+    held coordinates spill).
     """
 
     arch: str = "sm_90"
@@ -99,6 +103,7 @@ class CompileOptions:
     privatize: bool = True  # kern-privatize-atomics
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
     async_copy: bool = True  # kern-tile-contractions: cp.async staging (on sm_80 and later)
+    rolled_staging: bool = False  # kern-mma-contractions: staging rounds in a loop (64-bit index build)
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -152,7 +157,7 @@ def validate_options(opts: "CompileOptions") -> None:
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
-                 "group_registers", "wgmma", "async_copy", "tma"):
+                 "group_registers", "wgmma", "async_copy", "tma", "rolled_staging"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -349,6 +354,7 @@ class Compilation:
         self._unshared: Compilation | None = None  # built by unshared() on first use
         self._untiled: Compilation | None = None  # built by untiled() on first use
         self._untma: Compilation | None = None  # built by untma() on first use
+        self._wide: Compilation | None = None  # built by wide_index() on first use
         self._program = None
         # the kern / gpu IR: kept as modules after a compile, as text from the cache (see _stage_text)
         self._modules: dict[str, object] = {}  # stage -> module (after a compile)
@@ -366,7 +372,8 @@ class Compilation:
                                           privatize=self.options.privatize,
                                           group_registers=self.options.group_registers,
                                           wgmma=bool(self.options.wgmma), async_copy=bool(self.options.async_copy),
-                                          tma=bool(self.options.tma))
+                                          tma=bool(self.options.tma),
+                                          rolled_staging=bool(self.options.rolled_staging))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -406,6 +413,8 @@ class Compilation:
                 kw["tma"] = bool(self.options.tma)
             kw["arch"] = self.options.arch  # (tensor cores, cp.async: from sm_80)
             kw["async_copy"] = bool(self.options.async_copy)  # (the pass checks arch: its remark says why not)
+            if self.options.rolled_staging:
+                kw["rolled_staging"] = True
             if self.options.remarks:
                 from kernc.passes.targets import WGMMA_ARCHS
 
@@ -697,10 +706,27 @@ class Compilation:
                 self._untma = Compilation(self.source, self.filename, options)
             return self._untma
 
+    def wide_index(self) -> "Compilation":
+        """This program compiled with the same options but ``rolled_staging=True``: the build whose
+        PTX a 64-bit ``index`` variant is (:meth:`_builder`) when ``kern-mma-contractions`` put a
+        kernel on ``mma.sync``, made on first use (from the compile cache when it has it). Its gpu IR
+        stages the same elements in the same order (bitwise the same results); at 64 bits the
+        unrolled staging's held coordinates spill (conv2d_fwd_f16 on sm_90: 404 bytes at 255
+        registers; rolled: 230 registers, 0 spills). This compilation itself when no kernel is on
+        ``mma.sync`` or ``rolled_staging`` is already on."""
+        if self.options.rolled_staging or "mma.sync" not in self.tensor_core_kernels().values():
+            return self
+        with self._lock:
+            if self._wide is None:
+                options = dataclasses.replace(self.options, rolled_staging=True, remarks=False)
+                self._wide = Compilation(self.source, self.filename, options)
+            return self._wide
+
     def _builder(self, variant: Variant) -> tuple["Compilation", Variant]:
         """The compilation that builds ``variant`` (:meth:`unstaged` for ``staged=False``,
         :meth:`unshared` for ``shared=False``) and the variant as that compilation keys it
-        (``staged=True``, ``shared=True``: its own kernels, as compiled)."""
+        (``staged=True``, ``shared=True``: its own kernels, as compiled), the 64-bit ``index`` one
+        from :meth:`wide_index`."""
         builder = self
         if not variant.tiled:
             builder, variant = builder.untiled(), dataclasses.replace(variant, tiled=True)
@@ -708,6 +734,8 @@ class Compilation:
             builder, variant = builder.unshared(), dataclasses.replace(variant, shared=True)
         if not variant.staged:
             builder, variant = builder.unstaged(), dataclasses.replace(variant, staged=True)
+        if variant.index_bits == 64:
+            builder = builder.wide_index()
         return builder, variant
 
     def _lower_to_llvm(self, variant: Variant) -> ir.Module:

@@ -37,7 +37,8 @@ accumulators, and one of ``f32`` reads in a kernel marked ``@tf32`` on ``m16n8k8
    and the ``BK x BN`` tile of the ``(k, j)`` read into workgroup memory, cooperatively: the tile is
    of the *logical* view (each view read cloned with the tile's coordinates, a side's flattened
    index split back into its coordinates, ``k`` into the nest's loop variables, so any layout is
-   loaded through its own; the index arithmetic no chunk changes computed once per tile), the lanes
+   loaded through its own; the index arithmetic no chunk changes computed once per tile, for each
+   of the ``R = ceil(BK*X / B)`` rounds of slots ``e = tid + r*B``), the lanes
    of a warp along the view's unit-stride coordinate, 0 past the edges (``i``, ``j`` beyond their
    flattened extents, ``k >= ub``; a checked read's default inside them): any extents. A tile of a
    16-bit kind lies so that those stores are consecutive (:class:`_Stage`, :func:`_stage`): *k
@@ -50,6 +51,13 @@ accumulators, and one of ``f32`` reads in a kernel marked ``@tf32`` on ``m16n8k8
    16-bit elements only; the ISA's ``.row`` A and ``.col`` B fragments are rows of ``k``): the
    staging stores of a read whose lanes run along ``x`` (a gemm's ``b[k, j]``, B staged n-major)
    then conflict 4-way (rows 48 or 144 bytes apart reach 8 of the 32 banks).
+   *Rolled* (``rolled_staging``: the build of the 64-bit ``index`` variant) the rounds are a loop,
+   each chunk computing its slot's coordinates again, unrolled by :data:`ROLLED_UNROLL`: the
+   unrolled staging holds every round's coordinates and addresses across the chunk loop, which at 64
+   bits (two registers each) spills (conv2d_fwd_f16: 388-404 bytes at ptxas's 255 registers; rolled
+   230, 0 spills). The 32-bit build, which every launch below 2^31 elements runs, keeps the
+   unrolled staging (0 spills; its loads all in flight at once). The same stores, in the same order
+   per slot: bitwise the same results.
 3. *Fragments* (PTX ISA 9.7.14.5.8 and 9.7.9.25): per ``k`` step of the kind (k16 for 16-bit,
    k32 for i8, k8 for tf32), ``ldmatrix.x4`` gives each ``m16`` A fragment (matrices 0..3 are
    a0a1, a2a3, a4a5, a6a7 of the ISA's A layout: from a k contiguous tile lane ``l`` gives row ``l %
@@ -115,6 +123,11 @@ MIN_SM = 80
 #: Elements each staged 16-bit row is padded by (16 bytes of f16; see the module docstring, step 2);
 #: rows of other element types are padded by 16 bytes too (:attr:`MmaKind.pad`).
 PAD = 8
+#: The unroll count of a rolled staging's loop over the rounds (:attr:`MmaContractions.rolled_staging`):
+#: four global loads in flight per thread and operand; by ptxas -v on sm_80/sm_90 (64-bit index),
+#: conv2d_fwd_f16 230 registers, 0 spills (unrolled: 255 and 388-404 bytes of spills; not unrolled,
+#: 227-228 registers, one load at a time).
+ROLLED_UNROLL = 4
 #: The mma instruction shape (m, n, k) of f16/bf16; ``m`` and ``n`` are those of every kind.
 MMA_M, MMA_N, MMA_K = 16, 8, 16
 
@@ -297,6 +310,10 @@ class MmaContractions(Pass):
     #: whether a kernel's ``@tile`` keeps it on CUDA cores (``False`` under ``kernc compile --no-tile``,
     #: which overrides ``@tile``)
     tile_attr: bool = option(True)
+    #: stage each tile in a loop over its rounds of slots, per chunk, unrolled by
+    #: :data:`ROLLED_UNROLL` (module docstring, step 2), instead of each round's slot computed once
+    #: per tile: the build of the 64-bit ``index`` variant (``Compilation.wide_index``)
+    rolled_staging: bool = option(False)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
     remarks: Callable[[str], None] | None = internal(None)
 
@@ -319,7 +336,7 @@ class MmaContractions(Pass):
                 continue
             config, parts = got
             at = plan.loop.location  # (the rewrite erases the loop)
-            _Rewrite(fn, sig, plan, config, parts).run()
+            _Rewrite(fn, sig, plan, config, parts, self.rolled_staging).run()
             self._remark(at, _describe(sig, plan, config, parts))
 
     def _decide(self, sig: KernelSignature, plan: _Analysis):
@@ -530,8 +547,9 @@ def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
 class _Rewrite:
     """Build the tensor-core kernel of a matched contraction (the module docstring's steps 1-4)."""
 
-    def __init__(self, fn, sig, plan: _Analysis, c: MmaConfig, parts: _Parts) -> None:
+    def __init__(self, fn, sig, plan: _Analysis, c: MmaConfig, parts: _Parts, rolled: bool = False) -> None:
         self.fn, self.sig, self.plan, self.c, self.p = fn, sig, plan, c, parts
+        self.rolled = rolled  # MmaContractions.rolled_staging
         self.stages = self._stages()
 
     def _stages(self) -> list[_Stage]:
@@ -618,9 +636,10 @@ class _Rewrite:
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             b.barrier()  # the previous chunk's (or tile's) ldmatrix reads are done
-            for s, smem, (slots, per_chunk) in zip((p.a, p.b), self.smem, coop):
+            for s, smem, (slots, per_chunk, slot_of) in zip((p.a, p.b), self.smem, coop):
                 T = s.op.results[0].type
-                for kk, at, ok, slot, inside in slots:
+
+                def stage(kk, at, ok, slot, inside, s=s, smem=smem, T=T, per_chunk=per_chunk):
                     k = b.add(k0, kk)
 
                     def then(at=at, s=s, k=k, per_chunk=per_chunk):
@@ -641,6 +660,7 @@ class _Rewrite:
                     else:  # the last round of slots of a tile that is not a multiple of the block
                         with b.if_(inside):
                             b.store(val, smem, slot)
+                self._rounds(s, slots, slot_of, tid, B, stage)
             b.barrier()
             accs = list(chunks.inner_iter_args)
             for ks in range(c.bk // kd.k):
@@ -719,28 +739,50 @@ class _Rewrite:
                     for op in plan.post:
                         _clone(op, m)
 
-    def _slots(self, s, st: _Stage, x0, tid, E, ext, first, B) -> tuple[list, list]:
-        """The cooperative loads of staged read ``s`` into its tile ``st``: ``(slots, per_chunk)``,
-        slots ``(kk, at, in_range, smem index, inside)`` for ``e = tid + r*B`` (``at``: the values of
-        its coordinates and of its index arithmetic that no chunk changes, computed once per tile;
-        ``inside``: ``e < total``, ``None`` where every lane's slot is in the tile), the lanes of a
-        warp along its unit-stride coordinate; ``per_chunk`` the ops each chunk re-computes."""
+    def _slots(self, s, st: _Stage, x0, tid, E, ext, first, B) -> tuple[list | None, list, Callable]:
+        """The cooperative loads of staged read ``s`` into its tile ``st``: ``(slots, per_chunk,
+        slot)``; ``slot(e, r)`` gives ``(kk, at, in_range, smem index, inside)`` of slot ``e = tid +
+        r*B`` (``at``: the values of its coordinates and of its index arithmetic that no chunk
+        changes; ``inside``: ``e < total``, ``None`` where every lane's slot of round ``r`` is in the
+        tile, ``r=None``: a round of a loop, checked where the tile is no multiple of the block), the
+        lanes of a warp along its unit-stride coordinate; ``slots``: each round's, computed once per
+        tile (``None`` for a rolled staging, :attr:`MmaContractions.rolled_staging`: ``slot`` is then
+        called in the loop over the rounds, per chunk); ``per_chunk`` the ops each chunk re-computes."""
         c, plan = self.c, self.plan
         sliced = _slice(s.op, plan)
         hoist = _hoistable(sliced[:-1], plan, E)
         X = c.bm if s.side == 0 else c.bn
         total = c.bk * X
-        slots = []
-        for r in range(-(-total // B)):
-            e = b.add(tid, b.idx(r * B)) if r else tid
+
+        def slot(e, r):
             kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], ext[s.side])
-            inside = b.cmp("ult", e, b.idx(total)) if (r + 1) * B > total else None
+            last = (r + 1) * B > total if r is not None else total % B
+            inside = b.cmp("ult", e, b.idx(total)) if last else None
             at = dict(first)
             at.update({plan.coords[q]: v for q, v in _split(x, plan.sides[s.side], E).items()})
             for op in hoist:
                 _clone(op, at)
-            slots.append((kk, at, ok, st.slot(kk, xl), inside))
-        return slots, [op for op in sliced if op not in hoist]
+            return kk, at, ok, st.slot(kk, xl), inside
+        slots = None if self.rolled else [slot(b.add(tid, b.idx(r * B)) if r else tid, r)
+                                          for r in range(-(-total // B))]
+        return slots, [op for op in sliced if op not in hoist], slot
+
+    def _rounds(self, s, slots, slot, tid, B, body) -> None:
+        """``body(kk, at, ok, smem index, inside)`` for each slot of staged read ``s``: for each of
+        ``slots``, or (a rolled staging) in an ``scf.for`` over the ``R = ceil(BK*X / B)`` rounds,
+        unrolled by :data:`ROLLED_UNROLL` (``llvm.loop_annotation``, which scf-to-cf hands to the
+        loop's back branch)."""
+        if slots is not None:
+            for parts in slots:
+                body(*parts)
+            return
+        X = self.c.bm if s.side == 0 else self.c.bn
+        loop = b.scf.ForOp(b.idx(0), b.idx(-(-self.c.bk * X // B)), b.idx(1))
+        loop.attributes["loop_annotation"] = ir.Attribute.parse(
+            f"#llvm.loop_annotation<unroll = <count = {ROLLED_UNROLL}>>")
+        with ir.InsertionPoint(loop.body):
+            body(*slot(b.add(tid, b.mul(loop.induction_variable, b.idx(B))), None))
+            b.scf.YieldOp([])
 
 
 def round_tf32(x: ir.Value) -> ir.Value:
