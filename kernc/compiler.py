@@ -653,6 +653,16 @@ class Compilation:
                             "nonneg_scalars, not both")
         return variant
 
+    def _other_build(self, slot: str, **changes) -> "Compilation":
+        """The program compiled with these options but ``changes`` (and no remarks), kept in the
+        attribute ``slot`` (made on first use, from the compile cache when it has it): the builds of
+        :meth:`unstaged`, :meth:`unshared`, :meth:`untiled`, :meth:`untma`, :meth:`wide_index`."""
+        with self._lock:
+            if getattr(self, slot) is None:
+                options = dataclasses.replace(self.options, remarks=False, **changes)
+                setattr(self, slot, Compilation(self.source, self.filename, options))
+            return getattr(self, slot)
+
     def unstaged(self) -> "Compilation":
         """This program compiled with the same options but without kern-coalesce-views
         (``coalesce=False``: the build a :class:`Variant` with ``staged=False`` names), made on first
@@ -660,11 +670,7 @@ class Compilation:
         (``coalesce`` off, or no kernel mapped to tiles)."""
         if not self.options.coalesce or not any(sig.tiles for sig in self.signatures.values()):
             return self
-        with self._lock:
-            if self._unstaged is None:
-                options = dataclasses.replace(self.options, coalesce=False, remarks=False)
-                self._unstaged = Compilation(self.source, self.filename, options)
-            return self._unstaged
+        return self._other_build("_unstaged", coalesce=False)
 
     def unshared(self) -> "Compilation":
         """This program compiled with the same options but ``shared=False`` (``shared(I)`` as
@@ -673,11 +679,7 @@ class Compilation:
         compilation itself when it has no ``shared``/``shared_sum`` access or ``shared`` is off."""
         if not self.options.shared or not any(sig.shared_accesses for sig in self.signatures.values()):
             return self
-        with self._lock:
-            if self._unshared is None:
-                options = dataclasses.replace(self.options, shared=False, remarks=False)
-                self._unshared = Compilation(self.source, self.filename, options)
-            return self._unshared
+        return self._other_build("_unshared", shared=False)
 
     def untiled(self) -> "Compilation":
         """This program compiled with the same options but ``tile=False`` (the build a
@@ -686,11 +688,7 @@ class Compilation:
         tiled nothing (``tile`` off, or no contraction)."""
         if not self.options.tile or not any(sig.contraction for sig in self.signatures.values()):
             return self
-        with self._lock:
-            if self._untiled is None:
-                options = dataclasses.replace(self.options, tile=False, remarks=False)
-                self._untiled = Compilation(self.source, self.filename, options)
-            return self._untiled
+        return self._other_build("_untiled", tile=False)
 
     def untma(self) -> "Compilation":
         """This program compiled with the same options but ``tma=False``: the build a launch runs
@@ -700,11 +698,7 @@ class Compilation:
         if not self.options.tma or not any(p.kind == "tensor_map" for sig in self.signatures.values()
                                            for p in sig.extra):
             return self
-        with self._lock:
-            if self._untma is None:
-                options = dataclasses.replace(self.options, tma=False, remarks=False)
-                self._untma = Compilation(self.source, self.filename, options)
-            return self._untma
+        return self._other_build("_untma", tma=False)
 
     def wide_index(self) -> "Compilation":
         """This program compiled with the same options but ``rolled_staging=True``: the build whose
@@ -716,11 +710,7 @@ class Compilation:
         ``mma.sync`` or ``rolled_staging`` is already on."""
         if self.options.rolled_staging or "mma.sync" not in self.tensor_core_kernels().values():
             return self
-        with self._lock:
-            if self._wide is None:
-                options = dataclasses.replace(self.options, rolled_staging=True, remarks=False)
-                self._wide = Compilation(self.source, self.filename, options)
-            return self._wide
+        return self._other_build("_wide", rolled_staging=True)
 
     def _builder(self, variant: Variant) -> tuple["Compilation", Variant]:
         """The compilation that builds ``variant`` (:meth:`unstaged` for ``staged=False``,

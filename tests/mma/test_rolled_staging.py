@@ -54,24 +54,23 @@ def test_64_bit_ptx_comes_from_the_rolled_build():
     assert saxpy.wide_index() is saxpy
 
 
+def _bitwise_rolled(name: str, inputs: dict, out: str) -> None:
+    """``examples/NAME`` on ``inputs``, rolled and unrolled builds: output ``out`` bit for bit."""
+    got, want = ({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()} for _ in range(2))
+    getattr(rolled(name), name)(**got)
+    getattr(compiled_example(name), name)(**want)
+    assert not np.isnan(got[out]).any()
+    assert np.array_equal(got[out].view(np.uint32), want[out].view(np.uint32))
+
+
 @pytest.mark.parametrize("shape", [(2, 7, 9, 5, 19, 3, 2, (2, 1), (1, 0), (1, 2)),
                                    (1, 5, 6, 33, 9, 1, 1, (2, 3), (0, 0), (1, 1))])
 def test_conv2d_fwd_f16_rolled_is_bitwise_unrolled(shape):
-    inputs = fwd_inputs(*shape)
-    got, want = ({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()} for _ in range(2))
-    rolled("conv2d_fwd_f16").conv2d_fwd_f16(**got)
-    compiled_example("conv2d_fwd_f16").conv2d_fwd_f16(**want)
-    assert not np.isnan(got["y"]).any()
-    assert np.array_equal(got["y"].view(np.uint32), want["y"].view(np.uint32))
+    _bitwise_rolled("conv2d_fwd_f16", fwd_inputs(*shape), "y")
 
 
 def test_conv2d_wgrad_f16_rolled_is_bitwise_unrolled():
-    inputs = wgrad_inputs(2, 5, 7, 7, 33, 3, 2, (1, 2), (1, 1), (2, 1))
-    got, want = ({k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()} for _ in range(2))
-    rolled("conv2d_wgrad_f16").conv2d_wgrad_f16(**got)
-    compiled_example("conv2d_wgrad_f16").conv2d_wgrad_f16(**want)
-    assert not np.isnan(got["gw"]).any()
-    assert np.array_equal(got["gw"].view(np.uint32), want["gw"].view(np.uint32))
+    _bitwise_rolled("conv2d_wgrad_f16", wgrad_inputs(2, 5, 7, 7, 33, 3, 2, (1, 2), (1, 1), (2, 1)), "gw")
 
 
 def test_gemm_f16_rolled_is_bitwise_unrolled():
