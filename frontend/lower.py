@@ -84,10 +84,15 @@ UNROLL_MAX_TRIPS = 8
 UNROLL_MAX_NODES = 512
 
 
-def _unroll_trips(s: A.For, copies: int) -> Optional[range]:
+def _unroll_trips(s: A.For, copies: int, nest_level: bool = False) -> Optional[range]:
     """The iterations of ``s`` if it is unrolled (see UNROLL_MAX_TRIPS), else None; ``copies`` is
-    how many times the enclosing unrolled loops already repeat it."""
-    if not (isinstance(s.start, A.IntLit) and isinstance(s.stop, A.IntLit)):
+    how many times the enclosing unrolled loops already repeat it; ``nest_level``: ``s`` is the
+    whole body of a loop that is not unrolled, in a kernel over an N-D problem -- an inner level of
+    a loop nest (``for r in 0..R { for c in 0..3 { acc += ... } }``, a convolution over RGB
+    channels), which stays a loop: its copies would make the nest imperfect, and
+    kern-tile-contractions and kern-mma-contractions tile only perfect nests (LLVM still unrolls
+    it where they do not take it)."""
+    if nest_level or not (isinstance(s.start, A.IntLit) and isinstance(s.stop, A.IntLit)):
         return None
     trips = range(s.start.value, s.stop.value)
     if len(trips) > UNROLL_MAX_TRIPS:
@@ -202,6 +207,7 @@ class _KernelLowering(FunctionLowering, BufferLowering):
         self.copies = 1               # how many copies the enclosing unrolled loops make of a statement
         self._stmt_keys: dict = {}    # id(statement) -> (statement, keys it assigns): stmt_keys
         self._may_return: dict = {}   # id(statement) -> (statement, bool): may_return
+        self._nest_levels: set = set()  # id(for statement): the inner levels of loop nests (_unroll_trips)
 
     # ---- kernel -----------------------------------------------------------------------------
 
@@ -535,7 +541,7 @@ class _KernelLowering(FunctionLowering, BufferLowering):
         self.rebind(env, keys, list(ifop.results))
 
     def for_(self, s: A.For, env: dict) -> None:
-        trips = _unroll_trips(s, self.copies)
+        trips = _unroll_trips(s, self.copies, id(s) in self._nest_levels)
         if trips is not None:
             self.unrolled_for(s, trips, env)
             return
@@ -567,6 +573,8 @@ class _KernelLowering(FunctionLowering, BufferLowering):
                 k = self.convert(loop.induction_variable, T.INDEX, count_ty)
                 env[s.sym] = arith.addi(start, k) if by_trips else k
             body = s.body.stmts
+            if len(body) == 1 and isinstance(body[0], A.For) and self.kernel.over.extents is not None:
+                self._nest_levels.add(id(body[0]))  # (see _unroll_trips)
             if self.returned_key in env and body and self.may_return(s):
                 self.guarded(body, env, s)
             else:
