@@ -4,7 +4,11 @@ The contractions ``kern-mma-contractions`` takes (its matcher, :func:`~kernc.pas
 over :class:`~kernc.passes.tile_contractions._Analysis`, used here as is: ``acc += a[i, k] * b[k, j]``
 of f16 or bf16 reads summed in f32) run, on ``sm_90a``, as warpgroup matrix multiplies reading both
 operands from workgroup memory (PTX ISA 9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
-Instructions"):
+Instructions"). As there, ``i`` and ``j`` are each the flattened coordinates of one side and ``k`` a
+loop or a perfect nest collapsed into one (:func:`~kernc.passes.tile_contractions.collapse_nest`):
+the convolutions (``conv2d_fwd_f16``: rows ``(n, oh, ow)``, a ``(r, s, c)`` nest; ``conv2d_wgrad_f16``:
+columns ``(r, s, c)``), each side's flattened index split back into its coordinates where a slot is
+staged and where an item's code after the loop runs:
 
 1. *Block tile* ``BM x BN`` (``BM = 64 * W``, ``W = block/128`` warpgroups of 4 warps; ``BN`` =
    ``block_n``, 128 by default), blocks looping over the tiles (grid-stride) as in
@@ -35,9 +39,12 @@ Instructions"):
 
 Cost (ptxas ``sm_90a``, the gemm examples): 101 registers at ``block_n = 128`` (64 accumulators; the
 staging is a loop over rounds of slots, not unrolled: unrolled, every round's address stayed live
-across the chunk loop, 255 registers), 60 at 64, 0 spills; 32 KiB of workgroup memory. The staging stores of the
-transposed operand (lanes along ``n``, 2-byte stores down 128-byte rows) conflict 4-way; the
-``k``-fastest operand's do not.
+across the chunk loop, 255 registers), 60 at 64, 0 spills; 32 KiB of workgroup memory; the
+convolutions 118 (fwd) and 170 (wgrad) registers, 0 spills (204 and 254 in the 64-bit build). The
+staging stores of an operand whose lanes run along its rows (the gemms' ``b``, both of
+conv2d_wgrad_f16's: 2-byte stores down 128-byte rows) conflict 4-way (conv2d_wgrad_f16 at P = 2^16:
+49152 conflicts, 0 on ``kern-mma-contractions``' padded tiles, ``--no-wgmma``); the ``k``-fastest
+operand's do not.
 
 *TMA* (``tma=True``, ``kernc compile --tma``; opt-in): an operand whose tile is a box of its view
 (:func:`_tma_map`: a 2-D view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
@@ -78,7 +85,7 @@ from . import llvm_ops
 from .base import Pass, internal, option
 from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, sm_number
 from .targets import PTX_VERSION, WGMMA_ARCHS
-from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position
+from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position, _split, collapse_nest
 from .workgroup import SHARED_LIMIT, WARP, emit_remark
 
 gpu = dialect("gpu")
@@ -182,8 +189,6 @@ class WgmmaContractions(Pass):
                             "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16 only)")
                 continue
             got = self._decide(plan)
-            if not isinstance(got, str):
-                got = _single_loop(plan) or got
             if isinstance(got, str):
                 emit_remark(self.remarks, plan.loop, f"not using wgmma for '{sig.name}': {got}")
                 continue
@@ -221,21 +226,6 @@ class WgmmaContractions(Pass):
         return c
 
 
-def _single_loop(plan: _Analysis) -> str | None:
-    """Why the contraction is not one this pass builds (one loop, the last two item coordinates
-    ``i``, ``j`` its sides, the others batch), or ``None``: a loop nest or a flattened side (the
-    convolutions, ``conv2d_fwd_f16``) is left to ``kern-mma-contractions``, which collapses and
-    flattens them."""
-    n = len(plan.coords)
-    if len(plan.levels) > 1:
-        return (f"its nest of {len(plan.levels)} loops is built here as one loop only; "
-                "kern-mma-contractions' mma.sync is used")
-    if tuple(plan.sides) != ((n - 2,), (n - 1,)):
-        return (f"its sides {plan.side_name(0)} x {plan.side_name(1)} are not its last two coordinates "
-                "(flattened sides are built here as one loop only); kern-mma-contractions' mma.sync is used")
-    return None
-
-
 def _describe(sig, c: WgmmaConfig, p) -> str:
     return (f"'{sig.name}' on sm_90a warpgroup tensor cores: {c.bm}x{c.bn} block tiles in chunks of "
             f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k16 ({p.elem} products, "
@@ -260,6 +250,8 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
         return f"its read is {op.name}, not a plain view read"
     if len(plan.delin.extents) != 2:
         return "the contraction is batched"
+    if len(plan.levels) > 1:
+        return f"its loop is a nest of {len(plan.levels)} loops (a box's k is one loop's)"
     if "workgroup_attributions" in fn.attributes and ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value:
         return "the kernel already has workgroup buffers"
     entry = fn.regions[0].blocks[0]
@@ -370,34 +362,29 @@ class _WgmmaRewrite(_Rewrite):
 
     def _tile(self, tile, tid, E, ext, per, nbj, B) -> None:
         plan, c, p = self.plan, self.c, self.p
-        xi, xj = plan.ij  # (one loop over the last two coordinates: _single_loop)
-        batch = list(plan.batch)
         self.smem_a, self.smem_b = self.smem
-        coord = {}
-        if batch:
+        if plan.batch:
             rest = b.arith.DivUIOp(tile, per).result
             in_batch = b.sub(tile, b.mul(rest, per))
-            for x in reversed(batch[1:]):
-                q = b.arith.DivUIOp(rest, E[x]).result
-                coord[x] = b.sub(rest, b.mul(q, E[x]))
-                rest = q
-            coord[batch[0]] = rest
+            coord = _split(rest, plan.batch, E)
         else:
-            in_batch = tile
+            in_batch, coord = tile, {}
         bi = b.arith.DivUIOp(in_batch, nbj).result
         bj = b.sub(in_batch, b.mul(bi, nbj))
         x0 = [b.mul(bi, b.idx(c.bm)), b.mul(bj, b.idx(c.bn))]
         lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
         warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
         group = b.arith.DivUIOp(tid, b.idx(WARPGROUP)).result
-        first = {plan.coords[x]: coord[x] for x in batch}
-        for v in plan.loop.operands[:2]:  # the bounds (the same for every item) from the code before
-            d = _owner(v)
-            if any(d == op for op in plan.pre) and v not in first:
-                for op in _slice(d, plan):
-                    if op.results[0] not in first:
-                        _clone(op, first)
-        lb, ub = (first.get(v, v) for v in plan.loop.operands[:2])
+        first = {plan.coords[x]: v for x, v in coord.items()}
+        for level in plan.levels:  # the bounds (the same for every item) from the code before the loop
+            for v in level.operands[:2]:
+                d = _owner(v)
+                if any(d == op for op in plan.pre) and v not in first:
+                    for op in _slice(d, plan):
+                        if op.results[0] not in first:
+                            _clone(op, first)
+        # a loop nest as one loop over its iterations, in its order (collapse_nest; one loop: itself)
+        ivs, lb, ub = collapse_nest(plan, first)
         f32 = ir.F32Type.get()
         nreg = c.bn // 2
         acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * nreg) + ")>")
@@ -433,11 +420,11 @@ class _WgmmaRewrite(_Rewrite):
                 rounds = b.scf.ForOp(b.idx(0), b.idx(-(-c.bk * X // B)), b.idx(1))
                 with ir.InsertionPoint(rounds.body):
                     e = b.add(tid, b.mul(rounds.induction_variable, b.idx(B)))
-                    kk, x, ok, slot, inside = self._slot(s, x0, e, E, X)
+                    kk, x, ok, slot, inside = self._slot(s, x0, e, ext, X)
                     k = b.add(k0, kk)
-                    m = dict(first)
-                    m[plan.coords[plan.ij[s.side]]] = x
-                    m[plan.iv] = k
+                    m = dict(first)  # the side's coordinates from its flattened index x
+                    m.update({plan.coords[q]: v for q, v in _split(x, plan.sides[s.side], E).items()})
+                    m.update(ivs(k))
 
                     def then(m=m, s=s):
                         for op in _slice(s.op, plan):
@@ -485,13 +472,14 @@ class _WgmmaRewrite(_Rewrite):
         col0 = b.add(x0[1], t2)
         for h in range(2):
             i = b.add(row0, b.idx(8 * h))
-            ok_i = b.cmp("ult", i, E[xi])
+            ok_i = b.cmp("ult", i, ext[0])
             for nt in range(c.nt):
                 for e in range(2):
                     j = b.add(col0, b.idx(8 * nt + e))
-                    m = dict(first)
-                    m[plan.coords[xi]], m[plan.coords[xj]] = i, j
-                    with b.if_(b.and_(ok_i, b.cmp("ult", j, E[xj]))):
+                    with b.if_(b.and_(ok_i, b.cmp("ult", j, ext[1]))):
+                        m = dict(first)  # the item's coordinates from the flattened (i, j)
+                        for side, x in ((0, i), (1, j)):
+                            m.update({plan.coords[q]: v for q, v in _split(x, plan.sides[side], E).items()})
                         for op in plan.pre:
                             _clone(op, m)
                         reg = e + 2 * h + 4 * nt
@@ -535,14 +523,14 @@ class _WgmmaRewrite(_Rewrite):
         rest = descriptor(0, 16, ATOM_BYTES, SWIZZLE_128B)
         return b.arith.OrIOp(start, _i64(rest - (1 << 64) if rest >= 1 << 63 else rest)).result
 
-    def _slot(self, s, x0, e, E, X: int) -> tuple:
+    def _slot(self, s, x0, e, ext, X: int) -> tuple:
         """Slot ``e`` of the cooperative load of staged read ``s`` into its ``X x 64`` tile (``X`` =
         ``bm`` or ``bn``): ``(kk, x, in_range, smem index, inside)`` (``inside``: ``e < X*64``, ``None``
         where the block's rounds cover the tile exactly), the lanes of a warp along the read's
         unit-stride coordinate, stored at :func:`swizzled_index` ``(x, kk)``."""
         c, plan = self.c, self.plan
         total = c.bk * X
-        kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], E[plan.ij[s.side]])
+        kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], ext[s.side])
         inside = b.cmp("ult", e, b.idx(total)) if total % plan.block else None
         chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
                                b.arith.AndIOp(xl, b.idx(7)).result).result

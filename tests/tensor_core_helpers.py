@@ -1,6 +1,7 @@
 """What the tensor-core GEMM tests (tests/mma, tests/wgmma, tests/tma) share: the gemm examples'
 inputs and builds, the f64 tolerance they meet, gemm_f16's GPU IR run on the CPU interpreter, and
-the batched gemm with a transposed operand."""
+the batched gemm with a transposed operand; and the f16 convolutions' shapes, inputs and checks
+(within the f64 tolerance and bit for bit the interpreter's documented order)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import numpy as np
 
 import kernc
-from conftest import EXAMPLES
+from conftest import EXAMPLES, example_reference
 
 _sm90a_modules: dict = {}
 
@@ -111,3 +112,79 @@ def check_batched_transposed_gemm(mod, batch: int):
     mod.bgemm(at, b, c)
     want = np.einsum("qki,qkj->qij", at.astype(np.float64), b.astype(np.float64))
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+# -- the f16 convolutions (tests/mma/test_conv_tensor_cores.py, tests/mma/test_rolled_staging.py,
+#    tests/wgmma/test_wgmma_convolutions.py)
+
+#: the convolution examples' shared geometry module (output_extent, input_extent)
+CONV = example_reference("conv_common")
+
+
+# (N, H, W, C, K, R, S, stride, pad, dil): R*S*C not a multiple of 16, N*OH*OW over one 128-row
+# tile, K past one 128-column tile; one pixel and one channel; a 1x1 filter
+FWD = [(2, 7, 9, 5, 19, 3, 2, (2, 1), (1, 0), (1, 2)),
+       (3, 9, 11, 16, 130, 3, 3, (1, 1), (1, 1), (1, 1)),
+       (1, 1, 1, 1, 1, 1, 1, (1, 1), (0, 0), (1, 1)),
+       (1, 5, 6, 33, 9, 1, 1, (2, 3), (0, 0), (1, 1))]
+# (N, OH, OW, C, K, R, S, stride, pad, dil): M = N*OH*OW not a multiple of 32, K past one tile, the
+# flattened (r, s, c) past one tile; one output pixel
+WGRAD = [(2, 5, 7, 7, 33, 3, 2, (1, 2), (1, 1), (2, 1)),
+         (1, 3, 4, 15, 130, 3, 3, (1, 1), (1, 1), (1, 1)),
+         (1, 1, 1, 1, 1, 1, 1, (1, 1), (0, 0), (1, 1))]
+
+
+def within_f64(got, want, scale, K):
+    """Within 1e-3 relative of the f64 result, scaled by sqrt(K) (the target of issue 25): ``scale``
+    is the same contraction of the operands' magnitudes."""
+    err = np.abs(got - want)
+    assert np.all(err <= 1e-3 * math.sqrt(max(K, 1)) * scale / max(K, 1) + 1e-30), err.max()
+
+
+def fwd_inputs(N, H, W, C, K, R, S, stride, pad, dil, seed=0):
+    rng = np.random.default_rng(seed + N * H * W * C + K)
+    OH = CONV.output_extent(H, R, stride[0], pad[0], dil[0])
+    OW = CONV.output_extent(W, S, stride[1], pad[1], dil[1])
+    return {"x": rng.standard_normal((N, H, W, C)).astype(np.float16),
+            "w": rng.standard_normal((K, R, S, C)).astype(np.float16),
+            "y": np.full((N, OH, OW, K), np.nan, np.float32),
+            "sh": stride[0], "sw": stride[1], "ph": pad[0], "pw": pad[1], "dh": dil[0], "dw": dil[1]}
+
+
+def wgrad_inputs(N, OH, OW, C, K, R, S, stride, pad, dil, seed=0):
+    rng = np.random.default_rng(seed + N * OH * OW * C + K)
+    H = CONV.input_extent(OH, R, stride[0], pad[0], dil[0])
+    W = CONV.input_extent(OW, S, stride[1], pad[1], dil[1])
+    return {"x": rng.standard_normal((N, H, W, C)).astype(np.float16),
+            "dy": rng.standard_normal((N * OH * OW, K)).astype(np.float16),
+            "gw": np.full((K, R, S, C), np.nan, np.float32), "OH": OH, "OW": OW,
+            "sh": stride[0], "sw": stride[1], "ph": pad[0], "pw": pad[1], "dh": dil[0], "dw": dil[1]}
+
+
+def copy_inputs(inputs):
+    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+
+
+def check_fwd(mod, inputs):
+    ref = example_reference("conv2d_fwd_f16")
+    args = copy_inputs(inputs)
+    mod.conv2d_fwd_f16(**args)
+    OH, OW, stride, pad, dil = ref._geometry(inputs)
+    want = ref.conv2d_f64(inputs["x"], inputs["w"], OH, OW, stride, pad, dil)
+    scale = ref.conv2d_f64(np.abs(inputs["x"]), np.abs(inputs["w"]), OH, OW, stride, pad, dil)
+    within_f64(args["y"], want, scale, int(np.prod(inputs["w"].shape[1:])))
+    # the interpreter's order ((r, s, c) ascending from 0 in f32, exact products): bit for bit
+    np.testing.assert_array_equal(args["y"], ref.reference(copy_inputs(inputs))["y"])
+    return args["y"]
+
+
+def check_wgrad(mod, inputs):
+    ref = example_reference("conv2d_wgrad_f16")
+    args = copy_inputs(inputs)
+    mod.conv2d_wgrad_f16(**args)
+    geo = ref._geometry(inputs)
+    want = ref.wgrad_f64(inputs["x"], inputs["dy"], *geo)
+    scale = ref.wgrad_f64(np.abs(inputs["x"]), np.abs(inputs["dy"]), *geo)
+    within_f64(args["gw"], want, scale, inputs["dy"].shape[0])
+    np.testing.assert_array_equal(args["gw"], ref.reference(copy_inputs(inputs))["gw"])
+    return args["gw"]

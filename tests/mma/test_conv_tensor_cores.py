@@ -11,7 +11,6 @@ Before the loop nests were taken, compiling ``conv2d_fwd_f16`` was an internal c
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -20,102 +19,32 @@ import pytest
 import kernc
 from kernc.backend import toolkit
 from conftest import EXAMPLES, compiled_example, example_reference
+from tensor_core_helpers import (FWD, WGRAD, check_fwd, check_wgrad, copy_inputs, fwd_inputs, wgrad_inputs,
+                                 within_f64)
 
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
-
-
-CONV = example_reference("conv_common")  # (output_extent, input_extent)
-
-
-# (N, H, W, C, K, R, S, stride, pad, dil): R*S*C not a multiple of 16, N*OH*OW over one 128-row
-# tile, K past one 128-column tile; one pixel and one channel; a 1x1 filter
-FWD = [(2, 7, 9, 5, 19, 3, 2, (2, 1), (1, 0), (1, 2)),
-       (3, 9, 11, 16, 130, 3, 3, (1, 1), (1, 1), (1, 1)),
-       (1, 1, 1, 1, 1, 1, 1, (1, 1), (0, 0), (1, 1)),
-       (1, 5, 6, 33, 9, 1, 1, (2, 3), (0, 0), (1, 1))]
-# (N, OH, OW, C, K, R, S, stride, pad, dil): M = N*OH*OW not a multiple of 32, K past one tile, the
-# flattened (r, s, c) past one tile; one output pixel
-WGRAD = [(2, 5, 7, 7, 33, 3, 2, (1, 2), (1, 1), (2, 1)),
-         (1, 3, 4, 15, 130, 3, 3, (1, 1), (1, 1), (1, 1)),
-         (1, 1, 1, 1, 1, 1, 1, (1, 1), (0, 0), (1, 1))]
-
-
-def _within_f64(got, want, scale, K):
-    """Within 1e-3 relative of the f64 result, scaled by sqrt(K) (the target of issue 25): ``scale``
-    is the same contraction of the operands' magnitudes."""
-    err = np.abs(got - want)
-    assert np.all(err <= 1e-3 * math.sqrt(max(K, 1)) * scale / max(K, 1) + 1e-30), err.max()
-
-
-def _fwd_inputs(N, H, W, C, K, R, S, stride, pad, dil, seed=0):
-    rng = np.random.default_rng(seed + N * H * W * C + K)
-    OH = CONV.output_extent(H, R, stride[0], pad[0], dil[0])
-    OW = CONV.output_extent(W, S, stride[1], pad[1], dil[1])
-    return {"x": rng.standard_normal((N, H, W, C)).astype(np.float16),
-            "w": rng.standard_normal((K, R, S, C)).astype(np.float16),
-            "y": np.full((N, OH, OW, K), np.nan, np.float32),
-            "sh": stride[0], "sw": stride[1], "ph": pad[0], "pw": pad[1], "dh": dil[0], "dw": dil[1]}
-
-
-def _wgrad_inputs(N, OH, OW, C, K, R, S, stride, pad, dil, seed=0):
-    rng = np.random.default_rng(seed + N * OH * OW * C + K)
-    H = CONV.input_extent(OH, R, stride[0], pad[0], dil[0])
-    W = CONV.input_extent(OW, S, stride[1], pad[1], dil[1])
-    return {"x": rng.standard_normal((N, H, W, C)).astype(np.float16),
-            "dy": rng.standard_normal((N * OH * OW, K)).astype(np.float16),
-            "gw": np.full((K, R, S, C), np.nan, np.float32), "OH": OH, "OW": OW,
-            "sh": stride[0], "sw": stride[1], "ph": pad[0], "pw": pad[1], "dh": dil[0], "dw": dil[1]}
-
-
-def _copy(inputs):
-    return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
-
-
-def _check_fwd(mod, inputs):
-    ref = example_reference("conv2d_fwd_f16")
-    args = _copy(inputs)
-    mod.conv2d_fwd_f16(**args)
-    OH, OW, stride, pad, dil = ref._geometry(inputs)
-    want = ref.conv2d_f64(inputs["x"], inputs["w"], OH, OW, stride, pad, dil)
-    scale = ref.conv2d_f64(np.abs(inputs["x"]), np.abs(inputs["w"]), OH, OW, stride, pad, dil)
-    _within_f64(args["y"], want, scale, int(np.prod(inputs["w"].shape[1:])))
-    # the interpreter's order ((r, s, c) ascending from 0 in f32, exact products): bit for bit
-    np.testing.assert_array_equal(args["y"], ref.reference(_copy(inputs))["y"])
-    return args["y"]
-
-
-def _check_wgrad(mod, inputs):
-    ref = example_reference("conv2d_wgrad_f16")
-    args = _copy(inputs)
-    mod.conv2d_wgrad_f16(**args)
-    geo = ref._geometry(inputs)
-    want = ref.wgrad_f64(inputs["x"], inputs["dy"], *geo)
-    scale = ref.wgrad_f64(np.abs(inputs["x"]), np.abs(inputs["dy"]), *geo)
-    _within_f64(args["gw"], want, scale, inputs["dy"].shape[0])
-    np.testing.assert_array_equal(args["gw"], ref.reference(_copy(inputs))["gw"])
-    return args["gw"]
 
 
 @pytest.mark.parametrize("shape", FWD, ids=lambda s: "x".join(map(str, s[:7])))
 def test_conv2d_fwd_on_tensor_cores_matches_numpy(shape):
     mod = compiled_example("conv2d_fwd_f16")
     assert mod._compilation.signatures["conv2d_fwd_f16"].tiles == [["N*OH*OW", 128], ["K", 128]]
-    inputs = _fwd_inputs(*shape)
+    inputs = fwd_inputs(*shape)
     N, OH, OW, K = inputs["y"].shape
-    result = mod.conv2d_fwd_f16(**_copy(inputs))
+    result = mod.conv2d_fwd_f16(**copy_inputs(inputs))
     assert result.grid == -(-(N * OH * OW) // 128) * -(-K // 128)  # one block per 128x128 tile
-    _check_fwd(mod, inputs)
+    check_fwd(mod, inputs)
 
 
 @pytest.mark.parametrize("shape", WGRAD, ids=lambda s: "x".join(map(str, s[:7])))
 def test_conv2d_wgrad_on_tensor_cores_matches_numpy(shape):
     mod = compiled_example("conv2d_wgrad_f16")
     assert mod._compilation.signatures["conv2d_wgrad_f16"].tiles == [["K", 128], ["C*R*S", 128]]
-    inputs = _wgrad_inputs(*shape)
+    inputs = wgrad_inputs(*shape)
     K, R, S, C = inputs["gw"].shape
-    result = mod.conv2d_wgrad_f16(**_copy(inputs))
+    result = mod.conv2d_wgrad_f16(**copy_inputs(inputs))
     assert result.grid == -(-K // 128) * -(-(R * S * C) // 128)
-    _check_wgrad(mod, inputs)
+    check_wgrad(mod, inputs)
 
 
 def _remarks(text, capsys, **kw):
@@ -144,7 +73,7 @@ def test_remarks_say_tensor_cores_and_how_each_view_is_staged(capsys):
 
 @needs_ptxas
 @pytest.mark.parametrize("name, a, b", [("conv2d_fwd_f16", "x4", "x2"), ("conv2d_wgrad_f16", "x4.trans", "x2.trans")])
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])  # (sm_90a: wgmma, tests/wgmma/test_wgmma_convolutions.py)
 def test_ptx_has_mma_and_ldmatrix_and_assembles_without_spills(name, a, b, arch):
     ptx = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch=arch).ptx
     assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") == 32  # 4x4 fragments, 2 k16 steps
@@ -162,9 +91,9 @@ def test_staging_and_ldmatrix_are_bank_conflict_free_in_both_orientations():
     rows of their tile coordinate (dy's by ldmatrix.x4.trans): the warps' stores and the ldmatrix
     phases hit distinct banks either way."""
     fwd = compiled_example("conv2d_fwd_f16").conv2d_fwd_f16(
-        **_fwd_inputs(2, 7, 9, 5, 19, 3, 2, (2, 1), (1, 0), (1, 2))).stats
+        **fwd_inputs(2, 7, 9, 5, 19, 3, 2, (2, 1), (1, 0), (1, 2))).stats
     wgrad = compiled_example("conv2d_wgrad_f16").conv2d_wgrad_f16(
-        **_wgrad_inputs(2, 5, 7, 7, 33, 3, 2, (1, 2), (1, 1), (2, 1))).stats
+        **wgrad_inputs(2, 5, 7, 7, 33, 3, 2, (1, 2), (1, 1), (2, 1))).stats
     for stats in (fwd, wgrad):
         assert stats.shared_requests > 0 and stats.shared_bank_conflicts == 0
 
@@ -175,12 +104,12 @@ def test_cuda_cores_and_untiled_give_the_same_sums(name):
     CUDA-core tiles) and --no-tile --no-tensor-cores agree bit for bit."""
     ref = example_reference(name)
     inputs = ref.make_inputs(4097, np.random.default_rng(5))
-    out = next(iter(ref.reference(_copy(inputs))))
+    out = next(iter(ref.reference(copy_inputs(inputs))))
     path = os.path.join(EXAMPLES, f"{name}.kern")
     got = []
     for mod in (compiled_example(name), kernc.compile_file(path, tensor_cores=False),
                 kernc.compile_file(path, tensor_cores=False, tile=False)):
-        args = _copy(inputs)
+        args = copy_inputs(inputs)
         getattr(mod, name)(**args)
         got.append(args[out])
     assert "nvgpu" not in kernc.compile_file(path, tensor_cores=False)._compilation.gpu_ir()
@@ -203,10 +132,10 @@ def test_another_nest_body_falls_back_with_a_remark(capsys):
     assert "not using tensor cores for 'conv2d_fwd_f16': its loop body is not 'acc += a * b'" in err
     assert "tiling 'conv2d_fwd_f16' as 64x64x16" in err
     mod = kernc.compile(text)
-    inputs = _fwd_inputs(2, 7, 9, 5, 19, 3, 2, (2, 1), (1, 0), (1, 2))
-    args = _copy(inputs)
+    inputs = fwd_inputs(2, 7, 9, 5, 19, 3, 2, (2, 1), (1, 0), (1, 2))
+    args = copy_inputs(inputs)
     mod.conv2d_fwd_f16(**args)
-    want = example_reference("conv2d_fwd_f16").reference(_copy(inputs))["y"]
+    want = example_reference("conv2d_fwd_f16").reference(copy_inputs(inputs))["y"]
     np.testing.assert_array_equal(args["y"], want * np.float32(0.5))
 
 
@@ -226,14 +155,14 @@ def test_conv2d_fwd_on_gpu_tensor_cores_matches_numpy(shape):
     ref = example_reference("conv2d_fwd_f16")
     mod = compiled_example("conv2d_fwd_f16")
     assert "mma.sync.aligned.m16n8k16" in mod.ptx
-    inputs = _fwd_inputs(*shape)
+    inputs = fwd_inputs(*shape)
     args = {k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
     assert mod.conv2d_fwd_f16(**args).device == "cuda"
     cp.cuda.runtime.deviceSynchronize()
     OH, OW, stride, pad, dil = ref._geometry(inputs)
     want = ref.conv2d_f64(inputs["x"], inputs["w"], OH, OW, stride, pad, dil)
     scale = ref.conv2d_f64(np.abs(inputs["x"]), np.abs(inputs["w"]), OH, OW, stride, pad, dil)
-    _within_f64(args["y"].get(), want, scale, int(np.prod(inputs["w"].shape[1:])))
+    within_f64(args["y"].get(), want, scale, int(np.prod(inputs["w"].shape[1:])))
 
 
 @pytest.mark.gpu
@@ -244,11 +173,11 @@ def test_conv2d_wgrad_on_gpu_tensor_cores_matches_numpy(shape):
 
     ref = example_reference("conv2d_wgrad_f16")
     mod = compiled_example("conv2d_wgrad_f16")
-    inputs = _wgrad_inputs(*shape)
+    inputs = wgrad_inputs(*shape)
     args = {k: (cp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
     assert mod.conv2d_wgrad_f16(**args).device == "cuda"
     cp.cuda.runtime.deviceSynchronize()
     geo = ref._geometry(inputs)
     want = ref.wgrad_f64(inputs["x"], inputs["dy"], *geo)
     scale = ref.wgrad_f64(np.abs(inputs["x"]), np.abs(inputs["dy"]), *geo)
-    _within_f64(args["gw"].get(), want, scale, inputs["dy"].shape[0])
+    within_f64(args["gw"].get(), want, scale, inputs["dy"].shape[0])

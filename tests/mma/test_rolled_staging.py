@@ -20,7 +20,7 @@ from kernc.backend import toolkit
 from kernc.compiler import Compilation, CompileOptions
 from kernc.passes.mma_contractions import ROLLED_UNROLL
 from conftest import EXAMPLES, compiled_example
-from test_conv_tensor_cores import _fwd_inputs as fwd_inputs, _wgrad_inputs as wgrad_inputs
+from tensor_core_helpers import fwd_inputs, wgrad_inputs
 
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 

@@ -209,19 +209,3 @@ def test_i8_and_tf32_gemms_on_sm_90a_take_mma_sync_with_a_remark(capsys, name):
     np.testing.assert_array_equal(results[0], results[1])
     if name == "gemm_i8":
         np.testing.assert_array_equal(results[0], a.astype(np.int32) @ b.astype(np.int32))
-
-
-@pytest.mark.parametrize("name, why", [
-    ("conv2d_fwd_f16", "its nest of 3 loops is built here as one loop only"),
-    ("conv2d_wgrad_f16", "its sides 'k' x '(r, s, c)' are not its last two coordinates")])
-def test_convolutions_on_sm_90a_take_mma_sync_with_a_remark(capsys, name, why):
-    """kern-wgmma-contractions builds one loop over the last two coordinates: the f16 convolutions
-    (a loop nest, a flattened side), which kern-mma-contractions' match takes, stay on its mma.sync,
-    with a remark (regression: without the check the wgmma rewrite, written for one loop, built
-    invalid IR for them: MLIR crashed)."""
-    text = open(os.path.join(EXAMPLES, f"{name}.kern"), encoding="utf-8").read()
-    comp = Compilation(text, "t.kern", CompileOptions(remarks=True, arch="sm_90a"), use_cache=False)
-    gpu_ir, err = comp.gpu_ir(), capsys.readouterr().err
-    assert "nvvm.wgmma" not in gpu_ir and gpu_ir.count("nvgpu.mma.sync") == 32
-    assert f"not using wgmma for '{name}': {why}" in err and "kern-mma-contractions' mma.sync is used" in err
-    assert f"'{name}' on tensor cores: 128x128 block tiles" in err
