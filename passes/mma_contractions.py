@@ -465,6 +465,21 @@ def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
     return _Parts(sa, sb, elems[0], start, kind, acc_t)
 
 
+def tile_loop(plan: _Analysis, first: dict) -> tuple:
+    """``(ivs, lb, ub)`` of the contraction's loop (or nest, collapsed into one in its order:
+    :func:`~kernc.passes.tile_contractions.collapse_nest`) for a block tile: the code before the loop
+    that its bounds use (the same for every item) cloned into ``first`` (the tile's values: its
+    batch coordinates) at the insertion point. Shared by kern-mma- and kern-wgmma-contractions."""
+    for level in plan.levels:
+        for v in level.operands[:2]:
+            d = _owner(v)
+            if any(d == op for op in plan.pre) and v not in first:
+                for op in _slice(d, plan):
+                    if op.results[0] not in first:
+                        _clone(op, first)
+    return collapse_nest(plan, first)
+
+
 def epilogue_sum(p: _Parts, plan: _Analysis, m: dict, acc):
     """The loop's result for one item from its fragment element ``acc``: ``acc`` itself, or, where
     the loop starts from the item's own value (``p.added``), ``acc0 + acc`` (``acc0`` mapped
@@ -619,14 +634,7 @@ class _Rewrite:
         wn = b.arith.RemUIOp(warp, b.idx(c.wn)).result
         w0 = [b.mul(wm, b.idx(c.warp_m)), b.mul(wn, b.idx(c.warp_n))]  # the warp's tile, within the block's
         first = {plan.coords[x]: v for x, v in coord.items()}
-        for level in plan.levels:  # the bounds (the same for every item) from the code before the loop
-            for v in level.operands[:2]:
-                d = _owner(v)
-                if any(d == op for op in plan.pre) and v not in first:
-                    for op in _slice(d, plan):
-                        if op.results[0] not in first:
-                            _clone(op, first)
-        ivs, lb, ub = collapse_nest(plan, first)
+        ivs, lb, ub = tile_loop(plan, first)
         kd = p.kind
         acc_t = ir.VectorType.get([2, 2], p.acc or ir.F32Type.get())
         init = b.const(p.init, p.acc or ir.F32Type.get())

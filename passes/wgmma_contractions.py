@@ -83,9 +83,9 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 from . import ir_builder as b
 from . import llvm_ops
 from .base import Pass, internal, option
-from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, sm_number
+from .mma_contractions import MIN_SM, _match, _Rewrite, _Stage, epilogue_sum, sm_number, tile_loop
 from .targets import PTX_VERSION, WGMMA_ARCHS
-from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position, _split, collapse_nest
+from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position, _split
 from .workgroup import SHARED_LIMIT, WARP, emit_remark
 
 gpu = dialect("gpu")
@@ -376,15 +376,7 @@ class _WgmmaRewrite(_Rewrite):
         warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
         group = b.arith.DivUIOp(tid, b.idx(WARPGROUP)).result
         first = {plan.coords[x]: v for x, v in coord.items()}
-        for level in plan.levels:  # the bounds (the same for every item) from the code before the loop
-            for v in level.operands[:2]:
-                d = _owner(v)
-                if any(d == op for op in plan.pre) and v not in first:
-                    for op in _slice(d, plan):
-                        if op.results[0] not in first:
-                            _clone(op, first)
-        # a loop nest as one loop over its iterations, in its order (collapse_nest; one loop: itself)
-        ivs, lb, ub = collapse_nest(plan, first)
+        ivs, lb, ub = tile_loop(plan, first)
         f32 = ir.F32Type.get()
         nreg = c.bn // 2
         acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * nreg) + ")>")
