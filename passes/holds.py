@@ -1,10 +1,10 @@
 """What a module holds for the optional passes: one cheap walk each, before the pass's module is imported.
 
 The pipeline (``passes/pipeline.py``) names each pass by a :class:`~kernc.passes.base.PassRef`; the
-large rewrites that most kernels give nothing to do (the contraction passes, kern-coalesce-views,
-kern-map-groups, kern-privatize-atomics: about 210 KB of source together) carry one of the checks
-below as ``when``, and their module is imported, and the pass run, only when it says ``True``
-(:class:`~kernc.passes.base.OnDemand`). A CPython first run compiles every module it imports from
+rewrites that many kernels give nothing to do (the contraction passes, kern-coalesce-views,
+kern-map-groups, kern-privatize-atomics: about 210 KB of source together; the division passes and
+kern-select-to-branch, 40 KB more) carry one of the checks below as ``when``, and their module is
+imported, and the pass run, only when it says ``True`` (:class:`~kernc.passes.base.OnDemand`). A CPython first run compiles every module it imports from
 source (about 5.5 MB/s on the benchmark machine, ``docs/compile-time.md``), so a saxpy compile
 that imports none of them starts about 40 ms sooner.
 
@@ -69,3 +69,20 @@ def nd_view_accesses(module, options: dict) -> bool:
                 options.get("remarks") is not None or any(op.name == "kern.delinearize" for op in ops)):
             return True
     return False
+
+
+#: The integer divisions and remainders the division passes rewrite (``lower_divisions.DIV_OPS``,
+#: ``index_facts.DIV | REM``; ``tests/passes/test_import_diet.py`` checks they are the same).
+DIVISIONS = frozenset({"arith.divsi", "arith.divui", "arith.floordivsi", "arith.remsi", "arith.remui"})
+
+
+def divisions(module, options: dict) -> bool:
+    """kern-fold-divisions, kern-reduce-iv-divisions and kern-lower-divisions: the module holds an
+    integer division or remainder (:data:`DIVISIONS`); each rewrites those ops only (and the
+    loops holding them), a 1-D kernel without a division has nothing for them."""
+    return bool(walk_ops(module, DIVISIONS))
+
+
+def selects(module, options: dict) -> bool:
+    """kern-select-to-branch: the module holds an ``arith.select``, the op it turns into a branch."""
+    return bool(walk_ops(module, {"arith.select"}))

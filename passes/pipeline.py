@@ -41,10 +41,10 @@ KERN_TO_GPU: tuple[PassRef, ...] = (
     PassRef("kern-privatize-atomics", "PrivatizeAtomics", holds.view_atomics),
     PassRef("kern-lower-views", "LowerViews"),
     PassRef("kern-lower-layouts", "LowerLayouts"),
-    PassRef("kern-fold-divisions", "FoldDivisions"),
-    PassRef("kern-reduce-iv-divisions", "ReduceIVDivisions"),
+    PassRef("kern-fold-divisions", "FoldDivisions", holds.divisions),
+    PassRef("kern-reduce-iv-divisions", "ReduceIVDivisions", holds.divisions),
     PassRef("kern-fold-range-checks", "FoldRangeChecks"),
-    PassRef("kern-lower-divisions", "LowerDivisions"),
+    PassRef("kern-lower-divisions", "LowerDivisions", holds.divisions),
     PassRef("kern-lower-builtins", "LowerBuiltins"),
     PassRef("kern-contract-fma", "ContractFMA"),          # optional: fmad=True (kernc compile --fmad)
 )
@@ -57,7 +57,7 @@ GPU_TO_LLVM: tuple[PassRef, ...] = (
     PassRef("kern-specialize-nonneg-scalars", "SpecializeNonnegScalars"),
     PassRef("kern-bare-ptr-abi", "BarePointerABI"),
     PassRef("kern-lower-fma", "LowerFMA"),
-    PassRef("kern-select-to-branch", "SelectToBranch"),
+    PassRef("kern-select-to-branch", "SelectToBranch", holds.selects),
     # upstream convert-gpu-to-nvvm, workgroup globals renamed around it
     PassRef("convert-gpu-to-nvvm", "ConvertGpuToNVVM"),
     PassRef("kern-dedup-attributes", "DedupAttributes"),
