@@ -4,9 +4,9 @@ The pipeline (``passes/pipeline.py``) names each pass by a :class:`~kernc.passes
 rewrites that many kernels give nothing to do (the contraction passes, kern-coalesce-views,
 kern-map-groups, kern-privatize-atomics: about 210 KB of source together; the division passes and
 kern-select-to-branch, 40 KB more) carry one of the checks below as ``when``, and their module is
-imported, and the pass run, only when it says ``True`` (:class:`~kernc.passes.base.OnDemand`). A CPython first run compiles every module it imports from
-source (about 5.5 MB/s on the benchmark machine, ``docs/compile-time.md``), so a saxpy compile
-that imports none of them starts about 40 ms sooner.
+imported, and the pass run, only when it says ``True`` (:class:`~kernc.passes.base.OnDemand`). A run without ``.pyc`` files compiles the source of every
+module it imports (CPython's ``compile()``: 5.8 MB/s measured on the 2-core development VM,
+``docs/compile-time.md``), so a saxpy compile that imports none of them spends about 40 ms less.
 
 Each check is ``(module, options) -> bool``, ``options`` the pass's own (its ``remarks`` among them),
 and answers ``False`` only where the pass, run, would leave the module as it is, raise nothing
