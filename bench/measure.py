@@ -753,7 +753,8 @@ def tensor_core_traffic(examples_dir: str, quick: bool = False, arch: str = "sm_
     ``gemm_tf32``, ``conv2d_fwd_f16``, ``conv2d_wgrad_f16``); a job that fails holds ``error``."""
     import numpy as np
 
-    from kernc.passes.mma_contractions import MIN_SM, sm_number
+    from kernc.passes.targets import MMA_MIN_SM as MIN_SM
+    from kernc.passes.targets import sm_number
 
     tc_arch = arch if sm_number(arch) >= MIN_SM else "sm_80"
     M, K, N = CONTRACTION_SHAPES["quick" if quick else "full"][0]  # (the first gemm shape)

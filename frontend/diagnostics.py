@@ -7,7 +7,6 @@ line, a ``hint:`` and ``note:`` lines).
 
 from __future__ import annotations
 
-import difflib
 from typing import Optional
 
 from kernc.support.errors import Diagnostic, SourceLocation
@@ -17,6 +16,8 @@ def did_you_mean(name: str, candidates) -> str:
     """``"; did you mean 'x'?"`` for the candidate closest to ``name`` (``difflib.get_close_matches``,
     similarity ratio at least 0.6), or ``""`` when none is that close. Appended to "unknown ..."
     messages; ``candidates`` is any iterable of names (duplicates are fine)."""
+    import difflib  # (an error's suggestion: a program without errors does without its import)
+
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 

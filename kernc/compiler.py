@@ -480,9 +480,7 @@ class Compilation:
         """Whether ``kern-mma-contractions`` runs: ``tensor_cores`` is on and ``arch`` has
         ``mma.sync`` m16n8k16 (``sm_80`` and later; the gpu IR then depends on that, not on
         the exact arch, and its cache key says so)."""
-        from kernc.passes.mma_contractions import MIN_SM, sm_number
-
-        return bool(self.options.tensor_cores) and sm_number(self.options.arch) >= MIN_SM
+        return bool(self.options.tensor_cores) and targets.sm_number(self.options.arch) >= targets.MMA_MIN_SM
 
     @property
     def uses_wgmma(self) -> bool:
@@ -496,10 +494,7 @@ class Compilation:
     def uses_async_copy(self) -> bool:
         """Whether ``kern-tile-contractions`` stages with ``cp.async``: ``async_copy`` is on and
         ``arch`` has it (``sm_80`` and later; the gpu IR depends on that, not on the exact arch)."""
-        from kernc.passes.tile_contractions import ASYNC_COPY_SM
-        from kernc.passes.mma_contractions import sm_number
-
-        return bool(self.options.async_copy) and sm_number(self.options.arch) >= ASYNC_COPY_SM
+        return bool(self.options.async_copy) and targets.sm_number(self.options.arch) >= targets.ASYNC_COPY_SM
 
     def _load_cached(self, entry: dict | None) -> bool:
         """Take the kern/gpu IR and signatures from a cache entry; False if it is unusable."""

@@ -112,6 +112,70 @@ class UpstreamPass(Pass):
         pass_manager(ctx, self.pipeline).run(module.operation)
 
 
+@dataclass(frozen=True)
+class PassRef:
+    """A pass of the pipeline's stage lists, named without importing its module.
+
+    ``name``: the pass's ``name`` (``kern-map-groups``; for an upstream wrapper, the upstream
+    pass it wraps: ``convert-gpu-to-nvvm``); its class ``cls_name`` lives in the module named after
+    it, ``kernc.passes.`` + ``name`` without ``kern-``, dashes as underscores (``map_groups``).
+    ``when``: ``None`` (the pass runs on every module: its class is imported when the stage is
+    built), or a check ``(module, options) -> bool`` of ``passes/holds.py`` that says whether the
+    module holds anything for the pass (the stage then holds an :class:`OnDemand`, which imports
+    the module only when the check says so).
+    """
+
+    name: str
+    cls_name: str
+    when: Any = None
+
+    @property
+    def module(self) -> str:
+        """The import path of the pass's module."""
+        return "kernc.passes." + self.name.removeprefix("kern-").replace("-", "_")
+
+    @property
+    def cls(self) -> type[Pass]:
+        """The pass's class (its module imported on first use)."""
+        import importlib
+
+        return getattr(importlib.import_module(self.module), self.cls_name)
+
+    def build(self, options: dict) -> Pass:
+        """The pass with the field values ``options`` (the others keep their defaults): built now,
+        or an :class:`OnDemand` where the pass has a ``when`` check."""
+        return self.cls(**options) if self.when is None else OnDemand(self, options)
+
+
+@dataclass
+class OnDemand(Pass):
+    """The pass of ``ref`` with the field values ``options``, its module imported and the pass built
+    the first time ``ref.when`` finds something for it in a module it is applied to; on a module
+    where the check finds nothing, ``apply`` does nothing (the check says the pass would change
+    nothing there either). Its ``name`` is the pass's."""
+
+    ref: PassRef = internal(None)
+    options: dict = internal(None)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._built: Pass | None = None
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.ref.name
+
+    def built(self) -> Pass:
+        """The pass itself (imported and built on first use)."""
+        if self._built is None:
+            self._built = self.ref.cls(**(self.options or {}))
+        return self._built
+
+    def apply(self, ctx: ir.Context, module: ir.Module) -> None:
+        if self.ref.when(module, self.options or {}):
+            self.built().apply(ctx, module)
+
+
 #: (context, pipeline) -> its PassManager. A pass manager keeps its passes initialised (for
 #: ``canonicalize``: the frozen set of every loaded dialect's patterns, most of its run time on a
 #: small kernel) for as long as the context's dialects do not change, so kernc reuses one per

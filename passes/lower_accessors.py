@@ -44,6 +44,7 @@ This module holds the pass and its dispatch on the accessor kind: each kind's re
 from __future__ import annotations
 
 import dataclasses
+import importlib
 
 from dataclasses import dataclass
 
@@ -54,14 +55,7 @@ from kernc.support.errors import CompileError, Diagnostic, InternalCompilerError
 from kernc.support.mlir import ir
 
 from . import ir_builder as b
-from . import lower_accessors_pair as pair
-from . import lower_accessors_per_thread as per_thread
-from . import lower_accessors_shared as shared
-from . import lower_accessors_shared_sum as shared_sum
-from . import lower_accessors_sum as sums
-from . import lower_accessors_unique as unique
 from .base import Pass, functions, walk_ops
-from .lower_accessors_block import tid_values
 from .to_gpu import GUARD_ATTR
 from .workgroup import KernelContext, source_location
 
@@ -73,13 +67,19 @@ from .workgroup import KernelContext, source_location
 #:   read before the guard and leaves each thread's values in its private slot;
 #: - ``update(kc, acc, values, t, tid, blk, p)`` (block-wide updates): reduces or exchanges the
 #:   threads' values after the guard.
-LOWERINGS = {m.__name__.rpartition(".")[2]: m for m in (per_thread, shared, shared_sum, unique, pair, sums)}
+#:
+#: Each is imported when a kernel first holds an op of one of its kinds (a first run compiles the
+#: source of the modules it imports: a saxpy needs the per-thread one only).
+LOWERINGS = ("lower_accessors_per_thread", "lower_accessors_shared", "lower_accessors_shared_sum",
+             "lower_accessors_unique", "lower_accessors_pair", "lower_accessors_sum")
 
 
 def lowering(kind: accessors.AccessorKind):
-    """The module that lowers the ops of accessor ``kind`` (:data:`LOWERINGS`); ``KeyError`` for a
-    kind without accessor ops (``view``)."""
-    return LOWERINGS[kind.lowering]
+    """The module that lowers the ops of accessor ``kind`` (:data:`LOWERINGS`, imported on first
+    use); ``KeyError`` for a kind without accessor ops (``view``)."""
+    if kind.lowering not in LOWERINGS:
+        raise KeyError(kind.lowering)
+    return importlib.import_module(f"{__package__}.{kind.lowering}")
 
 
 _ACCESSORS_AND_IFS = set(ACCESSOR_OPS) | {"scf.if"}
@@ -257,6 +257,8 @@ def _hoist_before_guard(kc: KernelContext, values) -> None:
 def _block_read(kc: KernelContext, acc: Access) -> list:
     nres = len(acc.values)
     _hoist_before_guard(kc, acc.args)
+    from .lower_accessors_block import tid_values
+
     with ir.InsertionPoint(kc.guard):
         slot = b.alloca(acc.compute, nres)
         t, tid, blk, p = tid_values()
@@ -281,6 +283,10 @@ def _block_update(kc: KernelContext, acc: Access) -> None:
     adding a value that is ``-w`` on one path and ``0`` on the other (a ``phi`` it cannot fold: one
     more ``FADD`` and one more initialised register). The CPU interpreter runs the same
     ``negf`` and ``addf`` on the same values: bitwise the same results."""
+    from . import lower_accessors_pair as pair
+    from . import lower_accessors_sum as sums
+    from .lower_accessors_block import tid_values
+
     n = len(acc.values)
     derived = pair.negations(acc.values) if acc.kind is accessors.PAIR else {}
     kept = [i for i in range(n) if i not in derived]

@@ -94,7 +94,6 @@ then each of those reasons is a ``CompileError`` located at the attribute (the s
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -106,7 +105,7 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
 from .base import Pass, internal, option
-from .targets import PTX_VERSION
+from .targets import MMA_MIN_SM, PTX_VERSION, sm_number
 from .tile_contractions import (_Analysis, _analysed_kernels, _clone, _hoistable, _mapped_to_tiles, _product, _slice,
                                 _slot_position, _split, collapse_nest, flat_extents)
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
@@ -116,10 +115,8 @@ gpu = dialect("gpu")
 nvgpu = lazy_dialect("nvgpu")
 vector = lazy_dialect("vector")
 
-#: The first architecture with ``mma.sync.aligned.m16n8k16`` for f16/bf16 and ``ldmatrix``
-#: (PTX ISA, "Warp-level matrix multiply-accumulate instructions": ``sm_80`` for ``.bf16`` and
-#: m16n8k16; ``ldmatrix`` needs ``sm_75``).
-MIN_SM = 80
+#: The first architecture with ``mma.sync`` m16n8k16 for f16/bf16 (``targets.MMA_MIN_SM``).
+MIN_SM = MMA_MIN_SM
 #: Elements each staged 16-bit row is padded by (16 bytes of f16; see the module docstring, step 2);
 #: rows of other element types are padded by 16 bytes too (:attr:`MmaKind.pad`).
 PAD = 8
@@ -188,14 +185,6 @@ KINDS = {
 #: addresses (about 210 registers at 256 threads, ptxas -v); 512 threads would leave 128 (65536
 #: registers per block) and spill.
 MAX_BLOCK = 256
-
-
-def sm_number(arch: str) -> int:
-    """``80`` of ``"sm_80"``, ``90`` of ``"sm_90a"``; ``ValueError`` for another spelling."""
-    m = re.fullmatch(r"sm_(\d+)a?", arch)
-    if not m:
-        raise ValueError(f"not an SM architecture: {arch!r}")
-    return int(m.group(1))
 
 
 @dataclass(frozen=True)

@@ -12,81 +12,71 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .attach_target import AttachTarget
-from .bare_ptr_abi import BarePointerABI
-from .base import Pass, UpstreamPass
-from .coalesce_views import CoalesceViews
-from .contract_fma import ContractFMA
-from .convert_gpu_to_nvvm import ConvertGpuToNVVM, compiler_pipeline
-from .dedup_attributes import DedupAttributes
-from .fold_divisions import FoldDivisions
-from .fold_layouts import FoldLayouts
-from .fold_range_checks import FoldRangeChecks
-from .gpu_module_to_binary import SerializeToPTX
-from .libdevice_to_intrinsics import LibdeviceToIntrinsics
-from .lower_accessors import LowerAccessors
-from .lower_builtins import LowerBuiltins
-from .lower_divisions import LowerDivisions
-from .lower_fma import LowerFMA
-from .lower_layouts import LowerLayouts
-from .lower_views import LowerViews
-from .map_groups import MapGroups
-from .mma_contractions import MmaContractions
-from .privatize_atomics import PrivatizeAtomics
-from .reduce_iv_divisions import ReduceIVDivisions
-from .relax_atomics import RelaxAtomics
-from .select_to_branch import SelectToBranch
-from .specialize_nonneg_scalars import SpecializeNonnegScalars
-from .tile_contractions import TileContractions
-from .to_gpu import OutlineToGpu
-from .verify import VerifyKern
-from .wgmma_contractions import WgmmaContractions
+from . import holds
+from .base import Pass, PassRef, UpstreamPass
 
 #: The passes of each stage, in the order they run. The stage functions below build them (leaving
 #: out the optional ones that are off), and ``kernc opt`` names every kernc pass of these lists
-#: (``passes/registry.py``): one list for both, so a new pass is added once, here.
-KERN_TO_GPU: tuple[type[Pass], ...] = (
-    VerifyKern,
-    FoldLayouts,
-    OutlineToGpu,
-    MapGroups,                # reductions across items (issue 21): a warp or block per group
-    LowerAccessors,
-    WgmmaContractions,        # optional: tensor_cores and wgmma (kernc compile --no-wgmma); sm_90a only
-    MmaContractions,          # optional: tensor_cores=True (kernc compile --no-tensor-cores turns it off)
-    TileContractions,         # optional: tile=True (kernc compile --no-tile turns it off)
-    CoalesceViews,            # optional: coalesce=True (kernc compile --no-coalesce turns it off)
-    PrivatizeAtomics,         # optional: privatize=True (kernc compile --no-privatize turns it off)
-    LowerViews,
-    LowerLayouts,
-    FoldDivisions,
-    ReduceIVDivisions,
-    FoldRangeChecks,
-    LowerDivisions,
-    LowerBuiltins,
-    ContractFMA,              # optional: fmad=True (kernc compile --fmad)
+#: (``passes/registry.py``): one list for both, so a new pass is added once, here. Each is named
+#: by its pass name and class (its module is named after the pass, :class:`PassRef`); a pass with
+#: a check of ``passes/holds.py`` is imported and run only on a module that holds something for it
+#: (most kernels have no contraction, reduction across items or atomic update: a first run then
+#: compiles none of those modules' source).
+KERN_TO_GPU: tuple[PassRef, ...] = (
+    PassRef("kern-verify", "VerifyKern"),
+    PassRef("kern-fold-layouts", "FoldLayouts"),
+    PassRef("kern-to-gpu", "OutlineToGpu"),
+    # reductions across items (issue 21): a warp or block per group
+    PassRef("kern-map-groups", "MapGroups", holds.group_reductions),
+    PassRef("kern-lower-accessors", "LowerAccessors"),
+    # optional: tensor_cores and wgmma (kernc compile --no-wgmma); sm_90a only
+    PassRef("kern-wgmma-contractions", "WgmmaContractions", holds.contraction_loops),
+    # optional: tensor_cores=True (kernc compile --no-tensor-cores turns it off)
+    PassRef("kern-mma-contractions", "MmaContractions", holds.contraction_loops),
+    # optional: tile=True (kernc compile --no-tile turns it off)
+    PassRef("kern-tile-contractions", "TileContractions", holds.contraction_loops),
+    # optional: coalesce=True (kernc compile --no-coalesce turns it off)
+    PassRef("kern-coalesce-views", "CoalesceViews", holds.nd_view_accesses),
+    # optional: privatize=True (kernc compile --no-privatize turns it off)
+    PassRef("kern-privatize-atomics", "PrivatizeAtomics", holds.view_atomics),
+    PassRef("kern-lower-views", "LowerViews"),
+    PassRef("kern-lower-layouts", "LowerLayouts"),
+    PassRef("kern-fold-divisions", "FoldDivisions", holds.divisions),
+    PassRef("kern-reduce-iv-divisions", "ReduceIVDivisions", holds.divisions),
+    PassRef("kern-fold-range-checks", "FoldRangeChecks"),
+    PassRef("kern-lower-divisions", "LowerDivisions", holds.divisions),
+    PassRef("kern-lower-builtins", "LowerBuiltins"),
+    PassRef("kern-contract-fma", "ContractFMA"),          # optional: fmad=True (kernc compile --fmad)
 )
 #: After these kernc passes, ``kern_to_gpu`` runs the upstream cleanups.
 KERN_TO_GPU_CLEANUP = ("canonicalize", "cse")
 #: Run right after kern-tile-contractions when it is scheduled (see kern_to_gpu).
 TILE_CLEANUP = "cse"
-GPU_TO_LLVM: tuple[type[Pass], ...] = (
-    SpecializeNonnegScalars,  # optional: the PTX variant for index scalars >= 0
-    BarePointerABI,
-    LowerFMA,
-    SelectToBranch,
-    ConvertGpuToNVVM,         # upstream convert-gpu-to-nvvm, workgroup globals renamed around it
-    DedupAttributes,
-    RelaxAtomics,
-    LibdeviceToIntrinsics,
-    AttachTarget,
+GPU_TO_LLVM: tuple[PassRef, ...] = (
+    # optional: the PTX variant for index scalars >= 0
+    PassRef("kern-specialize-nonneg-scalars", "SpecializeNonnegScalars"),
+    PassRef("kern-bare-ptr-abi", "BarePointerABI"),
+    PassRef("kern-lower-fma", "LowerFMA"),
+    PassRef("kern-select-to-branch", "SelectToBranch", holds.selects),
+    # upstream convert-gpu-to-nvvm, workgroup globals renamed around it
+    PassRef("convert-gpu-to-nvvm", "ConvertGpuToNVVM"),
+    PassRef("kern-dedup-attributes", "DedupAttributes"),
+    PassRef("kern-relax-atomics", "RelaxAtomics"),
+    PassRef("kern-libdevice-to-intrinsics", "LibdeviceToIntrinsics"),
+    PassRef("kern-attach-target", "AttachTarget"),
 )
-LLVM_TO_PTX: tuple[type[Pass], ...] = (SerializeToPTX,)
+LLVM_TO_PTX: tuple[PassRef, ...] = (PassRef("gpu-module-to-binary", "SerializeToPTX"),)
 
 
 def _build(stage: tuple, options: dict, off: set) -> list[Pass]:
-    """The passes of ``stage`` but those in ``off``, each built with its ``options`` (a dict of
-    field values; the others keep their defaults)."""
-    return [cls(**options.get(cls, {})) for cls in stage if cls not in off]
+    """The passes of ``stage`` but those named in ``off``, each built with its ``options`` (pass
+    name -> a dict of field values; the others keep their defaults; :meth:`PassRef.build`)."""
+    return [ref.build(options.get(ref.name, {})) for ref in stage if ref.name not in off]
+
+
+def _ref(stage: tuple, name: str) -> PassRef:
+    """The :class:`PassRef` named ``name`` in ``stage``."""
+    return next(ref for ref in stage if ref.name == name)
 
 
 @dataclass(frozen=True)
@@ -136,41 +126,46 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     compile --no-async-copy`` turns it off: plain loads); ``tma``: ``kern-wgmma-contractions``' TMA
     loads of eligible tiles (``--tma``); ``rolled_staging``: ``kern-mma-contractions`` stages in a loop
     over the rounds of slots (the build of the 64-bit ``index`` variant)."""
-    off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
-                               (MmaContractions, tensor_cores), (WgmmaContractions, tensor_cores and wgmma),
-                               (PrivatizeAtomics, privatize)) if not on}
+    off = {name for name, on in (("kern-coalesce-views", coalesce), ("kern-contract-fma", fmad),
+                                 ("kern-tile-contractions", tile), ("kern-mma-contractions", tensor_cores),
+                                 ("kern-wgmma-contractions", tensor_cores and wgmma),
+                                 ("kern-privatize-atomics", privatize)) if not on}
     groups = {"remarks": remarks} if group_registers else {"remarks": remarks, "registers": 0}
-    passes = _build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks, "arch": arch,
-                                                                      "async_copy": async_copy},
-                                  MmaContractions: {"remarks": remarks, "arch": arch, "tile_attr": tile,
-                                                    "rolled_staging": rolled_staging},
-                                  WgmmaContractions: {"remarks": remarks, "arch": arch, "tma": tma, "tile_attr": tile},
-                                  PrivatizeAtomics: {"remarks": remarks},
-                                  LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
-                    off)
+    passes = _build(KERN_TO_GPU, {
+        "kern-coalesce-views": {"remarks": remarks},
+        "kern-tile-contractions": {"remarks": remarks, "arch": arch, "async_copy": async_copy},
+        "kern-mma-contractions": {"remarks": remarks, "arch": arch, "tile_attr": tile,
+                                  "rolled_staging": rolled_staging},
+        "kern-wgmma-contractions": {"remarks": remarks, "arch": arch, "tma": tma, "tile_attr": tile},
+        "kern-privatize-atomics": {"remarks": remarks},
+        "kern-lower-accessors": {"stage_shared": shared},
+        "kern-map-groups": groups,
+    }, off)
     if tile:
         # A tiled contraction repeats index arithmetic across its micro-tile's items and its
         # staging (conv2d_fwd: 627 ops out of the pass, 446 after this cse); merged before the
         # passes after it (kern-lower-divisions expands each division into ~30 ops), they have
         # less to do and LLVM less to clean up. (When the staging was unrolled per slot the cse
         # took conv2d_fwd's 282 divisions to 154: docs/compile-time.md)
-        at = next(i for i, p in enumerate(passes) if isinstance(p, TileContractions)) + 1
+        at = next(i for i, p in enumerate(passes) if p.name == "kern-tile-contractions") + 1
         passes.insert(at, UpstreamPass(TILE_CLEANUP))
         if fmad:
             # ... but a product the items of a row share (a[i, k] * s) would be merged into one with
             # several uses, which kern-contract-fma leaves unfused: contracted first, per item, as
             # in the untiled kernel (tiled and untiled stay bitwise equal under --fmad)
-            passes.insert(at, ContractFMA())
+            passes.insert(at, _ref(KERN_TO_GPU, "kern-contract-fma").build({}))
     return passes + [UpstreamPass(p) for p in KERN_TO_GPU_CLEANUP]
 
 
 def gpu_to_llvm(opts: TargetOptions) -> list[Pass]:
     """gpu IR -> NVVM (LLVM dialect) with the target attached (:data:`GPU_TO_LLVM`)."""
+    from .convert_gpu_to_nvvm import compiler_pipeline
+
     return _build(GPU_TO_LLVM, {
-        BarePointerABI: {"index_bits": opts.index_bits, "align": opts.align},
-        ConvertGpuToNVVM: {"pipeline": compiler_pipeline(opts.index_bits)},
-        AttachTarget: {"chip": opts.arch, "opt_level": opts.opt_level, "libdevice": opts.libdevice},
-    }, set() if opts.nonneg_scalars else {SpecializeNonnegScalars})
+        "kern-bare-ptr-abi": {"index_bits": opts.index_bits, "align": opts.align},
+        "convert-gpu-to-nvvm": {"pipeline": compiler_pipeline(opts.index_bits)},
+        "kern-attach-target": {"chip": opts.arch, "opt_level": opts.opt_level, "libdevice": opts.libdevice},
+    }, set() if opts.nonneg_scalars else {"kern-specialize-nonneg-scalars"})
 
 
 def llvm_to_ptx() -> list[Pass]:

@@ -16,10 +16,10 @@ from .base import Pass, UpstreamPass
 from .convert_gpu_to_nvvm import ConvertGpuToNVVM
 from .gpu_module_to_binary import SerializeToPTX
 
-#: Every kernc pass by name, in pipeline order.
+#: Every kernc pass by name, in pipeline order (``kernc opt`` imports them all).
 KERN_PASSES: dict[str, type[Pass]] = {
     cls.name: cls
-    for cls in (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX)
+    for cls in (ref.cls for ref in (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX))
     if not issubclass(cls, UpstreamPass)
 }
 

@@ -18,6 +18,23 @@ PTX_VERSION = {
 
 #: The targets with warpgroup ``wgmma`` (PTX ISA 9.7.15: ``sm_90a``; kern-wgmma-contractions).
 WGMMA_ARCHS = ("sm_90a",)
+#: The first architecture with ``mma.sync.aligned.m16n8k16`` for f16/bf16 and ``ldmatrix``
+#: (PTX ISA, "Warp-level matrix multiply-accumulate instructions": ``sm_80`` for ``.bf16`` and
+#: m16n8k16; ``ldmatrix`` needs ``sm_75``; kern-mma-contractions).
+MMA_MIN_SM = 80
+#: The first architecture with ``cp.async`` (PTX ISA 9.7.9.25.3.1, "cp.async": ``sm_80`` and later;
+#: kern-tile-contractions).
+ASYNC_COPY_SM = 80
+
+
+def sm_number(arch: str) -> int:
+    """``80`` of ``"sm_80"``, ``90`` of ``"sm_90a"``; ``ValueError`` for another spelling."""
+    import re
+
+    m = re.fullmatch(r"sm_(\d+)a?", arch)
+    if not m:
+        raise ValueError(f"not an SM architecture: {arch!r}")
+    return int(m.group(1))
 
 
 def ptx_features(arch: str) -> str:

@@ -127,15 +127,13 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 from . import ir_builder as b
 from .base import Pass, functions, internal, option, walk_ops
 from .lower_views import in_bounds_value, offset_value
-from .targets import PTX_VERSION
+from .targets import ASYNC_COPY_SM, PTX_VERSION  # (cp.async from ASYNC_COPY_SM)
 from .to_gpu import GUARD_ATTR
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
 nvgpu = lazy_dialect("nvgpu")  # (cp.async only: loaded when a tile is staged with it)
 
-#: The first architecture with ``cp.async`` (PTX ISA 9.7.9.25.3.1, "cp.async": ``sm_80`` and later).
-ASYNC_COPY_SM = 80
 #: The element sizes (bytes) one ``cp.async`` copies (its ``cp-size``: 4, 8 or 16; ``.cg`` 16 only).
 ASYNC_COPY_BYTES = (4, 8, 16)
 

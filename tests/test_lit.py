@@ -37,7 +37,7 @@ def test_every_pass_of_the_pipeline_has_a_lit_test_named_after_it():
 
     lit_dir = os.path.join(ROOT, "tests", "lit", "passes")
     missing, not_run = [], []
-    for cls in (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX):
+    for cls in (ref.cls for ref in (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX)):
         stem = _lit_name(cls)
         files = [f"{stem}{ext}" for ext in (".mlir", ".kern") if os.path.isfile(os.path.join(lit_dir, stem + ext))]
         if not files:

@@ -111,14 +111,21 @@ def _pass_name(cls) -> str:
 
 
 def _pipeline_comments() -> dict[str, str]:
-    """The comments beside the classes in ``passes/pipeline.py``'s lists (``# optional: ...``)."""
+    """The comments of the entries of ``passes/pipeline.py``'s lists (``# optional: ...``), by class
+    name: the comment beside an entry, else the comment lines just above it."""
     from kernc.passes import pipeline
 
-    out = {}
+    out, above = {}, []
     for line in inspect.getsource(pipeline).splitlines():
-        m = re.match(r"\s+([A-Za-z]+),\s*#\s*(.*)", line)
+        m = re.match(r'\s+PassRef\("[^"]+", "([A-Za-z]+)"[^#]*(?:#\s*(.*))?$', line)
         if m:
-            out[m.group(1)] = m.group(2)
+            text = m.group(2) or " ".join(above)
+            if text:
+                out[m.group(1)] = text
+            above = []
+        else:
+            c = re.match(r"\s+#\s*(.*)", line)
+            above = above + [c.group(1)] if c else []
     return out
 
 
@@ -161,14 +168,15 @@ def pass_pages() -> dict[str, str]:
     stages = (("kern IR -> gpu IR (`kern_to_gpu`)", pipeline.KERN_TO_GPU),
               ("gpu IR -> NVVM/LLVM IR (`gpu_to_llvm`)", pipeline.GPU_TO_LLVM),
               ("NVVM -> PTX (`llvm_to_ptx`)", pipeline.LLVM_TO_PTX))
+    stages = tuple((stage, tuple(ref.cls for ref in refs), refs) for stage, refs in stages)
     pages, index = {}, ["# Passes\n",
                         "Every pass of the pipeline, in the order it runs (`passes/pipeline.py`: the "
                         "one list that both the compiler and `kernc opt --passes` read). Each page is "
                         "made from the pass's docstrings and its lit test when the site is built.\n"]
     toc = []
-    for stage, classes in stages:
+    for stage, classes, refs in stages:
         index.append(f"\n## {stage}\n\n| # | pass | what it does |\n|---|---|---|")
-        if classes is pipeline.KERN_TO_GPU:
+        if refs is pipeline.KERN_TO_GPU:
             after = ", ".join(f"`{p}`" for p in pipeline.KERN_TO_GPU_CLEANUP)
         for i, cls in enumerate(classes, 1):
             name = _pass_name(cls)
@@ -177,7 +185,7 @@ def pass_pages() -> dict[str, str]:
             index.append(f"| {i} | [`{name}`]({name}.md) | {_cell(summary)}{_cell(note)} |")
             toc.append(name)
             pages[f"{name}.md"] = _pass_page(cls, name, summary, stage, note, Pass)
-        if classes is pipeline.KERN_TO_GPU:
+        if refs is pipeline.KERN_TO_GPU:
             index.append(f"\nThen the upstream cleanups {after}.")
     index.append("\n```{toctree}\n:hidden:\n\n" + "\n".join(toc) + "\n```\n")
     pages["index.md"] = "\n".join(index)

@@ -91,7 +91,7 @@ def test_every_pass_page_shows_the_pass_s_own_lit_test(site):
     file exists): the docs extension finds it by the same name."""
     from kernc.passes import pipeline
 
-    for cls in (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX):
+    for cls in (ref.cls for ref in (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX)):
         name = cls.__dict__.get("name") or cls.__module__.rsplit(".", 1)[-1].replace("_", "-")
         text = _text(site, f"_generated/passes/{name}.html")
         assert "no lit test of its own" not in text, name

@@ -38,10 +38,10 @@ def test_the_architecture_doc_lists_the_pipeline_in_order():
     documented = _documented()
     assert list(documented) == ["KERN_TO_GPU", "GPU_TO_LLVM", "LLVM_TO_PTX"]
     kern_to_gpu = []
-    for c in pipeline.KERN_TO_GPU:
+    for c in (ref.cls for ref in pipeline.KERN_TO_GPU):
         kern_to_gpu.append(_doc_name(c))
         if c is TileContractions:  # its cleanup, scheduled with it
             kern_to_gpu.append(pipeline.TILE_CLEANUP)
     assert documented["KERN_TO_GPU"] == kern_to_gpu + list(pipeline.KERN_TO_GPU_CLEANUP)
-    assert documented["GPU_TO_LLVM"] == [_doc_name(c) for c in pipeline.GPU_TO_LLVM]
-    assert documented["LLVM_TO_PTX"] == [_doc_name(c) for c in pipeline.LLVM_TO_PTX]
+    assert documented["GPU_TO_LLVM"] == [_doc_name(ref.cls) for ref in pipeline.GPU_TO_LLVM]
+    assert documented["LLVM_TO_PTX"] == [_doc_name(ref.cls) for ref in pipeline.LLVM_TO_PTX]

@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from kernc.passes import pipeline, registry
-from kernc.passes.base import Pass, UpstreamPass
+from kernc.passes import holds, pipeline, registry
+from kernc.passes.base import OnDemand, Pass, UpstreamPass
 
 PASSES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "passes")
 #: The modules of passes/ that hold no pass: the pass machinery and what several passes share.
-SUPPORT = {"__init__", "base", "registry", "pipeline", "ir_builder", "llvm_ops", "index_facts",
+SUPPORT = {"__init__", "base", "registry", "pipeline", "holds", "ir_builder", "llvm_ops", "index_facts",
            "targets", "workgroup"}
 
 
@@ -29,7 +29,8 @@ def _module_of(cls) -> str:
     return name.replace("-", "_")
 
 
-ALL = (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX)
+REFS = (*pipeline.KERN_TO_GPU, *pipeline.GPU_TO_LLVM, *pipeline.LLVM_TO_PTX)
+ALL = tuple(ref.cls for ref in REFS)
 
 
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
@@ -47,22 +48,52 @@ def test_every_module_of_passes_is_a_pass_a_part_of_one_or_support():
         assert name in pass_modules or name in SUPPORT or owner is not None, f
 
 
+def _kind(p) -> type:
+    """The class of a built pass: an :class:`OnDemand` stands for its pass's."""
+    return p.ref.cls if isinstance(p, OnDemand) else type(p)
+
+
 def test_the_registry_is_the_pipeline_s_kernc_passes():
+    from kernc.passes.contract_fma import ContractFMA
+    from kernc.passes.tile_contractions import TileContractions
+
     assert list(registry.KERN_PASSES.values()) == [c for c in ALL if not issubclass(c, UpstreamPass)]
     opts = pipeline.TargetOptions(nonneg_scalars=True)
     built = (pipeline.kern_to_gpu(coalesce=True, fmad=True) + pipeline.gpu_to_llvm(opts)
              + pipeline.llvm_to_ptx())
-    kinds = [type(p) for p in built if type(p) is not UpstreamPass]
+    kinds = [_kind(p) for p in built if type(p) is not UpstreamPass]
     # under --fmad kern-contract-fma also runs right after kern-tile-contractions, before its cse
-    at = kinds.index(pipeline.TileContractions)
-    assert kinds[at + 1] is pipeline.ContractFMA and kinds.count(pipeline.ContractFMA) == 2
+    at = kinds.index(TileContractions)
+    assert kinds[at + 1] is ContractFMA and kinds.count(ContractFMA) == 2
     assert kinds[:at + 1] + kinds[at + 2:] == list(ALL)
-    assert pipeline.ContractFMA not in [type(p) for p in pipeline.kern_to_gpu()]
+    assert ContractFMA not in [_kind(p) for p in pipeline.kern_to_gpu()]
     assert [p.name for p in pipeline.kern_to_gpu()][-2:] == ["canonicalize", "cse"]
     off = pipeline.kern_to_gpu(coalesce=False)
     assert "kern-coalesce-views" not in [p.name for p in off] and "kern-contract-fma" not in [p.name for p in off]
     assert "kern-tile-contractions" in [p.name for p in off]
     assert "kern-tile-contractions" not in [p.name for p in pipeline.kern_to_gpu(tile=False)]
+
+
+@pytest.mark.parametrize("ref", REFS, ids=lambda r: r.name)
+def test_each_stage_entry_names_its_pass_without_importing_it(ref):
+    """A stage list names a pass by name and class (``PassRef``), its module following from the
+    name: the name is the pass's own (an upstream wrapper's: the upstream pass it runs)."""
+    cls = ref.cls
+    assert cls.__name__ == ref.cls_name and cls.__module__ == ref.module
+    if issubclass(cls, UpstreamPass):
+        assert ref.name in cls().pipeline
+    else:
+        assert ref.name == cls.name
+
+
+def test_a_pass_with_a_check_is_built_when_applied_and_has_the_pipeline_s_options():
+    """kern-tile-contractions has a check (``passes/holds.py``): the stage holds an ``OnDemand``
+    with its options, whose pass is the one ``kernc opt`` builds with the same options."""
+    (tile,) = [p for p in pipeline.kern_to_gpu(arch="sm_80") if p.name == "kern-tile-contractions"]
+    assert isinstance(tile, OnDemand) and tile.ref.when is holds.contraction_loops
+    assert tile.built() == tile.ref.cls(**tile.options) and tile.built().arch == "sm_80"
+    (named,) = registry.parse_pipeline("kern-tile-contractions{arch=sm_80}")
+    assert named.arch == tile.built().arch and named.block_m == tile.built().block_m
 
 
 @pytest.mark.parametrize("cls", list(registry.KERN_PASSES.values()), ids=lambda c: c.name)
@@ -90,7 +121,7 @@ def test_the_option_defaults_are_the_pipeline_s():
     (named,) = registry.parse_pipeline("kern-bare-ptr-abi")
     assert named.index_bits == abi.index_bits == target.index_bits == 32
     (lower,) = [p for p in pipeline.kern_to_gpu() if p.name == "kern-lower-divisions"]
-    assert registry.parse_pipeline("kern-lower-divisions")[0] == lower
+    assert registry.parse_pipeline("kern-lower-divisions")[0] == lower.built()
 
 
 def test_options_are_the_dataclass_fields():

@@ -87,8 +87,8 @@ def _with_drop(monkeypatch, what: str) -> Module:
     def patched(**kw):
         passes = build(**kw)
         for p in passes:
-            if p.name == "kern-tile-contractions":
-                p.drop_sync = what
+            if p.name == "kern-tile-contractions":  # (an OnDemand: the pass it builds)
+                p.built().drop_sync = what
         return passes
     monkeypatch.setattr(pipeline, "kern_to_gpu", patched)
     return _module(GEMM)
@@ -104,8 +104,8 @@ def test_single_buffered_staging_is_a_loop_over_rounds_and_bitwise_equal(monkeyp
     def patched(**kw):
         passes = build(**kw)
         for p in passes:
-            if p.name == "kern-tile-contractions":
-                p.double_buffer = False
+            if p.name == "kern-tile-contractions":  # (an OnDemand: the pass it builds)
+                p.built().double_buffer = False
         return passes
     monkeypatch.setattr(pipeline, "kern_to_gpu", patched)
     single = _module(GEMM)

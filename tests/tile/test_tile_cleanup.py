@@ -33,7 +33,7 @@ def _names(passes) -> list[str]:
 
 def test_the_cleanup_follows_the_tiling_pass_only_when_it_is_scheduled():
     on = pipeline.kern_to_gpu()
-    at = next(i for i, p in enumerate(on) if isinstance(p, TileContractions))
+    at = next(i for i, p in enumerate(on) if p.name == TileContractions.name)
     assert isinstance(on[at + 1], UpstreamPass) and on[at + 1].pipeline == pipeline.TILE_CLEANUP == "cse"
     off = _names(pipeline.kern_to_gpu(tile=False))
     # without the tiling pass: the pipeline as before (its own cleanups at the end only)
