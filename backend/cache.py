@@ -322,7 +322,7 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
 def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: bool = False, tile: bool = True,
                     shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                     group_registers: bool = True, wgmma: bool = False,
-                    async_copy: bool = True, tma: bool = False) -> tuple:
+                    async_copy: bool = True, tma: bool = False, tma_stages: int = 2) -> tuple:
     """The compile options that can change the gpu IR *or the diagnostics* of a compile (its errors:
     a ``gpu`` entry means "this source compiled with these options"), as ``includes`` pairs of
     :func:`front_key`. Each flag is the option as the user gave it, not what it amounts to on
@@ -330,7 +330,7 @@ def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: boo
     it, though both build the same IR. ``arch`` (the exact target; ``None``: not part of the key) is
     in the key because the passes decide by it (tensor cores, ``cp.async``, ``wgmma``) and their
     errors name it. ``wgmma``/``tma``: the options as given (``CompileOptions`` defaults
-    ``wgmma=True``). Empty for the defaults without ``arch``."""
+    ``wgmma=True``); ``tma_stages`` when not the default 2. Empty for the defaults without ``arch``."""
     return ((() if arch is None else (("--arch", str(arch)),))
             + (() if coalesce else (("--no-coalesce", ""),))
             + ((("--fmad", ""),) if fmad else ())
@@ -341,7 +341,8 @@ def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: boo
             + (() if group_registers else (("--no-group-registers", ""),))
             + ((("--wgmma", ""),) if wgmma else ())
             + (() if async_copy else (("--no-async-copy", ""),))
-            + ((("--tma", ""),) if tma else ()))
+            + ((("--tma", ""),) if tma else ())
+            + (() if tma_stages == 2 else (("--tma-stages", str(tma_stages)),)))
 
 
 def ptx_key(front: str, arch: str, opt_level: int, variant: Variant | int) -> str:

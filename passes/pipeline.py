@@ -116,7 +116,7 @@ class TargetOptions:
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
                 shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                 group_registers: bool = True, arch: str = "sm_90", wgmma: bool = True,
-                async_copy: bool = True, tma: bool = False) -> list[Pass]:
+                async_copy: bool = True, tma: bool = False, tma_stages: int = 2) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -134,7 +134,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     too; ``kernc compile --no-wgmma``); ``async_copy``: the tiles of
     ``kern-tile-contractions`` staged with ``cp.async`` on ``arch`` ``sm_80`` and later (``kernc
     compile --no-async-copy`` turns it off: plain loads); ``tma``: ``kern-wgmma-contractions``' TMA
-    loads of eligible tiles (``--tma``)."""
+    loads of eligible tiles (``--tma``), in ``tma_stages`` pipeline stages (``--tma-stages``)."""
     off = {cls for cls, on in ((CoalesceViews, coalesce), (ContractFMA, fmad), (TileContractions, tile),
                                (MmaContractions, tensor_cores), (WgmmaContractions, tensor_cores and wgmma),
                                (PrivatizeAtomics, privatize)) if not on}
@@ -142,7 +142,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     passes = _build(KERN_TO_GPU, {CoalesceViews: {"remarks": remarks}, TileContractions: {"remarks": remarks, "arch": arch,
                                                                       "async_copy": async_copy},
                                   MmaContractions: {"remarks": remarks, "arch": arch, "tile_attr": tile},
-                                  WgmmaContractions: {"remarks": remarks, "arch": arch, "tma": tma, "tile_attr": tile},
+                                  WgmmaContractions: {"remarks": remarks, "arch": arch, "tma": tma, "tma_stages": tma_stages, "tile_attr": tile},
                                   PrivatizeAtomics: {"remarks": remarks},
                                   LowerAccessors: {"stage_shared": shared}, MapGroups: groups},
                     off)
