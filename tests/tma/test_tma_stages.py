@@ -262,3 +262,26 @@ def test_ptxas_takes_the_stages_without_spills(kind, block_n, stages, smem):
     assert res.spills["gemm"] == (0, 0)
     assert f"{smem} bytes smem" in res.log  # tma_bytes: the tiles and the mbarriers
     print(kind, block_n, stages, "stages:", res.registers["gemm"], "registers,", smem, "bytes of workgroup memory")
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+def test_a_launch_binds_the_map_of_the_staged_tiles(elem):
+    """Through ``kernc.compile`` (the launcher encodes a's map from the signature: the box is one
+    stage's 64x64): 2 stages bitwise the build without TMA, several tiles per block's grid."""
+    from tma_stage_helpers import GEMM, dtype_of
+
+    src = GEMM.replace("T[", f"{elem}[")
+    mod = kernc.compile(src, filename="g.kern", arch="sm_90a", tma=True, tma_stages=2)
+    assert mod._compilation.signatures["gemm"].extra[0].tensor_map["box"] == [64, 64]
+    assert "memref<2xi64, #gpu.address_space<workgroup>>" in mod._compilation.gpu_ir()
+    ref = kernc.compile(src, filename="g.kern", arch="sm_90a")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((130, 200)).astype(dtype_of(elem))
+    b = rng.standard_normal((200, 63)).astype(dtype_of(elem))
+    c, want = np.full((130, 63), np.nan, np.float32), np.full((130, 63), np.nan, np.float32)
+    from kernc.backend import binding, cpu
+
+    assert binding.bind(mod.gemm.signature, (a, b, c), {}, cpu.is_host_array, "cpu").no_tma is None  # TMA runs
+    mod.gemm(a, b, c)
+    ref.gemm(a, b, want)
+    np.testing.assert_array_equal(c.view(np.uint32), want.view(np.uint32))
