@@ -285,3 +285,27 @@ def test_a_launch_binds_the_map_of_the_staged_tiles(elem):
     mod.gemm(a, b, c)
     ref.gemm(a, b, want)
     np.testing.assert_array_equal(c.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [2, 3])
+def test_on_a_gpu_the_stages_are_bitwise_the_staged_build(stages):
+    """On an sm_90 device: the driver-encoded map, the copies of the next chunks in flight during a
+    chunk's wgmma, the same bits as the build without TMA (a wait or a barrier the GPU needed and
+    the interpreter did not would show here). Not run here: no GPU."""
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1 or cp.cuda.Device().compute_capability < "90":
+            pytest.skip("needs an sm_90 device")
+    except Exception:  # noqa: BLE001 -- no driver
+        pytest.skip("no CUDA device")
+    from tma_stage_helpers import GEMM
+
+    src = GEMM.replace("T[", "f16[")
+    rng = np.random.default_rng(7)
+    a = cp.asarray(rng.standard_normal((1000, 1032)).astype(np.float16))
+    b = cp.asarray(rng.standard_normal((1032, 700)).astype(np.float16))
+    c1, c2 = cp.full((1000, 700), np.nan, cp.float32), cp.full((1000, 700), np.nan, cp.float32)
+    kernc.compile(src, filename="g.kern", arch="sm_90a", tma=True, tma_stages=stages).gemm(a, b, c1)
+    kernc.compile(src, filename="g.kern", arch="sm_90a").gemm(a, b, c2)
+    np.testing.assert_array_equal(cp.asnumpy(c1).view(np.uint32), cp.asnumpy(c2).view(np.uint32))
