@@ -501,11 +501,11 @@ class _WgmmaRewrite(_Rewrite):
             k0 = chunks.induction_variable
             b.barrier()  # every warpgroup's wgmma of the previous chunk waited for: the tiles are free
             if self.maps:  # the TMA copies first: they land while the other operand is stored
-                ci = b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result  # this chunk's index in the tile
-                g = b.add(g0, ci)
                 if S == 1:  # this chunk's copy, into the one tile
                     self._issue(tma, None, k0, x0, lead)
-                else:  # chunk c+S-1's, into the stage chunk c-1's wgmma (waited for, then the barrier) read
+                ci = b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result  # this chunk's index in the tile
+                g = b.add(g0, ci)
+                if S > 1:  # chunk c+S-1's, into the stage chunk c-1's wgmma (waited for, then the barrier) read
                     ahead = b.and_(lead, b.cmp("slt", b.add(ci, b.idx(S - 1)), tma[5]))
                     self._issue(tma, b.add(g, b.idx(S - 1)), b.add(k0, b.idx((S - 1) * c.bk)), x0, ahead)
             for s, smem in zip((p.a, p.b), (self.smem_a, self.smem_b)):
