@@ -322,7 +322,8 @@ def front_key(source: str, filename: str = "<string>", kernels=None, includes=()
 def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: bool = False, tile: bool = True,
                     shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                     group_registers: bool = True, wgmma: bool = False,
-                    async_copy: bool = True, tma: bool = False, rolled_staging: bool = False) -> tuple:
+                    async_copy: bool = True, tma: bool = False, tma_stages: int = 2,
+                    rolled_staging: bool = False) -> tuple:
     """The compile options that can change the gpu IR *or the diagnostics* of a compile (its errors:
     a ``gpu`` entry means "this source compiled with these options"), as ``includes`` pairs of
     :func:`front_key`. Each flag is the option as the user gave it, not what it amounts to on
@@ -330,8 +331,8 @@ def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: boo
     it, though both build the same IR. ``arch`` (the exact target; ``None``: not part of the key) is
     in the key because the passes decide by it (tensor cores, ``cp.async``, ``wgmma``) and their
     errors name it. ``wgmma``/``tma``: the options as given (``CompileOptions`` defaults
-    ``wgmma=True``). ``rolled_staging``: the 64-bit index build of tensor-core kernels
-    (``Compilation.wide_index``). Empty for the defaults without ``arch``."""
+    ``wgmma=True``); ``tma_stages`` when not the default 2; ``rolled_staging``: the 64-bit index build
+    of tensor-core kernels (``Compilation.wide_index``). Empty for the defaults without ``arch``."""
     return ((() if arch is None else (("--arch", str(arch)),))
             + (() if coalesce else (("--no-coalesce", ""),))
             + ((("--fmad", ""),) if fmad else ())
@@ -343,6 +344,7 @@ def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: boo
             + ((("--wgmma", ""),) if wgmma else ())
             + (() if async_copy else (("--no-async-copy", ""),))
             + ((("--tma", ""),) if tma else ())
+            + (() if tma_stages == 2 else (("--tma-stages", str(tma_stages)),))
             + ((("rolled-staging", ""),) if rolled_staging else ()))
 
 

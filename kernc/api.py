@@ -343,7 +343,7 @@ class Module:
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
             fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
             tensor_cores: bool = True, privatize: bool = True, group_registers: bool = True,
-            wgmma: bool = True, async_copy: bool = True, tma: bool = False) -> Module:
+            wgmma: bool = True, async_copy: bool = True, tma: bool = False, tma_stages: int = 2) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -377,7 +377,8 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     later (``kernc compile --no-async-copy``; the same results, bit for bit). ``tma=True`` loads the
     ``wgmma`` operand tiles that are boxes of their views with the tensor memory accelerator
     (``kernc compile --tma``; opt-in; a launch whose row byte strides are no multiple of 16 runs
-    the ``tma=False`` build).
+    the ``tma=False`` build); ``tma_stages`` (1..8, default 2; ``kernc compile --tma-stages``) is the
+    depth of their copies' pipeline (fewer, with a remark, where the stages do not fit in 48 KiB).
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
@@ -390,7 +391,8 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
                                                              coalesce=coalesce, tile=tile,
                                                              tensor_cores=tensor_cores, privatize=privatize,
                                                              group_registers=group_registers,
-                                                             wgmma=wgmma, async_copy=async_copy, tma=tma)),
+                                                             wgmma=wgmma, async_copy=async_copy, tma=tma,
+                                                             tma_stages=tma_stages)),
                   choose_shared=choose_shared)
 
 
@@ -422,7 +424,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
                  choose_shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                  group_registers: bool = True, wgmma: bool = True, async_copy: bool = True,
-                 tma: bool = False) -> Module:
+                 tma: bool = False, tma_stages: int = 2) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -432,7 +434,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
                    coalesce=coalesce, tile=tile, choose_shared=choose_shared, tensor_cores=tensor_cores,
                    privatize=privatize, group_registers=group_registers, wgmma=wgmma,
-                   async_copy=async_copy, tma=tma)
+                   async_copy=async_copy, tma=tma, tma_stages=tma_stages)
 
 
 def read_source(path) -> str:

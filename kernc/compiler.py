@@ -80,7 +80,9 @@ class CompileOptions:
     --no-async-copy`` turns it off: plain loads and stores).
     ``tma``: in the wgmma contractions, load the operand tiles that are boxes of their views with the
     tensor memory accelerator (``kernc compile --tma``; opt-in; a launch whose strides a tensor map
-    cannot encode runs the ``tma=False`` build, :meth:`Compilation.untma`). ``rolled_staging``:
+    cannot encode runs the ``tma=False`` build, :meth:`Compilation.untma`). ``tma_stages``: the
+    TMA'd tiles' pipeline stages (1..8, default 2; ``kernc compile --tma-stages``; fewer where they do
+    not fit in 48 KiB of workgroup memory, with a remark). ``rolled_staging``:
     ``kern-mma-contractions`` stages its tiles in a loop over the rounds of slots, unrolled by 4,
     instead of holding every round's coordinates across the chunk loop: the build the 64-bit
     ``index`` PTX of a tensor-core kernel comes from (:meth:`Compilation.wide_index`; at 64 bits the
@@ -99,6 +101,7 @@ class CompileOptions:
     tensor_cores: bool = True  # kern-mma-contractions (on sm_80 and later)
     wgmma: bool = True  # kern-wgmma-contractions (on sm_90a; needs tensor_cores)
     tma: bool = False  # kern-wgmma-contractions: eligible operand tiles loaded by TMA (opt-in)
+    tma_stages: int = 2  # kern-wgmma-contractions: the TMA copies' pipeline stages
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
     privatize: bool = True  # kern-privatize-atomics
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
@@ -161,6 +164,8 @@ def validate_options(opts: "CompileOptions") -> None:
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
+    if not _is_int(opts.tma_stages) or not 1 <= opts.tma_stages <= 8:
+        raise ValueError(f"tma_stages must be an integer from 1 to 8, got {opts.tma_stages!r}")
 
 
 def attribute_errors(program, options: "CompileOptions", source: str | None = None) -> None:
@@ -373,6 +378,7 @@ class Compilation:
                                           group_registers=self.options.group_registers,
                                           wgmma=bool(self.options.wgmma), async_copy=bool(self.options.async_copy),
                                           tma=bool(self.options.tma),
+                                          tma_stages=int(self.options.tma_stages) if self.options.tma else 2,
                                           rolled_staging=bool(self.options.rolled_staging))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
@@ -411,6 +417,7 @@ class Compilation:
             else:  # (before sm_80 too: it changes nothing there, but a kernel's @tensor_cores is an error)
                 kw["wgmma"] = bool(self.options.wgmma)
                 kw["tma"] = bool(self.options.tma)
+                kw["tma_stages"] = int(self.options.tma_stages)
             kw["arch"] = self.options.arch  # (tensor cores, cp.async: from sm_80)
             kw["async_copy"] = bool(self.options.async_copy)  # (the pass checks arch: its remark says why not)
             if self.options.rolled_staging:

@@ -165,6 +165,13 @@ class OnDemand(Pass):
     def name(self) -> str:  # type: ignore[override]
         return self.ref.name
 
+    def __setattr__(self, name: str, value) -> None:
+        # a pass option set here would be lost (the pass is built from ``options``): say where it goes
+        if not name.startswith("_") and name not in {f.name for f in fields(self)}:
+            raise AttributeError(f"'{name}' is an option of the pass {self.ref.name}, which this OnDemand "
+                                 "builds on first use: set it on .built()")
+        super().__setattr__(name, value)
+
     def built(self) -> Pass:
         """The pass itself (imported and built on first use)."""
         if self._built is None:

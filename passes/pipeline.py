@@ -106,7 +106,8 @@ class TargetOptions:
 def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: bool = True,
                 shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                 group_registers: bool = True, arch: str = "sm_90", wgmma: bool = True,
-                async_copy: bool = True, tma: bool = False, rolled_staging: bool = False) -> list[Pass]:
+                async_copy: bool = True, tma: bool = False, tma_stages: int = 2,
+                rolled_staging: bool = False) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -124,7 +125,8 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     too; ``kernc compile --no-wgmma``); ``async_copy``: the tiles of
     ``kern-tile-contractions`` staged with ``cp.async`` on ``arch`` ``sm_80`` and later (``kernc
     compile --no-async-copy`` turns it off: plain loads); ``tma``: ``kern-wgmma-contractions``' TMA
-    loads of eligible tiles (``--tma``); ``rolled_staging``: ``kern-mma-contractions`` stages in a loop
+    loads of eligible tiles (``--tma``), in ``tma_stages`` pipeline stages (``--tma-stages``);
+    ``rolled_staging``: ``kern-mma-contractions`` stages in a loop
     over the rounds of slots (the build of the 64-bit ``index`` variant)."""
     off = {name for name, on in (("kern-coalesce-views", coalesce), ("kern-contract-fma", fmad),
                                  ("kern-tile-contractions", tile), ("kern-mma-contractions", tensor_cores),
@@ -136,7 +138,8 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
         "kern-tile-contractions": {"remarks": remarks, "arch": arch, "async_copy": async_copy},
         "kern-mma-contractions": {"remarks": remarks, "arch": arch, "tile_attr": tile,
                                   "rolled_staging": rolled_staging},
-        "kern-wgmma-contractions": {"remarks": remarks, "arch": arch, "tma": tma, "tile_attr": tile},
+        "kern-wgmma-contractions": {"remarks": remarks, "arch": arch, "tma": tma, "tma_stages": tma_stages,
+                                    "tile_attr": tile},
         "kern-privatize-atomics": {"remarks": remarks},
         "kern-lower-accessors": {"stage_shared": shared},
         "kern-map-groups": groups,

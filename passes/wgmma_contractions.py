@@ -48,7 +48,7 @@ operand's do not.
 
 *TMA* (``tma=True``, ``kernc compile --tma``; opt-in): an operand whose tile is a box of its view
 (:func:`_tma_map`: a 2-D view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
-offset -- the gemms' ``a``; ``b``, n-contiguous, would need the MN-major descriptor layout and keeps
+offset, in a loop that ends at the view's ``k`` extent -- the gemms' ``a``; ``b``, n-contiguous, would need the MN-major descriptor layout and keeps
 the stores, with a remark) is loaded by the tensor memory accelerator (PTX ISA 9.7.9.25,
 ``cp.async.bulk.tensor``; 9.7.13.15, ``mbarrier``): its ``64 x X`` box at ``(k0, x0)`` of a tensor map
 over ``(K, X-extent)`` with the 128B swizzle writes exactly the K-major swizzled tile of step 2 (the
@@ -59,8 +59,20 @@ box's bytes and the copy, then the other operand's stores, fence and barrier (th
 meanwhile), then every thread's ``mbarrier.try_wait.parity`` with the parity of the number of
 chunks this block waited for before (``(tiles done) * (chunks per tile) + chunk``, mod 2). The tensor
 map is a hidden ``!llvm.ptr`` parameter after the size symbols (``Param.tensor_map``, ``docs/gpu-ir.md``).
-One stage: two stages of the 128x64 tile plus the other tile are more than 48 KiB of static
-workgroup memory. ptxas ``sm_90a``: 97 registers (f16, bf16), 0 spills.
+
+*Stages* (``tma_stages``, default 2; ``kernc compile --tma-stages``): a TMA'd operand's buffer holds
+``S`` tiles and there are ``S`` mbarriers (``memref<S x i64>``); the block's chunk ``g`` (``(tiles
+done) * (chunks per tile) + chunk``) lands in stage ``g % S`` and is waited for with parity ``(g /
+S) & 1`` on that stage's mbarrier. Before a tile's chunk loop thread 0 issues the copies of its
+chunks ``0..S-2`` (each predicated on the chunk existing: ``ceil(max(ub - lb, 0) / 64)`` chunks);
+in chunk ``c``, after its first barrier, that of chunk ``c+S-1`` (if any) into the stage chunk
+``c-1``'s wgmma read: every warpgroup waited for that wgmma (``wait_group 0``) before the barrier,
+so the barrier orders the reads before the copy (the prologue's stages were read before the
+previous tile's last chunk barrier: no barrier of its own). :func:`tma_stages` builds fewer where
+:func:`tma_bytes` exceed 48 KiB of static workgroup memory, with a remark: gemm_f16's 128x128 tiles
+(a 16 KiB a tile, b 16 KiB) need 49168 bytes for 2 (one stage built); on one warpgroup
+(``@block(128)``, 64-row tiles) 2 stages are 32784 bytes and 3 are 40984. ptxas ``sm_90a``: 97
+registers (gemm_f16, one stage), 92/93/92 at 1/2/3 stages on one warpgroup, 0 spills.
 
 The sums are not in the loop's order (the CPU interpreter's documented order:
 :mod:`kernc.backend.interpreter.wgmma`). Applies on ``sm_90a`` only (wgmma is an ``a``-feature of
@@ -83,7 +95,7 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 from . import ir_builder as b
 from . import llvm_ops
 from .base import Pass, internal, option
-from .mma_contractions import MIN_SM, _match, _Rewrite, _Stage, epilogue_sum, sm_number, tile_loop
+from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, sm_number, tile_loop
 from .targets import PTX_VERSION, WGMMA_ARCHS
 from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position, _split
 from .workgroup import SHARED_LIMIT, WARP, emit_remark
@@ -168,6 +180,10 @@ class WgmmaContractions(Pass):
     #: load the eligible operand tiles with the tensor memory accelerator (``cp.async.bulk.tensor``
     #: on an mbarrier) instead of per-thread stores (``kernc compile --tma``)
     tma: bool = option(False)
+    #: the TMA'd tiles' pipeline depth: buffers (each with its own mbarrier) the copies of the next
+    #: chunks land in while a chunk's wgmma runs (``kernc compile --tma-stages``); fewer where that
+    #: many do not fit in the static workgroup memory, with a remark
+    tma_stages: int = option(2)
     #: whether a kernel's ``@tile`` keeps it on CUDA cores (``False`` under ``kernc compile --no-tile``)
     tile_attr: bool = option(True)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
@@ -201,13 +217,14 @@ class WgmmaContractions(Pass):
                                     "its tile is staged by per-thread stores")
                     else:
                         tma[s.side] = why
+            stages, short = tma_stages(got, set(tma), self.tma_stages) if tma else (1, None)
             at = plan.loop.location  # (the rewrite erases the loop and the staged reads)
             at_read = {side: (parts.a if side == 0 else parts.b).op.location for side in tma}
-            _WgmmaRewrite(fn, sig, plan, got, parts, tma).run()
+            _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages).run()
             emit_remark(self.remarks, at, _describe(sig, got, parts))
             for side, m in sorted(tma.items()):
                 s = parts.a if side == 0 else parts.b
-                emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got))
+                emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got, stages, short))
 
     def _decide(self, plan: _Analysis) -> WgmmaConfig | str:
         if self.arch not in WGMMA_ARCHS:
@@ -235,6 +252,31 @@ def _describe(sig, c: WgmmaConfig, p) -> str:
             f"result); the CPU interpreter adds them k ascending"
             + ("; they start from 0 and each item's own start (its value before the loop) is added after "
                "them" if p.added else ""))
+
+
+def tma_bytes(c: WgmmaConfig, tma_sides, stages: int) -> int:
+    """Bytes of workgroup memory of the tiles and mbarriers with the TMA'd sides ``tma_sides`` (0:
+    the ``bm x 64`` tile, 1: the ``bn x 64`` one, 2-byte elements) in ``stages`` buffers each: the
+    tiles (each a multiple of 1024 bytes, so their 1024-byte alignment adds nothing) and one 8-byte
+    mbarrier per stage, allocated last."""
+    tiles = sum(2 * (c.bm if side == 0 else c.bn) * c.bk * (stages if side in tma_sides else 1)
+                for side in (0, 1))
+    return tiles + 8 * stages
+
+
+def tma_stages(c: WgmmaConfig, tma_sides, requested: int) -> tuple[int, str | None]:
+    """The stages built (:data:`WgmmaContractions.tma_stages`): ``requested``, or the most below it
+    whose :func:`tma_bytes` fit in :data:`~kernc.passes.workgroup.SHARED_LIMIT` (1 always fits:
+    :meth:`WgmmaContractions._decide` checked the one-stage tiles), and why it is fewer (``None``
+    when it is not)."""
+    n = requested
+    while n > 1 and tma_bytes(c, tma_sides, n) > SHARED_LIMIT:
+        n -= 1
+    if n == requested:
+        return n, None
+    return n, (f"{requested} stages need {tma_bytes(c, tma_sides, requested)} bytes of workgroup memory, more "
+               f"than the {SHARED_LIMIT} bytes (48 KiB) of static workgroup memory a block may use: "
+               f"{n} stage{'s' if n > 1 else ''} ({tma_bytes(c, tma_sides, n)} bytes) built")
 
 
 def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
@@ -267,7 +309,9 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
     if layout.rank != 2:
         return f"its view is {layout.rank}-d, not a matrix"
     coords = [op.operands[1], op.operands[2]]
-    x = plan.coords[plan.ij[s.side]]
+    if len(plan.sides[s.side]) != 1:
+        return "its side of items is flattened (a box's rows are one coordinate's)"
+    x = plan.coords[plan.sides[s.side][0]]
     if coords == [x, plan.iv]:
         kd, xd = 1, 0
     elif coords == [plan.iv, x]:
@@ -278,6 +322,11 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
         return f"k has stride {layout.stride[kd]} in its layout {param.layout}, not 1 (the box's rows must be k-contiguous)"
     if not layout.start.is_const or layout.start.value:
         return f"its layout {param.layout} starts at an offset"
+    if not _ends_at(plan.loop.operands[1], layout.shape[kd], entry, names):
+        # the box reads up to the view's edge, past the loop's end: with both operands copied, their
+        # products there would be summed (the stored operand's tile is 0 at k >= the loop's end)
+        return (f"its loop does not end at the view's k extent {layout.shape[kd]} (the box would bring "
+                "elements past the loop's end)")
     X = c.bm if s.side == 0 else c.bn
     if X > 256:
         return f"its {X}-row tile is more than a TMA box's 256 rows"
@@ -285,13 +334,30 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
             "strides": [str(layout.stride[xd])], "box": [c.bk, X], "swizzle": ROW_BYTES}
 
 
-def _describe_tma(sig, s, m: dict, c: WgmmaConfig) -> str:
+def _ends_at(ub: ir.Value, extent, entry, names: list[str]) -> bool:
+    """Whether the loop bound ``ub`` is the view extent ``extent`` (a Poly): the same size-symbol
+    argument, or the same constant."""
+    if extent.is_const:
+        if not isinstance(ub, ir.OpResult):
+            return False
+        d = _owner(ub)
+        return d.name == "arith.constant" and ir.IntegerAttr(d.attributes["value"]).value == extent.value
+    name = str(extent)
+    return name in names and names.index(name) < len(entry.arguments) and ub == entry.arguments[names.index(name)]
+
+
+def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str | None = None) -> str:
+    if stages == 1:
+        how = ("into its 128B-swizzled tile, completed on an mbarrier (expect_tx "
+               f"{2 * m['box'][0] * m['box'][1]} bytes), issued before the other operand's stores")
+    else:
+        how = (f"into one of {stages} 128B-swizzled tiles (stages), each completed on its own mbarrier "
+               f"(expect_tx {2 * m['box'][0] * m['box'][1]} bytes), the copy of chunk c+{stages - 1} issued "
+               f"after chunk c's first barrier, before its wgmma (the first {stages - 1} before the chunk loop)")
     return (f"'{s.name}' of '{sig.name}' loaded by the tensor memory accelerator: per chunk one "
             f"cp.async.bulk.tensor.2d of the box {m['box'][0]}x{m['box'][1]} (k x rows, out-of-bounds "
-            "elements zero) into its 128B-swizzled tile, completed on an mbarrier (expect_tx "
-            f"{2 * m['box'][0] * m['box'][1]} bytes), issued before the other operand's stores; the "
-            f"tensor map is the hidden parameter '{_map_name(s.name)}' (row byte stride a multiple of 16 "
-            "at launch)")
+            f"elements zero) {how}; the tensor map is the hidden parameter '{_map_name(s.name)}' (row byte "
+            "stride a multiple of 16 at launch)" + (f"; {short}" if short else ""))
 
 
 #: ``mbarrier.try_wait.parity``'s suspend-time hint (ns) per try of its wait loop
@@ -306,9 +372,13 @@ def _to_i32(v: ir.Value) -> ir.Value:
     return b.arith.IndexCastOp(ir.IntegerType.get_signless(32), v).result
 
 
-def _shared_ptr(smem) -> ir.Value:
-    """The ``!llvm.ptr<3>`` of workgroup buffer ``smem`` (its 32-bit shared-window address)."""
-    addr = _to_i32(memref.ExtractAlignedPointerAsIndexOp(smem).result)
+def _shared_ptr(smem, offset=None) -> ir.Value:
+    """The ``!llvm.ptr<3>`` of workgroup buffer ``smem`` (its 32-bit shared-window address), plus
+    ``offset`` bytes (an index value) if given."""
+    addr = memref.ExtractAlignedPointerAsIndexOp(smem).result
+    if offset is not None:
+        addr = b.add(addr, offset)
+    addr = _to_i32(addr)
     return ir.Operation.create("llvm.inttoptr", results=[ir.Type.parse("!llvm.ptr<3>")], operands=[addr]).result
 
 
@@ -329,16 +399,24 @@ class _WgmmaRewrite(_Rewrite):
     buffers, with the wgmma main loop and epilogue of the module docstring (steps 2-5); ``tma``: the
     tensor map (:func:`_tma_map`) of each side loaded by TMA."""
 
-    def __init__(self, fn, sig, plan, c, parts, tma: dict | None = None) -> None:
-        super().__init__(fn, sig, plan, c, parts)
+    def __init__(self, fn, sig, plan, c, parts, tma: dict | None = None, stages: int = 1) -> None:
         self.tma = tma or {}
+        self.nstages = stages if self.tma else 1
+        super().__init__(fn, sig, plan, c, parts)
         self.maps = {}
 
     def _stages(self) -> list[_Stage]:
         """Both tiles K-major, rows of ``bk`` (64) elements without padding (the 128B swizzle
-        spreads an ldmatrix-free wgmma's reads; :func:`swizzled_index` places the elements)."""
+        spreads an ldmatrix-free wgmma's reads; :func:`swizzled_index` places the elements); a
+        TMA'd side's buffer holds its ``nstages`` tiles one after another (stage ``s`` at row
+        ``s * X``: ``128 * X * s`` bytes, a multiple of 1024)."""
         c = self.c
-        return [_Stage(0, True, c.bm, c.bk), _Stage(1, True, c.bn, c.bk)]
+        rows = [X * (self.nstages if side in self.tma else 1) for side, X in ((0, c.bm), (1, c.bn))]
+        return [_Stage(0, True, rows[0], c.bk), _Stage(1, True, rows[1], c.bk)]
+
+    def _stage_bytes(self, side: int) -> int:
+        """Bytes of one tile of ``side`` (the offset from one stage to the next)."""
+        return (self.c.bm if side == 0 else self.c.bn) * ROW_BYTES
 
     def run(self) -> None:
         fn, sig = self.fn, self.sig
@@ -387,21 +465,30 @@ class _WgmmaRewrite(_Rewrite):
             init = b.const(p.init, f32)
             for r in range(nreg):
                 acc0 = llvm_ops.insertvalue(acc0, init, [r])
-        desc_a = self._descriptor(self.smem_a, b.mul(group, b.idx(WG_M * ROW_BYTES)))
+        S = self.nstages
+        a_row = b.mul(group, b.idx(WG_M * ROW_BYTES))
+        desc_a = self._descriptor(self.smem_a, a_row)
         desc_b = self._descriptor(self.smem_b, None)
         if self.maps:
             tma = self._tma_setup(tile, tid, lb, ub)
+            barp, lead = tma[0], tma[1]
+            # the chunks this block ran before this tile's: (tiles done) * (chunks per tile)
+            g0 = b.mul(b.arith.DivUIOp(b.sub(tile, tma[3]), tma[4]).result, tma[5])
+            for j in range(S - 1):  # the prologue: the copies of chunks 0..S-2 (those there are)
+                self._issue(tma, b.add(g0, b.idx(j)), b.add(lb, b.idx(j * c.bk)), x0,
+                            b.and_(lead, b.cmp("slt", b.idx(j), tma[5])))
         chunks = b.scf.ForOp(lb, ub, b.idx(c.bk), [acc0])
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             b.barrier()  # every warpgroup's wgmma of the previous chunk waited for: the tiles are free
             if self.maps:  # the TMA copies first: they land while the other operand is stored
-                barp, lead, dsts = tma[0], tma[1], tma[2]
-                nbytes = sum(2 * m["box"][0] * m["box"][1] for m in self.tma.values())
-                nvvm.MBarrierArriveExpectTxOp(barp, _i32(nbytes), predicate=lead)
-                for side, tmap in sorted(self.maps.items()):
-                    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
-                        dsts[side], tmap, [_to_i32(k0), _to_i32(x0[side])], barp, [], predicate=lead)
+                if S == 1:  # this chunk's copy, into the one tile
+                    self._issue(tma, None, k0, x0, lead)
+                ci = b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result  # this chunk's index in the tile
+                g = b.add(g0, ci)
+                if S > 1:  # chunk c+S-1's, into the stage chunk c-1's wgmma (waited for, then the barrier) read
+                    ahead = b.and_(lead, b.cmp("slt", b.add(ci, b.idx(S - 1)), tma[5]))
+                    self._issue(tma, b.add(g, b.idx(S - 1)), b.add(k0, b.idx((S - 1) * c.bk)), x0, ahead)
             for s, smem in zip((p.a, p.b), (self.smem_a, self.smem_b)):
                 if s.side in self.maps:
                     continue
@@ -435,11 +522,18 @@ class _WgmmaRewrite(_Rewrite):
             if len(self.maps) < 2:
                 nvvm.FenceProxyOp(_attr("#nvvm.proxy_kind<async.shared>"), space=_attr("#nvvm.shared_space<cta>"))
                 b.barrier()
-            if self.maps:  # this chunk's copies landed: the phase of parity (chunks so far) & 1 completed
-                q = b.arith.DivUIOp(b.sub(tile, tma[3]), tma[4]).result
-                g = b.add(b.mul(q, tma[5]), b.arith.DivUIOp(b.sub(k0, lb), b.idx(c.bk)).result)
-                par = _to_i32(b.arith.AndIOp(g, b.idx(1)).result)
-                nvvm.MBarrierTryWaitParityOp(barp, par, _i32(TRY_WAIT_TICKS))
+            if self.maps:  # this chunk's copies landed: the phase (g / S) & 1 of stage g % S's mbarrier completed
+                if S == 1:
+                    par = _to_i32(b.arith.AndIOp(g, b.idx(1)).result)
+                    nvvm.MBarrierTryWaitParityOp(barp, par, _i32(TRY_WAIT_TICKS))
+                else:
+                    stage = b.arith.RemUIOp(g, b.idx(S)).result
+                    par = _to_i32(b.arith.AndIOp(b.arith.DivUIOp(g, b.idx(S)).result, b.idx(1)).result)
+                    nvvm.MBarrierTryWaitParityOp(self._bar_ptr(stage), par, _i32(TRY_WAIT_TICKS))
+                    if 0 in self.maps:
+                        desc_a = self._descriptor(self.smem_a, b.add(a_row, b.mul(stage, b.idx(self._stage_bytes(0)))))
+                    if 1 in self.maps:
+                        desc_b = self._descriptor(self.smem_b, b.mul(stage, b.idx(self._stage_bytes(1))))
             nvvm.WgmmaFenceAlignedOp()  # the accumulator registers are about to be read by wgmma
             acc = chunks.inner_iter_args[0]
             ty = "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
@@ -482,27 +576,52 @@ class _WgmmaRewrite(_Rewrite):
                             _clone(op, m)
 
     def _tma_setup(self, tile, tid, lb, ub) -> tuple:
-        """The mbarrier (a workgroup i64, initialised once per block before the tile loop: count 1,
-        thread 0 arrives) and the values the chunks use: ``(barrier pointer, thread 0?, {side: tile
-        pointer}, the tile loop's start and step, chunks per tile)``."""
+        """The mbarriers (a workgroup ``memref<S x i64>``, one per stage, initialised once per block
+        before the tile loop: count 1, thread 0 arrives) and the values the chunks use: ``(stage 0's
+        barrier pointer, thread 0?, {side: stage 0's tile pointer}, the tile loop's start and step,
+        chunks per tile)`` (chunks per tile ``ceil(max(ub - lb, 0) / 64)``: 0 for an empty loop)."""
         fn = self.fn
         space = ir.Attribute.parse("#gpu.address_space<workgroup>")
         entry = fn.regions[0].blocks[0]
-        bar = entry.add_argument(ir.MemRefType.get([1], ir.IntegerType.get_signless(64), memory_space=space),
+        S = self.nstages
+        bar = entry.add_argument(ir.MemRefType.get([S], ir.IntegerType.get_signless(64), memory_space=space),
                                  fn.location)
+        self.bar = bar
         n = ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value
         fn.attributes["workgroup_attributions"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n + 1)
         tiles = ir.BlockArgument(tile).owner.owner
         with ir.InsertionPoint(tiles):
             barp = _shared_ptr(bar)
             lead = b.cmp("eq", tid, b.idx(0))
-            nvvm.MBarrierInitOp(barp, _i32(1), predicate=lead)
+            for s in range(S):
+                nvvm.MBarrierInitOp(barp if s == 0 else self._bar_ptr(b.idx(s)), _i32(1), predicate=lead)
             nvvm.FenceMbarrierInitOp()  # the init visible to the async proxy (the copies' complete_tx)
             b.barrier()
             dsts = {side: _shared_ptr(self.smem_a if side == 0 else self.smem_b) for side in self.maps}
         # (the bounds may be computed in the tile loop's body: here, after the setup)
-        nch = b.arith.DivUIOp(b.add(b.sub(ub, lb), b.idx(self.c.bk - 1)), b.idx(self.c.bk)).result
+        span = b.arith.MaxSIOp(b.sub(ub, lb), b.idx(0)).result
+        nch = b.arith.DivUIOp(b.add(span, b.idx(self.c.bk - 1)), b.idx(self.c.bk)).result
         return barp, lead, dsts, tiles.operands[0], tiles.operands[2], nch
+
+    def _bar_ptr(self, stage) -> ir.Value:
+        """The ``!llvm.ptr<3>`` of stage ``stage``'s mbarrier (an index value)."""
+        return _shared_ptr(self.bar, b.mul(stage, b.idx(8)))
+
+    def _issue(self, tma, g, k, x0, pred) -> None:
+        """The ``expect_tx`` and copies of the chunk at ``k`` into stage ``g % S`` (``g``: the block's
+        chunk index; ``None``: the one stage) by the threads of ``pred`` (thread 0 where a copy is due;
+        a predicate, not an ``scf.if``: the unpredicated op wants a ``shared::cluster`` pointer)."""
+        barp, dsts = tma[0], tma[2]
+        if g is not None:
+            stage = b.arith.RemUIOp(g, b.idx(self.nstages)).result
+            barp = self._bar_ptr(stage)
+            dsts = {side: _shared_ptr(self.smem_a if side == 0 else self.smem_b,
+                                      b.mul(stage, b.idx(self._stage_bytes(side)))) for side in self.maps}
+        nbytes = sum(2 * m["box"][0] * m["box"][1] for m in self.tma.values())
+        nvvm.MBarrierArriveExpectTxOp(barp, _i32(nbytes), predicate=pred)
+        for side, tmap in sorted(self.maps.items()):
+            nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+                dsts[side], tmap, [_to_i32(k), _to_i32(x0[side])], barp, [], predicate=pred)
 
     def _descriptor(self, smem, offset) -> ir.Value:
         """The i64 descriptor of the tile at ``smem`` (+ ``offset`` bytes, an index)."""

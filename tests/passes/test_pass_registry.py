@@ -161,3 +161,18 @@ def test_a_pass_is_a_dataclass():
 
     for cls in ALL:
         assert dataclasses.is_dataclass(cls) and issubclass(cls, Pass)
+
+
+def test_an_option_set_on_an_on_demand_pass_is_an_error_not_lost():
+    """Regression: setting ``block_n`` on the pipeline's OnDemand of kern-wgmma-contractions did
+    nothing (the pass is built from its options): a test narrowing the tiles that way ran the
+    default tiles. Now it is an AttributeError naming where the option goes."""
+    import pytest
+
+    from kernc.passes import pipeline
+
+    p = next(p for p in pipeline.kern_to_gpu() if p.name == "kern-wgmma-contractions")
+    with pytest.raises(AttributeError, match=r"set it on \.built\(\)"):
+        p.block_n = 64
+    p.built().block_n = 64
+    assert p.built().block_n == 64

@@ -1,0 +1,311 @@
+"""``kern-wgmma-contractions``' TMA pipeline (``tma_stages``, ``kernc compile --tma-stages``): S tile
+buffers of each TMA'd operand, each with its own mbarrier and parity, the copy of chunk c+S-1 issued
+after chunk c's first barrier. On the CPU interpreter, bit for bit the one-stage TMA build and the
+per-thread staging build (any M, N, K, loops that start past 0 or are empty, one block running several
+tiles: the parities across tiles); the pass's IR with a barrier or a wait deleted (or a wait_group 1,
+or a wrong parity) is a reported race; the stages that do not fit in 48 KiB fall back with a remark;
+ptxas takes them without spills. Kernels on 1 warpgroup (``@block(128)``, 64-row tiles) so that two
+and three stages fit; both operands TMA'd (a transposed b) at ``block_n = 64``."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc.backend import cache, toolkit
+from kernc.compiler import Compilation, CompileOptions
+from kernc.passes.wgmma_contractions import WgmmaConfig, tma_bytes, tma_stages
+from kernc.support.errors import KerncRuntimeError
+from conftest import EXAMPLES
+from tma_stage_helpers import compilation, gpu_ir, inputs, run
+
+# M, N, K from {1, 63, 65, 130, 200}: K < 64, K % 64 != 0, K % 8 != 0 (the maps' rows padded), 1..4 chunks;
+# one block of 128 threads runs every tile (up to 4 x 2), so the parities carry across tiles
+SHAPES = [(1, 1, 1), (63, 65, 130), (130, 200, 63), (200, 130, 1), (65, 63, 200)]
+
+#: (kind, block_n): a's tile by TMA (b stored by threads); both by TMA (b transposed) at block_n 64
+CASES = [("nn", None), ("nt", 64)]
+
+
+def _rows(block_n):
+    return 64, 128 if block_n is None else block_n
+
+
+@pytest.mark.parametrize("kind, block_n", CASES)
+@pytest.mark.parametrize("M, K, N", SHAPES)
+def test_stages_are_bitwise_one_stage_and_the_staged_build(kind, block_n, M, K, N):
+    ref = gpu_ir(kind, block_n=block_n)
+    a, b = inputs(kind, M, K, N)
+    want = run(ref, kind, a, b)
+    assert not np.isnan(want).any()
+    for S in (1, 2, 3):
+        text = gpu_ir(kind, block_n=block_n, tma=True, tma_stages=S)
+        got = run(text, kind, a, b, tma_rows=_rows(block_n))
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{S} stages")
+
+
+@pytest.mark.parametrize("kind, block_n", CASES)
+def test_the_builds_have_the_stages_asked_for(kind, block_n):
+    """S mbarriers and S tiles per TMA'd operand, S-1 prologue copies and one in the loop per operand
+    (both operands by TMA at block_n 64: 16 KiB a stage, 3 stages are 49176 bytes: 2 built)."""
+    n_tma = 1 if kind == "nn" else 2
+    bn = 128 if block_n is None else block_n
+    for asked in (1, 2, 3):
+        text = gpu_ir(kind, block_n=block_n, tma=True, tma_stages=asked)
+        S = asked if kind == "nn" else min(asked, 2)
+        assert f"memref<{S}xi64, #gpu.address_space<workgroup>>" in text
+        assert text.count("nvvm.mbarrier.init") == S
+        assert text.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == S * n_tma  # (S-1) + 1 copies each
+        assert f"memref<{S * 64 * 64}xf16, #gpu.address_space<workgroup>>" in text  # a: S tiles of 64x64
+        b_elems = (S if n_tma == 2 else 1) * bn * 64
+        assert f"memref<{b_elems}xf16, #gpu.address_space<workgroup>>" in text
+
+
+@pytest.mark.parametrize("M, K, N", [(63, 130, 65), (1, 200, 130)])
+def test_bf16_stages_are_bitwise_the_staged_build(M, K, N):
+    ref = gpu_ir("nn", "bf16")
+    a, b = inputs("nn", M, K, N, "bf16")
+    want = run(ref, "nn", a, b, "bf16")
+    for S in (2, 3):
+        got = run(gpu_ir("nn", "bf16", tma=True, tma_stages=S), "nn", a, b, "bf16")
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{S} stages")
+
+
+@pytest.mark.parametrize("lo", [5, 70, 130, 131, 400, 0])
+def test_loops_that_start_past_0_or_are_empty(lo):
+    """``for k in lo..K`` at K = 130: chunks from lo (the prologue's copies guarded by the chunks there
+    are: none when lo >= K, the span's max(K - lo, 0) keeping lo > K from a huge unsigned count)."""
+    a, b = inputs("from", 65, 130, 63)
+    want = run(gpu_ir("from", block_n=64), "from", a, b, bounds=(lo,))
+    if lo >= 130:
+        np.testing.assert_array_equal(want, np.zeros_like(want))
+    for S in (1, 2, 3):
+        text = gpu_ir("from", block_n=64, tma=True, tma_stages=S)
+        assert text.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 2 * min(S, 2)  # (3 do not fit)
+        got = run(text, "from", a, b, bounds=(lo,), tma_rows=(64, 64))
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{S} stages")
+
+
+def test_a_negative_start_reads_the_same_zeros_in_every_stage_count():
+    """``lo < 0``: the boxes' k < 0 is out of the map, zeros (the staged build reads out of a's bounds,
+    an error of the program): the stages give the one-stage result."""
+    a, b = inputs("from", 65, 130, 63)
+    one = run(gpu_ir("from", block_n=64, tma=True, tma_stages=1), "from", a, b, bounds=(-70,), tma_rows=(64, 64))
+    for S in (2, 3):
+        got = run(gpu_ir("from", block_n=64, tma=True, tma_stages=S), "from", a, b, bounds=(-70,), tma_rows=(64, 64))
+        np.testing.assert_array_equal(got.view(np.uint32), one.view(np.uint32))
+    np.testing.assert_array_equal(one[:, :], run(gpu_ir("from", block_n=64, tma=True, tma_stages=1), "from",
+                                                 a, b, bounds=(0,), tma_rows=(64, 64)))
+
+
+def test_a_loop_that_ends_before_the_views_edge_is_not_loaded_by_tma(capsys):
+    """Regression: ``for k in 0..hi`` (hi < K) with both operands by TMA summed the boxes' elements
+    past hi (both tiles real there; a stored tile is 0 at k >= hi). Such a loop keeps the stores, with
+    a remark, and equals the build without TMA."""
+    comp = compilation("to", block_n=64, remarks=True, tma=True)
+    err = capsys.readouterr().err
+    a, b = inputs("to", 65, 130, 63)
+    got = run(comp.gpu_ir(), "to", a, b, bounds=(70,), tma_rows=(64, 64))
+    want = a[:, :70].astype(np.float64) @ b[:, :70].astype(np.float64).T
+    assert np.allclose(got, want, rtol=1e-3, atol=1e-3 * np.sqrt(70))
+    np.testing.assert_array_equal(got, run(gpu_ir("to", block_n=64), "to", a, b, bounds=(70,)))
+    assert "nvvm.cp.async.bulk" not in comp.gpu_ir()
+    assert "'a' of 'gemm' not loaded by TMA: its loop does not end at the view's k extent K" in err
+
+
+# ---- the pass's IR with a barrier or a wait deleted: reported races (both operands TMA'd, 2 stages)
+
+@pytest.fixture(scope="module")
+def nt2():
+    return gpu_ir("nt", block_n=64, tma=True, tma_stages=2)
+
+
+def _run_nt(text):
+    a, b = inputs("nt", 65, 200, 70)
+    return run(text, "nt", a, b, tma_rows=(64, 64))
+
+
+def _chunk_barrier(text: str) -> int:
+    """The line of the chunk loop's ``gpu.barrier`` (the first after the second ``scf.for``)."""
+    lines = text.split("\n")
+    loops = [i for i, line in enumerate(lines) if "scf.for" in line]
+    return next(i for i in range(loops[1], len(lines)) if "gpu.barrier" in lines[i])
+
+
+def test_the_pass_ir_runs(nt2):
+    ref = gpu_ir("nt", block_n=64)
+    a, b = inputs("nt", 65, 200, 70)
+    np.testing.assert_array_equal(_run_nt(nt2).view(np.uint32), run(ref, "nt", a, b).view(np.uint32))
+
+
+def test_without_the_chunk_barrier_the_next_copy_overwrites_a_tile_wgmma_read(nt2):
+    lines = nt2.split("\n")
+    del lines[_chunk_barrier(nt2)]
+    with pytest.raises(KerncRuntimeError, match=r"data race on workgroup buffer 'workgroup\d' .* loaded index "
+                                                r"\d+ and the cp\.async\.bulk\.tensor at .* overwrites it with no "
+                                                r"gpu\.barrier between them"):
+        _run_nt("\n".join(lines))
+
+
+def test_without_the_mbarrier_waits_wgmma_reads_copies_in_flight(nt2):
+    text = "\n".join(line for line in nt2.split("\n") if "nvvm.mbarrier.try_wait.parity" not in line)
+    with pytest.raises(KerncRuntimeError, match="whose mbarrier phase the thread has not waited for"):
+        _run_nt(text)
+
+
+def test_a_wait_for_parity_0_only_races_at_a_stages_second_use(nt2):
+    """Parity 0 at every chunk: right for each stage's first use (chunks 0, 1), wrong at chunk 2
+    (stage 0's second phase): it returns at once, before the copy landed."""
+    wait = re.compile(r"(nvvm\.mbarrier\.try_wait\.parity %\w+, )(%\w+)(, )")
+    assert len(wait.findall(nt2)) == 1
+    text = wait.sub(lambda m: m.group(1) + "%c0_i32" + m.group(3), nt2)
+    assert "%c0_i32 = arith.constant 0 : i32" in nt2
+    a, b = inputs("nt", 60, 128, 50)  # one tile of 2 chunks: every wait is a first use
+    run(text, "nt", a, b, tma_rows=(64, 64))
+    with pytest.raises(KerncRuntimeError, match="whose mbarrier phase the thread has not waited for"):
+        _run_nt(text)  # 4 chunks
+
+
+def test_without_wgmma_wait_group_the_accumulators_are_read_pending(nt2):
+    text = nt2.replace("nvvm.wgmma.wait.group.sync.aligned 0", "")
+    with pytest.raises(KerncRuntimeError, match="reads the accumulators of the wgmma.mma_async .* before a "
+                                                "wgmma.wait_group retired it"):
+        _run_nt(text)
+
+
+def test_a_wait_group_1_lets_the_copy_overwrite_a_pending_wgmmas_tile(nt2):
+    """wait_group 1 leaves chunk c-1's wgmma pending at chunk c, whose copy (chunk c+1's, 2 stages)
+    goes to the tile it reads."""
+    text = nt2.replace("nvvm.wgmma.wait.group.sync.aligned 0", "nvvm.wgmma.wait.group.sync.aligned 1")
+    with pytest.raises(KerncRuntimeError, match="pending wgmma"):
+        _run_nt(text)
+
+
+# ---- the stage count: what fits in 48 KiB, the remarks, the option
+
+def test_the_bytes_of_the_stages():
+    two = WgmmaConfig(2, 128)  # gemm_f16: 128x128 tiles, a by TMA
+    assert tma_bytes(two, {0}, 1) == 32768 + 8
+    assert tma_bytes(two, {0}, 2) == 49152 + 16
+    assert tma_stages(two, {0}, 2)[0] == 1
+    one = WgmmaConfig(1, 128)  # @block(128): 64x128 tiles
+    assert [tma_bytes(one, {0}, S) for S in (1, 2, 3, 4)] == [24584, 32784, 40984, 49184]
+    assert tma_stages(one, {0}, 8)[0] == 3
+    assert tma_stages(one, {0, 1}, 2)[0] == 1  # both by TMA: 24 KiB a stage
+    assert tma_stages(WgmmaConfig(1, 64), {0, 1}, 3)[0] == 2  # both by TMA at block_n 64: 16 KiB a stage
+    assert tma_stages(one, {0}, 3) == (3, None)
+
+
+def test_the_example_falls_back_to_one_stage_with_a_remark(capsys):
+    """gemm_f16's 128x128 tiles: 2 stages of a's 16 KiB tile and b's 16 KiB are 16 bytes (the 2
+    mbarriers) over 48 KiB: one stage, the same IR as tma_stages=1."""
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    two = Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert ("'a' of 'gemm_f16' loaded by the tensor memory accelerator: per chunk one cp.async.bulk.tensor.2d of "
+            "the box 64x128") in err
+    assert ("2 stages need 49168 bytes of workgroup memory, more than the 49152 bytes (48 KiB) of static "
+            "workgroup memory a block may use: 1 stage (32776 bytes) built") in err
+    one = Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, tma_stages=1), use_cache=False).gpu_ir()
+    assert two == one
+
+
+def test_the_remark_says_how_many_stages_and_why_not_more(capsys):
+    compilation("nn", remarks=True, tma=True, tma_stages=3)
+    err = capsys.readouterr().err
+    assert re.search(r"nn\.kern:5:\d+: remark: 'a' of 'gemm' loaded by the tensor memory accelerator: per chunk "
+                     r"one cp\.async\.bulk\.tensor\.2d of the box 64x64 \(k x rows, out-of-bounds elements zero\) "
+                     r"into one of 3 128B-swizzled tiles \(stages\), each completed on its own mbarrier \(expect_tx "
+                     r"8192 bytes\), the copy of chunk c\+2 issued after chunk c's first barrier, before its wgmma "
+                     r"\(the first 2 before the chunk loop\)", err)
+    assert "stages need" not in err
+    compilation("nn", remarks=True, tma=True, tma_stages=5)
+    assert ("5 stages need 57384 bytes of workgroup memory, more than the 49152 bytes (48 KiB) of static "
+            "workgroup memory a block may use: 3 stages (40984 bytes) built") in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bad", [0, 9, 2.0, True, "2"])
+def test_tma_stages_must_be_an_integer_from_1_to_8(bad):
+    with pytest.raises(ValueError, match="tma_stages must be an integer from 1 to 8"):
+        kernc.compile("kernel k(x: f32[n] read, y: f32[n] write) over n { y = x; }", tma_stages=bad)
+
+
+def test_the_cache_key_includes_the_stages():
+    assert cache.option_includes(tma=True, tma_stages=3) != cache.option_includes(tma=True)
+    assert cache.option_includes(tma=True, tma_stages=2) == cache.option_includes(tma=True)
+
+
+def test_the_cli_takes_tma_stages(tmp_path, capsys):
+    from kernc.cli import main
+
+    src = tmp_path / "g.kern"
+    src.write_text(open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read().replace(
+        "kernel gemm_f16", "@block(128)\nkernel gemm_f16"))
+    assert main(["compile", "--arch", "sm_90a", "--tma", "--tma-stages", "3", "--emit", "gpu", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("nvvm.mbarrier.init") == 3
+    assert main(["compile", "--arch", "sm_90a", "--tma", "--tma-stages", "1", "--emit", "gpu", str(src)]) == 0
+    assert capsys.readouterr().out.count("nvvm.mbarrier.init") == 1
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+@pytest.mark.parametrize("kind, block_n, stages, smem", [
+    ("nn", None, 1, 24584), ("nn", None, 2, 32784), ("nn", None, 3, 40984), ("nt", 64, 2, 32784)])
+def test_ptxas_takes_the_stages_without_spills(kind, block_n, stages, smem):
+    ptx = compilation(kind, block_n=block_n, tma=True, tma_stages=stages).ptx()
+    res = toolkit.run_ptxas(ptx, "sm_90a")
+    assert res.ok, res.log
+    assert res.spills["gemm"] == (0, 0)
+    assert f"{smem} bytes smem" in res.log  # tma_bytes: the tiles and the mbarriers
+    print(kind, block_n, stages, "stages:", res.registers["gemm"], "registers,", smem, "bytes of workgroup memory")
+
+
+@pytest.mark.parametrize("elem", ["f16", "bf16"])
+def test_a_launch_binds_the_map_of_the_staged_tiles(elem):
+    """Through ``kernc.compile`` (the launcher encodes a's map from the signature: the box is one
+    stage's 64x64): 2 stages bitwise the build without TMA, several tiles per block's grid."""
+    from tma_stage_helpers import GEMM, dtype_of
+
+    src = GEMM.replace("T[", f"{elem}[")
+    mod = kernc.compile(src, filename="g.kern", arch="sm_90a", tma=True, tma_stages=2)
+    assert mod._compilation.signatures["gemm"].extra[0].tensor_map["box"] == [64, 64]
+    assert "memref<2xi64, #gpu.address_space<workgroup>>" in mod._compilation.gpu_ir()
+    ref = kernc.compile(src, filename="g.kern", arch="sm_90a")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((130, 200)).astype(dtype_of(elem))
+    b = rng.standard_normal((200, 63)).astype(dtype_of(elem))
+    c, want = np.full((130, 63), np.nan, np.float32), np.full((130, 63), np.nan, np.float32)
+    from kernc.backend import binding, cpu
+
+    assert binding.bind(mod.gemm.signature, (a, b, c), {}, cpu.is_host_array, "cpu").no_tma is None  # TMA runs
+    mod.gemm(a, b, c)
+    ref.gemm(a, b, want)
+    np.testing.assert_array_equal(c.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [2, 3])
+def test_on_a_gpu_the_stages_are_bitwise_the_staged_build(stages):
+    """On an sm_90 device: the driver-encoded map, the copies of the next chunks in flight during a
+    chunk's wgmma, the same bits as the build without TMA (a wait or a barrier the GPU needed and
+    the interpreter did not would show here). Not run here: no GPU."""
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1 or cp.cuda.Device().compute_capability < "90":
+            pytest.skip("needs an sm_90 device")
+    except Exception:  # noqa: BLE001 -- no driver
+        pytest.skip("no CUDA device")
+    from tma_stage_helpers import GEMM
+
+    src = GEMM.replace("T[", "f16[")
+    rng = np.random.default_rng(7)
+    a = cp.asarray(rng.standard_normal((1000, 1032)).astype(np.float16))
+    b = cp.asarray(rng.standard_normal((1032, 700)).astype(np.float16))
+    c1, c2 = cp.full((1000, 700), np.nan, cp.float32), cp.full((1000, 700), np.nan, cp.float32)
+    kernc.compile(src, filename="g.kern", arch="sm_90a", tma=True, tma_stages=stages).gemm(a, b, c1)
+    kernc.compile(src, filename="g.kern", arch="sm_90a").gemm(a, b, c2)
+    np.testing.assert_array_equal(cp.asnumpy(c1).view(np.uint32), cp.asnumpy(c2).view(np.uint32))
