@@ -107,7 +107,8 @@ from . import ir_builder as b
 from .base import Pass, internal, option
 from .targets import MMA_MIN_SM, PTX_VERSION, sm_number
 from .tile_contractions import (_Analysis, _analysed_kernels, _clone, _hoistable, _mapped_to_tiles, _product, _slice,
-                                _slot_position, _split, collapse_nest, flat_extents)
+                                _slot_position, _split, collapse_nest, flat_extents,
+                                round_loop)
 from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
@@ -633,7 +634,7 @@ class _Rewrite:
         with ir.InsertionPoint(chunks.body):
             k0 = chunks.induction_variable
             b.barrier()  # the previous chunk's (or tile's) ldmatrix reads are done
-            for s, smem, (slots, per_chunk, slot_of) in zip((p.a, p.b), self.smem, coop):
+            for s, smem, (staging, per_chunk) in zip((p.a, p.b), self.smem, coop):
                 T = s.op.results[0].type
 
                 def stage(kk, at, ok, slot, inside, s=s, smem=smem, T=T, per_chunk=per_chunk):
@@ -657,7 +658,7 @@ class _Rewrite:
                     else:  # the last round of slots of a tile that is not a multiple of the block
                         with b.if_(inside):
                             b.store(val, smem, slot)
-                self._rounds(s, slots, slot_of, tid, B, stage)
+                staging(stage)
             b.barrier()
             accs = list(chunks.inner_iter_args)
             for ks in range(c.bk // kd.k):
@@ -736,15 +737,15 @@ class _Rewrite:
                     for op in plan.post:
                         _clone(op, m)
 
-    def _slots(self, s, st: _Stage, x0, tid, E, ext, first, B) -> tuple[list | None, list, Callable]:
-        """The cooperative loads of staged read ``s`` into its tile ``st``: ``(slots, per_chunk,
-        slot)``; ``slot(e, r)`` gives ``(kk, at, in_range, smem index, inside)`` of slot ``e = tid +
-        r*B`` (``at``: the values of its coordinates and of its index arithmetic that no chunk
-        changes; ``inside``: ``e < total``, ``None`` where every lane's slot of round ``r`` is in the
-        tile, ``r=None``: a round of a loop, checked where the tile is no multiple of the block), the
-        lanes of a warp along its unit-stride coordinate; ``slots``: each round's, computed once per
-        tile (``None`` for a rolled staging, :attr:`MmaContractions.rolled_staging`: ``slot`` is then
-        called in the loop over the rounds, per chunk); ``per_chunk`` the ops each chunk re-computes."""
+    def _slots(self, s, st: _Stage, x0, tid, E, ext, first, B) -> tuple[Callable, list]:
+        """The cooperative loads of staged read ``s`` into its tile ``st``: ``(stage, per_chunk)``;
+        ``stage(body)`` calls ``body(kk, at, in_range, smem index, inside)`` at the insertion point
+        for each slot ``e = tid + r*B`` (``at``: the values of its coordinates and of its index
+        arithmetic that no chunk changes; ``inside``: ``e < total``, ``None`` where every lane's slot
+        of the round is in the tile), the lanes of a warp along its unit-stride coordinate: for each
+        round's slot computed once per tile (here), or, for a rolled staging
+        (:attr:`MmaContractions.rolled_staging`), in a loop over the rounds (:func:`round_loop`),
+        per chunk; ``per_chunk``: the ops each chunk re-computes."""
         c, plan = self.c, self.plan
         sliced = _slice(s.op, plan)
         hoist = _hoistable(sliced[:-1], plan, E)
@@ -760,26 +761,17 @@ class _Rewrite:
             for op in hoist:
                 _clone(op, at)
             return kk, at, ok, st.slot(kk, xl), inside
-        slots = None if self.rolled else [slot(b.add(tid, b.idx(r * B)) if r else tid, r)
-                                          for r in range(-(-total // B))]
-        return slots, [op for op in sliced if op not in hoist], slot
+        R = -(-total // B)
+        if self.rolled:  # the rounds as a loop, per chunk, unrolled by ROLLED_UNROLL
+            def stage(body):
+                round_loop(R, B, tid, lambda e, r: body(*slot(e, None)), f"count = {ROLLED_UNROLL}")
+        else:  # each round's slot once per tile
+            slots = [slot(b.add(tid, b.idx(r * B)) if r else tid, r) for r in range(R)]
 
-    def _rounds(self, s, slots, slot, tid, B, body) -> None:
-        """``body(kk, at, ok, smem index, inside)`` for each slot of staged read ``s``: for each of
-        ``slots``, or (a rolled staging) in an ``scf.for`` over the ``R = ceil(BK*X / B)`` rounds,
-        unrolled by :data:`ROLLED_UNROLL` (``llvm.loop_annotation``, which scf-to-cf hands to the
-        loop's back branch)."""
-        if slots is not None:
-            for parts in slots:
-                body(*parts)
-            return
-        X = self.c.bm if s.side == 0 else self.c.bn
-        loop = b.scf.ForOp(b.idx(0), b.idx(-(-self.c.bk * X // B)), b.idx(1))
-        loop.attributes["loop_annotation"] = ir.Attribute.parse(
-            f"#llvm.loop_annotation<unroll = <count = {ROLLED_UNROLL}>>")
-        with ir.InsertionPoint(loop.body):
-            body(*slot(b.add(tid, b.mul(loop.induction_variable, b.idx(B))), None))
-            b.scf.YieldOp([])
+            def stage(body):
+                for parts in slots:
+                    body(*parts)
+        return stage, [op for op in sliced if op not in hoist]
 
 
 def round_tf32(x: ir.Value) -> ir.Value:

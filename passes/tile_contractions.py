@@ -884,14 +884,8 @@ class _Rewrite:
                 for parts in entry.slots:
                     body(*parts)
                 return
-            loop = b.scf.ForOp(b.idx(0), b.idx(entry.rounds), b.idx(1))
-            if entry.rolled:  # (scf-to-cf hands the llvm attributes of a loop to its back branch)
-                loop.attributes["loop_annotation"] = ir.Attribute.parse(
-                    "#llvm.loop_annotation<unroll = <disable = true>>")
-            with ir.InsertionPoint(loop.body):
-                r = loop.induction_variable
-                body(*entry.slot(b.add(tid, b.mul(r, b.idx(B))), r=r))
-                b.scf.YieldOp([])
+            round_loop(entry.rounds, B, tid, lambda e, r: body(*entry.slot(e, r=r)),
+                       "disable = true" if entry.rolled else None)
 
         def value(s, entry, k0, kk, at, ok):
             """The element of slot ``(kk, at)`` of staged read ``s`` in the chunk at ``k0`` (0 past the
@@ -1172,6 +1166,21 @@ def _product(values: list):
     for v in values[1:]:
         out = b.mul(out, v)
     return out
+
+
+def round_loop(rounds: int, block: int, tid, body, unroll: str | None = None) -> None:
+    """``body(e, r)`` at the insertion point in ``scf.for r in 0..rounds``, ``e = tid + r*block`` the
+    slot of thread ``tid`` in round ``r`` of a cooperative staging; ``unroll``: the loop's
+    ``llvm.loop_annotation<unroll = <...>>`` parameters (``"disable = true"``, ``"count = 4"``;
+    scf-to-cf hands a loop's llvm attributes to its back branch), ``None``: none (LLVM decides).
+    Shared by kern-tile-contractions, kern-mma-contractions and kern-wgmma-contractions."""
+    loop = b.scf.ForOp(b.idx(0), b.idx(rounds), b.idx(1))
+    if unroll is not None:
+        loop.attributes["loop_annotation"] = ir.Attribute.parse(f"#llvm.loop_annotation<unroll = <{unroll}>>")
+    with ir.InsertionPoint(loop.body):
+        r = loop.induction_variable
+        body(b.add(tid, b.mul(r, b.idx(block))), r)
+        b.scf.YieldOp([])
 
 
 def _slot_position(e, k_fastest: bool, bk: int, X: int, x0, extent) -> tuple:

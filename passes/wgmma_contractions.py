@@ -97,7 +97,7 @@ from . import llvm_ops
 from .base import Pass, internal, option
 from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, sm_number, tile_loop
 from .targets import PTX_VERSION, WGMMA_ARCHS
-from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position, _split
+from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position, _split, round_loop
 from .workgroup import SHARED_LIMIT, WARP, emit_remark
 
 gpu = dialect("gpu")
@@ -494,11 +494,8 @@ class _WgmmaRewrite(_Rewrite):
                     continue
                 T = s.op.results[0].type
                 X = c.bm if s.side == 0 else c.bn
-                # a loop over the rounds of slots, not unrolled here: an unrolled staging keeps every
-                # round's addresses live across the chunk loop (255 registers at 128x128 tiles)
-                rounds = b.scf.ForOp(b.idx(0), b.idx(-(-c.bk * X // B)), b.idx(1))
-                with ir.InsertionPoint(rounds.body):
-                    e = b.add(tid, b.mul(rounds.induction_variable, b.idx(B)))
+
+                def store(e, r, s=s, smem=smem, T=T, X=X):
                     kk, x, ok, slot, inside = self._slot(s, x0, e, ext, X)
                     k = b.add(k0, kk)
                     m = dict(first)  # the side's coordinates from its flattened index x
@@ -516,7 +513,9 @@ class _WgmmaRewrite(_Rewrite):
                     else:
                         with b.if_(inside):
                             b.store(val, smem, slot)
-                    b.scf.YieldOp([])
+                # a loop over the rounds of slots, not unrolled here: an unrolled staging keeps every
+                # round's addresses live across the chunk loop (255 registers at 128x128 tiles)
+                round_loop(-(-c.bk * X // B), B, tid, store)
             # generic-proxy stores -> the async proxy wgmma reads through (PTX ISA, "Async Proxy": a
             # fence.proxy.async is needed between them), then every thread's stores are in
             if len(self.maps) < 2:

@@ -16,6 +16,22 @@ from conftest import EXAMPLES, example_reference
 _sm90a_modules: dict = {}
 
 
+def sm90_cupy():
+    """CuPy, for a GPU test that needs an ``sm_90`` device (wgmma, TMA); skips the test (``pytest.skip``)
+    without CuPy, a CUDA driver or such a device."""
+    import pytest
+
+    cp = pytest.importorskip("cupy")
+    try:
+        if cp.cuda.runtime.getDeviceCount() < 1:
+            pytest.skip("no CUDA device")
+    except Exception:  # noqa: BLE001 -- no driver
+        pytest.skip("no CUDA device")
+    if cp.cuda.Device().compute_capability < "90":
+        pytest.skip("needs an sm_90 device")
+    return cp
+
+
 def compiled_sm90a(name: str, **options):
     """The kernc Module of ``examples/NAME.kern`` for ``arch="sm_90a"`` with the compile ``options``
     (e.g. ``tma=True``), compiled once per test session and options."""

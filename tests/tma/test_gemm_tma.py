@@ -18,7 +18,7 @@ from kernc.backend.tensor_map import TensorMap
 from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncRuntimeError
 from conftest import EXAMPLES
-from tensor_core_helpers import compiled_sm90a, gemm_dtype, gemm_f16_gpu_ir, gemm_inputs, run_gemm_f16_ir
+from tensor_core_helpers import compiled_sm90a, gemm_dtype, gemm_f16_gpu_ir, gemm_inputs, run_gemm_f16_ir, sm90_cupy
 
 # K a multiple of 8 (a row of 16-byte multiples: what a tensor map takes); M, N odd, K past one chunk
 SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257), (300, 200, 260)]  # the last: 9 blocks
@@ -136,12 +136,7 @@ def test_ptxas_takes_the_tma_build_without_spills(name):
 def test_on_a_gpu_the_tma_build_is_bitwise_the_staged_build(M, K, N):
     """The hidden map encoded by the driver (cuTensorMapEncodeTiled) and passed in global memory; K = 100
     (a 200-byte row) runs the build without TMA."""
-    cp = pytest.importorskip("cupy")
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1 or cp.cuda.Device().compute_capability < "90":
-            pytest.skip("needs an sm_90 device")
-    except Exception:  # noqa: BLE001 -- no driver
-        pytest.skip("no CUDA device")
+    cp = sm90_cupy()
     a, b = gemm_inputs(M, K, N, np.float16)
     da, db = cp.asarray(a), cp.asarray(b)
     c1, c2 = cp.full((M, N), np.nan, cp.float32), cp.full((M, N), np.nan, cp.float32)

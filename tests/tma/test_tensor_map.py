@@ -10,6 +10,7 @@ import pytest
 
 from kernc.backend.tensor_map import MAP_BYTES, TensorMap, check, encode
 from kernc.support.errors import KerncLaunchError
+from tensor_core_helpers import sm90_cupy
 
 
 def _enum(*names):
@@ -111,14 +112,7 @@ def test_the_real_bindings_take_the_arguments():
 
 @pytest.mark.gpu
 def test_the_driver_encodes_a_map_of_a_device_array():
-    cp = pytest.importorskip("cupy")
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1:
-            pytest.skip("no CUDA device")
-    except Exception:  # noqa: BLE001 -- no driver: skip
-        pytest.skip("no CUDA device")
-    if cp.cuda.Device().compute_capability < "90":
-        pytest.skip("tensor maps need sm_90")
+    cp = sm90_cupy()
     a = cp.zeros((100, 200), cp.float16)
     raw = encode(GOOD, a.data.ptr, "a", "gemm")
     assert len(raw) == MAP_BYTES and raw != bytes(MAP_BYTES)

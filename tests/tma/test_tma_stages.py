@@ -21,6 +21,7 @@ from kernc.compiler import Compilation, CompileOptions
 from kernc.passes.wgmma_contractions import WgmmaConfig, tma_bytes, tma_stages
 from kernc.support.errors import KerncRuntimeError
 from conftest import EXAMPLES
+from tensor_core_helpers import sm90_cupy
 from tma_stage_helpers import compilation, gpu_ir, inputs, run
 
 # M, N, K from {1, 63, 65, 130, 200}: K < 64, K % 64 != 0, K % 8 != 0 (the maps' rows padded), 1..4 chunks;
@@ -293,12 +294,7 @@ def test_on_a_gpu_the_stages_are_bitwise_the_staged_build(stages):
     """On an sm_90 device: the driver-encoded map, the copies of the next chunks in flight during a
     chunk's wgmma, the same bits as the build without TMA (a wait or a barrier the GPU needed and
     the interpreter did not would show here). Not run here: no GPU."""
-    cp = pytest.importorskip("cupy")
-    try:
-        if cp.cuda.runtime.getDeviceCount() < 1 or cp.cuda.Device().compute_capability < "90":
-            pytest.skip("needs an sm_90 device")
-    except Exception:  # noqa: BLE001 -- no driver
-        pytest.skip("no CUDA device")
+    cp = sm90_cupy()
     from tma_stage_helpers import GEMM
 
     src = GEMM.replace("T[", "f16[")

@@ -20,26 +20,10 @@ kernel gemm(a: T[M, K] view, b: T[K, N] view, c: f32[M, N] view) over (i, j) in 
 """
 
 #: a transposed b: both operands k-contiguous, both loaded by TMA
-GEMM_NT = """@block(128)
-kernel gemm(a: T[M, K] view, b: T[N, K] view, c: f32[M, N] view) over (i, j) in (M, N) {
-    let acc = 0.0;
-    for k in 0..K {
-        acc += a[i, k] * b[j, k];
-    }
-    c[i, j] = acc;
-}
-"""
+GEMM_NT = GEMM.replace("b: T[K, N]", "b: T[N, K]").replace("b[k, j]", "b[j, k]")
 
 #: a loop from lo to the views' k extent K (empty for lo >= K, a chunk tail for lo % 64)
-GEMM_FROM = """@block(128)
-kernel gemm(a: T[M, K] view, b: T[N, K] view, c: f32[M, N] view, lo: index) over (i, j) in (M, N) {
-    let acc = 0.0;
-    for k in lo..K {
-        acc += a[i, k] * b[j, k];
-    }
-    c[i, j] = acc;
-}
-"""
+GEMM_FROM = GEMM_NT.replace("c: f32[M, N] view)", "c: f32[M, N] view, lo: index)").replace("0..K", "lo..K")
 
 #: a loop that ends before the views' k extent K (hi < K): not a box of the views (no TMA)
 GEMM_TO = GEMM_FROM.replace("lo: index", "hi: index").replace("lo..K", "0..hi")
