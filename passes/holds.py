@@ -56,6 +56,13 @@ def contraction_loops(module, options: dict) -> bool:
     return False
 
 
+def unsigned_mma(module, options: dict) -> bool:
+    """kern-lower-unsigned-mma: a kernel holds an ``nvgpu.mma.sync`` marked ``kern.ptx_type``
+    (kern-mma-contractions' u8 contractions); it rewrites those ops only."""
+    return any("kern.ptx_type" in op.attributes
+               for fn in _kernels(module) for op in walk_ops(fn, {"nvgpu.mma.sync"}))
+
+
 def nd_view_accesses(module, options: dict) -> bool:
     """kern-coalesce-views: a kernel holds a ``kern.view_load``/``kern.view_store`` and, unless the
     pass has remarks to give (``--remarks``: it explains each access it does not stage), a

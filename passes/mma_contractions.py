@@ -1,4 +1,4 @@
-"""``kern-mma-contractions``: the contractions of f16/bf16, i8 and (``@tf32``) f32 operands on tensor
+"""``kern-mma-contractions``: the contractions of f16/bf16, i8/u8 and (``@tf32``) f32 operands on tensor
 cores (``mma.sync``).
 
 A kernel ``kern-tile-contractions`` would tile (:class:`~kernc.passes.tile_contractions._Analysis`
@@ -23,7 +23,7 @@ is rewritten as the warp-level tensor-core GEMM of CUTLASS's ``sm80`` kernels an
 "Warp-level matrix multiply-accumulate instructions" (``mma.sync.aligned.m16n8k16.row.col.f32``
 fed by ``ldmatrix``). The same loop of ``i8`` reads widened to ``i32`` with an ``i32`` sum
 (``let acc: i32 = 0; acc += i32(a[i, k]) * i32(b[k, j]);``) runs on ``m16n8k32 .s8`` with ``i32``
-accumulators, and one of ``f32`` reads in a kernel marked ``@tf32`` on ``m16n8k8 .tf32``;
+accumulators (``u8`` reads, zero-extended, on ``.u8``), and one of ``f32`` reads in a kernel marked ``@tf32`` on ``m16n8k8 .tf32``;
 :data:`KINDS` (one :class:`MmaKind` per operand type) holds what differs -- the instruction's
 ``k``, the fragments' register grids, the row padding and whether a tile may be read with
 ``ldmatrix.trans``:
@@ -80,8 +80,10 @@ within i32 (MLIR lowers the integer mma with ``.satfinite``, which clamps where 
 wraps). ``f32`` operands need TF32 (10-bit mantissas), which is never chosen silently: without
 ``@tf32`` such a contraction stays on ``kern-tile-contractions``' path, with a remark; with it each
 staged operand is rounded by :func:`round_tf32` (``cvt.rna.tf32.f32``) first, in the IR, so the
-CPU interpreter and the GPU multiply the same values. ``u8`` operands stay on CUDA cores: the
-``nvgpu`` dialect's mma.sync lowers ``i8`` as ``.s8`` only.
+CPU interpreter and the GPU multiply the same values. ``u8`` operands: the ``nvgpu`` dialect's
+mma.sync lowers ``i8`` as ``.s8`` only, so their ``nvgpu.mma.sync`` carries :data:`PTX_TYPE_ATTR`
+and ``kern-lower-unsigned-mma`` (GPU_TO_LLVM) writes it as ``nvvm.mma.sync`` with ``.u8``
+multiplicands; the fragments, the staging and ``ldmatrix`` are those of ``i8``.
 
 Applies on ``sm_80`` and later (``arch``; :attr:`MmaKind.min_sm`); elsewhere, or when a kernel is
 not such a contraction (other loop body, other types, ``@tile`` given, a block that is not a
@@ -155,6 +157,11 @@ class MmaKind:
         return 4 // self.elem_bytes
 
     @property
+    def integer(self) -> bool:
+        """Integer operands (``s8``/``u8``) with exact ``s32`` sums."""
+        return self.acc == "s32"
+
+    @property
     def k(self) -> int:
         return 8 * self.per
 
@@ -173,15 +180,21 @@ class MmaKind:
         return f"m16n8k{self.k}"
 
 
-#: The operand kinds (PTX ISA 9.7.14.5.8 m16n8k16 f16/bf16, 9.7.14.5.10 m16n8k32 s8, 9.7.14.5.7
-#: m16n8k8 tf32; all ``sm_80`` and later for these shapes). ``u8`` is not here: the ``nvgpu``
-#: dialect's mma.sync lowers ``i8`` as ``.s8`` only (MLIR's convert-nvgpu-to-nvvm).
+#: The operand kinds (PTX ISA 9.7.14.5.8 m16n8k16 f16/bf16, 9.7.14.5.10 m16n8k32 s8/u8, 9.7.14.5.7
+#: m16n8k8 tf32; all ``sm_80`` and later for these shapes). The gpu IR's ``nvgpu.mma.sync`` of
+#: ``i8`` operands is ``.s8`` (MLIR's convert-nvgpu-to-nvvm writes no other); a ``u8`` one carries
+#: :data:`PTX_TYPE_ATTR` ``"u8"``, which ``kern-lower-unsigned-mma`` lowers to ``.u8.u8``.
 KINDS = {
     "f16": MmaKind("f16", 2, "f32", True),
     "bf16": MmaKind("bf16", 2, "f32", True),
     "s8": MmaKind("s8", 1, "s32", False),
+    "u8": MmaKind("u8", 1, "s32", False),
     "tf32": MmaKind("tf32", 4, "f32", False),
 }
+#: The discardable attribute of an ``nvgpu.mma.sync`` whose ``i8`` operands are unsigned: the
+#: string ``"u8"`` (both multiplicands ``.u8``). The CPU interpreter reads it, as does
+#: ``kern-lower-unsigned-mma``, which replaces the op before convert-nvgpu-to-nvvm.
+PTX_TYPE_ATTR = "kern.ptx_type"
 #: Most threads per block: each thread holds 64 f32 accumulators, its fragments and the staging
 #: addresses (about 210 registers at 256 threads, ptxas -v); 512 threads would leave 128 (65536
 #: registers per block) and spill.
@@ -282,13 +295,13 @@ def mma_config(block: int, warp_m: int, warp_n: int, bk: int,
 
 @dataclass
 class MmaContractions(Pass):
-    """Run the f16/bf16, i8 and (``@tf32``) f32 contractions ``kern-tile-contractions`` matches on
-    tensor cores: ``ldmatrix``-fed ``mma.sync`` (m16n8k16, m16n8k32 .s8, m16n8k8 .tf32), f32 or
+    """Run the f16/bf16, i8/u8 and (``@tf32``) f32 contractions ``kern-tile-contractions`` matches on
+    tensor cores: ``ldmatrix``-fed ``mma.sync`` (m16n8k16, m16n8k32 .s8/.u8, m16n8k8 .tf32), f32 or
     i32 accumulators, padded workgroup tiles; ``CompileError`` at ``@tensor_cores`` when such a
     kernel cannot be taken."""
 
     name = "kern-mma-contractions"
-    summary = ("f16/bf16/i8/@tf32 f32 contraction loops on tensor cores: ldmatrix + mma.sync "
+    summary = ("f16/bf16/i8/u8/@tf32 f32 contraction loops on tensor cores: ldmatrix + mma.sync "
                "m16n8k16/k32/k8, f32 or i32 sums")
 
     #: the target (``kernc compile --arch``): tensor cores from ``sm_80``
@@ -358,7 +371,7 @@ class MmaContractions(Pass):
 
 
 #: the hint of a loop that is not of the form tensor cores run
-HINT_BODY = ("write the loop as 'acc += a[i, k] * b[k, j]' of f16/bf16 (f32 sums), i8 widened to i32 "
+HINT_BODY = ("write the loop as 'acc += a[i, k] * b[k, j]' of f16/bf16 (f32 sums), i8 or u8 widened to i32 "
              "(i32 sums) or, with @tf32, f32 reads; or remove @tensor_cores")
 
 
@@ -424,17 +437,16 @@ def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
     if name == "f32" and not tf32:
         return ("its operands are f32: tensor cores would round them to TF32 (10-bit mantissas), "
                 "which is never done without asking (@tf32)")
-    if name not in ("f16", "bf16", "i8", "f32"):
-        why = (": the nvgpu dialect's mma.sync has only the signed .s8 form (MLIR's convert-nvgpu-to-nvvm)"
-               if name == "u8" else "")
-        return f"its operands are {name}, not f16, bf16, i8 or (with @tf32) f32{why}"
-    integer = name == "i8"
+    if name not in ("f16", "bf16", "i8", "u8", "f32"):
+        return f"its operands are {name}, not f16, bf16, i8, u8 or (with @tf32) f32"
+    integer = name in ("i8", "u8")
     acc_t = i32 if integer else f32
-    if integer:  # the reads widened to i32 (signed), each once
-        exts = [op for op in plan.body if op.name == "arith.extsi" and op.operands[0] in reads]
+    if integer:  # the reads widened to i32 (i8 signed, u8 unsigned), each once
+        widen = "arith.extsi" if name == "i8" else "arith.extui"
+        exts = [op for op in plan.body if op.name == widen and op.operands[0] in reads]
         if (len(exts) != 2 or {e.operands[0] for e in exts} != set(reads)
                 or any(e.results[0].type != i32 for e in exts)):
-            return "its i8 operands are not both widened to i32 (write i32(a[i, k]) * i32(b[k, j]))"
+            return f"its {name} operands are not both widened to i32 (write i32(a[i, k]) * i32(b[k, j]))"
         vals = [e.results[0] for e in exts]
     else:
         if any(r.type != f32 for r in reads):
@@ -445,7 +457,7 @@ def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
     if not _product_sum(plan, vals, integer):
         return "its loop body is not 'acc += a * b'"
     init = _owner(plan.loop.operands[3])
-    kind = KINDS["s8" if integer else "tf32" if name == "f32" else name]
+    kind = KINDS["s8" if name == "i8" else "tf32" if name == "f32" else name]
     if not isinstance(init, ir.Operation) or init.name != "arith.constant":
         # the item's own start (its code before the loop, e.g. `let acc = c[i, j];`, or an argument):
         # the fragments sum from 0, the epilogue adds it
@@ -478,12 +490,12 @@ def epilogue_sum(p: _Parts, plan: _Analysis, m: dict, acc):
         return acc
     acc0 = plan.loop.operands[3]
     acc0 = m.get(acc0, acc0)
-    return b.arith.AddIOp(acc0, acc).result if p.kind.ptx == "s8" else b.arith.AddFOp(acc0, acc).result
+    return b.arith.AddIOp(acc0, acc).result if p.kind.integer else b.arith.AddFOp(acc0, acc).result
 
 
 def _product_sum(plan: _Analysis, vals: list, integer: bool = False) -> bool:
     """Whether the innermost loop body yields ``acc + a*b`` (either order) of ``vals``, the two
-    staged reads (f16/bf16/f32: ``mulf``, ``addf``) or their i32 widenings (i8: ``muli``,
+    staged reads (f16/bf16/f32: ``mulf``, ``addf``) or their i32 widenings (i8/u8: ``muli``,
     ``addi``): the rest of the body (their index arithmetic, an inner loop's bounds) feeds nothing
     else."""
     mul_name, add_name = ("arith.muli", "arith.addi") if integer else ("arith.mulf", "arith.addf")
@@ -531,8 +543,8 @@ def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
     nest = f"; its nest of {len(plan.levels)} loops runs as one k, innermost fastest" if len(plan.levels) > 1 else ""
     unordered = ("on a GPU the sums' order differs from the loop's (not bitwise the --no-tensor-cores "
                  "result); the CPU interpreter adds them k ascending")
-    if k.ptx == "s8":
-        what, tail = "i8 products, i32 sums", (
+    if k.integer:
+        what, tail = f"{'i8' if k.ptx == 's8' else 'u8'} products, i32 sums", (
             "the sums are exact: bitwise the --no-tensor-cores result while every 32-wide partial sum "
             "stays within i32 (mma.sync .satfinite clamps where the loop wraps)")
     elif k.ptx == "tf32":
@@ -652,7 +664,7 @@ class _Rewrite:
                     elif b.is_float(T):
                         val = b.convert_float(val[0], p.elem)  # exact: the read widened an elem
                     else:
-                        val = val[0]  # an i8 read is staged as it is
+                        val = val[0]  # an i8/u8 read is staged as it is
                     if inside is None:
                         b.store(val, smem, slot)
                     else:  # the last round of slots of a tile that is not a multiple of the block
@@ -667,8 +679,11 @@ class _Rewrite:
                 for mt in range(c.mt):
                     for nt in range(c.nt):
                         x = mt * c.nt + nt
-                        accs[x] = nvgpu.MmaSyncOp(acc_t, afr[mt], bfr[nt], accs[x], [MMA_M, MMA_N, kd.k],
-                                                  tf32Enabled=True if kd.ptx == "tf32" else None).result
+                        mma = nvgpu.MmaSyncOp(acc_t, afr[mt], bfr[nt], accs[x], [MMA_M, MMA_N, kd.k],
+                                              tf32Enabled=True if kd.ptx == "tf32" else None)
+                        if kd.ptx == "u8":
+                            mma.operation.attributes[PTX_TYPE_ATTR] = ir.StringAttr.get("u8")
+                        accs[x] = mma.result
             b.scf.YieldOp(accs)
         self._epilogue(list(chunks.results), lane, x0, w0, ext, E, first)
 

@@ -57,6 +57,8 @@ GPU_TO_LLVM: tuple[PassRef, ...] = (
     PassRef("kern-specialize-nonneg-scalars", "SpecializeNonnegScalars"),
     PassRef("kern-bare-ptr-abi", "BarePointerABI"),
     PassRef("kern-lower-fma", "LowerFMA"),
+    # u8 tensor-core contractions: nvgpu's mma.sync has the .s8 form only
+    PassRef("kern-lower-unsigned-mma", "LowerUnsignedMma", holds.unsigned_mma),
     PassRef("kern-select-to-branch", "SelectToBranch", holds.selects),
     # upstream convert-gpu-to-nvvm, workgroup globals renamed around it
     PassRef("convert-gpu-to-nvvm", "ConvertGpuToNVVM"),

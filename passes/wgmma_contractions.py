@@ -199,9 +199,10 @@ class WgmmaContractions(Pass):
             if isinstance(parts, str):
                 continue  # the same
             if not isinstance(parts.elem, (ir.F16Type, ir.BF16Type)):
-                # i8 (and @tf32 f32) contractions: wgmma has those shapes, this pass not yet
+                # i8/u8 (and @tf32 f32) contractions: wgmma has those shapes, this pass not yet
+                kern_type = {"s8": "i8", "tf32": "f32"}.get(parts.kind.ptx, parts.kind.ptx)
                 emit_remark(self.remarks, plan.loop,
-                            f"not using wgmma for '{sig.name}': its {parts.elem} operands take "
+                            f"not using wgmma for '{sig.name}': its {kern_type} operands take "
                             "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16 only)")
                 continue
             got = self._decide(plan)

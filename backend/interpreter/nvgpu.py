@@ -53,7 +53,9 @@ Arithmetic of ``mma.sync``:
   ``.satfinite`` for integer mma): the ``i8`` registers are signed, the products and the sum
   ``c + sum_k a*b`` exact, and ``d`` that sum clamped to ``[-2**31, 2**31 - 1]`` (the ISA's
   ``.satfinite``; no order matters). So a sum whose k32 partial sums stay within i32 is exact, as
-  the loop's; one that leaves i32 saturates here, where the loop's ``arith.addi`` wraps.
+  the loop's; one that leaves i32 saturates here, where the loop's ``arith.addi`` wraps. An op
+  marked ``kern.ptx_type = "u8"`` (kern-mma-contractions' u8 contractions, lowered to
+  ``.s32.u8.u8.s32`` by kern-lower-unsigned-mma) reads its ``i8`` registers as unsigned bytes.
 """
 
 from __future__ import annotations
@@ -234,7 +236,8 @@ def _mma_sync(tr, o):
     """``nvgpu.mma.sync``: m16n8k16 with f16 or bf16 operands and f32 accumulators (``mma.sync.aligned
     .m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32``), m16n8k8 with ``tf32Enabled`` f32 operands
     (``.m16n8k8.row.col.f32.tf32.tf32.f32``) and m16n8k32 with i8 operands and i32 accumulators
-    (``.m16n8k32.row.col.satfinite.s32.s8.s8.s32``), computed as the module docstring says."""
+    (``.m16n8k32.row.col.satfinite.s32.s8.s8.s32``; ``.u8.u8`` where marked ``kern.ptx_type = "u8"``),
+    computed as the module docstring says."""
     shape = [int(x) for x in re.findall(r"\d+", str(o.attributes["mmaShape"]))]
     a, bb, c = (tr.use(v) for v in o.operands[:3])
     da, ta = _shape(tr, o.operands[0].type, o)
@@ -249,9 +252,13 @@ def _mma_sync(tr, o):
         ok = tf32 and ta.dtype == tb.dtype == tc.dtype == np.float32
     elif ok:
         ok = ta.dtype == tb.dtype == np.int8 and tc.dtype == np.int32
+    unsigned = "kern.ptx_type" in o.attributes
+    if unsigned:  # (only the u8 mark exists; kern-lower-unsigned-mma rejects any other the same way)
+        ok = ok and kind[0] == "s8" and str(o.attributes["kern.ptx_type"]) == '"u8"'
     if not ok:
         tr.unsupported(o, f"mma.sync {shape} of {o.operands[0].type}, {o.operands[1].type}, {o.operands[2].type}"
-                          + (" (tf32Enabled)" if tf32 else ""))
+                          + (" (tf32Enabled)" if tf32 else "")
+                          + (f" (kern.ptx_type {o.attributes['kern.ptx_type']})" if unsigned else ""))
     r = tr.define(o.results[0])
     loc = str(o.location)
     M, N, K = shape
@@ -266,6 +273,8 @@ def _mma_sync(tr, o):
         x = _lanes(v, L)
         if kind[0] == "tf32":  # the low 13 bits of a .tf32 operand are not read
             return (np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+        if unsigned:  # the same bytes, as .u8 reads them
+            return np.asarray(x, np.int8).view(np.uint8).astype(work)
         return x.astype(work)
 
     def f(fr, mask):

@@ -81,20 +81,8 @@ def _remarks(text, capsys, **kw):
     return capsys.readouterr().err
 
 
-U8 = _src("gemm_i8").replace("i8[", "u8[")
-
-
-def test_u8_operands_fall_back_with_a_remark(capsys):
-    err = _remarks(U8, capsys)
-    assert ("not using tensor cores for 'gemm_i8': its operands are u8, not f16, bf16, i8 or (with @tf32) f32: "
-            "the nvgpu dialect's mma.sync has only the signed .s8 form") in err
-    mod = kernc.compile(U8)
-    rng = np.random.default_rng(2)
-    a = rng.integers(0, 256, (9, 11)).astype(np.uint8)
-    b = rng.integers(0, 256, (11, 5)).astype(np.uint8)
-    c = np.zeros((9, 5), np.int32)
-    mod.gemm_i8(a, b, c)
-    np.testing.assert_array_equal(c, a.astype(np.int64) @ b.astype(np.int64))
+# u8 operands run on .u8 tensor cores (tests/mma/test_gemm_u8.py); one u8 and one i8 operand do not
+MIXED = _src("gemm_i8").replace("a: i8[", "a: u8[")
 
 
 def test_i8_on_sm_75_falls_back_with_a_remark(capsys):
@@ -184,7 +172,7 @@ def _forced_error(text, **kw):
 
 @pytest.mark.parametrize("text, kw, why", [
     (FORCED, {"arch": "sm_75"}, "sm_75 has no mma.sync m16n8k16 for f16 operands (sm_80 and later)"),
-    ("@tensor_cores\n" + U8.split("\n", 8)[-1], {}, "its operands are u8"),
+    ("@tensor_cores\n" + MIXED.split("\n", 8)[-1], {}, "its operands are u8 and i8, not of one type"),
     ("@tensor_cores\n" + _src("gemm_i8").split("\n", 8)[-1], {"arch": "sm_75"},
      "sm_75 has no mma.sync m16n8k32 for s8 operands"),
     ("@tensor_cores\n" + _src("gemm_tf32").split("\n", 9)[-1].replace("@tf32\n", ""), {},
