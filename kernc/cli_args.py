@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--tma", action="store_true",
                    help="load the wgmma operand tiles that are boxes of their views with the tensor "
                         "memory accelerator (cp.async.bulk.tensor on an mbarrier; sm_90a)")
-    c.add_argument("--tma-stages", type=int, default=2, choices=range(1, 9), metavar="{1..8}",
+    c.add_argument("--tma-stages", type=ascii_int_option, default=2, choices=range(1, 9), metavar="{1..8}",
                    help="with --tma: pipeline stages of the TMA copies (buffers, each with its mbarrier; "
                         "default 2; fewer, with a remark, where they do not fit in 48 KiB)")
     # kern-privatize-atomics
@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (compare --stats)")
     r.add_argument("--tma", action="store_true",
                    help="load the wgmma operand tiles by the tensor memory accelerator (sm_90a)")
-    r.add_argument("--tma-stages", type=int, default=2, choices=range(1, 9), metavar="{1..8}",
+    r.add_argument("--tma-stages", type=ascii_int_option, default=2, choices=range(1, 9), metavar="{1..8}",
                    help="with --tma: pipeline stages of the TMA copies (default 2)")
     r.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory "

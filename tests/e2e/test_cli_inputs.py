@@ -180,6 +180,8 @@ def test_an_input_with_digits_of_another_script_is_refused(tmp_path, x_npy, caps
     ["run", SAXPY, "--size", f"n={ARABIC_12}"],
     ["compile", SAXPY, "--O", "\u0662"],
     ["compile", SAXPY, "--index-bits", "\u0666\u0664"],
+    ["compile", SAXPY, "--tma", "--tma-stages", "\u0663"],  # (was taken as 3: argparse's type=int)
+    ["run", SAXPY, "--tma-stages", "\u0663", "--size", "n=4"],
     ["layout", "4:1", "--elem-bytes", DEVANAGARI_4],
 ])
 def test_options_with_digits_of_another_script_are_usage_errors(capsys, argv):
@@ -223,3 +225,22 @@ def test_bench_counts_take_ascii_digits_only():
     assert _positive_int("12") == 12
     with pytest.raises(argparse.ArgumentTypeError):
         _positive_int(ARABIC_12)
+
+
+def test_no_option_reads_a_number_with_python_int_or_float():
+    """Python's int() and float() take digits of every script (int('\\u0663') == 3): each numeric
+    option of every subcommand parses with kernc's ASCII-only readers instead (the class of the
+    --tma-stages bug above)."""
+    import argparse
+
+    from kernc.cli_args import build_parser
+
+    def actions(parser):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from actions(sub)
+            else:
+                yield action
+    loose = [a.option_strings or a.dest for a in actions(build_parser()) if a.type in (int, float)]
+    assert not loose, loose
