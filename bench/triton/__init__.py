@@ -38,10 +38,6 @@ NOT_COMPARABLE: dict[str, str] = {
     "conv2d_wgrad_f16": "as conv2d_fwd_f16: the cuBLAS time of its im2col GEMM is the GPU reference",
     "gemm_tf32": ("as gemm_f16: tl.dot with TF32 inputs sums in its own order, not the kernel's k-ascending "
                   "f32 sum of the TF32-rounded operands; cuBLAS (TF32) is the GPU reference"),
-    "softmax": ("a Triton softmax (one program per row, as its tutorial) reduces the row with tl.max and "
-                "tl.sum in their tree order, not the kernel's reduction order across items, so it cannot be "
-                "checked bit for bit against kernc's CPU run as the other versions are; not written yet"),
-    "layernorm": "as softmax: tl.sum's tree order is not the kernel's; not written yet",
 }
 
 

@@ -6,7 +6,8 @@ Each runs under Triton's interpreter (``TRITON_INTERPRET=1``: numpy on the CPU; 
 ``torch`` tensors, here sharing the memory of the example's numpy arrays) on ``make_inputs`` of
 ``examples/NAME.py`` and must match the example's numpy reference (``tests/e2e/test_examples.py``'s
 tolerances) and kernc's own CPU run of the same inputs bit for bit (the interpreter contracts no
-FMA, as kernc's default does not, and the examples' values make the order of atomics irrelevant).
+FMA, as kernc's default does not, and the examples' values make the order of atomics irrelevant),
+but for the reductions across items (softmax, layernorm: :data:`ULPS`).
 Skipped without Triton (``pip install 'kernc[bench]'``), the interpreter tests also without torch
 (a CPU build: ``pip install torch --index-url https://download.pytorch.org/whl/cpu``).
 """
@@ -33,6 +34,32 @@ NAMES = versions.examples()
 #: tests/bench/test_cuda_equivalents.py), 1 is a single thread, 257 one past a block.
 SIZES = [1, 257, 999, 1000]
 RTOL, ATOL = 2e-6, 1e-7
+#: Versions that match kernc's CPU run within ``ULPS[name](N)`` ulps instead of bit for bit: their
+#: ``tl.sum`` adds a row of ``N`` in Triton's tree order, not the kernel's, and a float32 sum of
+#: ``N`` terms in either order is within about ``log2(N) / 2`` ulps of the exact one (one rounding
+#: per level of a balanced tree). softmax: ``y = e / s`` inherits the relative error of ``s``, in
+#: ulps of each element (measured: 3 at N = 37 and 40, 8 at N = 512, for a bound of 6 and 9).
+#: layernorm: ``mean``'s error shifts ``d = x - mean`` absolutely, so ``y``, ``mean`` and ``rstd``
+#: are compared in ulps of the largest magnitude of each output (measured: at most 2 up to N = 512,
+#: for a bound of 4 to 5). Tight enough that ``eps`` doubled (``rstd`` moves by
+#: ``eps / (2 var)``, about 10 ulps here), the row mean left in (``y`` without ``- mean``) or the
+#: softmax taken down the columns fail (:func:`test_a_wrong_reduction_result_is_caught`).
+ULPS = {"softmax": lambda N: int(np.ceil(np.log2(max(N, 2)))),
+        "layernorm": lambda N: 1 + int(np.ceil(np.log2(max(N, 2)))) // 2}
+
+
+def _ulps_off(name: str, got: np.ndarray, kernc: np.ndarray) -> float:
+    """The largest distance of ``got`` from ``kernc`` in ulps (f32) of the scale :data:`ULPS` says."""
+    if not kernc.size:
+        return 0.0
+    scale = np.abs(kernc) if name == "softmax" else np.abs(kernc).max()
+    return float((np.abs(got.astype(np.float64) - kernc) / np.spacing(np.float32(scale))).max())
+
+
+def _agrees_with_kernc(name: str, N: int, got: np.ndarray, kernc: np.ndarray) -> bool:
+    if name in ULPS:
+        return got.dtype == kernc.dtype and got.shape == kernc.shape and _ulps_off(name, got, kernc) <= ULPS[name](N)
+    return np.array_equal(got, kernc, equal_nan=True)
 
 
 def _copy(inputs: dict) -> dict:
@@ -55,7 +82,8 @@ def _inputs(name: str, P: int) -> dict:
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
     """``(name, case) -> arguments after the run`` of every Triton version on every size of
-    :data:`SIZES` (case ``P``), and of saxpy with ``a`` one ulp off (case ``wrong``), run under
+    :data:`SIZES` (case ``P``), of saxpy with ``a`` one ulp off (case ``wrong``) and of layernorm
+    with ``eps`` doubled (case ``wrong_eps``), run under
     Triton's interpreter in one process (``tests/bench/triton_interpret.py``)."""
     pytest.importorskip("torch", reason="Triton's interpreter takes torch tensors; torch is not installed")
     folder = tmp_path_factory.mktemp("triton-interpret")
@@ -63,6 +91,9 @@ def interpreted(tmp_path_factory):
     wrong = _inputs("saxpy", 1000)
     wrong["a"] = np.nextafter(np.float32(wrong["a"]), np.float32(np.inf))
     cases["saxpy", "wrong"] = wrong
+    wrong_eps = _inputs("layernorm", 1000)
+    wrong_eps["eps"] = np.float32(2 * wrong_eps["eps"])
+    cases["layernorm", "wrong_eps"] = wrong_eps
     for (name, case), inputs in cases.items():
         np.savez(folder / f"{name}.{case}.in.npz", **inputs)
     env = dict(os.environ, TRITON_INTERPRET="1")
@@ -91,8 +122,11 @@ def test_triton_version_matches_reference_and_kernc(interpreted, name, P):
             assert not np.array_equal(want, inputs[out], equal_nan=True), f"{name}.{out}: the output must change"
         got = by_triton[out]
         assert got.dtype == want.dtype and got.shape == want.shape, out
-        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"bench/triton/{name}.py {out} P={P}")
-        assert np.array_equal(got, by_kernc[out], equal_nan=True), f"bench/triton/{name}.py {out} P={P} vs kernc"
+        tol = getattr(ref, "TOLERANCE", {"rtol": RTOL, "atol": ATOL}) if name in ULPS else {"rtol": RTOL, "atol": ATOL}
+        np.testing.assert_allclose(got, want, **tol, err_msg=f"bench/triton/{name}.py {out} P={P}")
+        N = inputs["x"].shape[1] if name in ULPS else 0
+        assert _agrees_with_kernc(name, N, got, by_kernc[out]), \
+            f"bench/triton/{name}.py {out} P={P} vs kernc" + (f": {_ulps_off(name, got, by_kernc[out])} ulps" if N else "")
     for arg, value in inputs.items():  # the inputs are left as they were
         if arg not in expected and isinstance(value, np.ndarray):
             assert np.array_equal(by_triton[arg], value, equal_nan=True), f"{name}: input {arg} changed"
@@ -103,6 +137,35 @@ def test_a_wrong_triton_result_is_caught(interpreted):
     want = example_reference("saxpy").reference(_inputs("saxpy", 1000))["y"]
     assert not np.array_equal(interpreted["saxpy", "wrong"]["y"], want)
     assert np.array_equal(interpreted["saxpy", "1000"]["y"], want)
+
+
+def test_a_wrong_reduction_result_is_caught(interpreted):
+    """The ulp check of softmax and layernorm (:data:`ULPS`) can fail: layernorm run with ``eps``
+    doubled, layernorm without the mean subtracted and softmax down the columns (on kernc's own
+    result, to isolate the mutation) do, where the right Triton results pass."""
+    ln = _inputs("layernorm", 1000)
+    R, N = ln["x"].shape
+    kernc = _copy(ln)
+    compiled_example("layernorm").layernorm(**kernc)
+    for out in ("y", "mean", "rstd"):
+        assert _agrees_with_kernc("layernorm", N, interpreted["layernorm", "1000"][out], kernc[out]), out
+    assert _agrees_with_kernc("layernorm", N, interpreted["layernorm", "wrong_eps"]["mean"], kernc["mean"])
+    for out in ("y", "rstd"):  # eps enters rstd and so y
+        assert not _agrees_with_kernc("layernorm", N, interpreted["layernorm", "wrong_eps"][out], kernc[out]), out
+    no_mean = (ln["x"] * kernc["rstd"][:, None] * ln["w"] + ln["b"]).astype(np.float32)
+    assert not _agrees_with_kernc("layernorm", N, no_mean, kernc["y"])
+
+    sm = _inputs("softmax", 1000)
+    kernc = _copy(sm)
+    compiled_example("softmax").softmax(**kernc)
+    N = sm["x"].shape[1]
+    assert _agrees_with_kernc("softmax", N, interpreted["softmax", "1000"]["y"], kernc["y"])
+    e = np.exp(sm["x"] - sm["x"].max(axis=0, keepdims=True))
+    columns = (e / e.sum(axis=0, keepdims=True)).astype(np.float32)
+    assert not _agrees_with_kernc("softmax", N, columns, kernc["y"])
+    one_ulp = np.nextafter(kernc["y"], np.float32(np.inf))  # (a few ulps pass, by design)
+    assert _agrees_with_kernc("softmax", N, one_ulp, kernc["y"])
+    assert not _agrees_with_kernc("softmax", N, kernc["y"] * np.float32(1 + 2e-6), kernc["y"])
 
 
 @pytest.fixture(scope="module")
