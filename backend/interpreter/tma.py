@@ -514,3 +514,32 @@ def im2col_gather(tm, coords, offsets):
     inside &= lin < int(tm.dims[-1])
     index = index + lin * (int(tm.strides[-1]) // es)
     return rows, chans, inside, index
+
+
+def im2col_tile(tm, coords, offsets):
+    """The workgroup tile one im2col-mode ``cp.async.bulk.tensor`` copy writes (PTX ISA 9.7.9.25.5.1,
+    ``.im2col`` load mode; 5.5.4 "im2col mode", 5.5.4.3: an element outside the tensor is filled), at a
+    destination aligned to ``8 * swizzle`` bytes: a 1-D array of ``pixels * channels`` elements of the
+    map's array dtype, row ``p``'s channel ``c`` at element ``swizzle((p * channels + c) * e) / e``
+    (``e`` the element bytes; :func:`kernc.backend.interpreter.wgmma.swizzle`, 5.5.2 "Tensor swizzling
+    modes"), out-of-bounds elements 0 (``oob="zero"``) or NaN. ``coords``/``offsets`` as
+    :func:`im2col_gather` (which raises ``ValueError`` for a bad base or offset); raises
+    ``ValueError`` where the map reaches past its array or, swizzled, the tile is not whole
+    ``8 * swizzle``-byte patterns."""
+    rows, chans, inside, index = im2col_gather(tm, coords, offsets)
+    if tm.swizzle and tm.box_bytes % (8 * int(tm.swizzle)):
+        raise ValueError(f"a {tm.box_bytes}-byte tile is not whole {8 * int(tm.swizzle)}-byte swizzle "
+                         "patterns")
+    flat = np.ascontiguousarray(tm.array).reshape(-1)
+    es = tm.elem_bytes
+    if flat.itemsize != es:
+        raise ValueError(f"the map's array has {flat.itemsize}-byte elements, its dtype {tm.dtype} {es}")
+    if index[inside].max(initial=-1) >= flat.size:
+        raise ValueError(f"the im2col tensor map reaches past its array of {flat.size} elements")
+    vals = np.zeros(rows.shape, flat.dtype)
+    vals[inside] = flat[index[inside]]
+    if tm.oob == "nan":
+        vals[~inside] = np.array(np.nan, np.dtype(f"f{es}")).view(flat.dtype)
+    out = np.empty_like(vals)
+    out[swizzle((rows * int(tm.channels) + chans) * es, int(tm.swizzle)) // es] = vals
+    return out
