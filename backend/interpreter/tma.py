@@ -465,3 +465,81 @@ def _tensor_copy(tr, o):
                     st.live[id(buf)] -= 1
             st.live[id(buf)] = st.live.get(id(buf), 0) + 1
     return f
+
+
+def im2col_gather(tm, coords, offsets):
+    """One im2col-mode copy's elements (PTX ISA 5.5.4, "im2col mode"; 5.5.4.2 traversal stride;
+    5.5.4.3 out-of-boundary access): ``tm`` a :class:`kernc.backend.tensor_map.Im2colTensorMap`,
+    ``coords`` the instruction's coordinates innermost first (``(c0, w0, h0, n0)`` for rank 4: the
+    channel start, the filter base inside the pixel box, the image), ``offsets`` its im2col offsets
+    (``(ow, oh)``). Returns ``(rows, chans, inside, index)``, arrays of ``pixels * channels`` (row
+    ``p``, channel ``c`` at ``p * channels + c``, the packed shared order): the pixel row and channel,
+    whether the element is inside the tensor, and its global element index (meaningful where inside).
+    Row ``p`` is the ``p``-th filter-base position of the box after ``(n0, h0, w0)`` in (N, H, W) order,
+    each spatial step the traversal stride; its pixel is that base plus the offsets. Raises
+    ``ValueError`` where the base is not a box position or an offset is outside the rank's range."""
+    from kernc.backend.tensor_map import IM2COL_OFFSET
+
+    r = tm.rank
+    ns = r - 2
+    es = tm.elem_bytes
+    est = tm.estrides()
+    ext = [tm.box_extent(d) for d in range(ns)]
+    if len(coords) != r or len(offsets) != ns:
+        raise ValueError(f"a rank {r} im2col map takes {r} coordinates and {ns} im2col offsets, "
+                         f"not {len(coords)} and {len(offsets)}")
+    for d, o in enumerate(offsets):
+        if not 0 <= int(o) <= IM2COL_OFFSET[r]:
+            raise ValueError(f"im2col offset {d} is {int(o)}, not in 0..{IM2COL_OFFSET[r]}")
+    q = int(coords[-1])  # the start's linear position in (N, spatial...) box order
+    for d in reversed(range(ns)):
+        rel = int(coords[d + 1]) - int(tm.lower[d])
+        if rel % int(est[d + 1]) or not 0 <= rel // int(est[d + 1]) < ext[d]:
+            raise ValueError(f"coordinate {d + 1} ({int(coords[d + 1])}) is not a filter-base position "
+                             f"of the pixel box ({tm.lower[d]} + k * {est[d + 1]}, k < {ext[d]})")
+        q = q * ext[d] + rel // int(est[d + 1])
+    P, Cp = int(tm.pixels), int(tm.channels)
+    rows = np.repeat(np.arange(P, dtype=np.int64), Cp)
+    chans = np.tile(np.arange(Cp, dtype=np.int64), P)
+    lin = q + rows
+    c = int(coords[0]) + chans
+    inside = (c >= 0) & (c < int(tm.dims[0]))
+    index = c.copy()
+    for d in range(ns):
+        k = lin % ext[d]
+        lin = lin // ext[d]
+        x = int(tm.lower[d]) + k * int(est[d + 1]) + int(offsets[d])
+        inside &= (x >= 0) & (x < int(tm.dims[d + 1]))
+        index = index + x * (int(tm.strides[d]) // es)
+    inside &= lin < int(tm.dims[-1])
+    index = index + lin * (int(tm.strides[-1]) // es)
+    return rows, chans, inside, index
+
+
+def im2col_tile(tm, coords, offsets):
+    """The workgroup tile one im2col-mode ``cp.async.bulk.tensor`` copy writes (PTX ISA 9.7.9.25.5.1,
+    ``.im2col`` load mode; 5.5.4 "im2col mode", 5.5.4.3: an element outside the tensor is filled), at a
+    destination aligned to ``8 * swizzle`` bytes: a 1-D array of ``pixels * channels`` elements of the
+    map's array dtype, row ``p``'s channel ``c`` at element ``swizzle((p * channels + c) * e) / e``
+    (``e`` the element bytes; :func:`kernc.backend.interpreter.wgmma.swizzle`, 5.5.2 "Tensor swizzling
+    modes"), out-of-bounds elements 0 (``oob="zero"``) or NaN. ``coords``/``offsets`` as
+    :func:`im2col_gather` (which raises ``ValueError`` for a bad base or offset); raises
+    ``ValueError`` where the map reaches past its array or, swizzled, the tile is not whole
+    ``8 * swizzle``-byte patterns."""
+    rows, chans, inside, index = im2col_gather(tm, coords, offsets)
+    if tm.swizzle and tm.box_bytes % (8 * int(tm.swizzle)):
+        raise ValueError(f"a {tm.box_bytes}-byte tile is not whole {8 * int(tm.swizzle)}-byte swizzle "
+                         "patterns")
+    flat = np.ascontiguousarray(tm.array).reshape(-1)
+    es = tm.elem_bytes
+    if flat.itemsize != es:
+        raise ValueError(f"the map's array has {flat.itemsize}-byte elements, its dtype {tm.dtype} {es}")
+    if index[inside].max(initial=-1) >= flat.size:
+        raise ValueError(f"the im2col tensor map reaches past its array of {flat.size} elements")
+    vals = np.zeros(rows.shape, flat.dtype)
+    vals[inside] = flat[index[inside]]
+    if tm.oob == "nan":
+        vals[~inside] = np.array(np.nan, np.dtype(f"f{es}")).view(flat.dtype)
+    out = np.empty_like(vals)
+    out[swizzle((rows * int(tm.channels) + chans) * es, int(tm.swizzle)) // es] = vals
+    return out
