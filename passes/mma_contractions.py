@@ -109,7 +109,7 @@ from .targets import MMA_MIN_SM, PTX_VERSION, sm_number
 from .tile_contractions import (_Analysis, _analysed_kernels, _clone, _hoistable, _mapped_to_tiles, _product, _slice,
                                 _slot_position, _split, collapse_nest, flat_extents,
                                 round_loop)
-from .workgroup import WARP, KernelContext, emit_remark, workgroup_limit
+from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
 # imported when a contraction is rewritten: most kernels this pass sees are declined
@@ -304,9 +304,6 @@ class MmaContractions(Pass):
     #: :data:`ROLLED_UNROLL` (module docstring, step 2), instead of each round's slot computed once
     #: per tile: the build of the 64-bit ``index`` variant (``Compilation.wide_index``)
     rolled_staging: bool = option(False)
-    #: whether tiles may take dynamic workgroup memory over 48 KiB, up to ``arch``'s opt-in maximum
-    #: (``kern-dynamic-workgroup-memory``; ``False``: ``--no-dynamic-shared-memory``)
-    dynamic_shared_memory: bool = option(True)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
     remarks: Callable[[str], None] | None = internal(None)
 
@@ -353,10 +350,9 @@ class MmaContractions(Pass):
             return _Reason(config, f"use @block({MAX_BLOCK}) or less" if plan.block > MAX_BLOCK
                            else "remove @tensor_cores")
         need = config.shared_bytes(parts.a.k_fastest, parts.b.k_fastest)
-        limit = workgroup_limit(self.arch, self.dynamic_shared_memory)
-        if need > limit:
+        if need > SHARED_LIMIT:
             return _Reason(f"its {config.bm}x{config.bn}x{config.bk} tiles need {need} bytes of workgroup "
-                           f"memory, more than the {limit} bytes a block may use",
+                           f"memory, more than the {SHARED_LIMIT} bytes a block may use",
                            "use a smaller @block, or remove @tensor_cores")
         return config, parts
 

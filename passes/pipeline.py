@@ -132,7 +132,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     ``rolled_staging``: ``kern-mma-contractions`` stages in a loop
     over the rounds of slots (the build of the 64-bit ``index`` variant); ``dynamic_shared_memory``:
     workgroup memory over 48 KiB, up to ``arch``'s opt-in maximum, as dynamic workgroup memory
-    (``kern-dynamic-workgroup-memory``; the contraction passes size their tiles and TMA stages by it;
+    (``kern-dynamic-workgroup-memory``; ``kern-wgmma-contractions`` sizes its TMA stages by it;
     ``kernc compile --no-dynamic-shared-memory``: 48 KiB at most, as static memory)."""
     off = {name for name, on in (("kern-coalesce-views", coalesce), ("kern-contract-fma", fmad),
                                  ("kern-tile-contractions", tile), ("kern-mma-contractions", tensor_cores),
@@ -141,10 +141,9 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     groups = {"remarks": remarks} if group_registers else {"remarks": remarks, "registers": 0}
     passes = _build(KERN_TO_GPU, {
         "kern-coalesce-views": {"remarks": remarks},
-        "kern-tile-contractions": {"remarks": remarks, "arch": arch, "async_copy": async_copy,
-                                   "dynamic_shared_memory": dynamic_shared_memory},
+        "kern-tile-contractions": {"remarks": remarks, "arch": arch, "async_copy": async_copy},
         "kern-mma-contractions": {"remarks": remarks, "arch": arch, "tile_attr": tile,
-                                  "rolled_staging": rolled_staging, "dynamic_shared_memory": dynamic_shared_memory},
+                                  "rolled_staging": rolled_staging},
         "kern-wgmma-contractions": {"remarks": remarks, "arch": arch, "tma": tma, "tma_stages": tma_stages,
                                     "tile_attr": tile, "dynamic_shared_memory": dynamic_shared_memory},
         "kern-dynamic-workgroup-memory": {"remarks": remarks, "arch": arch, "dynamic": dynamic_shared_memory},

@@ -94,7 +94,7 @@ multiplication; register micro-tiles as in CUTLASS's thread-level GEMM) to the k
 Configuration: ``BM x BN x BK`` = 64x64x16 for 256 threads (4x4 items per thread; fewer threads keep
 16 items per thread on a smaller tile), or the kernel attribute ``@tile(BM, BN, BK)`` (signature
 ``tile_config``): powers of two, ``BM*BN`` a multiple of the block, at most :data:`MAX_ITEMS` items
-per thread, the staged tiles within :func:`~kernc.passes.workgroup.workgroup_limit` bytes (the arch's opt-in maximum, 48 KiB under ``--no-dynamic-shared-memory``) -- else a
+per thread, the staged tiles within :data:`~kernc.passes.workgroup.SHARED_LIMIT` bytes -- else a
 located ``CompileError`` naming the limit.
 
 Runs after ``kern-lower-accessors`` and before ``kern-coalesce-views`` (which declines a tiled
@@ -129,7 +129,7 @@ from .base import Pass, functions, internal, option, walk_ops
 from .lower_views import in_bounds_value, offset_value
 from .targets import ASYNC_COPY_SM, PTX_VERSION  # (cp.async from ASYNC_COPY_SM)
 from .to_gpu import GUARD_ATTR
-from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark, workgroup_limit
+from .workgroup import SHARED_LIMIT, WARP, KernelContext, emit_remark
 
 gpu = dialect("gpu")
 nvgpu = lazy_dialect("nvgpu")  # (cp.async only: loaded when a tile is staged with it)
@@ -279,9 +279,6 @@ class TileContractions(Pass):
     async_copy: bool = option(True)
     #: the target (``kernc compile --arch``): ``cp.async`` from ``sm_80``
     arch: str = option("sm_90", choices=tuple(PTX_VERSION))
-    #: whether tiles may take dynamic workgroup memory over 48 KiB, up to ``arch``'s opt-in maximum
-    #: (``kern-dynamic-workgroup-memory``; ``False``: ``--no-dynamic-shared-memory``)
-    dynamic_shared_memory: bool = option(True)
     #: a test hook: drop the chunk loop's ``nvgpu.device_async_wait`` (``"wait"``), make it leave
     #: the chunk's group in flight (``"wait1"``: ``numGroups = 1``) or drop the barrier after it
     #: (``"barrier"``), to check that the CPU interpreter reports the race such a kernel has;
@@ -368,12 +365,9 @@ class TileContractions(Pass):
         config = Config(bm, bn, bk, tm, tn)
         need = sum(bk * _row_stride(s, config) * (b.bits(s.op.results[0].type) // 8) for s in plan.staged) * (
             2 if self.double_buffer else 1)
-        limit = workgroup_limit(self.arch, self.dynamic_shared_memory)
-        if need > limit:
+        if need > SHARED_LIMIT:
             return fail(f"its staged tiles need {need} bytes of workgroup memory, more than the "
-                        f"{limit} bytes a block may use on {self.arch}"
-                        + ("" if self.dynamic_shared_memory else " (48 KiB: dynamic workgroup memory is off, "
-                           "--no-dynamic-shared-memory)"), "use a smaller BK or tile")
+                        f"{SHARED_LIMIT} bytes (48 KiB) a block may use", "use a smaller BK or tile")
         return config
 
 

@@ -245,9 +245,8 @@ class WgmmaContractions(Pass):
             return f"block_n={n} is not an N of wgmma m64nNk16 taken here (16..256, a multiple of 16)"
         c = WgmmaConfig(plan.block // WARPGROUP, n)
         need = c.shared_bytes(2) + 2 * ATOM_BYTES
-        limit = workgroup_limit(self.arch, self.dynamic_shared_memory)
-        if need > limit:
-            return f"its tiles need {need} bytes of workgroup memory, more than {limit}"
+        if need > SHARED_LIMIT:  # (the tiles' configuration: 48 KiB, with or without dynamic memory)
+            return f"its tiles need {need} bytes of workgroup memory, more than {SHARED_LIMIT}"
         return c
 
 
