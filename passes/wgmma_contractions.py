@@ -227,7 +227,7 @@ class WgmmaContractions(Pass):
             stages, short = tma_stages(got, set(tma), self.tma_stages, limit) if tma else (1, None)
             at = plan.loop.location  # (the rewrite erases the loop and the staged reads)
             at_read = {side: (parts.a if side == 0 else parts.b).op.location for side in tma}
-            _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages).run()
+            _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages, limit if tma else SHARED_LIMIT).run()
             emit_remark(self.remarks, at, _describe(sig, got, parts))
             for side, m in sorted(tma.items()):
                 s = parts.a if side == 0 else parts.b
@@ -415,8 +415,10 @@ class _WgmmaRewrite(_Rewrite):
     buffers, with the wgmma main loop and epilogue of the module docstring (steps 2-5); ``tma``: the
     tensor map (:func:`_tma_map`) of each side loaded by TMA."""
 
-    def __init__(self, fn, sig, plan, c, parts, tma: dict | None = None, stages: int = 1) -> None:
+    def __init__(self, fn, sig, plan, c, parts, tma: dict | None = None, stages: int = 1,
+                 limit: int = SHARED_LIMIT) -> None:
         self.tma = tma or {}
+        self.smem_limit = limit  # (workgroup_limit: the stages may be dynamic workgroup memory)
         self.nstages = stages if self.tma else 1
         super().__init__(fn, sig, plan, c, parts)
         self.maps = {}

@@ -128,15 +128,16 @@ class KernelContext:
             b.barrier()
         self.smem_used = True
 
-    def check_limit(self) -> None:
+    def check_limit(self, limit: int = SHARED_LIMIT) -> None:
         """``CompileError`` at the kernel's first shared-memory user when the workgroup buffers
-        exceed :data:`SHARED_LIMIT`, naming every accessor and its bytes."""
+        exceed ``limit`` bytes (:data:`SHARED_LIMIT`, or :func:`workgroup_limit` for a pass whose
+        buffers may be dynamic workgroup memory), naming every accessor and its bytes."""
         total = sum(n * (b.bits(t) // 8) for _, n, t in self.smem.values())
-        if total > SHARED_LIMIT:
+        if total > limit:
             users = ", ".join(f"{u} ({n} bytes)" for u, n, _ in self.smem_users)
             raise CompileError(Diagnostic(
                 f"kernel '{self.sig.name}' needs {total} bytes of shared memory, more than the "
-                f"{SHARED_LIMIT} bytes a block may use; accessors: {users}",
+                f"{limit} bytes a block may use; accessors: {users}",
                 source_location(self.smem_users[0][2]),
                 hint="use a smaller @block size",
             ))
