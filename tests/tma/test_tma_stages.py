@@ -319,6 +319,17 @@ def test_ptxas_takes_the_stages_without_spills(kind, block_n, stages, smem):
     print(kind, block_n, stages, "stages:", res.registers["gemm"], "registers,", smem, "bytes of workgroup memory")
 
 
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+def test_ptxas_takes_the_examples_dynamic_workgroup_memory_without_spills(example_builds):
+    """The 2-stage gemm_f16 PTX (an ``.extern .shared .align 1024`` array, no static ``.shared``)."""
+    ptx = example_builds["two"]._compilation.ptx()
+    assert re.search(r"\.extern \.shared \.align 1024 \.b8 \w+\[\]", ptx), ptx[:2000]
+    res = toolkit.run_ptxas(ptx, "sm_90a")
+    assert res.ok, res.log
+    assert res.spills["gemm_f16"] == (0, 0)
+    print("gemm_f16 2 TMA stages:", res.registers["gemm_f16"], "registers")
+
+
 @pytest.mark.parametrize("elem", ["f16", "bf16"])
 def test_a_launch_binds_the_map_of_the_staged_tiles(elem):
     """Through ``kernc.compile`` (the launcher encodes a's map from the signature: the box is one
