@@ -107,12 +107,41 @@ class CudaModule:
         self._module.load(ptx.encode())
         self._functions: dict = {}
 
-    def function(self, name: str):
-        """The CuPy kernel function ``name`` of this module (looked up once)."""
+    def function(self, name: str, dynamic_shared_bytes: int = 0):
+        """The CuPy kernel function ``name`` of this module (looked up once), opted in to
+        ``dynamic_shared_bytes`` of dynamic workgroup memory (:func:`opt_in`; the kernel signature's
+        ``dynamic_shared_bytes``) when that is over 48 KiB. ``KerncLaunchError`` if the device
+        cannot give that many."""
         fn = self._functions.get(name)
         if fn is None:
-            fn = self._functions[name] = self._module.get_function(name)
+            fn = self._module.get_function(name)
+            if dynamic_shared_bytes > STATIC_SHARED_LIMIT:
+                cp = cupy()
+                rt = cp.cuda.runtime  # (cudaDevAttrMaxSharedMemoryPerBlockOptin: 97, CUDA Runtime API)
+                optin = rt.getDeviceAttribute(getattr(rt, "cudaDevAttrMaxSharedMemoryPerBlockOptin", 97),
+                                              rt.getDevice())
+                opt_in(fn, name, dynamic_shared_bytes, optin)
+            self._functions[name] = fn
         return fn
+
+
+#: Bytes of workgroup memory a kernel may use without opting in (CUDA C++ Programming Guide, "Shared
+#: Memory": 48 KiB; ``passes/workgroup.py``'s ``SHARED_LIMIT``, which the compiler sizes by).
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+def opt_in(fn, name: str, nbytes: int, device_max: int) -> None:
+    """Let CuPy function ``fn`` (kernel ``name``) launch with ``nbytes`` of dynamic workgroup memory:
+    ``fn.max_dynamic_shared_size_bytes = nbytes`` (``cuFuncSetAttribute(f,
+    CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)``, CUDA Driver API, "Execution Control";
+    needed past 48 KiB). ``device_max``: the device's ``cudaDevAttrMaxSharedMemoryPerBlockOptin``
+    (bytes); ``KerncLaunchError`` when ``nbytes`` exceeds it (a kernel compiled for a larger GPU)."""
+    if nbytes > device_max:
+        raise KerncLaunchError(
+            f"kernel '{name}' needs {nbytes} bytes of dynamic workgroup memory, but this device lets a block "
+            f"opt in to at most {device_max} (cudaDevAttrMaxSharedMemoryPerBlockOptin); compile it for this "
+            "device's --arch, or with --no-dynamic-shared-memory (48 KiB at most)")
+    fn.max_dynamic_shared_size_bytes = nbytes
 
 
 #: Loaded modules shared by every kernc Module of the process, keyed by (PTX text, device).
@@ -164,12 +193,15 @@ class ArgPacker:
     tuple a CuPy ``Function`` call takes.
     """
 
-    __slots__ = ("index_bits", "index_positions", "pointer_positions", "param_sizes", "_itype",
+    __slots__ = ("index_bits", "index_positions", "pointer_positions", "param_sizes", "_itype", "shared_bytes",
                  "_bf16_positions", "_float_slots", "_struct", "_values", "_bytes", "_slots", "params_address",
                  "_lock")
 
     def __init__(self, signature, index_bits: int):
         self.index_bits = index_bits
+        #: bytes of dynamic workgroup memory per block (``cuLaunchKernel``'s ``sharedMemBytes``: the
+        #: signature's ``dynamic_shared_bytes``, 0 for a kernel with static workgroup memory only)
+        self.shared_bytes = int(signature.dynamic_shared_bytes)
         self._itype = np.int32 if index_bits == 32 else np.int64
         sizes = set(signature.sizes)
         params = [None if name in sizes else signature.param(name) for name in signature.arg_names]
@@ -233,7 +265,8 @@ class ArgPacker:
                 v = values[i]
                 if v != v:  # NaN
                     self._bytes[offset:offset + size] = np.frombuffer(np.asarray(v).tobytes(), np.uint8)
-            _driver().launchKernel(function_ptr, grid, 1, 1, block, 1, 1, 0, stream_ptr, self.params_address, 0)
+            _driver().launchKernel(function_ptr, grid, 1, 1, block, 1, 1, self.shared_bytes, stream_ptr,
+                                   self.params_address, 0)
 
 
 def _driver():
@@ -257,7 +290,7 @@ def launch(module: CudaModule, bound: BoundLaunch, packer: ArgPacker | None = No
         return
     if packer is None or packer.index_bits != bound.index_bits:
         packer = ArgPacker(bound.signature, bound.index_bits)
-    fn = module.function(bound.signature.name)
+    fn = module.function(bound.signature.name, bound.signature.dynamic_shared_bytes)
     packer.launch(fn.ptr, bound.grid, bound.block, bound.args, cupy().cuda.get_current_stream().ptr)
 
 
@@ -400,4 +433,4 @@ def prepare(module: CudaModule, bound: BoundLaunch, packer: ArgPacker, device: i
         return None
     if any(type(a) is not cupy().ndarray for a in bound.arrays.values()):
         return None
-    return PreparedLaunch(packer, module.function(sig.name).ptr, bound, device, variant, module)
+    return PreparedLaunch(packer, module.function(sig.name, sig.dynamic_shared_bytes).ptr, bound, device, variant, module)

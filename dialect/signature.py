@@ -177,6 +177,12 @@ class KernelSignature:
     #: when it tiled the kernel; the launcher runs the untiled build for small problems
     #: (``launch_policy.run_tiled``); ``None`` otherwise
     contraction: dict | None = None
+    #: bytes of dynamic workgroup memory the kernel's launch must provide (``cuLaunchKernel``'s
+    #: ``sharedMemBytes``; over 48 KiB, with the ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``
+    #: opt-in): the size of its one ``gpu.dynamic_shared_memory`` buffer that
+    #: ``kern-dynamic-workgroup-memory`` carved its workgroup buffers from; 0 (left out of the
+    #: JSON) for a kernel with static workgroup memory only
+    dynamic_shared_bytes: int = 0
 
     def written(self) -> list[str]:
         """The names of the buffer params the kernel writes: :attr:`writes` (a ``view`` it only reads
@@ -194,7 +200,7 @@ class KernelSignature:
         for key in ("tiles", "staged", "tile_config", "groups", "contraction", "tensor_cores"):  # only present when set
             if data.get(key) is None:
                 data.pop(key, None)
-        for key in ("index_literal_max", "index_inputs", "index_bound", "in_place"):  # only present when a kernel has them
+        for key in ("index_literal_max", "index_inputs", "index_bound", "in_place", "dynamic_shared_bytes"):  # only present when a kernel has them
             if not data[key]:
                 del data[key]
         for key in ("reads", "writes"):
@@ -287,6 +293,8 @@ class KernelSignature:
             return f"'tiles' must be a list of [extent, tile] pairs, got {self.tiles!r}"
         if type(self.index_literal_max) is not int or self.index_literal_max < 0:
             return f"'index_literal_max' must be a non-negative integer, got {self.index_literal_max!r}"
+        if type(self.dynamic_shared_bytes) is not int or self.dynamic_shared_bytes < 0:
+            return f"'dynamic_shared_bytes' must be a non-negative integer, got {self.dynamic_shared_bytes!r}"
         scalars = {p.name for p in self.params if p.kind == "scalar"}
         if not isinstance(self.index_inputs, list) or not all(n in scalars for n in self.index_inputs):
             return f"'index_inputs' must be a list of scalar param names, got {self.index_inputs!r}"

@@ -343,7 +343,8 @@ class Module:
 def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_level: int = 3,
             fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
             tensor_cores: bool = True, privatize: bool = True, group_registers: bool = True,
-            wgmma: bool = True, async_copy: bool = True, tma: bool = False, tma_stages: int = 2) -> Module:
+            wgmma: bool = True, async_copy: bool = True, tma: bool = False, tma_stages: int = 2,
+            dynamic_shared_memory: bool = True) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -378,7 +379,11 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     ``wgmma`` operand tiles that are boxes of their views with the tensor memory accelerator
     (``kernc compile --tma``; opt-in; a launch whose row byte strides are no multiple of 16 runs
     the ``tma=False`` build); ``tma_stages`` (1..8, default 2; ``kernc compile --tma-stages``) is the
-    depth of their copies' pipeline (fewer, with a remark, where the stages do not fit in 48 KiB).
+    depth of their copies' pipeline (fewer, with a remark, where the stages do not fit).
+    ``dynamic_shared_memory=False`` (``kernc compile --no-dynamic-shared-memory``) keeps every kernel
+    within 48 KiB of static workgroup memory (default: a kernel that needs more takes dynamic
+    workgroup memory, up to ``arch``'s opt-in maximum, 227 KiB on ``sm_90``/``sm_90a``; the GPU
+    launch opts in, and fails with ``KerncLaunchError`` on a device that allows less).
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
@@ -392,7 +397,8 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
                                                              tensor_cores=tensor_cores, privatize=privatize,
                                                              group_registers=group_registers,
                                                              wgmma=wgmma, async_copy=async_copy, tma=tma,
-                                                             tma_stages=tma_stages)),
+                                                             tma_stages=tma_stages,
+                                                             dynamic_shared_memory=dynamic_shared_memory)),
                   choose_shared=choose_shared)
 
 
@@ -424,7 +430,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
                  choose_shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                  group_registers: bool = True, wgmma: bool = True, async_copy: bool = True,
-                 tma: bool = False, tma_stages: int = 2) -> Module:
+                 tma: bool = False, tma_stages: int = 2, dynamic_shared_memory: bool = True) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -434,7 +440,8 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
     return compile(read_source(path), filename=path, arch=arch, opt_level=opt_level, fmad=fmad,
                    coalesce=coalesce, tile=tile, choose_shared=choose_shared, tensor_cores=tensor_cores,
                    privatize=privatize, group_registers=group_registers, wgmma=wgmma,
-                   async_copy=async_copy, tma=tma, tma_stages=tma_stages)
+                   async_copy=async_copy, tma=tma, tma_stages=tma_stages,
+                   dynamic_shared_memory=dynamic_shared_memory)
 
 
 def read_source(path) -> str:

@@ -129,7 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "memory accelerator (cp.async.bulk.tensor on an mbarrier; sm_90a)")
     c.add_argument("--tma-stages", type=ascii_int_option, default=2, choices=range(1, 9), metavar="{1..8}",
                    help="with --tma: pipeline stages of the TMA copies (buffers, each with its mbarrier; "
-                        "default 2; fewer, with a remark, where they do not fit in 48 KiB)")
+                        "default 2; fewer, with a remark, where they do not fit in the arch's workgroup memory)")
+    # kern-dynamic-workgroup-memory
+    c.add_argument("--no-dynamic-shared-memory", action="store_true",
+                   help="keep every kernel within 48 KiB of static workgroup memory (default: a kernel "
+                        "that needs more takes dynamic workgroup memory, up to the arch's opt-in maximum, "
+                        "227 KiB on sm_90; fewer TMA stages and smaller tiles without it)")
     # kern-privatize-atomics
     c.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory")
@@ -183,6 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="load the wgmma operand tiles by the tensor memory accelerator (sm_90a)")
     r.add_argument("--tma-stages", type=ascii_int_option, default=2, choices=range(1, 9), metavar="{1..8}",
                    help="with --tma: pipeline stages of the TMA copies (default 2)")
+    r.add_argument("--no-dynamic-shared-memory", action="store_true",
+                   help="keep every kernel within 48 KiB of static workgroup memory (compare --stats)")
     r.add_argument("--no-privatize", action="store_true",
                    help="do not give small atomically updated views a per-block copy in workgroup memory "
                         "(compare --stats)")

@@ -86,7 +86,11 @@ class CompileOptions:
     ``kern-mma-contractions`` stages its tiles in a loop over the rounds of slots, unrolled by 4,
     instead of holding every round's coordinates across the chunk loop: the build the 64-bit
     ``index`` PTX of a tensor-core kernel comes from (:meth:`Compilation.wide_index`; at 64 bits the
-    held coordinates spill).
+    held coordinates spill). ``dynamic_shared_memory``: a kernel whose workgroup memory exceeds
+    48 KiB takes it as dynamic workgroup memory, up to ``arch``'s opt-in maximum (227 KiB on
+    ``sm_90``/``sm_90a``; ``kern-dynamic-workgroup-memory``, the launch opts in); ``False`` (``kernc
+    compile --no-dynamic-shared-memory``): 48 KiB of static memory at most, the passes sizing their
+    tiles and TMA stages to it.
     """
 
     arch: str = "sm_90"
@@ -107,6 +111,7 @@ class CompileOptions:
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
     async_copy: bool = True  # kern-tile-contractions: cp.async staging (on sm_80 and later)
     rolled_staging: bool = False  # kern-mma-contractions: staging rounds in a loop (64-bit index build)
+    dynamic_shared_memory: bool = True  # kern-dynamic-workgroup-memory: over 48 KiB as dynamic memory
 
     def target(self, variant: Variant | None = None, libdevice: str | None = None) -> pipeline.TargetOptions:
         """These options as the passes' ``TargetOptions`` for the PTX of ``variant`` (default: the
@@ -160,7 +165,8 @@ def validate_options(opts: "CompileOptions") -> None:
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
-                 "group_registers", "wgmma", "async_copy", "tma", "rolled_staging"):
+                 "group_registers", "wgmma", "async_copy", "tma", "rolled_staging",
+                 "dynamic_shared_memory"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
             raise ValueError(f"{flag} must be True or False, got {value!r}")
@@ -379,7 +385,8 @@ class Compilation:
                                           wgmma=bool(self.options.wgmma), async_copy=bool(self.options.async_copy),
                                           tma=bool(self.options.tma),
                                           tma_stages=int(self.options.tma_stages) if self.options.tma else 2,
-                                          rolled_staging=bool(self.options.rolled_staging))
+                                          rolled_staging=bool(self.options.rolled_staging),
+                                          dynamic_shared_memory=bool(self.options.dynamic_shared_memory))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
             if self._load_cached(cache.get("gpu", self.cache_key, require=_GPU_FIELDS)):
                 return
@@ -462,6 +469,8 @@ class Compilation:
                 kw["shared"] = False
             if not self.options.group_registers:
                 kw["group_registers"] = False
+            if not self.options.dynamic_shared_memory:
+                kw["dynamic_shared_memory"] = False
             try:
                 run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
                            self._timer("gpu", ""))

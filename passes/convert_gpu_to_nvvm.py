@@ -9,6 +9,12 @@ symbol"). Around the upstream pipeline, every ``gpu.func`` with workgroup attrib
 character (PTX ISA, "Identifiers": ``[a-zA-Z0-9_$]``) that no ``.kern`` name contains, so no kernel
 name can equal one, and the ``$`` ends the function's part of the name, so two kernels' globals
 never share one either.
+
+The global upstream makes for ``gpu.dynamic_shared_memory`` (``@__dynamic_shmem__<n>``, an
+``!llvm.array<0 x i8>`` in address space 3: MLIR's ``GPUDynamicSharedMemoryOpLowering``, aligned to
+16 bytes, ``NVVM::kSharedMemoryAlignmentBit``) is given :data:`DYNAMIC_ALIGN`: the byte offsets
+``kern-dynamic-workgroup-memory`` carves its buffers at are aligned up to 1024 (the 128B-swizzled
+wgmma/TMA tiles), which they are in the address only with the base aligned so.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from .base import UpstreamPass, functions, walk_ops
 
 #: What a kernel function is renamed to while the upstream conversion names its workgroup globals.
 MARK = "$"
+#: The alignment (bytes) of the dynamic workgroup memory's global (``.extern .shared .align 1024``).
+DYNAMIC_ALIGN = 1024
+#: The name upstream gives the globals of ``gpu.dynamic_shared_memory`` (``__dynamic_shmem__<n>``).
+DYNAMIC_PREFIX = "__dynamic_shmem__"
 
 
 def compiler_pipeline(index_bits: int = 32) -> str:
@@ -56,6 +66,7 @@ class ConvertGpuToNVVM(UpstreamPass):
         try:
             super().apply(ctx, module)
             widen_nvgpu_index_casts(module)
+            align_dynamic_shared_memory(module)
         finally:
             if renamed:
                 back = {name + MARK: name for name in renamed}
@@ -63,6 +74,21 @@ class ConvertGpuToNVVM(UpstreamPass):
                     name = ir.StringAttr(fn.attributes["sym_name"]).value
                     if name in back:
                         fn.attributes["sym_name"] = ir.StringAttr.get(back[name])
+
+
+def align_dynamic_shared_memory(module: ir.Module) -> None:
+    """Give every ``llvm.mlir.global @__dynamic_shmem__<n>`` (the lowered ``gpu.dynamic_shared_memory``)
+    the alignment :data:`DYNAMIC_ALIGN` and external linkage (a module without one is left as it
+    is). External: the NVPTX backend prints an external global without initializer as ``.extern
+    .shared .align 1024 .b8 __dynamic_shmem__0[]``, the PTX of dynamic shared memory (PTX ISA,
+    "Variable declarations": an ``.extern .shared`` array of unspecified size starts at the dynamic
+    shared memory); upstream's ``internal`` global printed as a one-byte *static* ``.shared``
+    variable (ptxas: "1 bytes smem"), the buffer's other bytes past it."""
+    i64 = ir.IntegerType.get_signless(64)
+    for g in walk_ops(module, {"llvm.mlir.global"}):
+        if ir.StringAttr(g.attributes["sym_name"]).value.startswith(DYNAMIC_PREFIX):
+            g.attributes["alignment"] = ir.IntegerAttr.get(i64, DYNAMIC_ALIGN)
+            g.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<external>")
 
 
 _DESCRIPTOR = re.compile(r"!llvm\.struct<\(ptr(<\d+>)?, ptr(<\d+>)?, i(\d+), array<(\d+) x i\d+>, array<\d+ x i\d+>\)>")

@@ -93,3 +93,12 @@ def divisions(module, options: dict) -> bool:
 def selects(module, options: dict) -> bool:
     """kern-select-to-branch: the module holds an ``arith.select``, the op it turns into a branch."""
     return bool(walk_ops(module, {"arith.select"}))
+
+
+def workgroup_attributions(module, options: dict) -> bool:
+    """kern-dynamic-workgroup-memory: a ``gpu.func`` holds workgroup attributions (the buffers it
+    may carve from dynamic workgroup memory); a kernel without any has nothing for it."""
+    for fn in functions(module, {"gpu.func"}):
+        if "workgroup_attributions" in fn.attributes and ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value:
+            return True
+    return False

@@ -564,6 +564,10 @@ def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
 class _Rewrite:
     """Build the tensor-core kernel of a matched contraction (the module docstring's steps 1-4)."""
 
+    #: the most bytes of workgroup buffers the kernel may have (:meth:`KernelContext.check_limit`;
+    #: ``kern-wgmma-contractions``' TMA stages may take dynamic workgroup memory)
+    smem_limit: int = SHARED_LIMIT
+
     def __init__(self, fn, sig, plan: _Analysis, c: MmaConfig, parts: _Parts, rolled: bool = False) -> None:
         self.fn, self.sig, self.plan, self.c, self.p = fn, sig, plan, c, parts
         self.rolled = rolled  # MmaContractions.rolled_staging
@@ -582,7 +586,7 @@ class _Rewrite:
         self.smem = [kc.workgroup(p.elem, st.elems, f"tensor-core tile of '{s.name}'",
                                   region=f"mma.{s.name}.{'ab'[st.side]}", location=s.op.location)
                      for s, st in zip((p.a, p.b), self.stages)]
-        kc.check_limit()
+        kc.check_limit(self.smem_limit)
         loc = plan.loop.location
         with ir.InsertionPoint(guard), loc:
             tid = gpu.ThreadIdOp(gpu.Dimension.x).result

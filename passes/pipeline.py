@@ -47,6 +47,9 @@ KERN_TO_GPU: tuple[PassRef, ...] = (
     PassRef("kern-lower-divisions", "LowerDivisions", holds.divisions),
     PassRef("kern-lower-builtins", "LowerBuiltins"),
     PassRef("kern-contract-fma", "ContractFMA"),          # optional: fmad=True (kernc compile --fmad)
+    # workgroup memory over 48 KiB as views of one dynamic buffer (--no-dynamic-shared-memory: 48 KiB
+    # of static memory at most); after every pass that adds workgroup buffers
+    PassRef("kern-dynamic-workgroup-memory", "DynamicWorkgroupMemory", holds.workgroup_attributions),
 )
 #: After these kernc passes, ``kern_to_gpu`` runs the upstream cleanups.
 KERN_TO_GPU_CLEANUP = ("canonicalize", "cse")
@@ -109,7 +112,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
                 shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                 group_registers: bool = True, arch: str = "sm_90", wgmma: bool = True,
                 async_copy: bool = True, tma: bool = False, tma_stages: int = 2,
-                rolled_staging: bool = False) -> list[Pass]:
+                rolled_staging: bool = False, dynamic_shared_memory: bool = True) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -129,7 +132,10 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     compile --no-async-copy`` turns it off: plain loads); ``tma``: ``kern-wgmma-contractions``' TMA
     loads of eligible tiles (``--tma``), in ``tma_stages`` pipeline stages (``--tma-stages``);
     ``rolled_staging``: ``kern-mma-contractions`` stages in a loop
-    over the rounds of slots (the build of the 64-bit ``index`` variant)."""
+    over the rounds of slots (the build of the 64-bit ``index`` variant); ``dynamic_shared_memory``:
+    workgroup memory over 48 KiB, up to ``arch``'s opt-in maximum, as dynamic workgroup memory
+    (``kern-dynamic-workgroup-memory``; ``kern-wgmma-contractions`` sizes its TMA stages by it;
+    ``kernc compile --no-dynamic-shared-memory``: 48 KiB at most, as static memory)."""
     off = {name for name, on in (("kern-coalesce-views", coalesce), ("kern-contract-fma", fmad),
                                  ("kern-tile-contractions", tile), ("kern-mma-contractions", tensor_cores),
                                  ("kern-wgmma-contractions", tensor_cores and wgmma),
@@ -141,7 +147,8 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
         "kern-mma-contractions": {"remarks": remarks, "arch": arch, "tile_attr": tile,
                                   "rolled_staging": rolled_staging},
         "kern-wgmma-contractions": {"remarks": remarks, "arch": arch, "tma": tma, "tma_stages": tma_stages,
-                                    "tile_attr": tile},
+                                    "tile_attr": tile, "dynamic_shared_memory": dynamic_shared_memory},
+        "kern-dynamic-workgroup-memory": {"remarks": remarks, "arch": arch, "dynamic": dynamic_shared_memory},
         "kern-privatize-atomics": {"remarks": remarks},
         "kern-lower-accessors": {"stage_shared": shared},
         "kern-map-groups": groups,

@@ -69,9 +69,11 @@ in chunk ``c``, after its first barrier, that of chunk ``c+S-1`` (if any) into t
 ``c-1``'s wgmma read: every warpgroup waited for that wgmma (``wait_group 0``) before the barrier,
 so the barrier orders the reads before the copy (the prologue's stages were read before the
 previous tile's last chunk barrier: no barrier of its own). :func:`tma_stages` builds fewer where
-:func:`tma_bytes` exceed 48 KiB of static workgroup memory, with a remark: gemm_f16's 128x128 tiles
-(a 16 KiB a tile, b 16 KiB) need 49168 bytes for 2 (one stage built); on one warpgroup
-(``@block(128)``, 64-row tiles) 2 stages are 32784 bytes and 3 are 40984. ptxas ``sm_90a``: 97
+:func:`tma_bytes` exceed the arch's opt-in maximum of dynamic workgroup memory (227 KiB on
+``sm_90a``), or 48 KiB of static workgroup memory with ``--no-dynamic-shared-memory``, with a remark:
+gemm_f16's 128x128 tiles (a 16 KiB a tile, b 16 KiB) need 49168 bytes for 2, over 48 KiB: dynamic
+workgroup memory (``kern-dynamic-workgroup-memory``, with a remark; one stage with the option off);
+on one warpgroup (``@block(128)``, 64-row tiles) 2 stages are 32784 bytes and 3 are 40984. ptxas ``sm_90a``: 97
 registers (gemm_f16, one stage), 92/93/92 at 1/2/3 stages on one warpgroup, 0 spills.
 
 The sums are not in the loop's order (the CPU interpreter's documented order:
@@ -98,7 +100,7 @@ from .base import Pass, internal, option
 from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, sm_number, tile_loop
 from .targets import PTX_VERSION, WGMMA_ARCHS
 from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position, _split, round_loop
-from .workgroup import SHARED_LIMIT, WARP, emit_remark
+from .workgroup import SHARED_LIMIT, WARP, emit_remark, workgroup_limit
 
 gpu = dialect("gpu")
 memref = dialect("memref")
@@ -184,6 +186,10 @@ class WgmmaContractions(Pass):
     #: chunks land in while a chunk's wgmma runs (``kernc compile --tma-stages``); fewer where that
     #: many do not fit in the static workgroup memory, with a remark
     tma_stages: int = option(2)
+    #: whether the tiles and TMA stages may take dynamic workgroup memory over 48 KiB, up to
+    #: ``arch``'s opt-in maximum (``kern-dynamic-workgroup-memory``; ``False``:
+    #: ``--no-dynamic-shared-memory``, 48 KiB of static memory)
+    dynamic_shared_memory: bool = option(True)
     #: whether a kernel's ``@tile`` keeps it on CUDA cores (``False`` under ``kernc compile --no-tile``)
     tile_attr: bool = option(True)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
@@ -218,10 +224,11 @@ class WgmmaContractions(Pass):
                                     "its tile is staged by per-thread stores")
                     else:
                         tma[s.side] = why
-            stages, short = tma_stages(got, set(tma), self.tma_stages) if tma else (1, None)
+            limit = workgroup_limit(self.arch, self.dynamic_shared_memory)
+            stages, short = tma_stages(got, set(tma), self.tma_stages, limit) if tma else (1, None)
             at = plan.loop.location  # (the rewrite erases the loop and the staged reads)
             at_read = {side: (parts.a if side == 0 else parts.b).op.location for side in tma}
-            _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages).run()
+            _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages, limit if tma else SHARED_LIMIT).run()
             emit_remark(self.remarks, at, _describe(sig, got, parts))
             for side, m in sorted(tma.items()):
                 s = parts.a if side == 0 else parts.b
@@ -239,7 +246,7 @@ class WgmmaContractions(Pass):
             return f"block_n={n} is not an N of wgmma m64nNk16 taken here (16..256, a multiple of 16)"
         c = WgmmaConfig(plan.block // WARPGROUP, n)
         need = c.shared_bytes(2) + 2 * ATOM_BYTES
-        if need > SHARED_LIMIT:
+        if need > SHARED_LIMIT:  # (the tiles' configuration: 48 KiB, with or without dynamic memory)
             return f"its tiles need {need} bytes of workgroup memory, more than {SHARED_LIMIT}"
         return c
 
@@ -265,19 +272,28 @@ def tma_bytes(c: WgmmaConfig, tma_sides, stages: int) -> int:
     return tiles + 8 * stages
 
 
-def tma_stages(c: WgmmaConfig, tma_sides, requested: int) -> tuple[int, str | None]:
+def tma_stages(c: WgmmaConfig, tma_sides, requested: int, limit: int = SHARED_LIMIT) -> tuple[int, str | None]:
     """The stages built (:data:`WgmmaContractions.tma_stages`): ``requested``, or the most below it
-    whose :func:`tma_bytes` fit in :data:`~kernc.passes.workgroup.SHARED_LIMIT` (1 always fits:
-    :meth:`WgmmaContractions._decide` checked the one-stage tiles), and why it is fewer (``None``
-    when it is not)."""
+    whose :func:`tma_bytes` fit in ``limit`` bytes (:func:`~kernc.passes.workgroup.workgroup_limit`:
+    the arch's opt-in maximum with dynamic workgroup memory, else the 48 KiB
+    :data:`~kernc.passes.workgroup.SHARED_LIMIT`; 1 always fits: :meth:`WgmmaContractions._decide`
+    checked the one-stage tiles), and what the remark says of it: why it is fewer, or, where the
+    stages take more than 48 KiB, that they are dynamic workgroup memory (``None`` otherwise)."""
     n = requested
-    while n > 1 and tma_bytes(c, tma_sides, n) > SHARED_LIMIT:
+    while n > 1 and tma_bytes(c, tma_sides, n) > limit:
         n -= 1
     if n == requested:
+        if tma_bytes(c, tma_sides, n) > SHARED_LIMIT:
+            return n, (f"{n} TMA stages use {tma_bytes(c, tma_sides, n)} bytes of dynamic workgroup memory "
+                       "(over the 48 KiB static limit; kern-dynamic-workgroup-memory, off with "
+                       "--no-dynamic-shared-memory)")
         return n, None
+    static = limit == SHARED_LIMIT
     return n, (f"{requested} stages need {tma_bytes(c, tma_sides, requested)} bytes of workgroup memory, more "
-               f"than the {SHARED_LIMIT} bytes (48 KiB) of static workgroup memory a block may use: "
-               f"{n} stage{'s' if n > 1 else ''} ({tma_bytes(c, tma_sides, n)} bytes) built")
+               f"than the {limit} bytes "
+               + ("(48 KiB) of static workgroup memory a block may use" if static else
+                  "of dynamic workgroup memory a block may use on this arch")
+               + f": {n} stage{'s' if n > 1 else ''} ({tma_bytes(c, tma_sides, n)} bytes) built")
 
 
 def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
@@ -400,8 +416,10 @@ class _WgmmaRewrite(_Rewrite):
     buffers, with the wgmma main loop and epilogue of the module docstring (steps 2-5); ``tma``: the
     tensor map (:func:`_tma_map`) of each side loaded by TMA."""
 
-    def __init__(self, fn, sig, plan, c, parts, tma: dict | None = None, stages: int = 1) -> None:
+    def __init__(self, fn, sig, plan, c, parts, tma: dict | None = None, stages: int = 1,
+                 limit: int = SHARED_LIMIT) -> None:
         self.tma = tma or {}
+        self.smem_limit = limit  # (workgroup_limit: the stages may be dynamic workgroup memory)
         self.nstages = stages if self.tma else 1
         super().__init__(fn, sig, plan, c, parts)
         self.maps = {}

@@ -20,10 +20,38 @@ from . import ir_builder as b
 
 #: Bytes of workgroup memory one staging chunk may use (components are staged in chunks).
 STAGING_BUDGET = 16 * 1024
-#: Static shared memory a kernel may use without opting in to more (CUDA: 48 KiB).
+#: Static shared memory a kernel may use without opting in to more (CUDA: 48 KiB). A kernel whose
+#: workgroup memory is larger takes it as dynamic workgroup memory (``kern-dynamic-workgroup-memory``),
+#: up to its architecture's :func:`optin_limit`.
 SHARED_LIMIT = 48 * 1024
+#: Workgroup memory one block may use with the opt-in (``cuFuncSetAttribute(...,
+#: CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)``), by compute capability: the CUDA C++
+#: Programming Guide, "Compute Capabilities" table, "Maximum amount of shared memory per thread
+#: block" (7.0: 96 KB, 7.2: 96 KB, 7.5: 64 KB, 8.0/8.7: 163 KB, 8.6/8.9: 99 KB, 9.0: 227 KB,
+#: 10.x: 227 KB, 12.x: 99 KB; before 7.0: the 48 KB static limit, no opt-in); the device attribute
+#: ``cudaDevAttrMaxSharedMemoryPerBlockOptin`` reports it, which the launcher checks
+#: (``backend/cuda.py``).
+OPTIN_LIMIT = {70: 98304, 72: 98304, 75: 65536, 80: 166912, 86: 101376, 87: 166912, 89: 101376,
+               90: 232448, 100: 232448, 101: 232448, 103: 232448, 120: 101376, 121: 101376}
 #: Threads per warp.
 WARP = 32
+
+
+def optin_limit(arch: str) -> int:
+    """The most workgroup memory (bytes) a block may use on ``arch`` (``"sm_90a"``) with the opt-in:
+    :data:`OPTIN_LIMIT` of its compute capability, :data:`SHARED_LIMIT` for those without an
+    opt-in (before ``sm_70``). ``ValueError`` for a name that is no SM architecture."""
+    m = re.fullmatch(r"sm_(\d+)a?", arch)
+    if not m:
+        raise ValueError(f"not an SM architecture: {arch!r}")
+    return OPTIN_LIMIT.get(int(m.group(1)), SHARED_LIMIT)
+
+
+def workgroup_limit(arch: str, dynamic: bool = True) -> int:
+    """The workgroup memory (bytes) the passes may give a kernel on ``arch``: its opt-in maximum
+    (:func:`optin_limit`) with dynamic workgroup memory (``dynamic``, ``CompileOptions.
+    dynamic_shared_memory``), else the 48 KiB static limit (:data:`SHARED_LIMIT`)."""
+    return optin_limit(arch) if dynamic else SHARED_LIMIT
 
 
 def source_location(loc) -> "SourceLocation | None":
@@ -100,15 +128,16 @@ class KernelContext:
             b.barrier()
         self.smem_used = True
 
-    def check_limit(self) -> None:
+    def check_limit(self, limit: int = SHARED_LIMIT) -> None:
         """``CompileError`` at the kernel's first shared-memory user when the workgroup buffers
-        exceed :data:`SHARED_LIMIT`, naming every accessor and its bytes."""
+        exceed ``limit`` bytes (:data:`SHARED_LIMIT`, or :func:`workgroup_limit` for a pass whose
+        buffers may be dynamic workgroup memory), naming every accessor and its bytes."""
         total = sum(n * (b.bits(t) // 8) for _, n, t in self.smem.values())
-        if total > SHARED_LIMIT:
+        if total > limit:
             users = ", ".join(f"{u} ({n} bytes)" for u, n, _ in self.smem_users)
             raise CompileError(Diagnostic(
                 f"kernel '{self.sig.name}' needs {total} bytes of shared memory, more than the "
-                f"{SHARED_LIMIT} bytes a block may use; accessors: {users}",
+                f"{limit} bytes a block may use; accessors: {users}",
                 source_location(self.smem_users[0][2]),
                 hint="use a smaller @block size",
             ))

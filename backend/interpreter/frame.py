@@ -58,11 +58,13 @@ class _Buf:
     array of instance offsets into ``data``; ``dims``/``strides`` give the logical (row-major) shape.
     """
 
-    __slots__ = ("name", "kind", "data", "size", "base", "dims", "strides", "itemsize", "shadow")
+    __slots__ = ("name", "kind", "data", "size", "base", "dims", "strides", "itemsize", "shadow", "window")
 
     def __init__(self, name, kind, data, dims, base=None):
         self.name, self.kind, self.data, self.base = name, kind, data, base
         self.shadow = None  # workgroup memory: its _Shadow (the barrier-interval race check)
+        #: a view of the dynamic workgroup memory: its byte offset there (``None``: a buffer of its own)
+        self.window = None
         self.dims = tuple(int(d) for d in dims)
         self.size = int(np.prod(self.dims, dtype=np.int64)) if self.dims else 1
         strides, acc = [], 1
@@ -179,11 +181,13 @@ class _Frame:
     """Execution state of one batch of blocks: ``L = nb * B`` lanes, the lane arrays of the layout
     (``lane``, ``blk``, ``tid``, ``lane_in_warp``, ``warp``: read-only, shared by every batch of
     ``nb`` blocks of ``B`` threads, as is ``tables``, a dict for what ops derive from them once),
-    ``env`` (the SSA values by slot), ``full`` (the all-true mask), the counters ``stats``."""
+    ``env`` (the SSA values by slot), ``full`` (the all-true mask), the counters ``stats``;
+    ``dynamic_bytes``: the bytes of dynamic workgroup memory per block the launch gives
+    (``gpu.dynamic_shared_memory``, :mod:`.memory`)."""
 
     __slots__ = ("env", "L", "B", "nb", "first_block", "grid", "full", "lane", "blk", "tid", "bid",
                  "lane_in_warp", "warp", "nwarps", "stats", "collect", "uninit", "index32", "tables",
-                 "memo", "pool", "shadows", "copies")
+                 "memo", "pool", "shadows", "copies", "dynamic_bytes")
 
     def thread_id(self, lane: int) -> int:
         return self.first_block * self.B + int(lane)

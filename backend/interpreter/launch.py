@@ -181,7 +181,8 @@ class Interpreter:
         return list(plan.sig_names or [f"arg{i}" for i in range(len(plan.params))])
 
     def run(self, kernel: str, grid: int, block: int, args: list, *, arg_names: list[str] | None = None,
-            collect_stats: bool = True, index_bits: int = 64, progress=None) -> RunStats:
+            collect_stats: bool = True, index_bits: int = 64, progress=None,
+            dynamic_shared_bytes: int | None = None) -> RunStats:
         """Run ``kernel`` over ``grid`` blocks of ``block`` threads; return its :class:`RunStats`.
 
         ``args`` follow the ``gpu.func`` argument order: Python numbers or numpy scalars for scalar
@@ -202,6 +203,9 @@ class Interpreter:
         ``KerncRuntimeError`` (the 32-bit PTX would wrap it), though the interpreter computes
         ``index`` values in 64 bits either way. ``progress``: called as ``progress(blocks_done,
         grid)`` after each batch of blocks (``backend/progress.py`` draws a bar from it).
+        ``dynamic_shared_bytes``: the bytes of dynamic workgroup memory per block
+        (``gpu.dynamic_shared_memory``; CUDA's ``sharedMemBytes``); ``None``: the kernel signature's
+        ``dynamic_shared_bytes`` (0 without a signature). ``KerncLaunchError`` for a negative count.
         """
         plan = self._plan(kernel)
         n = len(plan.params)
@@ -234,10 +238,17 @@ class Interpreter:
             else:
                 values.append(_buffer_arg(v, p[1], p[2], name))
 
+        if dynamic_shared_bytes is None:
+            dynamic_shared_bytes = plan.signature.dynamic_shared_bytes if plan.signature is not None else 0
+        if isinstance(dynamic_shared_bytes, bool) or not isinstance(dynamic_shared_bytes, (int, np.integer)) \
+                or dynamic_shared_bytes < 0:
+            raise KerncLaunchError(f"kernel '{kernel}': dynamic_shared_bytes must be an int >= 0, "
+                                   f"got {dynamic_shared_bytes!r}")
+        dynamic_shared_bytes = int(dynamic_shared_bytes)
         stats = RunStats(threads=grid * block, blocks=grid)
         if grid == 0:
             return stats
-        per_block = block * max(plan.private_bytes_per_lane, 1) + plan.wg_bytes_per_block
+        per_block = block * max(plan.private_bytes_per_lane, 1) + plan.wg_bytes_per_block + dynamic_shared_bytes
         nb_max = max(1, min(MAX_LANES_PER_BATCH // block, _SCRATCH_BUDGET // max(per_block, 1)))
         pool = self._pool  # lane arrays and scratch memory, reused by every batch and run
         with np.errstate(all="ignore"):
@@ -246,6 +257,7 @@ class Interpreter:
                 nb = min(nb_max, grid - b0)
                 fr = self._frame(plan, nb, block, b0, grid, stats, collect_stats, pool)
                 fr.index32 = index_bits == 32
+                fr.dynamic_bytes = dynamic_shared_bytes
                 env = fr.env
                 for s, v, p, name in zip(plan.arg_slots, values, plan.params, names):
                     env[s] = _Buf(name, "global", v, (v.shape[0],)) if p[0] == "buffer" else v
@@ -302,4 +314,5 @@ class Interpreter:
         fr.pool = pool
         fr.shadows = []
         fr.copies = None  # cp.async in flight (.async_copy), made on the first copy
+        fr.dynamic_bytes = 0
         return fr

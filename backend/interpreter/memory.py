@@ -1,16 +1,20 @@
 """Memory: loads, stores and private allocations of global, workgroup and private memrefs, with
 every active lane's index bounds-checked and several lanes storing to one address in one step
 reported as a data race; so is, in workgroup memory, an address that two threads of a block touch
-between two barriers, at least one of them storing (:func:`_track`: a missing ``gpu.barrier``)."""
+between two barriers, at least one of them storing (:func:`_track`: a missing ``gpu.barrier``).
+Workgroup memory is a ``gpu.func``'s attributions and the views of its dynamic workgroup memory
+(``gpu.dynamic_shared_memory`` + ``memref.view``, :func:`_view`), checked and counted alike."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from kernc.support.errors import KerncRuntimeError
+from kernc.support.mlir import ir
 
 from . import affine
-from .frame import SITES, _Buf, _empty_alloc, _Frame, site
+from .errors import InterpreterUnsupportedError
+from .frame import SITES, _Buf, _empty_alloc, _Frame, _Shadow, site
 from .traffic import _count, _count_masked, _count_periodic, _count_run
 from .translate import handles
 from .types import _MemTy
@@ -608,14 +612,103 @@ WINDOW_ALIGN = 1024
 
 def workgroup_address(fr, buf: _Buf) -> int:
     """The modelled shared-window byte address of workgroup buffer ``buf`` (the same in every block):
-    the batch's workgroup buffers in attribution order, each at a multiple of :data:`WINDOW_ALIGN`
-    from ``WINDOW_ALIGN`` (a placement any declared alignment up to it allows)."""
+    the batch's workgroup attributions in attribution order, each at a multiple of :data:`WINDOW_ALIGN`
+    from ``WINDOW_ALIGN`` (a placement any declared alignment up to it allows), then the dynamic
+    workgroup memory (at the next multiple of :data:`WINDOW_ALIGN`, as the PTX's ``.extern .shared
+    .align 1024`` array), a view of it at its byte offset there (``buf.window``)."""
     addr = WINDOW_ALIGN
     for other in fr.shadows:
+        if other.window is not None:
+            continue
         if other is buf:
             return addr
         addr += -(-other.size * other.itemsize // WINDOW_ALIGN) * WINDOW_ALIGN
+    if buf.window is not None:
+        return addr + buf.window
     raise KeyError(buf.name)
+
+
+class _Dynamic:
+    """The value of ``gpu.dynamic_shared_memory`` in a batch: the block's ``nbytes`` of dynamic
+    workgroup memory (the launch's ``dynamic_shared_bytes``), seen through ``memref.view`` s."""
+
+    __slots__ = ("nbytes",)
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+
+
+@handles("gpu.dynamic_shared_memory")
+def _dynamic_shared_memory(tr, o):
+    """``gpu.dynamic_shared_memory``: the block's dynamic workgroup memory (``memref<?xi8>``); its only
+    use the interpreter runs is a ``memref.view`` of it (:func:`_view`)."""
+    r = tr.define(o.results[0])
+    for use in o.results[0].uses:
+        if use.owner.name != "memref.view":
+            tr.unsupported(use.owner, f"{use.owner.name} of gpu.dynamic_shared_memory (only memref.view)")
+
+    def f(fr, mask):
+        fr.env[r] = _Dynamic(fr.dynamic_bytes)
+    return f
+
+
+@handles("memref.view")
+def _view(tr, o):
+    """``memref.view %dyn[%byte_shift][] : memref<?xi8, workgroup> to memref<N x T, workgroup>`` of the
+    dynamic workgroup memory: a workgroup buffer of its own (:class:`_Buf`, with the race check's
+    :class:`~.frame._Shadow`, like an attribution; ``window``: its byte offset, which
+    :func:`workgroup_address` adds to the dynamic memory's), the same one for every run of the op
+    at the same offset in a batch. ``KerncRuntimeError`` for a view past the launch's dynamic bytes,
+    a negative offset or one that is no multiple of the element size, or one that differs per thread;
+    ``InterpreterUnsupportedError`` for a view of another memref, dynamic sizes, or two views whose
+    bytes overlap (each view has storage of its own here: stores through one would not show
+    through the other)."""
+    src = o.operands[0]
+    if not isinstance(src, ir.OpResult) or src.owner.name != "gpu.dynamic_shared_memory":
+        tr.unsupported(o, "memref.view of a memref other than gpu.dynamic_shared_memory")
+    if len(o.operands) != 2:
+        tr.unsupported(o, "memref.view with dynamic sizes")
+    mt = _MemTy(o.results[0].type)
+    if mt.space != "workgroup" or any(d is None for d in mt.dims):
+        tr.unsupported(o, f"memref.view to {o.results[0].type} (a static workgroup memref only)")
+    m, shift = tr.use(src), tr.use(o.operands[1])
+    r = tr.define(o.results[0])
+    size, dt = mt.size, mt.elem.dtype
+    nbytes = size * dt.itemsize
+    key_t = str(o.results[0].type)
+    loc = str(o.location)
+
+    def f(fr, mask):
+        dyn, off = fr.env[m], fr.env[shift]
+        if type(off) is np.ndarray:
+            if not (off == off.flat[0]).all():
+                raise KerncRuntimeError(f"memref.view of the dynamic workgroup memory (at {loc}): the byte "
+                                        "offset differs between threads")
+            off = off.flat[0]
+        off = int(off)
+        views = fr.memo.setdefault("dynamic views", {})
+        buf = views.get((off, key_t))
+        if buf is None:
+            if off < 0 or off + nbytes > dyn.nbytes or off % dt.itemsize:
+                raise KerncRuntimeError(
+                    f"memref.view of the dynamic workgroup memory (at {loc}): {nbytes} bytes at byte offset "
+                    f"{off} " + (f"are past the launch's {dyn.nbytes} bytes of dynamic workgroup memory"
+                                 if off >= 0 and off + nbytes > dyn.nbytes else
+                                 f"(not a multiple of the {dt.itemsize}-byte element)" if off >= 0 else "(negative)"))
+            for (o2, t2), other in views.items():
+                if off < o2 + other.size * other.itemsize and o2 < off + nbytes:
+                    raise InterpreterUnsupportedError(
+                        f"memref.view of the dynamic workgroup memory (at {loc}): bytes {off}..{off + nbytes - 1} "
+                        f"overlap the view {t2} at byte offset {o2}; the CPU interpreter models each view as a "
+                        "buffer of its own")
+            buf = _Buf(f"dynamic@{off}", "workgroup", _empty_alloc(fr.nb * size, dt, fr.uninit, fr.pool),
+                       mt.dims, base=fr.blk * size)
+            buf.window = off
+            buf.shadow = _Shadow(fr.nb, size)  # the race check between barriers, as for an attribution
+            views[(off, key_t)] = buf
+            fr.shadows.append(buf)
+        fr.env[r] = buf
+    return f
 
 
 @handles("memref.extract_aligned_pointer_as_index")

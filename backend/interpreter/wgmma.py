@@ -365,11 +365,12 @@ def _mma_async(tr, o):
             addr = operand_addresses(d[g, 0], rows)
             i, buf, el = _find(fr, addr, what, loc)
             T = SWIZZLE_BYTES[f["swizzle"]]
-            if T and align[i] < 8 * T:
+            al = _view_alignment(buf) if buf.window is not None else align[i]
+            if T and al < 8 * T:
                 raise KerncRuntimeError(
                     f"wgmma.mma_async (at {loc}): the {what} tile's {T}-byte swizzle repeats every "
                     f"{8 * T} bytes of absolute address, but workgroup buffer '{buf.name}' is only "
-                    f"{align[i]}-byte aligned (llvm.align)")
+                    f"{al}-byte aligned (llvm.align, or a dynamic workgroup memory view's offset)")
             if buf.data.dtype.name != want:
                 raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): {what} is {elem} but workgroup "
                                         f"buffer '{buf.name}' holds {buf.data.dtype.name}")
@@ -469,6 +470,14 @@ def _track_reads(fr, mask, items, loc: str, sid: int) -> None:
                                    SITES[int(sh.wsite[addr[k]])], who, "loads", loc)
             sh.log.append((addr, np.full(addr.size, lo, np.int32), sid))
             sh.log.append((addr, np.full(addr.size, lo + WARPGROUP - 1, np.int32), sid))
+
+
+def _view_alignment(buf) -> int:
+    """The byte alignment of a view of the dynamic workgroup memory (``buf.window``: its byte offset
+    from the memory's :data:`WINDOW_ALIGN`-aligned base): the largest power of two dividing the
+    offset, at most :data:`WINDOW_ALIGN`."""
+    off = buf.window
+    return WINDOW_ALIGN if off == 0 else min(off & -off, WINDOW_ALIGN)
 
 
 def _alignments(tr) -> list[int]:

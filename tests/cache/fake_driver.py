@@ -4,7 +4,9 @@ argument packer's ``kernelParams``, the prepared fast path) is tested without a 
 ``FakeCupy`` has an ``ndarray`` type wrapping a numpy array (its ``data.ptr`` is the numpy data's
 host address, so that tests can compare pointers), ``cuda.runtime.getDevice``, a current stream,
 ``cuda.function.Module`` and a ``cuda.driver.launchKernel`` that decodes the ``kernelParams`` array
-it is given, right away (the packer's slots are rewritten by the next launch), into ``launches``.
+it is given, right away (the packer's slots are rewritten by the next launch), into ``launches``
+(its ``sharedMemBytes`` into ``shared``); ``cuda.runtime.getDeviceAttribute`` answers the opt-in
+maximum of workgroup memory (``optin``, bytes; 232448, an H100's, unless a test sets it).
 """
 
 from __future__ import annotations
@@ -55,11 +57,12 @@ class FakeCupy(types.SimpleNamespace):
 
     def __init__(self, param_sizes, device: int = 0):
         """``param_sizes(function_ptr)``: the byte size of each parameter of that kernel."""
-        launches, loads = [], []
+        launches, loads, shared_bytes = [], [], []
         functions: list = []  # every function of every module: its ptr is 1000 + its position
 
         def launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-            assert (gy, gz, by, bz, shared, extra) == (1, 1, 1, 1, 0, 0)
+            assert (gy, gz, by, bz, extra) == (1, 1, 1, 1, 0)
+            shared_bytes.append(shared)
             sizes = param_sizes(f)
             slots = (ctypes.c_uint64 * max(1, len(sizes))).from_address(params)
             launches.append((f, gx, bx, stream, [ctypes.string_at(slots[i], n) for i, n in enumerate(sizes)]))
@@ -74,14 +77,21 @@ class FakeCupy(types.SimpleNamespace):
 
         stream = types.SimpleNamespace(ptr=77)
         self.device = device
+        self.optin = 232448
+
+        def get_device_attribute(attr, dev):
+            assert attr == 97 and dev == self.device  # cudaDevAttrMaxSharedMemoryPerBlockOptin
+            return self.optin
         cuda = types.SimpleNamespace(
-            runtime=types.SimpleNamespace(getDevice=lambda: self.device),
+            runtime=types.SimpleNamespace(getDevice=lambda: self.device, getDeviceAttribute=get_device_attribute,
+                                          cudaDevAttrMaxSharedMemoryPerBlockOptin=97),
             driver=types.SimpleNamespace(launchKernel=launch_kernel),
             function=types.SimpleNamespace(Module=Module),
             get_current_stream=lambda: stream,
             is_available=lambda: True,
         )
         super().__init__(ndarray=FakeArray, cuda=cuda, launches=launches, loads=loads, functions=functions,
+                         shared=shared_bytes,
                          zeros=lambda n, dtype: FakeArray(np.zeros(n, dtype)))
 
 

@@ -96,6 +96,42 @@ def test_launch_uses_the_packer_and_skips_empty_grids(monkeypatch):
     assert len(fake.launches) == 2
 
 
+@pytest.mark.parametrize("nbytes, optin", [(0, None), (40000, None), (49168, 49168), (232448, 232448)])
+def test_a_launch_gives_the_signatures_dynamic_workgroup_memory(monkeypatch, nbytes, optin):
+    """``cuLaunchKernel``'s ``sharedMemBytes`` is the signature's ``dynamic_shared_bytes``; past 48 KiB
+    the function is opted in to it (``max_dynamic_shared_size_bytes``) once, when looked up; at or
+    below 48 KiB (or 0) it is not."""
+    import dataclasses
+
+    sig = dataclasses.replace(compiled_example("saxpy").saxpy.signature, dynamic_shared_bytes=nbytes)
+    packer = cuda.ArgPacker(sig, 32)
+    assert packer.shared_bytes == nbytes
+    fake = fake_driver.install(monkeypatch, _sizes_of(packer))
+    x, y = fake_driver.FakeArray(np.ones(300, np.float32)), fake_driver.FakeArray(np.zeros(300, np.float32))
+    bound = binding.bind(sig, (2.0, x, y), {}, lambda v: isinstance(v, fake_driver.FakeArray), "cuda")
+    module = cuda.load_module("// saxpy")
+    cuda.launch(module, bound, packer)
+    cuda.launch(module, bound)
+    assert fake.shared == [nbytes, nbytes]
+    assert getattr(module.function("saxpy"), "max_dynamic_shared_size_bytes", None) == optin
+
+
+def test_more_dynamic_workgroup_memory_than_the_device_opts_in_to_is_a_launch_error(monkeypatch):
+    import dataclasses
+
+    from kernc.support.errors import KerncLaunchError
+
+    sig = dataclasses.replace(compiled_example("saxpy").saxpy.signature, dynamic_shared_bytes=166912)
+    fake = fake_driver.install(monkeypatch, _sizes_of(cuda.ArgPacker(sig, 32)))
+    fake.optin = 101376  # an sm_86 device running an sm_80 build
+    x, y = fake_driver.FakeArray(np.ones(30, np.float32)), fake_driver.FakeArray(np.zeros(30, np.float32))
+    bound = binding.bind(sig, (2.0, x, y), {}, lambda v: isinstance(v, fake_driver.FakeArray), "cuda")
+    with pytest.raises(KerncLaunchError, match=r"kernel 'saxpy' needs 166912 bytes of dynamic workgroup memory, but "
+                                               r"this device lets a block opt in to at most 101376"):
+        cuda.launch(cuda.load_module("// saxpy"), bound)
+    assert fake.launches == []
+
+
 @pytest.mark.parametrize("value, dtype_name", [
     (np.float32(2.5), "f32"), (np.array(0x7FA00001, np.uint32).view(np.float32)[()], "f32"),
     (np.float64(-0.0), "f64"), (np.int32(-7), "i32"), (np.uint8(255), "u8"), (np.bool_(True), "bool"),

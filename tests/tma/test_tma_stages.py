@@ -3,8 +3,9 @@ buffers of each TMA'd operand, each with its own mbarrier and parity, the copy o
 after chunk c's first barrier. On the CPU interpreter, bit for bit the one-stage TMA build and the
 per-thread staging build (any M, N, K, loops that start past 0 or are empty, one block running several
 tiles: the parities across tiles); the pass's IR with a barrier or a wait deleted (or a wait_group 1,
-or a wrong parity) is a reported race; the stages that do not fit in 48 KiB fall back with a remark;
-ptxas takes them without spills. Kernels on 1 warpgroup (``@block(128)``, 64-row tiles) so that two
+or a wrong parity) is a reported race; stages over 48 KiB are dynamic workgroup memory
+(``kern-dynamic-workgroup-memory``), and with it off (``dynamic_shared_memory=False``) they fall back
+to what fits in 48 KiB with a remark; ptxas takes them without spills. Kernels on 1 warpgroup (``@block(128)``, 64-row tiles) so that two
 and three stages fit; both operands TMA'd (a transposed b) at ``block_n = 64``."""
 
 from __future__ import annotations
@@ -52,12 +53,14 @@ def test_stages_are_bitwise_one_stage_and_the_staged_build(kind, block_n, M, K, 
 @pytest.mark.parametrize("kind, block_n", CASES)
 def test_the_builds_have_the_stages_asked_for(kind, block_n):
     """S mbarriers and S tiles per TMA'd operand, S-1 prologue copies and one in the loop per operand
-    (both operands by TMA at block_n 64: 16 KiB a stage, 3 stages are 49176 bytes: 2 built)."""
+    (both operands by TMA at block_n 64: 16 KiB a stage, 3 stages are 49176 bytes: dynamic workgroup
+    memory, 2 stages with it off)."""
     n_tma = 1 if kind == "nn" else 2
     bn = 128 if block_n is None else block_n
-    for asked in (1, 2, 3):
-        text = gpu_ir(kind, block_n=block_n, tma=True, tma_stages=asked)
-        S = asked if kind == "nn" else min(asked, 2)
+    for asked, dynamic in ((1, True), (2, True), (3, True), (3, False)):
+        text = gpu_ir(kind, block_n=block_n, tma=True, tma_stages=asked, dynamic_shared_memory=dynamic)
+        S = asked if kind == "nn" or dynamic else min(asked, 2)
+        assert ("gpu.dynamic_shared_memory" in text) == (tma_bytes(WgmmaConfig(1, bn), set(range(n_tma)), S) > 49152)
         assert f"memref<{S}xi64, #gpu.address_space<workgroup>>" in text
         assert text.count("nvvm.mbarrier.init") == S
         assert text.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == S * n_tma  # (S-1) + 1 copies each
@@ -86,7 +89,7 @@ def test_loops_that_start_past_0_or_are_empty(lo):
         np.testing.assert_array_equal(want, np.zeros_like(want))
     for S in (1, 2, 3):
         text = gpu_ir("from", block_n=64, tma=True, tma_stages=S)
-        assert text.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 2 * min(S, 2)  # (3 do not fit)
+        assert text.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 2 * S  # (3: 49176 bytes, dynamic)
         got = run(text, "from", a, b, bounds=(lo,), tma_rows=(64, 64))
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"{S} stages")
 
@@ -201,18 +204,66 @@ def test_the_bytes_of_the_stages():
     assert tma_stages(one, {0}, 3) == (3, None)
 
 
-def test_the_example_falls_back_to_one_stage_with_a_remark(capsys):
-    """gemm_f16's 128x128 tiles: 2 stages of a's 16 KiB tile and b's 16 KiB are 16 bytes (the 2
-    mbarriers) over 48 KiB: one stage, the same IR as tma_stages=1."""
+@pytest.fixture(scope="module")
+def example_builds():
+    """gemm_f16 (128x128 tiles, a by TMA) on sm_90a: the default build (2 stages), tma_stages=1 and
+    dynamic_shared_memory=False, through ``kernc.compile`` (the CPU launcher gives the signature's
+    dynamic bytes)."""
     text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
-    two = Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    return {k: kernc.compile(text, filename="gemm_f16.kern", arch="sm_90a", tma=True, **kw)
+            for k, kw in (("two", {}), ("one", {"tma_stages": 1}), ("off", {"dynamic_shared_memory": False}))}
+
+
+def test_the_example_gets_two_stages_of_dynamic_workgroup_memory(example_builds, capsys):
+    """gemm_f16's 2 stages of a's 16 KiB tile and b's 16 KiB are 16 bytes (the 2 mbarriers) over
+    48 KiB: one gpu.dynamic_shared_memory carved by memref.view (1024-byte aligned offsets), its
+    49168 bytes in the signature, with remarks."""
+    two = example_builds["two"]
+    ir_two = two._compilation.gpu_ir()
+    assert ir_two.count("nvvm.mbarrier.init") == 2
+    assert ir_two.count("gpu.dynamic_shared_memory") == 1 and ir_two.count("memref.view") == 3
+    assert "workgroup(" not in ir_two  # no attributions left
+    assert two.gemm_f16.signature.dynamic_shared_bytes == 49168
+    assert example_builds["one"].gemm_f16.signature.dynamic_shared_bytes == 0
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert ("into one of 2 128B-swizzled tiles (stages)" in err
+            and "2 TMA stages use 49168 bytes of dynamic workgroup memory" in err)
+    assert ("t.kern:9:8: remark: kernel 'gemm_f16' uses 49168 bytes of dynamic workgroup memory (over the 48 KiB "
+            "static limit; the launch opts in, up to 232448 bytes on sm_90a): its 3 workgroup buffers are "
+            "memref.view of one gpu.dynamic_shared_memory buffer at byte offsets 0, 32768, 49152") in err
+
+
+@pytest.mark.parametrize("M, K, N", [(1, 8, 1), (130, 200, 63), (64, 136, 129)])
+def test_the_examples_two_stages_are_bitwise_one_stage(example_builds, M, K, N):
+    """On the CPU interpreter (dynamic workgroup memory, its race and bounds checks): the 2-stage
+    build bit for bit the 1-stage one and the build with dynamic workgroup memory off."""
+    rng = np.random.default_rng(M + K + N)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    got = {k: np.full((M, N), np.nan, np.float32) for k in example_builds}
+    for k, mod in example_builds.items():
+        mod.gemm_f16(a, b, got[k])
+    assert not np.isnan(got["two"]).any()
+    for k in ("one", "off"):
+        np.testing.assert_array_equal(got["two"].view(np.uint32), got[k].view(np.uint32), err_msg=k)
+
+
+def test_with_dynamic_workgroup_memory_off_the_example_falls_back_to_one_stage(capsys):
+    """``dynamic_shared_memory=False`` (``--no-dynamic-shared-memory``): 2 stages need 49168 bytes,
+    over the 48 KiB of static memory: one stage with a remark, the same IR as tma_stages=1."""
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    off = Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True,
+                                                      dynamic_shared_memory=False), use_cache=False).gpu_ir()
     err = capsys.readouterr().err
     assert ("'a' of 'gemm_f16' loaded by the tensor memory accelerator: per chunk one cp.async.bulk.tensor.2d of "
             "the box 64x128") in err
     assert ("2 stages need 49168 bytes of workgroup memory, more than the 49152 bytes (48 KiB) of static "
             "workgroup memory a block may use: 1 stage (32776 bytes) built") in err
+    assert "dynamic workgroup memory" not in err and "gpu.dynamic_shared_memory" not in off
     one = Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, tma_stages=1), use_cache=False).gpu_ir()
-    assert two == one
+    assert off == one
 
 
 def test_the_remark_says_how_many_stages_and_why_not_more(capsys):
@@ -224,9 +275,12 @@ def test_the_remark_says_how_many_stages_and_why_not_more(capsys):
                      r"8192 bytes\), the copy of chunk c\+2 issued after chunk c's first barrier, before its wgmma "
                      r"\(the first 2 before the chunk loop\)", err)
     assert "stages need" not in err
-    compilation("nn", remarks=True, tma=True, tma_stages=5)
+    compilation("nn", remarks=True, tma=True, tma_stages=5, dynamic_shared_memory=False)
     assert ("5 stages need 57384 bytes of workgroup memory, more than the 49152 bytes (48 KiB) of static "
             "workgroup memory a block may use: 3 stages (40984 bytes) built") in capsys.readouterr().err
+    text = compilation("nn", remarks=True, tma=True, tma_stages=5).gpu_ir()  # 57384 bytes: dynamic memory
+    assert text.count("nvvm.mbarrier.init") == 5 and "gpu.dynamic_shared_memory" in text
+    assert "5 TMA stages use 57384 bytes of dynamic workgroup memory" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad", [0, 9, 2.0, True, "2"])
@@ -263,6 +317,17 @@ def test_ptxas_takes_the_stages_without_spills(kind, block_n, stages, smem):
     assert res.spills["gemm"] == (0, 0)
     assert f"{smem} bytes smem" in res.log  # tma_bytes: the tiles and the mbarriers
     print(kind, block_n, stages, "stages:", res.registers["gemm"], "registers,", smem, "bytes of workgroup memory")
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+def test_ptxas_takes_the_examples_dynamic_workgroup_memory_without_spills(example_builds):
+    """The 2-stage gemm_f16 PTX (an ``.extern .shared .align 1024`` array, no static ``.shared``)."""
+    ptx = example_builds["two"]._compilation.ptx()
+    assert re.search(r"\.extern \.shared \.align 1024 \.b8 \w+\[\]", ptx), ptx[:2000]
+    res = toolkit.run_ptxas(ptx, "sm_90a")
+    assert res.ok, res.log
+    assert res.spills["gemm_f16"] == (0, 0)
+    print("gemm_f16 2 TMA stages:", res.registers["gemm_f16"], "registers")
 
 
 @pytest.mark.parametrize("elem", ["f16", "bf16"])
@@ -304,4 +369,22 @@ def test_on_a_gpu_the_stages_are_bitwise_the_staged_build(stages):
     c1, c2 = cp.full((1000, 700), np.nan, cp.float32), cp.full((1000, 700), np.nan, cp.float32)
     kernc.compile(src, filename="g.kern", arch="sm_90a", tma=True, tma_stages=stages).gemm(a, b, c1)
     kernc.compile(src, filename="g.kern", arch="sm_90a").gemm(a, b, c2)
+    np.testing.assert_array_equal(cp.asnumpy(c1).view(np.uint32), cp.asnumpy(c2).view(np.uint32))
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_examples_dynamic_workgroup_memory_is_bitwise_one_stage():
+    """On an sm_90 device: gemm_f16's 2 stages in 49168 bytes of dynamic workgroup memory (the launch
+    opts in past 48 KiB and passes sharedMemBytes) give the bits of the 1-stage build, whose 32776
+    bytes are static. Not run here: no GPU."""
+    cp = sm90_cupy()
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    rng = np.random.default_rng(11)
+    a = cp.asarray(rng.standard_normal((1000, 1032)).astype(np.float16))
+    b = cp.asarray(rng.standard_normal((1032, 700)).astype(np.float16))
+    c1, c2 = cp.full((1000, 700), np.nan, cp.float32), cp.full((1000, 700), np.nan, cp.float32)
+    two = kernc.compile(text, filename="gemm_f16.kern", arch="sm_90a", tma=True)
+    assert two.gemm_f16.signature.dynamic_shared_bytes == 49168
+    two.gemm_f16(a, b, c1)
+    kernc.compile(text, filename="gemm_f16.kern", arch="sm_90a", tma=True, tma_stages=1).gemm_f16(a, b, c2)
     np.testing.assert_array_equal(cp.asnumpy(c1).view(np.uint32), cp.asnumpy(c2).view(np.uint32))
