@@ -265,6 +265,8 @@ class KernelSignature:
                     return f"a param of '{group}' has no name"
                 if not isinstance(p.kind, str) or p.kind not in PARAM_KINDS:
                     return f"param '{p.name}': 'kind' must be one of {', '.join(PARAM_KINDS)}, got {p.kind!r}"
+                if p.kind == "tensor_map" and not isinstance(p.tensor_map, dict):
+                    return f"param '{p.name}': a tensor_map param needs its 'tensor_map' description"
                 if not isinstance(p.dtype, str) or p.dtype not in NUMPY_DTYPES:  # ([] is unhashable)
                     return f"param '{p.name}': unknown dtype {p.dtype!r}"
                 if type(p.components) is not int or p.components < 1:
@@ -360,6 +362,6 @@ def _valid_staged(staged, params: set) -> bool:
 
 
 #: Param kinds (see :class:`Param`) and kernel attributes a signature may hold.
-PARAM_KINDS = ("scalar", "buffer", "table", "scratch")
+PARAM_KINDS = ("scalar", "buffer", "table", "scratch", "tensor_map")
 KERNEL_ATTRIBUTES = ("deterministic", "checked")
 _KIND_WORDS = {"memref": "a memref", "index": "an index", "scalar": "a scalar (not index, not a memref)"}
