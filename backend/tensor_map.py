@@ -170,7 +170,8 @@ def _map_bytes(cmap) -> bytes:
 
 # --- im2col mode ------------------------------------------------------------------------------------
 #: ``cuTensorMapEncodeIm2col``'s documented limits (CUDA Driver API 6.30): the pixel-box corner range
-#: per tensor rank (3: one 16-bit offset, 4: two 8-bit, 5: three 5-bit signed offsets), the im2col
+#: per tensor rank (pixelBoxLowerCorner / pixelBoxUpperCorner, W first: rank 3 one signed offset in
+#: [-32768, 32767], rank 4 two in [-128, 127], rank 5 three in [-16, 15]), the im2col
 #: offsets' range per rank (PTX ISA 5.5.4.1, "im2col mode: Bounding Box": [0, 2^16-1], [0, 2^8-1],
 #: [0, 2^5-1]), channels per pixel <= 256, pixels per column <= 1024
 IM2COL_CORNER = {3: (-(1 << 15), (1 << 15) - 1), 4: (-(1 << 7), (1 << 7) - 1), 5: (-(1 << 4), (1 << 4) - 1)}
