@@ -8,7 +8,7 @@ import numpy as np
 from kernc.support.errors import KerncRuntimeError
 
 from . import affine
-from .memory import _access, _addr
+from .memory import _access, _addr, _Dynamic
 from .traffic import WARP_SIZE, _count
 from .translate import handles
 
@@ -348,4 +348,18 @@ def _atomic(tr, o):
             out = np.zeros(fr.L, dtype=ty.dtype)
             out[act] = old
             env[r] = out
+    return f
+
+
+@handles("gpu.dynamic_shared_memory")
+def _dynamic_shared_memory(tr, o):
+    """``gpu.dynamic_shared_memory``: the block's dynamic workgroup memory (``memref<?xi8>``); its only
+    use the interpreter runs is a ``memref.view`` of it (:func:`.memory._view`)."""
+    r = tr.define(o.results[0])
+    for use in o.results[0].uses:
+        if use.owner.name != "memref.view":
+            tr.unsupported(use.owner, f"{use.owner.name} of gpu.dynamic_shared_memory (only memref.view)")
+
+    def f(fr, mask):
+        fr.env[r] = _Dynamic(fr.dynamic_bytes)
     return f

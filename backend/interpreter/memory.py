@@ -638,20 +638,6 @@ class _Dynamic:
         self.nbytes = nbytes
 
 
-@handles("gpu.dynamic_shared_memory")
-def _dynamic_shared_memory(tr, o):
-    """``gpu.dynamic_shared_memory``: the block's dynamic workgroup memory (``memref<?xi8>``); its only
-    use the interpreter runs is a ``memref.view`` of it (:func:`_view`)."""
-    r = tr.define(o.results[0])
-    for use in o.results[0].uses:
-        if use.owner.name != "memref.view":
-            tr.unsupported(use.owner, f"{use.owner.name} of gpu.dynamic_shared_memory (only memref.view)")
-
-    def f(fr, mask):
-        fr.env[r] = _Dynamic(fr.dynamic_bytes)
-    return f
-
-
 @handles("memref.view")
 def _view(tr, o):
     """``memref.view %dyn[%byte_shift][] : memref<?xi8, workgroup> to memref<N x T, workgroup>`` of the
