@@ -40,8 +40,21 @@ GLOBAL_ALIGN = 16
 MAP_BYTES, MAP_ALIGN = 128, 64
 
 
+class _MapShape:
+    """What every tensor map derives from its ``dtype`` and ``dims`` (:class:`TensorMap`,
+    :class:`Im2colTensorMap`): its rank and element size in bytes."""
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def elem_bytes(self) -> int:
+        return ELEM_BYTES[self.dtype]
+
+
 @dataclass(frozen=True)
-class TensorMap:
+class TensorMap(_MapShape):
     """A tiled tensor map. ``dtype``: a kernc type name (:data:`ELEM_BYTES`); ``dims``: elements per
     dimension, innermost first; ``strides``: byte strides of dimensions 1.. (``rank - 1`` entries);
     ``box``: elements per dimension of the copied tile, innermost first; ``element_strides``: every
@@ -57,14 +70,6 @@ class TensorMap:
     swizzle: int = 128
     oob: str = "zero"
     array: Any = None
-
-    @property
-    def rank(self) -> int:
-        return len(self.dims)
-
-    @property
-    def elem_bytes(self) -> int:
-        return ELEM_BYTES[self.dtype]
 
     @property
     def box_bytes(self) -> int:
@@ -180,7 +185,7 @@ MAX_CHANNELS_PER_PIXEL, MAX_PIXELS_PER_COLUMN = 256, 1024
 
 
 @dataclass(frozen=True)
-class Im2colTensorMap:
+class Im2colTensorMap(_MapShape):
     """An im2col-mode tensor map (``cuTensorMapEncodeIm2col``; PTX ISA 5.5.4, "im2col mode").
 
     ``dtype``: a kernc type name; ``dims``: elements per dimension innermost first, ``(C, W, H, N)``
@@ -209,14 +214,6 @@ class Im2colTensorMap:
     swizzle: int = 128
     oob: str = "zero"
     array: Any = None
-
-    @property
-    def rank(self) -> int:
-        return len(self.dims)
-
-    @property
-    def elem_bytes(self) -> int:
-        return ELEM_BYTES[self.dtype]
 
     @property
     def box(self) -> tuple:

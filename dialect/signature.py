@@ -22,6 +22,10 @@ from . import accessors, shared_table
 from .strided import Poly
 
 SIGNATURE_ATTR = "kern.signature"
+#: The other attribute the backend reads off the gpu IR: the discardable attribute of an
+#: ``nvgpu.mma.sync`` whose ``i8`` operands are unsigned, the string ``"u8"`` (both multiplicands ``.u8``). kern-mma-contractions sets it, kern-lower-unsigned-mma
+#: lowers it (the ``nvgpu`` dialect has ``.s8`` only), the CPU interpreter reads the bytes unsigned.
+PTX_TYPE_ATTR = "kern.ptx_type"
 
 #: Scalar dtype names of the language and their numpy dtype names.
 NUMPY_DTYPES = {

@@ -18,6 +18,7 @@ imports nothing of the passes it stands in for.
 
 from __future__ import annotations
 
+from kernc.dialect.signature import PTX_TYPE_ATTR
 from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
 from kernc.support.mlir import ir
 
@@ -59,7 +60,7 @@ def contraction_loops(module, options: dict) -> bool:
 def unsigned_mma(module, options: dict) -> bool:
     """kern-lower-unsigned-mma: a kernel holds an ``nvgpu.mma.sync`` marked ``kern.ptx_type``
     (kern-mma-contractions' u8 contractions); it rewrites those ops only."""
-    return any("kern.ptx_type" in op.attributes
+    return any(PTX_TYPE_ATTR in op.attributes
                for fn in _kernels(module) for op in walk_ops(fn, {"nvgpu.mma.sync"}))
 
 

@@ -5,7 +5,7 @@ The gpu IR has one ``i8`` type for both of kern's ``i8`` and ``u8``, and MLIR's
 ``convert-nvgpu-to-nvvm`` (MLIR 23) writes every integer ``nvgpu.mma.sync`` m16n8k32 as
 ``mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.s8.s32``: a ``u8`` byte of 200 would be
 multiplied as -56. ``kern-mma-contractions`` marks the ops of ``u8`` contractions with
-:data:`~kernc.passes.mma_contractions.PTX_TYPE_ATTR` ``"u8"`` (the CPU interpreter reads the same
+:data:`~kernc.dialect.signature.PTX_TYPE_ATTR` ``"u8"`` (the CPU interpreter reads the same
 attribute); this pass replaces each marked op by the ``nvvm.mma.sync`` the conversion would build,
 with ``multiplicandAPtxType``/``multiplicandBPtxType`` ``u8``: PTX ISA 9.7.14.5.14 ("mma"),
 ``.m16n8k32`` with ``.atype``/``.btype`` ``.u8`` or ``.s8``, ``sm_80`` and later.
@@ -21,13 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernc.dialect.signature import PTX_TYPE_ATTR
 from kernc.support.mlir import ir, lazy_dialect
 
 from .base import Pass, walk_ops
-
-#: ``kern-mma-contractions``' mark (:data:`kernc.passes.mma_contractions.PTX_TYPE_ATTR`), spelled
-#: here so that a module without contractions imports nothing of that pass.
-PTX_TYPE_ATTR = "kern.ptx_type"
 
 vector = lazy_dialect("vector")
 nvvm = lazy_dialect("nvvm")

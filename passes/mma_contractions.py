@@ -101,7 +101,7 @@ from typing import Callable
 
 from kernc.dialect import kern
 from kernc.dialect.mapping import MAPPING_ATTR, ItemMapping
-from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.dialect.signature import PTX_TYPE_ATTR, SIGNATURE_ATTR, KernelSignature
 from kernc.support.errors import CompileError, Diagnostic, SourceLocation
 from kernc.support.mlir import dialect, ir, lazy_dialect
 
@@ -191,10 +191,6 @@ KINDS = {
     "u8": MmaKind("u8", 1, "s32", False),
     "tf32": MmaKind("tf32", 4, "f32", False),
 }
-#: The discardable attribute of an ``nvgpu.mma.sync`` whose ``i8`` operands are unsigned: the
-#: string ``"u8"`` (both multiplicands ``.u8``). The CPU interpreter reads it, as does
-#: ``kern-lower-unsigned-mma``, which replaces the op before convert-nvgpu-to-nvvm.
-PTX_TYPE_ATTR = "kern.ptx_type"
 #: Most threads per block: each thread holds 64 f32 accumulators, its fragments and the staging
 #: addresses (about 210 registers at 256 threads, ptxas -v); 512 threads would leave 128 (65536
 #: registers per block) and spill.

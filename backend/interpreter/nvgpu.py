@@ -64,6 +64,7 @@ import re
 
 import numpy as np
 
+from kernc.dialect.signature import PTX_TYPE_ATTR
 from kernc.support.errors import KerncRuntimeError
 
 from .memory import _access, _addr, access_check
@@ -252,13 +253,13 @@ def _mma_sync(tr, o):
         ok = tf32 and ta.dtype == tb.dtype == tc.dtype == np.float32
     elif ok:
         ok = ta.dtype == tb.dtype == np.int8 and tc.dtype == np.int32
-    unsigned = "kern.ptx_type" in o.attributes
+    unsigned = PTX_TYPE_ATTR in o.attributes
     if unsigned:  # (only the u8 mark exists; kern-lower-unsigned-mma rejects any other the same way)
-        ok = ok and kind[0] == "s8" and str(o.attributes["kern.ptx_type"]) == '"u8"'
+        ok = ok and kind[0] == "s8" and str(o.attributes[PTX_TYPE_ATTR]) == '"u8"'
     if not ok:
         tr.unsupported(o, f"mma.sync {shape} of {o.operands[0].type}, {o.operands[1].type}, {o.operands[2].type}"
                           + (" (tf32Enabled)" if tf32 else "")
-                          + (f" (kern.ptx_type {o.attributes['kern.ptx_type']})" if unsigned else ""))
+                          + (f" ({PTX_TYPE_ATTR} {o.attributes[PTX_TYPE_ATTR]})" if unsigned else ""))
     r = tr.define(o.results[0])
     loc = str(o.location)
     M, N, K = shape
