@@ -47,7 +47,12 @@ class LaunchResult:
     ``tensor_cores``: ``"mma.sync"`` or ``"wgmma"`` when the build that ran takes its contraction
     on tensor cores (kern-mma-contractions / kern-wgmma-contractions; such a kernel tiles of its own
     and its ``tiled`` is ``None`` unless kern-tile-contractions tiled it); ``None`` when it ran on
-    CUDA cores, for kernels without a contraction and for empty problems."""
+    CUDA cores, for kernels without a contraction and for empty problems.
+    ``tma``, for a kernel compiled with ``tma=True`` that loads tiles by the tensor memory
+    accelerator: ``True`` when that build ran, ``False`` when the launch ran the ``tma=False`` build
+    instead because a tensor map could not take these arguments; ``no_tma`` is then the reason (e.g.
+    a row byte stride that is no multiple of 16), ``None`` otherwise. ``tma`` is ``None`` for other
+    kernels and empty problems."""
 
     device: str
     problem_size: int
@@ -59,6 +64,8 @@ class LaunchResult:
     shared: bool | None = None
     tiled: bool | None = None
     tensor_cores: str | None = None
+    tma: bool | None = None
+    no_tma: str | None = None
 
     def __repr__(self) -> str:  # kernc/display.py
         return display.launch_repr(self)
@@ -91,6 +98,8 @@ class Kernel:
         # it; kern-mma/wgmma-contractions put it on tensor cores)
         self._tiled = True if self.signature.contraction else None
         self._tensor_cores = module._compilation.tensor_core_kernels().get(name)
+        # LaunchResult.tma of its own runs: True for a kernel whose build takes tensor maps
+        self._tma = True if any(p.kind == "tensor_map" for p in self.signature.extra) else None
 
     def _packer(self, index_bits: int):
         packer = self._packers.get(index_bits)
@@ -129,7 +138,8 @@ class Kernel:
                 return LaunchResult("cuda", prepared.problem_size, prepared.grid, prepared.block,
                                     dict(prepared.sizes), None, self._prepared_staged, self._prepared_shared,
                                     self._tiled if prepared.grid else None,
-                                    self._tensor_cores if prepared.grid else None)
+                                    self._tensor_cores if prepared.grid else None,
+                                    self._tma if prepared.grid else None)
             return self.launch(args, {}, None)
         device = kwargs.pop("device") if "device" in kwargs and "device" not in self._arg_names else None
         stats = kwargs.pop("stats") if "stats" in kwargs and "stats" not in self._arg_names else True
@@ -154,8 +164,9 @@ class Kernel:
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan,
                                  choose_shared=self._module._choose_shared, choose_tile=self._module._choose_tile)
             if bound.no_tma:  # a tensor map the driver would refuse: the build without TMA
-                return self._module._untma_module().kernels[self.name].launch(args, kwargs, device, progress,
-                                                                              stats=stats)
+                result = self._module._untma_module().kernels[self.name].launch(args, kwargs, device, progress,
+                                                                                stats=stats)
+                return dataclasses.replace(result, tma=False if result.grid else None, no_tma=bound.no_tma)
             if not bound.variant.tiled:
                 return dataclasses.replace(self._untiled().launch(args, kwargs, device, progress, stats=stats),
                                            tiled=False)
@@ -183,7 +194,8 @@ class Kernel:
                                  zeros=cp.zeros, plan=self._bind_plan, choose_shared=self._module._choose_shared,
                                  choose_tile=self._module._choose_tile)
             if bound.no_tma:  # (not prepared: the next call binds and chooses again)
-                return self._module._untma_module().kernels[self.name].launch(args, kwargs, device)
+                result = self._module._untma_module().kernels[self.name].launch(args, kwargs, device)
+                return dataclasses.replace(result, tma=False if result.grid else None, no_tma=bound.no_tma)
             if not bound.variant.tiled:  # (not prepared: the next call binds and chooses again)
                 return dataclasses.replace(self._untiled().launch(args, kwargs, device), tiled=False)
             if not bound.variant.shared:
@@ -216,7 +228,8 @@ class Kernel:
                             self._staged if bound.grid else None,  # (no block ran for an empty problem)
                             self._shared if bound.grid else None,
                             self._tiled if bound.grid else None,
-                            self._tensor_cores if bound.grid else None)
+                            self._tensor_cores if bound.grid else None,
+                            self._tma if bound.grid else None)
 
     def _unstaged(self) -> "Kernel":
         """This kernel compiled without kern-coalesce-views, which a launch runs instead when the

@@ -555,7 +555,7 @@ def cmd_run(ns) -> int:
     # the JSON also says which kernel ran (LaunchResult.staged), as the summary line does: the
     # counters of a staged kernel's unstaged run are another kernel's
     stats_text = (json.dumps({**stats, "staged": result.staged, "shared": result.shared, "tiled": result.tiled,
-                              "tensor_cores": result.tensor_cores}, indent=2, sort_keys=True) + "\n"
+                              "tensor_cores": result.tensor_cores, "tma": result.tma}, indent=2, sort_keys=True) + "\n"
                   if stats is not None and ns.stats_json else None)
     if stats_text is not None and ns.stats_json != "-":
         files.append((ns.stats_json, stats_text))
@@ -575,10 +575,14 @@ def cmd_run(ns) -> int:
                 None: ""}[result.tiled]
     if result.tensor_cores:
         staging += f"; contraction on tensor cores ({result.tensor_cores})"
-    print(
-        f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}{staging}; "
-        f"wrote {', '.join(written) or 'nothing'}", file=info
-    )
+    staging += {True: "; tiles loaded by TMA",
+                False: f"; without TMA (the tma=False build ran: {result.no_tma})",
+                None: ""}[result.tma]
+    if not ns.quiet:  # (--quiet: errors, and the counters --stats asks for, only)
+        print(
+            f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}{staging}; "
+            f"wrote {', '.join(written) or 'nothing'}", file=info
+        )
     if stats is not None and ns.stats:
         for k, v in stats.items():
             print(f"  {k}: {v}", file=info)

@@ -203,14 +203,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the interpreter's memory-traffic counters (the summary line says which build "
                         "ran: staged, tiled, on tensor cores)")
     r.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bar (one is shown on a terminal for CPU runs longer than about 2 s)")
+                   help="no progress bar (one is shown on a terminal for CPU runs longer than about 2 s) and no "
+                        "'ran ...' summary line (errors, and the counters --stats asks for, still print)")
     r.add_argument("--stats-json", default=None, metavar="FILE", help="write the counters as JSON ('-': stdout), with \"staged\": true (the "
                    "kernel staged view accesses), false (a staged kernel ran without staging for "
                    "these extents) or null (nothing to stage, or an empty launch), and \"shared\": true "
                    "(shared(I)/shared_sum(I) staged), false (run as indexed(I)/atomic(I)) or null, "
                    "\"tiled\": true (the contraction ran tiled on CUDA cores), false (the untiled build ran) "
                    "or null, and \"tensor_cores\": \"mma.sync\" or \"wgmma\" (the contraction ran on "
-                   "tensor cores) or null")
+                   "tensor cores) or null, and \"tma\": true (tiles loaded by TMA), false (the tma=False build "
+                   "ran: a tensor map could not take these arguments) or null")
 
     for mode, what in (("grad", "reverse mode: K_grad adds dL/dx to x_bar"),
                        ("jvp", "forward mode: K_jvp gives y_dot = J x_dot")):

@@ -220,6 +220,29 @@ def _with_source(err: CompileError, filename: str, source: str) -> CompileError:
     return err
 
 
+class _SourceOrder:
+    """The ``--remarks`` lines of one compile, written in source order: the lines without a line
+    number (``file: remark: ...``, about the whole file) first, then by ``file:line:col``; lines at
+    one place keep the order the passes made them in (the pipeline's order)."""
+
+    _AT = re.compile(r"^.*?:(\d+):(\d+): remark: ")
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        self.lines.append(line)
+
+    def flush(self, out) -> None:
+        def key(line):
+            m = self._AT.match(line)
+            return (1, int(m.group(1)), int(m.group(2))) if m else (0, 0, 0)
+
+        for line in sorted(self.lines, key=key):
+            out.write(line + "\n")
+        self.lines.clear()
+
+
 def _ignored_tile_remarks(signatures: dict, remark: Callable[[str], None]) -> None:
     """The remark at ``@tile`` of each N-D kernel kern-tile-contractions tiled nothing in (no
     contraction loop: a transpose, an element-wise kernel): the attribute is ignored."""
@@ -432,7 +455,7 @@ class Compilation:
             if self.options.remarks:
                 from kernc.passes.targets import WGMMA_ARCHS
 
-                kw["remarks"] = lambda line: sys.stderr.write(line + "\n")
+                kw["remarks"] = remarks = _SourceOrder()  # (the passes emit in pass order)
                 if not self.options.coalesce:  # say why there is no decision to read
                     kw["remarks"](f"{filename}: remark: view accesses are not staged: kern-coalesce-views "
                                   "is off (--no-coalesce)")
@@ -443,6 +466,15 @@ class Compilation:
                 if n_d and self.uses_tensor_cores and not self.options.wgmma and self.options.arch in WGMMA_ARCHS:
                     kw["remarks"](f"{filename}: remark: contractions are not run as warpgroup wgmma: "
                                   "kern-wgmma-contractions is off (--no-wgmma); they take mma.sync")
+                if self.options.tma and not self.uses_wgmma:
+                    why = ("--no-tensor-cores" if not self.options.tensor_cores else
+                           "--no-wgmma" if not self.options.wgmma else
+                           f"{self.options.arch} has no wgmma: compile with --arch sm_90a")
+                    kw["remarks"](f"{filename}: remark: --tma loads no tile: the tensor memory accelerator "
+                                  f"feeds kern-wgmma-contractions' tiles only (sm_90a), and it is off ({why})")
+                if not self.options.tma and self.options.tma_stages != 2:
+                    kw["remarks"](f"{filename}: remark: --tma-stages {self.options.tma_stages} changes "
+                                  "nothing without --tma (the stages are those of TMA-loaded tiles)")
                 if not self.options.tile and n_d:
                     kw["remarks"](f"{filename}: remark: contractions are not tiled on CUDA cores: "
                                   "kern-tile-contractions is off (--no-tile)"
@@ -474,12 +506,15 @@ class Compilation:
             try:
                 run_passes(module, pipeline.kern_to_gpu(**kw), self._hook(), self.options.verify_each,
                            self._timer("gpu", ""))
+                self._modules["gpu"] = module
+                self.signatures = self._signatures(module)
+                if self.options.remarks and self.options.tile and n_d:
+                    _ignored_tile_remarks(self.signatures, kw["remarks"])
             except CompileError as err:  # a pass's error (@tile, @tensor_cores): with its source line
                 raise _with_source(err, filename, text) from None
-            self._modules["gpu"] = module
-            self.signatures = self._signatures(module)
-            if self.options.remarks and self.options.tile and n_d:
-                _ignored_tile_remarks(self.signatures, kw["remarks"])
+            finally:  # (the remarks made before an error, then the error)
+                if self.options.remarks:
+                    remarks.flush(sys.stderr)
         if not self.signatures:
             raise CompileError(Diagnostic(f"{filename} defines no kernel to compile",
                                           SourceLocation(filename, 1, 1), source=text))

@@ -80,6 +80,8 @@ def launch_repr(result) -> str:
         text += ", tiled" if result.tiled else ", untiled (smaller than one block tile)"
     if getattr(result, "tensor_cores", None):
         text += f", tensor cores ({result.tensor_cores})"
+    if getattr(result, "tma", None) is not None:
+        text += ", TMA loads" if result.tma else f", without TMA ({result.no_tma})"
     s = result.stats
     if s is not None:
         text += (f"; {s.global_load_requests} load requests / {s.global_load_sectors} sectors, "

@@ -36,8 +36,10 @@ def test_tma_build_is_bitwise_the_staged_build(name, M, K, N):
     a, b = gemm_inputs(M, K, N, gemm_dtype(name))
     c = np.full((M, N), np.nan, np.float32)
     mod_c = c.copy()
-    getattr(mod, name)(a, b, mod_c)
-    getattr(compiled_sm90a(name), name)(a, b, c)
+    ran = getattr(mod, name)(a, b, mod_c)
+    assert (ran.tma, ran.no_tma) == (True, None) and "TMA loads" in repr(ran)
+    plain = getattr(compiled_sm90a(name), name)(a, b, c)
+    assert (plain.tma, plain.no_tma) == (None, None)  # (compiled without tma)
     np.testing.assert_array_equal(mod_c.view(np.uint32), c.view(np.uint32))
 
 
@@ -54,7 +56,9 @@ def test_a_row_stride_a_tensor_map_cannot_encode_runs_the_build_without_tma(M, K
     assert bound.no_tma == (f"kernel 'gemm_f16', tensor map parameter '__tma_a': the byte stride of dimension 1 "
                             f"is {2 * K}: it must be a positive multiple of 16 below 2^40 (a row of {K} x 2 "
                             "bytes must be padded to 16 bytes)")
-    mod.gemm_f16(a, b, c)
+    ran = mod.gemm_f16(a, b, c)
+    assert ran.tma is False and ran.no_tma == bound.no_tma  # LaunchResult says which build ran, and why
+    assert f"without TMA ({bound.no_tma})" in repr(ran)
     compiled_sm90a("gemm_f16").gemm_f16(a, b, ref)
     np.testing.assert_array_equal(c.view(np.uint32), ref.view(np.uint32))
     assert mod._compilation.untma().options.tma is False
@@ -202,3 +206,47 @@ kernel bgemm(a: f16[B, M, K] view, b: f16[B, K, N] view, c: f32[B, M, N] view) o
     err = capsys.readouterr().err
     assert "remark: 'a' of 'bgemm' not loaded by TMA: the contraction is batched; its tile is staged by " \
            "per-thread stores" in err
+
+
+def test_kernc_run_says_whether_the_tma_build_ran(tmp_path, capsys):
+    """``kernc run --tma``'s summary line and ``--stats-json`` say which build ran (the TMA one, or the
+    tma=False one and why); ``-q`` drops the summary line."""
+    from kernc.cli import main
+
+    gemm = os.path.join(EXAMPLES, "gemm_f16.kern")
+    common = ["run", gemm, "--arch", "sm_90a", "--tma", "--output-dir", str(tmp_path)]
+    for K, tma in ((16, True), (17, False)):
+        a, b = gemm_inputs(5, K, 6, np.float16)
+        np.save(tmp_path / "a.npy", a)
+        np.save(tmp_path / "b.npy", b)
+        inputs = ["--input", f"a=@{tmp_path / 'a.npy'}", "--input", f"b=@{tmp_path / 'b.npy'}"]
+        assert main(common + inputs + ["--stats-json", str(tmp_path / "s.json")]) == 0
+        out = capsys.readouterr().out
+        if tma:
+            assert "; tiles loaded by TMA;" in out
+        else:
+            assert ("; without TMA (the tma=False build ran: kernel 'gemm_f16', tensor map parameter '__tma_a': "
+                    "the byte stride of dimension 1 is 34") in out
+        import json
+        assert json.loads((tmp_path / "s.json").read_text())["tma"] is tma
+        np.testing.assert_allclose(np.load(tmp_path / "c.npy"), a.astype(np.float64) @ b.astype(np.float64),
+                                   rtol=1e-3)
+        assert main(common + inputs + ["-q"]) == 0
+        assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("opts, says", [
+    (dict(arch="sm_90", tma=True), "it is off (sm_90 has no wgmma: compile with --arch sm_90a)"),
+    (dict(arch="sm_90a", tma=True, wgmma=False), "it is off (--no-wgmma)"),
+    (dict(arch="sm_90a", tma=True, tensor_cores=False), "it is off (--no-tensor-cores)"),
+    (dict(arch="sm_90a", tma_stages=3), "--tma-stages 3 changes nothing without --tma"),
+])
+def test_tma_options_that_change_nothing_say_so(opts, says, capsys):
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    Compilation(text, "t.kern", CompileOptions(remarks=True, **opts), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert says in err
+    assert "loaded by the tensor memory accelerator" not in err
+    if opts.get("tma"):
+        assert "t.kern: remark: --tma loads no tile: the tensor memory accelerator feeds kern-wgmma-contractions' " \
+               "tiles only (sm_90a)" in err
