@@ -400,7 +400,9 @@ class _Parts:
     type ``elem`` (f16, bf16, i8 or f32), their :class:`MmaKind`, the accumulator's type ``acc``
     (f32 or i32) and initial value ``init`` (a constant); ``added``: the loop's initial value is
     the item's own (``let acc = c[i, j];``, a value of the code before the loop or an argument):
-    the fragments start at ``init`` = 0 and the epilogue adds it, ``acc0 + sum``."""
+    the fragments start at ``init``, the identity of the addition (0; ``-0.0`` for floats, so that
+    a sum of ``-0.0`` products keeps a ``-0.0`` start's sign, as the loop does), and the epilogue
+    adds it, ``acc0 + sum``."""
 
     a: object
     b: object
@@ -456,8 +458,10 @@ def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
     kind = KINDS["s8" if name == "i8" else "tf32" if name == "f32" else name]
     if not isinstance(init, ir.Operation) or init.name != "arith.constant":
         # the item's own start (its code before the loop, e.g. `let acc = c[i, j];`, or an argument):
-        # the fragments sum from 0, the epilogue adds it
-        return _Parts(sa, sb, elems[0], 0, kind, acc_t, added=True)
+        # the fragments sum from the identity of the addition, the epilogue adds it. Floats start
+        # from -0.0, not +0.0: acc0 + (-0.0 + s) is acc0 + s bitwise for every s, where +0.0 turned a
+        # sum of -0.0 products onto a -0.0 start into +0.0 (the loop keeps -0.0)
+        return _Parts(sa, sb, elems[0], 0 if integer else -0.0, kind, acc_t, added=True)
     value = init.attributes["value"]
     start = ir.IntegerAttr(value).value if integer else ir.FloatAttr(value).value
     return _Parts(sa, sb, elems[0], start, kind, acc_t)
@@ -550,7 +554,8 @@ def _describe(sig, plan: _Analysis, c: MmaConfig, p: _Parts) -> str:
     else:
         what, tail = f"{p.elem} products, f32 sums", unordered
     if p.added:
-        tail += "; the sums start from 0 and each item's own start (its value before the loop) is added after them"
+        tail += ("; the sums start from " + ("0" if p.kind.integer else "-0.0") + " and each item's own start "
+                 "(its value before the loop) is added after them")
     return (f"'{sig.name}' on tensor cores: {c.bm}x{c.bn} block tiles in chunks of {c.bk} of k, "
             f"{c.wm}x{c.wn} warps of {c.warp_m}x{c.warp_n} items, mma.sync {k.shape} ({what}) fed by "
             f"ldmatrix from workgroup tiles of the logical views ({'; '.join(tiles)}), rows padded by "

@@ -258,7 +258,7 @@ def _describe(sig, c: WgmmaConfig, p) -> str:
             f"{p.b.name} (transposed, {c.bn}x{c.bk}) through matrix descriptors; wgmma.wait_group 0 per "
             f"chunk; on a GPU the sums' order differs from the loop's (not bitwise the --no-tensor-cores "
             f"result); the CPU interpreter adds them k ascending"
-            + ("; they start from 0 and each item's own start (its value before the loop) is added after "
+            + ("; they start from -0.0 and each item's own start (its value before the loop) is added after "
                "them" if p.added else ""))
 
 

@@ -250,3 +250,18 @@ def test_tma_options_that_change_nothing_say_so(opts, says, capsys):
     if opts.get("tma"):
         assert "t.kern: remark: --tma loads no tile: the tensor memory accelerator feeds kern-wgmma-contractions' " \
                "tiles only (sm_90a)" in err
+
+
+def test_remarks_come_in_source_order(capsys):
+    """kern-dynamic-workgroup-memory (after kern-wgmma-contractions in the pipeline) remarks at the
+    kernel's line, above the contraction's: the lines come sorted by line and column, file-level
+    remarks first."""
+    text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, tma_stages=3, wgmma=True, remarks=True,
+                                               coalesce=False), use_cache=False).gpu_ir()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("t.kern: remark: view accesses are not staged")  # (no line: first)
+    at = [tuple(map(int, m.groups())) for m in map(re.compile(r"t\.kern:(\d+):(\d+): remark").match, lines) if m]
+    assert len(at) == len(lines) - 1 and len(at) >= 4
+    assert at == sorted(at)
+    assert any("dynamic workgroup memory" in ln for ln in lines[1:2])  # (the kernel's line, made last)
