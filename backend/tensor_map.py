@@ -83,6 +83,13 @@ class TensorMap(_MapShape):
         return tuple(self.element_strides) if self.element_strides is not None else (1,) * self.rank
 
 
+def _stride_name(d: int, rows: str = "rows") -> str:
+    """What the byte stride of map dimension ``d`` (innermost first) is, in words: the stride
+    between ``rows`` (of a matrix; the pixels of an im2col map) for ``d = 1``, of an outer
+    dimension above."""
+    return f"the stride between {rows}" if d == 1 else "the stride of an outer dimension"
+
+
 def check(tm: TensorMap, address: int, param: str, kernel: str) -> None:
     """Raise ``KerncLaunchError`` naming ``param`` of ``kernel`` where ``tm`` at global byte address
     ``address`` breaks one of ``cuTensorMapEncodeTiled``'s documented requirements (interleave none):
@@ -108,7 +115,8 @@ def check(tm: TensorMap, address: int, param: str, kernel: str) -> None:
             bad(f"dimension {i} has {int(d)} elements, not in 1..2^32")
     for i, s in enumerate(tm.strides):
         if int(s) % GLOBAL_ALIGN or not 0 < int(s) < MAX_STRIDE:
-            bad(f"the byte stride of dimension {i + 1} is {int(s)}: it must be a positive multiple of "
+            bad(f"the byte stride of dimension {i + 1} is {int(s)} ({_stride_name(i + 1)}; dimensions innermost "
+                f"first): it must be a positive multiple of "
                 f"{GLOBAL_ALIGN} below 2^40 (a row of {tm.dims[0]} x {tm.elem_bytes} bytes must be "
                 "padded to 16 bytes)")
     for i, bx in enumerate(tm.box):
@@ -338,7 +346,8 @@ def check_im2col(tm: Im2colTensorMap, address: int, param: str, kernel: str) -> 
             bad(f"dimension {i} has {int(d)} elements, not in 1..2^32")
     for i, s in enumerate(tm.strides):
         if int(s) % GLOBAL_ALIGN or not 0 < int(s) < MAX_STRIDE:
-            bad(f"the byte stride of dimension {i + 1} is {int(s)}: it must be a positive multiple of "
+            bad(f"the byte stride of dimension {i + 1} is {int(s)} ({_stride_name(i + 1, 'pixels')}; "
+                f"dimensions innermost first): it must be a positive multiple of "
                 f"{GLOBAL_ALIGN} below 2^40 (a pixel of {tm.dims[0]} x {tm.elem_bytes} bytes must be "
                 "padded to 16 bytes)")
     lo, hi = IM2COL_CORNER[r]

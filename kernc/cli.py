@@ -555,7 +555,8 @@ def cmd_run(ns) -> int:
     # the JSON also says which kernel ran (LaunchResult.staged), as the summary line does: the
     # counters of a staged kernel's unstaged run are another kernel's
     stats_text = (json.dumps({**stats, "staged": result.staged, "shared": result.shared, "tiled": result.tiled,
-                              "tensor_cores": result.tensor_cores, "tma": result.tma}, indent=2, sort_keys=True) + "\n"
+                              "tensor_cores": result.tensor_cores, "tma": result.tma,
+                              "no_tma": result.no_tma}, indent=2, sort_keys=True) + "\n"
                   if stats is not None and ns.stats_json else None)
     if stats_text is not None and ns.stats_json != "-":
         files.append((ns.stats_json, stats_text))

@@ -212,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "\"tiled\": true (the contraction ran tiled on CUDA cores), false (the untiled build ran) "
                    "or null, and \"tensor_cores\": \"mma.sync\" or \"wgmma\" (the contraction ran on "
                    "tensor cores) or null, and \"tma\": true (tiles loaded by TMA), false (the tma=False build "
-                   "ran: a tensor map could not take these arguments) or null")
+                   "ran: a tensor map could not take these arguments; \"no_tma\" says why) or null")
 
     for mode, what in (("grad", "reverse mode: K_grad adds dL/dx to x_bar"),
                        ("jvp", "forward mode: K_jvp gives y_dot = J x_dot")):

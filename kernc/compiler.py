@@ -510,6 +510,10 @@ class Compilation:
                 self.signatures = self._signatures(module)
                 if self.options.remarks and self.options.tile and n_d:
                     _ignored_tile_remarks(self.signatures, kw["remarks"])
+                if (self.options.remarks and self.options.tma and self.uses_wgmma
+                        and not walk_ops(module, {"nvvm.wgmma.mma_async"})):
+                    kw["remarks"](f"{filename}: remark: --tma loads no tile: the tensor memory accelerator "
+                                  "feeds the tiles of contractions on wgmma, and no kernel here has one")
             except CompileError as err:  # a pass's error (@tile, @tensor_cores): with its source line
                 raise _with_source(err, filename, text) from None
             finally:  # (the remarks made before an error, then the error)

@@ -467,6 +467,16 @@ def _match(plan: _Analysis, tf32: bool = False) -> _Parts | str:
     return _Parts(sa, sb, elems[0], start, kind, acc_t)
 
 
+def pad_value(s, T: ir.Type) -> ir.Value:
+    """What a staged tile holds where staged read ``s`` has no element (past ``K``, or past the
+    extent of its rows): ``0`` for the ``(i, k)`` operand, the identity of addition (``-0.0`` for
+    floats) for the ``(k, j)`` one. A product of the two pads past ``K`` (or of the A side's TMA
+    zero fill and a B pad) is then ``+0.0 * -0.0 = -0.0``, which adds nothing to any sum: a sum of
+    only ``-0.0`` terms stays ``-0.0``, as in the loop (with ``+0.0`` on both sides it became
+    ``+0.0``). Items past the extents are not written."""
+    return b.add_identity(T) if s.side == 1 else b.zero(T)
+
+
 def tile_loop(plan: _Analysis, first: dict) -> tuple:
     """``(ivs, lb, ub)`` of the contraction's loop (or nest, collapsed into one in its order:
     :func:`~kernc.passes.tile_contractions.collapse_nest`) for a block tile: the code before the loop
@@ -663,7 +673,7 @@ class _Rewrite:
                         for op in per_chunk:
                             _clone(op, m)
                         return [m[s.op.results[0]]]
-                    val = b.if_else(b.and_(ok, b.cmp("slt", k, ub)), [T], then, lambda T=T: [b.zero(T)])
+                    val = b.if_else(b.and_(ok, b.cmp("slt", k, ub)), [T], then, lambda T=T, s=s: [pad_value(s, T)])
                     if kd.ptx == "tf32":
                         val = round_tf32(val[0])
                     elif b.is_float(T):

@@ -97,7 +97,8 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 from . import ir_builder as b
 from . import llvm_ops
 from .base import Pass, internal, option
-from .mma_contractions import MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, sm_number, tile_loop
+from .mma_contractions import (MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, pad_value, sm_number,
+                               tile_loop)
 from .targets import PTX_VERSION, WGMMA_ARCHS
 from .tile_contractions import _Analysis, _analysed_kernels, _clone, _slice, _slot_position, _split, round_loop
 from .workgroup import SHARED_LIMIT, WARP, emit_remark, workgroup_limit
@@ -525,7 +526,7 @@ class _WgmmaRewrite(_Rewrite):
                         for op in _slice(s.op, plan):
                             _clone(op, m)
                         return [m[s.op.results[0]]]
-                    val = b.if_else(b.and_(ok, b.cmp("slt", k, ub)), [T], then, lambda T=T: [b.zero(T)])
+                    val = b.if_else(b.and_(ok, b.cmp("slt", k, ub)), [T], then, lambda T=T, s=s: [pad_value(s, T)])
                     val = b.convert_float(val[0], p.elem)  # exact: the read widened an elem
                     if inside is None:
                         b.store(val, smem, slot)

@@ -54,7 +54,7 @@ def test_a_row_stride_a_tensor_map_cannot_encode_runs_the_build_without_tma(M, K
     c, ref = np.full((M, N), np.nan, np.float32), np.full((M, N), np.nan, np.float32)
     bound = binding.bind(mod.gemm_f16.signature, (a, b, c), {}, cpu.is_host_array, "cpu")
     assert bound.no_tma == (f"kernel 'gemm_f16', tensor map parameter '__tma_a': the byte stride of dimension 1 "
-                            f"is {2 * K}: it must be a positive multiple of 16 below 2^40 (a row of {K} x 2 "
+                            f"is {2 * K} (the stride between rows; dimensions innermost first): it must be a positive multiple of 16 below 2^40 (a row of {K} x 2 "
                             "bytes must be padded to 16 bytes)")
     ran = mod.gemm_f16(a, b, c)
     assert ran.tma is False and ran.no_tma == bound.no_tma  # LaunchResult says which build ran, and why
@@ -228,7 +228,11 @@ def test_kernc_run_says_whether_the_tma_build_ran(tmp_path, capsys):
             assert ("; without TMA (the tma=False build ran: kernel 'gemm_f16', tensor map parameter '__tma_a': "
                     "the byte stride of dimension 1 is 34") in out
         import json
-        assert json.loads((tmp_path / "s.json").read_text())["tma"] is tma
+        stats = json.loads((tmp_path / "s.json").read_text())
+        assert stats["tma"] is tma
+        assert (stats["no_tma"] is None) if tma else stats["no_tma"].startswith(
+            "kernel 'gemm_f16', tensor map parameter '__tma_a': the byte stride of dimension 1 is 34 (the stride "
+            "between rows")
         np.testing.assert_allclose(np.load(tmp_path / "c.npy"), a.astype(np.float64) @ b.astype(np.float64),
                                    rtol=1e-3)
         assert main(common + inputs + ["-q"]) == 0
@@ -265,3 +269,10 @@ def test_remarks_come_in_source_order(capsys):
     assert len(at) == len(lines) - 1 and len(at) >= 4
     assert at == sorted(at)
     assert any("dynamic workgroup memory" in ln for ln in lines[1:2])  # (the kernel's line, made last)
+
+
+def test_tma_on_a_file_without_a_wgmma_contraction_says_it_loads_nothing(capsys):
+    text = open(os.path.join(EXAMPLES, "softmax.kern"), encoding="utf-8").read()
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    assert ("t.kern: remark: --tma loads no tile: the tensor memory accelerator feeds the tiles of contractions "
+            "on wgmma, and no kernel here has one") in capsys.readouterr().err

@@ -58,8 +58,8 @@ def test_a_good_map_is_encoded_with_the_driver_arguments():
 
 BAD = [
     (dict(dims=(1, 2, 3, 4, 5, 6), strides=(16,) * 5, box=(8,) * 6), "rank 6 is not in 1..5"),
-    (dict(strides=(402,)), "the byte stride of dimension 1 is 402: it must be a positive multiple of 16"),
-    (dict(strides=(1 << 40,)), "the byte stride of dimension 1 is 1099511627776: .* below 2\\^40"),
+    (dict(strides=(402,)), "the byte stride of dimension 1 is 402 \\(the stride between rows; dimensions innermost first\\): it must be a positive multiple of 16"),
+    (dict(strides=(1 << 40,)), "the byte stride of dimension 1 is 1099511627776 \\(the stride between rows; .* below 2\\^40"),
     (dict(box=(64, 257)), "box dimension 1 is 257, not in 1..256"),
     (dict(box=(64, 0)), "box dimension 1 is 0"),
     (dict(box=(128, 64)), "the inner box dimension is 256 bytes, more than the 128-byte swizzle span"),

@@ -90,7 +90,8 @@ REASONS = [
     (_geom(1, 8, 8, 512, 1, 1), dict(channels=512, swizzle=0), "channels per pixel is 512, not in 1..256"),
     (G, dict(address=0x1008), "the global address 0x1008 is not 16-byte aligned"),
     (G, dict(channels=128), "a pixel's 256 bytes are more than the 128-byte swizzle span"),
-    (_geom(1, 8, 8, 4, 1, 1), dict(channels=4, swizzle=0), "the byte stride of dimension 1 is 8: it must be "
+    (_geom(1, 8, 8, 4, 1, 1), dict(channels=4, swizzle=0), "the byte stride of dimension 1 is 8 \\(the stride between pixels; dimensions innermost first\\): it "
+     "must be "
      "a positive multiple of 16 .* \\(a pixel of 4 x 2 bytes must be padded to 16 bytes\\)"),
     (_geom(1, 8, 8, 64, 1, 1), dict(channels=4, swizzle=0), "a pixel's 8 bytes \\(4 channels\\) are not a "
      "multiple of 16"),
@@ -110,7 +111,8 @@ def test_an_odd_channel_count_gives_an_unaligned_stride():
     # C = 12 f16: a 24-byte pixel, so the W stride is not a multiple of 16 bytes
     tm = conv2d_im2col_map(_geom(1, 8, 8, 12, 1, 1), 8, 64, swizzle=0)
     with pytest.raises(KerncLaunchError, match="kernel 'conv', im2col tensor map parameter 'x': the byte "
-                       "stride of dimension 1 is 24: it must be a positive multiple of 16"):
+                       "stride of dimension 1 is 24 \\(the stride between pixels; dimensions innermost first\\): it must be a "
+                       "positive multiple of 16"):
         check_im2col(tm, 0, "x", "conv")
 
 
