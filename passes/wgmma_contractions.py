@@ -308,8 +308,12 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
     op = s.op
     if op.name != "kern.view_load":
         return f"its read is {op.name}, not a plain view read"
-    if len(plan.delin.extents) != 2:
+    if plan.batch:
         return "the contraction is batched"
+    if len(plan.sides[s.side]) != 1:
+        names = ", ".join(plan.coord_names[x] for x in plan.sides[s.side])
+        return (f"its tile's rows are the flattened coordinates ({names}) (a box's rows are one coordinate's; "
+                "TMA's im2col mode, which would walk them, is not built for this read)")
     if len(plan.levels) > 1:
         return f"its loop is a nest of {len(plan.levels)} loops (a box's k is one loop's)"
     if "workgroup_attributions" in fn.attributes and ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value:
@@ -327,8 +331,6 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
     if layout.rank != 2:
         return f"its view is {layout.rank}-d, not a matrix"
     coords = [op.operands[1], op.operands[2]]
-    if len(plan.sides[s.side]) != 1:
-        return "its side of items is flattened (a box's rows are one coordinate's)"
     x = plan.coords[plan.sides[s.side][0]]
     if coords == [x, plan.iv]:
         kd, xd = 1, 0

@@ -276,3 +276,14 @@ def test_tma_on_a_file_without_a_wgmma_contraction_says_it_loads_nothing(capsys)
     Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
     assert ("t.kern: remark: --tma loads no tile: the tensor memory accelerator feeds the tiles of contractions "
             "on wgmma, and no kernel here has one") in capsys.readouterr().err
+
+
+def test_a_convolution_read_says_why_no_box_takes_it(capsys):
+    """Regression (trial): conv2d_fwd_f16's x was "not loaded by TMA: the contraction is batched"; it is
+    not batched, its tile's rows are the flattened (n, oh, ow)."""
+    text = open(os.path.join(EXAMPLES, "conv2d_fwd_f16.kern"), encoding="utf-8").read()
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert ("'x' of 'conv2d_fwd_f16' not loaded by TMA: its tile's rows are the flattened coordinates (n, oh, ow)"
+            in err)
+    assert "batched" not in err
