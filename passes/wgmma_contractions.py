@@ -42,9 +42,17 @@ staging is a loop over rounds of slots, not unrolled: unrolled, every round's ad
 across the chunk loop, 255 registers), 60 at 64, 0 spills; 32 KiB of workgroup memory; the
 convolutions 118 (fwd) and 170 (wgrad) registers, 0 spills (204 and 254 in the 64-bit build). The
 staging stores of an operand whose lanes run along its rows (the gemms' ``b``, both of
-conv2d_wgrad_f16's: 2-byte stores down 128-byte rows) conflict 4-way (conv2d_wgrad_f16 at P = 2^16:
-49152 conflicts, 0 on ``kern-mma-contractions``' padded tiles, ``--no-wgmma``); the ``k``-fastest
-operand's do not.
+conv2d_wgrad_f16's) would go K-major down 128-byte rows, conflicting 4-way (conv2d_wgrad_f16 at P =
+2^16: 49152 conflicts; gemm 130x100x70 and wgrad (2,5,7,7,33,3,2): 3072): such an operand is staged
+*MN-major* instead (:func:`mn_major_sides`, with a remark at its read; ``--no-wgmma-mn-major`` /
+``wgmma_mn_major=False`` turns it off): element ``(r, k)`` at byte ``8192*(r/64) + 1024*(k/8) +
+128*(k%8) + 16*(((r%64)/8) XOR (k%8)) + 2*(r%8)`` (:func:`mn_swizzled_index`; PTX ISA 9.7.15.5.1.2,
+the MN-major 128B canonical layout: leading byte offset 8192 from one 64 rows to the next, stride
+byte offset 1024 from one 8 ``k`` to the next; the ``k16`` step adds 2048 bytes), read transposed
+(``layoutA`` ``col`` / ``layoutB`` ``row``: ``imm-trans-a``/``-b`` 1), each warp's stores along a
+128-byte row: 0 conflicts (3072 -> 0 at those sizes), bitwise the K-major CPU results; ptxas
+``sm_90a`` gemm_f16 104 registers, conv2d_wgrad_f16 161, 0 spills. The ``k``-fastest operand's
+stores are K-major and do not conflict.
 
 *TMA* (``tma=True``, ``kernc compile --tma``; opt-in): an operand whose tile is a box of its view
 (:func:`_tma_map`: a 2-D view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
