@@ -323,7 +323,8 @@ def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: boo
                     shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                     group_registers: bool = True, wgmma: bool = False,
                     async_copy: bool = True, tma: bool = False, tma_stages: int = 2,
-                    rolled_staging: bool = False, dynamic_shared_memory: bool = True) -> tuple:
+                    rolled_staging: bool = False, dynamic_shared_memory: bool = True,
+                    wgmma_mn_major: bool = True) -> tuple:
     """The compile options that can change the gpu IR *or the diagnostics* of a compile (its errors:
     a ``gpu`` entry means "this source compiled with these options"), as ``includes`` pairs of
     :func:`front_key`. Each flag is the option as the user gave it, not what it amounts to on
@@ -334,7 +335,8 @@ def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: boo
     ``wgmma=True``); ``tma_stages`` when not the default 2; ``rolled_staging``: the 64-bit index build
     of tensor-core kernels (``Compilation.wide_index``); ``dynamic_shared_memory``: off, 48 KiB of
     static workgroup memory at most (kern-dynamic-workgroup-memory; the dynamic buffer's bytes are in
-    the cached signatures). Empty for the defaults without ``arch``."""
+    the cached signatures); ``wgmma_mn_major``: off (``--no-wgmma-mn-major``, every wgmma tile
+    K-major). Empty for the defaults without ``arch``."""
     return ((() if arch is None else (("--arch", str(arch)),))
             + (() if coalesce else (("--no-coalesce", ""),))
             + ((("--fmad", ""),) if fmad else ())
@@ -348,7 +350,8 @@ def option_includes(*, arch: str | None = None, coalesce: bool = True, fmad: boo
             + ((("--tma", ""),) if tma else ())
             + (() if tma_stages == 2 else (("--tma-stages", str(tma_stages)),))
             + ((("rolled-staging", ""),) if rolled_staging else ())
-            + (() if dynamic_shared_memory else (("--no-dynamic-shared-memory", ""),)))
+            + (() if dynamic_shared_memory else (("--no-dynamic-shared-memory", ""),))
+            + (() if wgmma_mn_major else (("--no-wgmma-mn-major", ""),)))
 
 
 def ptx_key(front: str, arch: str, opt_level: int, variant: Variant | int) -> str:

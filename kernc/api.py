@@ -357,7 +357,7 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
             fmad: bool = False, coalesce: bool = True, tile: bool = True, choose_shared: bool = True,
             tensor_cores: bool = True, privatize: bool = True, group_registers: bool = True,
             wgmma: bool = True, async_copy: bool = True, tma: bool = False, tma_stages: int = 2,
-            dynamic_shared_memory: bool = True) -> Module:
+            dynamic_shared_memory: bool = True, wgmma_mn_major: bool = True) -> Module:
     """Compile ``.kern`` source text into a :class:`Module`.
 
     The source is parsed, checked and lowered to the gpu IR at once (so every error in the program is
@@ -397,6 +397,9 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
     within 48 KiB of static workgroup memory (default: a kernel that needs more takes dynamic
     workgroup memory, up to ``arch``'s opt-in maximum, 227 KiB on ``sm_90``/``sm_90a``; the GPU
     launch opts in, and fails with ``KerncLaunchError`` on a device that allows less).
+    ``wgmma_mn_major=False`` (``kernc compile --no-wgmma-mn-major``) stages every ``wgmma`` operand
+    tile K-major (default: an operand whose read runs along its rows, a gemm's ``b[k, j]``, is
+    staged MN-major and read transposed, its stores free of bank conflicts; the same results).
 
     Each kernel is an attribute of the module: ``mod.saxpy(a, x, y)`` binds arguments by position or
     name, size symbols no argument shape binds by keyword (``n=1000``), runs on the CPU interpreter
@@ -411,7 +414,8 @@ def compile(text: str, *, filename: str = "<string>", arch: str = "sm_90", opt_l
                                                              group_registers=group_registers,
                                                              wgmma=wgmma, async_copy=async_copy, tma=tma,
                                                              tma_stages=tma_stages,
-                                                             dynamic_shared_memory=dynamic_shared_memory)),
+                                                             dynamic_shared_memory=dynamic_shared_memory,
+                                                             wgmma_mn_major=wgmma_mn_major)),
                   choose_shared=choose_shared)
 
 
@@ -443,7 +447,8 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
                  fmad: bool = False, coalesce: bool = True, tile: bool = True,
                  choose_shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                  group_registers: bool = True, wgmma: bool = True, async_copy: bool = True,
-                 tma: bool = False, tma_stages: int = 2, dynamic_shared_memory: bool = True) -> Module:
+                 tma: bool = False, tma_stages: int = 2, dynamic_shared_memory: bool = True,
+                 wgmma_mn_major: bool = True) -> Module:
     """Compile the ``.kern`` file at ``path`` (a ``str``, ``bytes`` or ``os.PathLike`` path; see
     :func:`compile`); ``OSError`` if unreadable, ``TypeError`` if ``path`` is not a path (an int
     would be read as a file descriptor)."""
@@ -454,7 +459,7 @@ def compile_file(path: str | os.PathLike, *, arch: str = "sm_90", opt_level: int
                    coalesce=coalesce, tile=tile, choose_shared=choose_shared, tensor_cores=tensor_cores,
                    privatize=privatize, group_registers=group_registers, wgmma=wgmma,
                    async_copy=async_copy, tma=tma, tma_stages=tma_stages,
-                   dynamic_shared_memory=dynamic_shared_memory)
+                   dynamic_shared_memory=dynamic_shared_memory, wgmma_mn_major=wgmma_mn_major)
 
 
 def read_source(path) -> str:

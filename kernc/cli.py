@@ -109,9 +109,10 @@ def cmd_compile(ns) -> int:
     async_copy = not getattr(ns, "no_async_copy", False)  # kern-tile-contractions' cp.async: the same
     tma = getattr(ns, "tma", False)  # kern-wgmma-contractions' TMA loads: the same
     tma_stages = getattr(ns, "tma_stages", 2)
+    wgmma_mn_major = not getattr(ns, "no_wgmma_mn_major", False)  # kern-wgmma-contractions: the same
     dynamic_shared_memory = not getattr(ns, "no_dynamic_shared_memory", False)  # kern-dynamic-workgroup-memory
     if (ns.emit == "ptx" and use_cache and coalesce and tile and tensor_cores and privatize and group_registers
-            and wgmma and async_copy and not tma and not remarks and dynamic_shared_memory):
+            and wgmma and async_copy and not tma and not remarks and dynamic_shared_memory and wgmma_mn_major):
         from kernc.backend import cache
 
         ptx = cache.lookup_ptx(text, ns.file, arch=ns.arch, opt_level=ns.O, index_bits=ns.index_bits,
@@ -129,7 +130,7 @@ def cmd_compile(ns) -> int:
                           coalesce=coalesce, remarks=remarks, fmad=fmad, tile=tile,
                           tensor_cores=tensor_cores, privatize=privatize, group_registers=group_registers,
                           wgmma=wgmma, async_copy=async_copy, tma=tma, tma_stages=tma_stages,
-                          dynamic_shared_memory=dynamic_shared_memory)
+                          dynamic_shared_memory=dynamic_shared_memory, wgmma_mn_major=wgmma_mn_major)
     comp = Compilation(text, ns.file, opts, _ir_printer if ns.print_ir_after_all else None, use_cache=use_cache)
     result = comp.ir(ns.emit)
     wall = time.perf_counter() - t_compile
@@ -450,7 +451,8 @@ def cmd_run(ns) -> int:
                         tensor_cores=not ns.no_tensor_cores, group_registers=not ns.no_group_registers,
                         choose_shared=not ns.always_shared, privatize=not ns.no_privatize,
                         wgmma=not ns.no_wgmma, async_copy=not ns.no_async_copy, tma=ns.tma,
-                        tma_stages=ns.tma_stages, dynamic_shared_memory=not ns.no_dynamic_shared_memory)
+                        tma_stages=ns.tma_stages, dynamic_shared_memory=not ns.no_dynamic_shared_memory,
+                        wgmma_mn_major=not ns.no_wgmma_mn_major)
     names = list(mod.kernels)
     if ns.kernel is None:
         if len(names) != 1:

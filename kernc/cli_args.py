@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--tma-stages", type=ascii_int_option, default=2, choices=range(1, 9), metavar="{1..8}",
                    help="with --tma: pipeline stages of the TMA copies (buffers, each with its mbarrier; "
                         "default 2; fewer, with a remark, where they do not fit in the arch's workgroup memory)")
+    c.add_argument("--no-wgmma-mn-major", action="store_true",
+                   help="stage every wgmma operand tile K-major (default: an operand whose read runs along "
+                        "its rows, such as a gemm's b[k, j], is staged MN-major, without bank conflicts)")
     # kern-dynamic-workgroup-memory
     c.add_argument("--no-dynamic-shared-memory", action="store_true",
                    help="keep every kernel within 48 KiB of static workgroup memory (default: a kernel "
@@ -188,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="load the wgmma operand tiles by the tensor memory accelerator (sm_90a)")
     r.add_argument("--tma-stages", type=ascii_int_option, default=2, choices=range(1, 9), metavar="{1..8}",
                    help="with --tma: pipeline stages of the TMA copies (default 2)")
+    r.add_argument("--no-wgmma-mn-major", action="store_true",
+                   help="stage every wgmma operand tile K-major (compare --stats' bank conflicts)")
     r.add_argument("--no-dynamic-shared-memory", action="store_true",
                    help="keep every kernel within 48 KiB of static workgroup memory (compare --stats)")
     r.add_argument("--no-privatize", action="store_true",

@@ -82,7 +82,10 @@ class CompileOptions:
     tensor memory accelerator (``kernc compile --tma``; opt-in; a launch whose strides a tensor map
     cannot encode runs the ``tma=False`` build, :meth:`Compilation.untma`). ``tma_stages``: the
     TMA'd tiles' pipeline stages (1..8, default 2; ``kernc compile --tma-stages``; fewer where they do
-    not fit in 48 KiB of workgroup memory, with a remark). ``rolled_staging``:
+    not fit in 48 KiB of workgroup memory, with a remark). ``wgmma_mn_major``: in the wgmma
+    contractions, stage an operand whose read's lanes run along its rows (the gemms' ``b[k, j]``)
+    MN-major, read by wgmma transposed, so its stores run along 128-byte rows (``kernc compile
+    --no-wgmma-mn-major`` turns it off: K-major, 4-way bank conflicts). ``rolled_staging``:
     ``kern-mma-contractions`` stages its tiles in a loop over the rounds of slots, unrolled by 4,
     instead of holding every round's coordinates across the chunk loop: the build the 64-bit
     ``index`` PTX of a tensor-core kernel comes from (:meth:`Compilation.wide_index`; at 64 bits the
@@ -106,6 +109,7 @@ class CompileOptions:
     wgmma: bool = True  # kern-wgmma-contractions (on sm_90a; needs tensor_cores)
     tma: bool = False  # kern-wgmma-contractions: eligible operand tiles loaded by TMA (opt-in)
     tma_stages: int = 2  # kern-wgmma-contractions: the TMA copies' pipeline stages
+    wgmma_mn_major: bool = True  # kern-wgmma-contractions: rows-contiguous operands staged MN-major
     shared: bool = True  # kern-lower-accessors: stage shared(I)/shared_sum(I) (False: indexed/atomic)
     privatize: bool = True  # kern-privatize-atomics
     group_registers: bool = True  # kern-map-groups: keep values across reductions in registers
@@ -165,7 +169,7 @@ def validate_options(opts: "CompileOptions") -> None:
         raise TypeError(f"kernels must be a tuple of kernel names (e.g. ('saxpy',)) or None, "
                         f"got {opts.kernels!r}")
     for flag in ("fmad", "coalesce", "verify_each", "remarks", "tile", "shared", "tensor_cores", "privatize",
-                 "group_registers", "wgmma", "async_copy", "tma", "rolled_staging",
+                 "group_registers", "wgmma", "async_copy", "tma", "rolled_staging", "wgmma_mn_major",
                  "dynamic_shared_memory"):
         value = getattr(opts, flag, False)
         if not isinstance(value, (bool, _np_bool_types())):
@@ -408,6 +412,7 @@ class Compilation:
                                           wgmma=bool(self.options.wgmma), async_copy=bool(self.options.async_copy),
                                           tma=bool(self.options.tma),
                                           tma_stages=int(self.options.tma_stages) if self.options.tma else 2,
+                                          wgmma_mn_major=bool(self.options.wgmma_mn_major),
                                           rolled_staging=bool(self.options.rolled_staging),
                                           dynamic_shared_memory=bool(self.options.dynamic_shared_memory))
             self.cache_key = cache.front_key(text, filename, self.options.kernels, includes=extra)
@@ -448,6 +453,7 @@ class Compilation:
                 kw["wgmma"] = bool(self.options.wgmma)
                 kw["tma"] = bool(self.options.tma)
                 kw["tma_stages"] = int(self.options.tma_stages)
+                kw["wgmma_mn_major"] = bool(self.options.wgmma_mn_major)
             kw["arch"] = self.options.arch  # (tensor cores, cp.async: from sm_80)
             kw["async_copy"] = bool(self.options.async_copy)  # (the pass checks arch: its remark says why not)
             if self.options.rolled_staging:

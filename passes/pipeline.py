@@ -112,7 +112,8 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
                 shared: bool = True, tensor_cores: bool = True, privatize: bool = True,
                 group_registers: bool = True, arch: str = "sm_90", wgmma: bool = True,
                 async_copy: bool = True, tma: bool = False, tma_stages: int = 2,
-                rolled_staging: bool = False, dynamic_shared_memory: bool = True) -> list[Pass]:
+                rolled_staging: bool = False, dynamic_shared_memory: bool = True,
+                wgmma_mn_major: bool = True) -> list[Pass]:
     """kern IR -> gpu IR (:data:`KERN_TO_GPU`): layout folding, outlining, accessors, views,
     layouts, divisions, thread ids, cleanup. ``coalesce``: run ``kern-coalesce-views`` (staging of
     transposed view accesses); ``tile``: run ``kern-tile-contractions`` (block tiles of contraction
@@ -131,6 +132,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
     ``kern-tile-contractions`` staged with ``cp.async`` on ``arch`` ``sm_80`` and later (``kernc
     compile --no-async-copy`` turns it off: plain loads); ``tma``: ``kern-wgmma-contractions``' TMA
     loads of eligible tiles (``--tma``), in ``tma_stages`` pipeline stages (``--tma-stages``);
+    ``wgmma_mn_major``: its MN-major staging of rows-contiguous operands (``--no-wgmma-mn-major``);
     ``rolled_staging``: ``kern-mma-contractions`` stages in a loop
     over the rounds of slots (the build of the 64-bit ``index`` variant); ``dynamic_shared_memory``:
     workgroup memory over 48 KiB, up to ``arch``'s opt-in maximum, as dynamic workgroup memory
@@ -147,7 +149,7 @@ def kern_to_gpu(coalesce: bool = True, remarks=None, fmad: bool = False, tile: b
         "kern-mma-contractions": {"remarks": remarks, "arch": arch, "tile_attr": tile,
                                   "rolled_staging": rolled_staging},
         "kern-wgmma-contractions": {"remarks": remarks, "arch": arch, "tma": tma, "tma_stages": tma_stages,
-                                    "tile_attr": tile, "dynamic_shared_memory": dynamic_shared_memory},
+                                    "mn_major": wgmma_mn_major, "tile_attr": tile, "dynamic_shared_memory": dynamic_shared_memory},
         "kern-dynamic-workgroup-memory": {"remarks": remarks, "arch": arch, "dynamic": dynamic_shared_memory},
         "kern-privatize-atomics": {"remarks": remarks},
         "kern-lower-accessors": {"stage_shared": shared},

@@ -42,9 +42,17 @@ staging is a loop over rounds of slots, not unrolled: unrolled, every round's ad
 across the chunk loop, 255 registers), 60 at 64, 0 spills; 32 KiB of workgroup memory; the
 convolutions 118 (fwd) and 170 (wgrad) registers, 0 spills (204 and 254 in the 64-bit build). The
 staging stores of an operand whose lanes run along its rows (the gemms' ``b``, both of
-conv2d_wgrad_f16's: 2-byte stores down 128-byte rows) conflict 4-way (conv2d_wgrad_f16 at P = 2^16:
-49152 conflicts, 0 on ``kern-mma-contractions``' padded tiles, ``--no-wgmma``); the ``k``-fastest
-operand's do not.
+conv2d_wgrad_f16's) would go K-major down 128-byte rows, conflicting 4-way (conv2d_wgrad_f16 at P =
+2^16: 49152 conflicts; gemm 130x100x70 and wgrad (2,5,7,7,33,3,2): 3072): such an operand is staged
+*MN-major* instead (:func:`mn_major_sides`, with a remark at its read; ``--no-wgmma-mn-major`` /
+``wgmma_mn_major=False`` turns it off): element ``(r, k)`` at byte ``8192*(r/64) + 1024*(k/8) +
+128*(k%8) + 16*(((r%64)/8) XOR (k%8)) + 2*(r%8)`` (:func:`mn_swizzled_index`; PTX ISA 9.7.15.5.1.2,
+the MN-major 128B canonical layout: leading byte offset 8192 from one 64 rows to the next, stride
+byte offset 1024 from one 8 ``k`` to the next; the ``k16`` step adds 2048 bytes), read transposed
+(``layoutA`` ``col`` / ``layoutB`` ``row``: ``imm-trans-a``/``-b`` 1), each warp's stores along a
+128-byte row: 0 conflicts (3072 -> 0 at those sizes), bitwise the K-major CPU results; ptxas
+``sm_90a`` gemm_f16 104 registers, conv2d_wgrad_f16 161, 0 spills. The ``k``-fastest operand's
+stores are K-major and do not conflict.
 
 *TMA* (``tma=True``, ``kernc compile --tma``; opt-in): an operand whose tile is a box of its view
 (:func:`_tma_map`: a 2-D view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
@@ -119,6 +127,10 @@ ROW_BYTES, ATOM_BYTES = 128, 1024
 SWIZZLE_128B = 1
 #: Most threads per block: 2 warpgroups (each thread holds ``block_n/2`` accumulators).
 MAX_BLOCK = 256
+#: An MN-major tile's 128B swizzle atom: 64 rows (of M or N: one 128-byte row of 2-byte elements)
+#: by 8 ``k``; the leading byte offset (from one 64 rows to the next: the 8 atoms of a 64-``k``
+#: chunk) and the stride byte offset (from one 8 ``k`` to the next atom) of the MN-major layout.
+MN_ATOM, MN_LBO, MN_SBO = 64, 8 * ATOM_BYTES, ATOM_BYTES
 
 
 def descriptor(addr: int, lbo: int, sbo: int, swizzle: int, base_offset: int = 0) -> int:
@@ -127,6 +139,14 @@ def descriptor(addr: int, lbo: int, sbo: int, swizzle: int, base_offset: int = 0
     code ``swizzle`` (0 none, 1 128B, 2 64B, 3 32B)."""
     return (((addr & 0x3FFFF) >> 4) | ((lbo >> 4) & 0x3FFF) << 16 | ((sbo >> 4) & 0x3FFF) << 32
             | (base_offset & 7) << 49 | (swizzle & 3) << 62)
+
+
+def mn_swizzled_index(r: int, k: int) -> int:
+    """Element index of ``(r, k)`` (``k < 64``) in an MN-major 128B-swizzled tile of 2-byte elements
+    (the module docstring, step 2): byte ``8192*(r/64) + 1024*(k/8) + 128*(k%8) + 16*(((r%64)/8)
+    XOR (k%8)) + 2*(r%8)``."""
+    return ((r >> 6) * (MN_LBO // 2) + (k >> 3) * (MN_SBO // 2) + (k & 7) * (ROW_BYTES // 2)
+            + ((((r & 63) >> 3) ^ (k & 7)) << 3) + (r & 7))
 
 
 def swizzled_index(r: int, k: int) -> int:
@@ -191,6 +211,10 @@ class WgmmaContractions(Pass):
     #: ``arch``'s opt-in maximum (``kern-dynamic-workgroup-memory``; ``False``:
     #: ``--no-dynamic-shared-memory``, 48 KiB of static memory)
     dynamic_shared_memory: bool = option(True)
+    #: stage an operand whose read's lanes run along its rows (``b[k, j]``, n-contiguous) MN-major
+    #: (read by wgmma transposed), its stores along 128-byte rows; ``False``
+    #: (``kernc compile --no-wgmma-mn-major``): every tile K-major (4-way conflicting stores)
+    mn_major: bool = option(True)
     #: whether a kernel's ``@tile`` keeps it on CUDA cores (``False`` under ``kernc compile --no-tile``)
     tile_attr: bool = option(True)
     #: a callable that receives each one-line remark (``kernc compile --remarks``), or ``None``
@@ -229,8 +253,12 @@ class WgmmaContractions(Pass):
             stages, short = tma_stages(got, set(tma), self.tma_stages, limit) if tma else (1, None)
             at = plan.loop.location  # (the rewrite erases the loop and the staged reads)
             at_read = {side: (parts.a if side == 0 else parts.b).op.location for side in tma}
-            _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages, limit if tma else SHARED_LIMIT).run()
-            emit_remark(self.remarks, at, _describe(sig, got, parts))
+            mn, why_mn = mn_major_sides(parts, got, set(tma), self.mn_major)
+            at_mn = {s.side: s.op.location for s in (parts.a, parts.b)}
+            _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages, limit if tma else SHARED_LIMIT, mn).run()
+            emit_remark(self.remarks, at, _describe(sig, got, parts, mn))
+            for side, text in sorted(why_mn.items()):
+                emit_remark(self.remarks, at_mn[side], text)
             for side, m in sorted(tma.items()):
                 s = parts.a if side == 0 else parts.b
                 emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got, stages, short))
@@ -252,11 +280,41 @@ class WgmmaContractions(Pass):
         return c
 
 
-def _describe(sig, c: WgmmaConfig, p) -> str:
+def mn_major_sides(p, c: WgmmaConfig, tma_sides, on: bool = True) -> tuple[set, dict]:
+    """The sides (0: ``a``, 1: ``b``) staged MN-major, and the remark of each staged side whose
+    read's lanes run along its rows (not ``k_fastest``: the case whose K-major stores go down
+    128-byte rows, 4-way bank conflicts), at that read: MN-major, or why not (``on`` False:
+    ``--no-wgmma-mn-major``; a tile of rows not a multiple of the 64-row atom; a TMA'd tile, which
+    the copy writes K-major)."""
+    sides, why = set(), {}
+    for s in (p.a, p.b):
+        if s.k_fastest or s.side in tma_sides:
+            continue
+        X = c.bm if s.side == 0 else c.bn
+        what = ("m" if s.side == 0 else "n")
+        if not on:
+            why[s.side] = (f"'{s.name}' staged K-major (--no-wgmma-mn-major): its read's lanes run along "
+                           f"{what}, so each warp's 2-byte stores go down 128-byte rows (4-way bank conflicts)")
+        elif X % MN_ATOM:
+            why[s.side] = (f"'{s.name}' staged K-major: its {X}-row tile is not a multiple of the MN-major "
+                           f"128B swizzle atom's {MN_ATOM} rows (its stores conflict 4-way)")
+        else:
+            sides.add(s.side)
+            why[s.side] = (f"'{s.name}' staged MN-major (1024-byte 128B-swizzle atoms of {MN_ATOM} {what} x 8 k, "
+                           f"{c.bk * X * 2} bytes; wgmma reads it transposed, layout"
+                           f"{'A col' if s.side == 0 else 'B row'}): its read's lanes run along {what}, so "
+                           "each warp's 2-byte stores run along a 128-byte row (no bank conflicts; K-major "
+                           "they would go down 128-byte rows, 4-way); off with --no-wgmma-mn-major")
+    return sides, why
+
+
+def _describe(sig, c: WgmmaConfig, p, mn=frozenset()) -> str:
+    def major(side):
+        return "MN-major" if side in mn else "K-major"
     return (f"'{sig.name}' on sm_90a warpgroup tensor cores: {c.bm}x{c.bn} block tiles in chunks of "
             f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k16 ({p.elem} products, "
-            f"f32 sums) reading K-major 128B-swizzled workgroup tiles of {p.a.name} ({c.bm}x{c.bk}) and "
-            f"{p.b.name} (transposed, {c.bn}x{c.bk}) through matrix descriptors; wgmma.wait_group 0 per "
+            f"f32 sums) reading 128B-swizzled workgroup tiles of {p.a.name} ({c.bm}x{c.bk}, {major(0)}) and "
+            f"{p.b.name} (transposed, {c.bn}x{c.bk}, {major(1)}) through matrix descriptors; wgmma.wait_group 0 per "
             f"chunk; on a GPU the sums' order differs from the loop's (not bitwise the --no-tensor-cores "
             f"result); the CPU interpreter adds them k ascending"
             + ("; they start from -0.0 and each item's own start (its value before the loop) is added after "
@@ -420,8 +478,9 @@ class _WgmmaRewrite(_Rewrite):
     tensor map (:func:`_tma_map`) of each side loaded by TMA."""
 
     def __init__(self, fn, sig, plan, c, parts, tma: dict | None = None, stages: int = 1,
-                 limit: int = SHARED_LIMIT) -> None:
+                 limit: int = SHARED_LIMIT, mn=frozenset()) -> None:
         self.tma = tma or {}
+        self.mn = frozenset(mn)  # the sides staged MN-major (mn_major_sides)
         self.smem_limit = limit  # (workgroup_limit: the stages may be dynamic workgroup memory)
         self.nstages = stages if self.tma else 1
         super().__init__(fn, sig, plan, c, parts)
@@ -489,8 +548,10 @@ class _WgmmaRewrite(_Rewrite):
                 acc0 = llvm_ops.insertvalue(acc0, init, [r])
         S = self.nstages
         a_row = b.mul(group, b.idx(WG_M * ROW_BYTES))
-        desc_a = self._descriptor(self.smem_a, a_row)
-        desc_b = self._descriptor(self.smem_b, None)
+        # (warpgroup q's A: row 64q, 8192*q bytes on in either layout: 64 rows of 128 bytes K-major,
+        # one MN_LBO MN-major)
+        desc_a = self._descriptor(self.smem_a, a_row, 0 in self.mn)
+        desc_b = self._descriptor(self.smem_b, None, 1 in self.mn)
         if self.maps:
             tma = self._tma_setup(tile, tid, lb, ub)
             barp, lead = tma[0], tma[1]
@@ -559,15 +620,18 @@ class _WgmmaRewrite(_Rewrite):
             acc = chunks.inner_iter_args[0]
             ty = "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
             for ks in range(c.bk // WG_K):
-                step = _i64(ks * 2 * WG_K // 16)  # +32 bytes: the start-address field counts 16 bytes
-                da = b.arith.AddIOp(desc_a, step).result if ks else desc_a
-                db = b.arith.AddIOp(desc_b, step).result if ks else desc_b
+                # K-major +32 bytes (16 k of a 128-byte row), MN-major +2048 (two 8-k atoms); the
+                # start-address field counts 16 bytes
+                step_a, step_b = (_i64(ks * (2 * MN_SBO if side in self.mn else 2 * WG_K) // 16) for side in (0, 1))
+                da = b.arith.AddIOp(desc_a, step_a).result if ks else desc_a
+                db = b.arith.AddIOp(desc_b, step_b).result if ks else desc_b
                 acc = nvvm.WgmmaMmaAsyncOp(
                     acc_t, acc, da, db, _attr(f"#nvvm.shape<m = {WG_M}, n = {c.bn}, k = {WG_K}>"),
                     _attr(f"#nvvm.wgmma_type<{ty}>"), _attr(f"#nvvm.wgmma_type<{ty}>"),
                     _attr("#nvvm.wgmma_type<f32>"), _attr("#nvvm.wgmma_scale_out<one>"),
                     _attr("#nvvm.wgmma_scale_in<one>"), _attr("#nvvm.wgmma_scale_in<one>"),
-                    _attr("#nvvm.mma_layout<row>"), _attr("#nvvm.mma_layout<col>")).result
+                    _attr(f"#nvvm.mma_layout<{'col' if 0 in self.mn else 'row'}>"),
+                    _attr(f"#nvvm.mma_layout<{'row' if 1 in self.mn else 'col'}>")).result
             nvvm.WgmmaGroupSyncAlignedOp()
             nvvm.WgmmaWaitGroupSyncOp(0)  # before the next chunk overwrites the tiles they read
             b.scf.YieldOp([acc])
@@ -644,15 +708,16 @@ class _WgmmaRewrite(_Rewrite):
             nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
                 dsts[side], tmap, [_to_i32(k), _to_i32(x0[side])], barp, [], predicate=pred)
 
-    def _descriptor(self, smem, offset) -> ir.Value:
-        """The i64 descriptor of the tile at ``smem`` (+ ``offset`` bytes, an index)."""
+    def _descriptor(self, smem, offset, mn: bool = False) -> ir.Value:
+        """The i64 descriptor of the tile at ``smem`` (+ ``offset`` bytes, an index); ``mn``: of an
+        MN-major tile (leading byte offset :data:`MN_LBO`, stride :data:`MN_SBO`)."""
         i64 = ir.IntegerType.get_signless(64)
         addr = memref.ExtractAlignedPointerAsIndexOp(smem).result
         if offset is not None:
             addr = b.add(addr, offset)
         addr = b.arith.IndexCastOp(i64, addr).result
         start = b.arith.ShRUIOp(b.arith.AndIOp(addr, _i64(0x3FFFF)).result, _i64(4)).result
-        rest = descriptor(0, 16, ATOM_BYTES, SWIZZLE_128B)
+        rest = descriptor(0, MN_LBO, MN_SBO, SWIZZLE_128B) if mn else descriptor(0, 16, ATOM_BYTES, SWIZZLE_128B)
         return b.arith.OrIOp(start, _i64(rest - (1 << 64) if rest >= 1 << 63 else rest)).result
 
     def _slot(self, s, x0, e, ext, X: int) -> tuple:
@@ -664,10 +729,20 @@ class _WgmmaRewrite(_Rewrite):
         total = c.bk * X
         kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], ext[s.side])
         inside = b.cmp("ult", e, b.idx(total)) if total % plan.block else None
+        if s.side in self.mn:  # mn_swizzled_index(xl, kk)
+            unit = b.arith.XOrIOp(b.arith.ShRUIOp(b.arith.AndIOp(xl, b.idx(MN_ATOM - 1)).result, b.idx(3)).result,
+                                  b.arith.AndIOp(kk, b.idx(7)).result).result
+            slot = b.add(b.add(b.add(b.mul(b.arith.ShRUIOp(xl, b.idx(6)).result, b.idx(MN_LBO // 2)),
+                                     b.mul(b.arith.ShRUIOp(kk, b.idx(3)).result, b.idx(MN_SBO // 2))),
+                               b.add(b.mul(b.arith.AndIOp(kk, b.idx(7)).result, b.idx(ROW_BYTES // 2)),
+                                     b.mul(unit, b.idx(8)))),
+                         b.arith.AndIOp(xl, b.idx(7)).result)
+            return kk, x, ok, slot, inside
         chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
                                b.arith.AndIOp(xl, b.idx(7)).result).result
         slot = b.add(b.add(b.mul(xl, b.idx(ROW_BYTES // 2)), b.mul(chunk, b.idx(8))),
                      b.arith.AndIOp(kk, b.idx(7)).result)
         return kk, x, ok, slot, inside
 
-__all__ = ["WgmmaContractions", "WgmmaConfig", "descriptor", "swizzled_index", "WGMMA_ARCHS"]
+__all__ = ["WgmmaContractions", "WgmmaConfig", "descriptor", "swizzled_index", "mn_swizzled_index",
+           "mn_major_sides", "WGMMA_ARCHS"]

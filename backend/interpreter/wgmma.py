@@ -11,7 +11,8 @@ of a block holds its workgroup buffers in attribution order, each at a multiple 
 1024; ``memref.extract_aligned_pointer_as_index`` of a workgroup buffer gives that address.
 
 ``nvvm.wgmma.mma_async`` (PTX ISA 9.7.15, ``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}``,
-A and B from shared memory, both K-major: ``row``/``col`` layouts, scales 1):
+A and B from shared memory, scales 1; each K-major (``layoutA`` ``row``, ``layoutB`` ``col``:
+``imm-trans-a``/``imm-trans-b`` 0) or MN-major (``layoutA`` ``col``, ``layoutB`` ``row``: transposed)):
 
 - *Descriptors* (9.7.15.5.1): start address ``(d & 0x3FFF) << 4``, leading byte offset
   ``((d >> 16) & 0x3FFF) << 4``, stride byte offset ``((d >> 32) & 0x3FFF) << 4``, base offset
@@ -23,6 +24,13 @@ A and B from shared memory, both K-major: ``row``/``col`` layouts, scales 1):
   bits 4.. XOR bits 7..). The swizzle works on absolute addresses, so the buffer must declare an
   alignment of at least the pattern's repeat (``8*T`` bytes) -- else ``KerncRuntimeError``. The
   descriptor must be the same in every thread of the warpgroup (9.7.15.5.1).
+- *MN-major* (9.7.15.5.1.2, "Shared Memory Matrix Layout": the canonical layouts, e.g. 128B
+  ``((8,8,m),(8,k)) : ((1,8,LBO),(64,SBO))`` in 16-byte units, and "Leading/Stride Dimension Byte
+  Offset" for MN-major): with a ``T``-byte swizzle the leading byte offset is the stride from one
+  ``T/2`` rows (of M or N: one ``T``-byte row of the atom; 64 for 128B) to the next, the stride byte
+  offset the one from 8 ``k`` to the next; element ``(r, k)`` is at ``x = start + 2*(r % (T/2)) +
+  (r // (T/2))*LBO + T*(k%8) + (k//8)*SBO``, swizzled as above. Without swizzle (interleaved): 8x8
+  core matrices, ``start + 2*(r%8) + (r//8)*SBO + 16*(k%8) + (k//8)*LBO``.
 - *Accumulators* (9.7.15, "Register Fragments": the D matrix of m64nN): register ``d_i`` (``i < N/2``) of thread
   ``32w + 4g + t`` of the warpgroup is element ``(16w + g + 8*((i >> 1) & 1), 8*(i >> 2) + 2t + (i & 1))``.
 - *Arithmetic*: products exact in f32 (f16/bf16 significands), ``D = C + sum_k A[m, k]*B[n, k]``
@@ -88,13 +96,23 @@ def decode(desc: int) -> dict:
 SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}
 
 
-def operand_addresses(desc: int, rows: int, k: int = 16, elem_bytes: int = 2) -> np.ndarray:
-    """``(rows, k)`` byte addresses of a K-major operand's elements, per the module docstring."""
+def operand_addresses(desc: int, rows: int, k: int = 16, elem_bytes: int = 2,
+                      mn_major: bool = False) -> np.ndarray:
+    """``(rows, k)`` byte addresses of an operand's elements (row ``r`` of M or N, element ``k``),
+    K-major or (``mn_major``) MN-major, per the module docstring."""
     f = decode(desc)
     r = np.arange(rows)[:, None]
     kk = np.arange(k)[None, :]
     T = SWIZZLE_BYTES[f["swizzle"]]
     per16 = 16 // elem_bytes
+    if mn_major:
+        if T == 0:  # 8x8 core matrices: 16 bytes of 8 rows, k%8 16 bytes apart; rows%8.. at SBO, k/8 at LBO
+            return (f["start"] + elem_bytes * (r % per16) + (r // per16) * f["sbo"] + (kk % 8) * 16
+                    + (kk // 8) * f["lbo"])
+        per_row = T // elem_bytes  # rows of the operand in one T-byte row of the atom
+        x = (f["start"] + elem_bytes * (r % per_row) + (r // per_row) * f["lbo"] + (kk % 8) * T
+             + (kk // 8) * f["sbo"])
+        return swizzle(x, T)
     if T == 0:
         return (f["start"] + (r // 8) * f["sbo"] + (r % 8) * 16 + (kk // per16) * f["lbo"]
                 + elem_bytes * (kk % per16))
@@ -333,7 +351,7 @@ def _mma_async(tr, o):
     elem = re.search(r"<(\w+)>", types[0]).group(1)
     ok = (len(shape) == 3 and shape[0] == 64 and shape[2] == 16 and types[0] == types[1]
           and elem in ("f16", "bf16") and "f32" in types[2]
-          and "row" in str(attrs["layoutA"]) and "col" in str(attrs["layoutB"])
+          and re.search(r"<(row|col)>", str(attrs["layoutA"])) and re.search(r"<(row|col)>", str(attrs["layoutB"]))
           and all("one" in str(attrs[x]) for x in ("scaleA", "scaleB", "scaleD"))
           and "satfinite" not in attrs)
     N = shape[1] if len(shape) == 3 else 0
@@ -348,6 +366,7 @@ def _mma_async(tr, o):
     prow = np.stack([p[0] for p in pos])  # (nreg, 128)
     pcol = np.stack([p[1] for p in pos])
     want = {"f16": "float16", "bf16": "bfloat16"}[elem]
+    mn = {"A": "col" in str(attrs["layoutA"]), "B": "row" in str(attrs["layoutB"])}  # transposed: MN-major
     items: list = []  # (warpgroup, buffer, element indices in its block's array, operand) read
     sid = site(loc)
 
@@ -362,7 +381,7 @@ def _mma_async(tr, o):
             if f["base_offset"]:
                 raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): {what} descriptor with a matrix "
                                         "base offset, which the interpreter does not model")
-            addr = operand_addresses(d[g, 0], rows)
+            addr = operand_addresses(d[g, 0], rows, mn_major=mn[what])
             i, buf, el = _find(fr, addr, what, loc)
             T = SWIZZLE_BYTES[f["swizzle"]]
             al = _view_alignment(buf) if buf.window is not None else align[i]

@@ -29,6 +29,20 @@ def _isa_byte(mode: int, r: int, k: int, sbo: int, lbo: int) -> int:
     return (r // 8) * sbo + (r % 8) * T + 16 * unit + 2 * (k % 8)
 
 
+def _isa_byte_mn(mode: int, r: int, k: int, sbo: int, lbo: int) -> int:
+    """Byte offset of element (r, k) of an MN-major f16 operand per the ISA (9.7.15.5.1.2: the
+    MN-major swizzle atoms are T/16 x 8 units of 16 bytes, i.e. rows of T bytes = T/2 elements of
+    M/N, one per k; LBO from one T/2 elements of M/N to the next, SBO from one 8 k to the next;
+    interleaved: 8x8 core matrices, SBO along M/N, LBO along k); the 16-byte unit of row k%8 permuted
+    by XOR with (k%8) >> log2(128/T)."""
+    if mode == 0:
+        return (r // 8) * sbo + 2 * (r % 8) + 16 * (k % 8) + (k // 8) * lbo
+    T = wgmma.SWIZZLE_BYTES[mode]
+    e = T // 2  # elements of M/N in a T-byte row
+    unit = ((r % e) // 8) ^ ((k % 8) // (128 // T))
+    return (r // e) * lbo + (k // 8) * sbo + (k % 8) * T + 16 * unit + 2 * (r % 8)
+
+
 def test_descriptor_fields_round_trip():
     d = wc.descriptor(0x12340, 16, 1024, wc.SWIZZLE_128B)
     assert wgmma.decode(d) == {"start": 0x12340, "lbo": 16, "sbo": 1024, "base_offset": 0, "swizzle": 1}
@@ -44,6 +58,19 @@ def test_operand_addresses_are_the_canonical_layouts(mode, sbo, lbo):
     want = np.array([[start + _isa_byte(mode, r, k, sbo, lbo) for k in range(16)] for r in range(64)])
     np.testing.assert_array_equal(got, want)
     assert len(np.unique(got)) == got.size  # a bijection onto the tile's bytes
+
+
+@pytest.mark.parametrize("mode, sbo, lbo", [(0, 128, 2048), (1, 1024, 8192), (2, 512, 1024), (3, 256, 512)])
+def test_mn_major_operand_addresses_are_the_canonical_layouts(mode, sbo, lbo):
+    start = 8192
+    got = wgmma.operand_addresses(wc.descriptor(start, lbo, sbo, mode), 128, mn_major=True)
+    want = np.array([[start + _isa_byte_mn(mode, r, k, sbo, lbo) for k in range(16)] for r in range(128)])
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(got)) == got.size
+    # spot values of the 128B atom: (r, k) = (0, 1) one 128-byte row on, unit 0 XOR 1; (9, 0) unit 1
+    # byte 2; (64, 0) the next atom of M/N at LBO; (0, 8) the next 8 k at SBO
+    a = wgmma.operand_addresses(wc.descriptor(0, 8192, 1024, 1), 128, mn_major=True)
+    assert (a[0, 1], a[9, 0], a[64, 0], a[0, 8], a[8, 1]) == (128 + 16, 16 + 2, 8192, 1024, 128)
 
 
 def test_the_pass_stores_where_the_descriptor_reads():
@@ -69,7 +96,7 @@ def test_d_fragment_is_the_isa_table():
 
 
 def _kernel(n: int, wait: int | None = 0, fence: bool = True, proxy: bool = True, align: int = 1024,
-            store_after: str = "") -> str:
+            store_after: str = "", layouts: tuple[str, str] = ("row", "col")) -> str:
     """128 threads: copy a (SIZE f16) into workgroup tile sa and b into sb verbatim, then one
     m64nNk16 wgmma with descriptors (smem address >> 4) | hi_a / hi_b (kernel arguments) from a zero
     accumulator; thread t stores d_i at d[(n/2)*t + i]. ``store_after``: thread t then stores to
@@ -117,7 +144,7 @@ module attributes {{gpu.container_module}} {{
       %db = arith.ori %pbs, %hib : i64
       %z = llvm.mlir.zero : {st}
       {"nvvm.wgmma.fence.aligned" if fence else ""}
-      %acc = nvvm.wgmma.mma_async %da, %db, %z, <m = 64, n = {n}, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>] : {st} -> {st}
+      %acc = nvvm.wgmma.mma_async %da, %db, %z, <m = 64, n = {n}, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <{layouts[0]}>], B[<f16>, <one>, <{layouts[1]}>] : {st} -> {st}
       nvvm.wgmma.commit.group.sync.aligned{later}
       {"" if wait is None else f"nvvm.wgmma.wait.group.sync.aligned {wait}"}
       %cnr = arith.constant {nreg} : index
@@ -129,16 +156,16 @@ module attributes {{gpu.container_module}} {{
 }}"""
 
 
-def _run(n: int, mode: int, sbo: int, lbo: int, A, B, **kw):
+def _run(n: int, mode: int, sbo: int, lbo: int, A, B, mn: tuple[bool, bool] = (False, False), **kw):
+    """``mn``: A, B MN-major (``layoutA`` col, ``layoutB`` row), laid out by :func:`_isa_byte_mn`."""
     with context():
-        it = Interpreter(ir.Module.parse(_kernel(n, **kw)))
+        it = Interpreter(ir.Module.parse(_kernel(n, layouts=("col" if mn[0] else "row", "row" if mn[1] else "col"),
+                                                 **kw)))
     a, b = np.zeros(SIZE, np.float16), np.zeros(SIZE, np.float16)
-    for r in range(64):
-        for k in range(16):
-            a[_isa_byte(mode, r, k, sbo, lbo) // 2] = A[r, k]
-    for r in range(n):
-        for k in range(16):
-            b[_isa_byte(mode, r, k, sbo, lbo) // 2] = B[r, k]
+    for buf, M, rows, m in ((a, A, 64, mn[0]), (b, B, n, mn[1])):
+        for r in range(rows):
+            for k in range(16):
+                buf[(_isa_byte_mn if m else _isa_byte)(mode, r, k, sbo, lbo) // 2] = M[r, k]
     d = np.full(128 * n // 2, np.nan, np.float32)
     hi = np.array(wc.descriptor(0, lbo, sbo, mode), np.uint64).view(np.int64)[()]  # i64 bits
     it.run("wg", 1, 128, [a, b, d, hi, hi])
@@ -159,6 +186,20 @@ def test_wgmma_registers_lane_by_lane(n, mode, sbo, lbo):
     for i in range(n // 2):
         w, g, t = L // 32, (L % 32) // 4, L % 4
         row, col = 16 * w + g + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * t + (i & 1)
+        np.testing.assert_array_equal(d[:, i], D[row, col])
+
+
+@pytest.mark.parametrize("n, mode, sbo, lbo, mn", [(64, 1, 1024, 8192, (False, True)), (128, 1, 1024, 2048, (True, True)),
+                                                   (16, 0, 128, 1024, (True, False))])
+def test_wgmma_mn_major_operands_equal_numpy(n, mode, sbo, lbo, mn):
+    """The same product with A and/or B MN-major (transposed layouts), tiles laid out by the ISA."""
+    rng = np.random.default_rng(n)
+    A = rng.integers(-8, 8, (64, 16)).astype(np.float16)
+    B = rng.integers(-8, 8, (n, 16)).astype(np.float16)
+    d = _run(n, mode, sbo, lbo, A, B, mn=mn)
+    D = A.astype(np.float64) @ B.astype(np.float64).T
+    for i in range(n // 2):
+        row, col = wgmma.d_position(i)
         np.testing.assert_array_equal(d[:, i], D[row, col])
 
 
