@@ -71,6 +71,11 @@ class LaunchResult:
         return display.launch_repr(self)
 
 
+def _without_tma(result: LaunchResult, why: str) -> LaunchResult:
+    """``result`` of the ``tma=False`` build a launch ran instead (``BoundLaunch.no_tma``: ``why``)."""
+    return dataclasses.replace(result, tma=False if result.grid else None, no_tma=why)
+
+
 class Kernel:
     """One kernel of a :class:`Module`; call it with the kernel's arguments.
 
@@ -164,9 +169,8 @@ class Kernel:
             bound = binding.bind(self.signature, args, kwargs, cpu.is_host_array, "cpu", plan=self._bind_plan,
                                  choose_shared=self._module._choose_shared, choose_tile=self._module._choose_tile)
             if bound.no_tma:  # a tensor map the driver would refuse: the build without TMA
-                result = self._module._untma_module().kernels[self.name].launch(args, kwargs, device, progress,
-                                                                                stats=stats)
-                return dataclasses.replace(result, tma=False if result.grid else None, no_tma=bound.no_tma)
+                return _without_tma(self._module._untma_module().kernels[self.name].launch(
+                    args, kwargs, device, progress, stats=stats), bound.no_tma)
             if not bound.variant.tiled:
                 return dataclasses.replace(self._untiled().launch(args, kwargs, device, progress, stats=stats),
                                            tiled=False)
@@ -194,8 +198,8 @@ class Kernel:
                                  zeros=cp.zeros, plan=self._bind_plan, choose_shared=self._module._choose_shared,
                                  choose_tile=self._module._choose_tile)
             if bound.no_tma:  # (not prepared: the next call binds and chooses again)
-                result = self._module._untma_module().kernels[self.name].launch(args, kwargs, device)
-                return dataclasses.replace(result, tma=False if result.grid else None, no_tma=bound.no_tma)
+                return _without_tma(self._module._untma_module().kernels[self.name].launch(args, kwargs, device),
+                                    bound.no_tma)
             if not bound.variant.tiled:  # (not prepared: the next call binds and chooses again)
                 return dataclasses.replace(self._untiled().launch(args, kwargs, device), tiled=False)
             if not bound.variant.shared:

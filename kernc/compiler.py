@@ -247,6 +247,23 @@ class _SourceOrder:
         self.lines.clear()
 
 
+def _tma_loads_nothing(comp: "Compilation", module, filename: str, remark: Callable[[str], None]) -> None:
+    """Under ``--tma``: the remark of a compile whose gpu IR ``module`` runs no contraction on
+    wgmma, the only tiles the tensor memory accelerator feeds -- why (kern-wgmma-contractions off,
+    or no such contraction here)."""
+    if comp.uses_wgmma and walk_ops(module, {"nvvm.wgmma.mma_async"}):
+        return
+    o = comp.options
+    if comp.uses_wgmma:
+        remark(f"{filename}: remark: --tma loads no tile: the tensor memory accelerator feeds the tiles of "
+               "contractions on wgmma, and no kernel here has one")
+        return
+    why = ("--no-tensor-cores" if not o.tensor_cores else "--no-wgmma" if not o.wgmma else
+           f"{o.arch} has no wgmma: compile with --arch sm_90a")
+    remark(f"{filename}: remark: --tma loads no tile: the tensor memory accelerator feeds "
+           f"kern-wgmma-contractions' tiles only (sm_90a), and it is off ({why})")
+
+
 def _ignored_tile_remarks(signatures: dict, remark: Callable[[str], None]) -> None:
     """The remark at ``@tile`` of each N-D kernel kern-tile-contractions tiled nothing in (no
     contraction loop: a transpose, an element-wise kernel): the attribute is ignored."""
@@ -472,12 +489,6 @@ class Compilation:
                 if n_d and self.uses_tensor_cores and not self.options.wgmma and self.options.arch in WGMMA_ARCHS:
                     kw["remarks"](f"{filename}: remark: contractions are not run as warpgroup wgmma: "
                                   "kern-wgmma-contractions is off (--no-wgmma); they take mma.sync")
-                if self.options.tma and not self.uses_wgmma:
-                    why = ("--no-tensor-cores" if not self.options.tensor_cores else
-                           "--no-wgmma" if not self.options.wgmma else
-                           f"{self.options.arch} has no wgmma: compile with --arch sm_90a")
-                    kw["remarks"](f"{filename}: remark: --tma loads no tile: the tensor memory accelerator "
-                                  f"feeds kern-wgmma-contractions' tiles only (sm_90a), and it is off ({why})")
                 if not self.options.tma and self.options.tma_stages != 2:
                     kw["remarks"](f"{filename}: remark: --tma-stages {self.options.tma_stages} changes "
                                   "nothing without --tma (the stages are those of TMA-loaded tiles)")
@@ -516,10 +527,8 @@ class Compilation:
                 self.signatures = self._signatures(module)
                 if self.options.remarks and self.options.tile and n_d:
                     _ignored_tile_remarks(self.signatures, kw["remarks"])
-                if (self.options.remarks and self.options.tma and self.uses_wgmma
-                        and not walk_ops(module, {"nvvm.wgmma.mma_async"})):
-                    kw["remarks"](f"{filename}: remark: --tma loads no tile: the tensor memory accelerator "
-                                  "feeds the tiles of contractions on wgmma, and no kernel here has one")
+                if self.options.remarks and self.options.tma:
+                    _tma_loads_nothing(self, module, filename, kw["remarks"])
             except CompileError as err:  # a pass's error (@tile, @tensor_cores): with its source line
                 raise _with_source(err, filename, text) from None
             finally:  # (the remarks made before an error, then the error)

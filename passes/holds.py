@@ -18,8 +18,7 @@ imports nothing of the passes it stands in for.
 
 from __future__ import annotations
 
-from kernc.dialect.signature import PTX_TYPE_ATTR
-from kernc.dialect.signature import SIGNATURE_ATTR, KernelSignature
+from kernc.dialect.signature import PTX_TYPE_ATTR, SIGNATURE_ATTR, KernelSignature
 from kernc.support.mlir import ir
 
 from .base import functions, walk_ops

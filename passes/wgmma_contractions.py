@@ -729,14 +729,14 @@ class _WgmmaRewrite(_Rewrite):
         total = c.bk * X
         kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], ext[s.side])
         inside = b.cmp("ult", e, b.idx(total)) if total % plan.block else None
-        if s.side in self.mn:  # mn_swizzled_index(xl, kk)
-            unit = b.arith.XOrIOp(b.arith.ShRUIOp(b.arith.AndIOp(xl, b.idx(MN_ATOM - 1)).result, b.idx(3)).result,
-                                  b.arith.AndIOp(kk, b.idx(7)).result).result
-            slot = b.add(b.add(b.add(b.mul(b.arith.ShRUIOp(xl, b.idx(6)).result, b.idx(MN_LBO // 2)),
-                                     b.mul(b.arith.ShRUIOp(kk, b.idx(3)).result, b.idx(MN_SBO // 2))),
-                               b.add(b.mul(b.arith.AndIOp(kk, b.idx(7)).result, b.idx(ROW_BYTES // 2)),
-                                     b.mul(unit, b.idx(8)))),
-                         b.arith.AndIOp(xl, b.idx(7)).result)
+        if s.side in self.mn:  # mn_swizzled_index(xl, kk), in index arithmetic
+            def shr(v, n):
+                return b.arith.ShRUIOp(v, b.idx(n)).result
+            k8 = b.and_(kk, b.idx(7))
+            unit = b.arith.XOrIOp(shr(b.and_(xl, b.idx(MN_ATOM - 1)), 3), k8).result  # the 16 bytes, swizzled
+            atoms = b.add(b.mul(shr(xl, 6), b.idx(MN_LBO // 2)), b.mul(shr(kk, 3), b.idx(MN_SBO // 2)))
+            within = b.add(b.add(b.mul(k8, b.idx(ROW_BYTES // 2)), b.mul(unit, b.idx(8))), b.and_(xl, b.idx(7)))
+            slot = b.add(atoms, within)
             return kk, x, ok, slot, inside
         chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
                                b.arith.AndIOp(xl, b.idx(7)).result).result
