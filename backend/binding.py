@@ -471,6 +471,8 @@ def _tensor_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
     from .tensor_map import MAP_BYTES, TensorMap, check, encode
 
     m = p.tensor_map
+    if m.get("mode") == "im2col":
+        return _im2col_map(sig, p, array, env, device, zeros)
     es = 2
     tm = TensorMap(p.dtype, dims=tuple(Poly.parse(d).evaluate(env) for d in m["dims"]),
                    strides=tuple(es * Poly.parse(d).evaluate(env) for d in m["strides"]),
@@ -483,6 +485,42 @@ def _tensor_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
     if device == "cpu":
         return tm
     raw = encode(tm, int(array.data.ptr), p.name, sig.name)
+    out = zeros(MAP_BYTES, np.uint8)
+    out.set(np.frombuffer(raw, np.uint8))
+    return out
+
+
+def _im2col_map(sig: KernelSignature, p: Param, array, env: dict, device: str, zeros):
+    """:func:`_tensor_map` of an im2col-mode map (``"mode": "im2col"``: a 2-d convolution's NHWC
+    input, ``kern-wgmma-contractions`` via :func:`kernc.passes.im2col_reads.im2col_read`): the
+    geometry evaluated in ``env`` (sizes and scalar arguments), the map
+    :func:`~kernc.backend.tensor_map.conv2d_im2col_map` (an
+    :class:`~kernc.backend.tensor_map.Im2colTensorMap` on the CPU, ``cuTensorMapEncodeIm2col``'s
+    128 bytes on a GPU). Where the launch's geometry is one the map cannot take
+    (:func:`~kernc.backend.tensor_map.conv2d_im2col_reason`: ``C`` not a multiple of the 64-channel
+    chunk, an output not the convolution's, a stride, padding or dilation outside the im2col ranges,
+    a misaligned address) ``KerncLaunchError`` marked ``tma_limit`` (the build without TMA runs)."""
+    from .tensor_map import MAP_BYTES, Conv2dGeometry, conv2d_im2col_map, conv2d_im2col_reason, encode_im2col
+
+    m = p.tensor_map
+
+    def ev(text):
+        return int(Poly.parse(text).evaluate(env))
+    C, W, H, N = (ev(d) for d in m["dims"])
+    (OW, OH), (S, R) = (ev(t) for t in m["out"]), (ev(t) for t in m["filter"])
+    (sw, sh), (dw, dh), (pw, ph) = ((ev(t) for t in m[k]) for k in ("stride", "dilation", "pad"))
+    g = Conv2dGeometry(N, H, W, C, R, S, OH, OW, sh, sw, ph, pw, dh, dw, p.dtype)
+    channels, pixels = (int(x) for x in m["box"])
+    address = array.ctypes.data if device == "cpu" else int(array.data.ptr)
+    why = conv2d_im2col_reason(g, channels, pixels, int(m["swizzle"]), address)
+    if why is not None:
+        err = KerncLaunchError(f"kernel '{sig.name}', im2col tensor map parameter '{p.name}': {why}")
+        err.tma_limit = True
+        raise err
+    tm = conv2d_im2col_map(g, channels, pixels, int(m["swizzle"]), array if device == "cpu" else None)
+    if device == "cpu":
+        return tm
+    raw = encode_im2col(tm, address, p.name, sig.name)
     out = zeros(MAP_BYTES, np.uint8)
     out.set(np.frombuffer(raw, np.uint8))
     return out
@@ -702,11 +740,12 @@ def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str,
     for p in sig.extra:
         if p.kind == "tensor_map":
             try:
-                out_args.append(_tensor_map(sig, p, flat[p.tensor_map["view"]], env, device, zeros))
+                out_args.append(_tensor_map(sig, p, flat[p.tensor_map["view"]], {**env, **scalar_args},
+                                            device, zeros))
             except KerncLaunchError as err:
                 if not getattr(err, "tma_limit", False):
                     raise  # the driver refused a map that passed the documented limits
-                no_tma = str(err)
+                no_tma = no_tma or str(err)  # (the first map's reason)
                 out_args.append(None)
         elif p.kind == "table":
             if p.table_of not in tables:

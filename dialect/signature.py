@@ -73,7 +73,12 @@ class Param:
       ``!llvm.ptr`` argument, the address of a 128-byte ``CUtensorMap`` in global memory, or on the CPU
       interpreter a :class:`kernc.backend.tensor_map.TensorMap`), the map the launcher builds:
       ``{"view": the view param, "dims": [Poly texts, innermost first], "strides": [element strides of
-      dims 1.., Poly texts], "box": [ints, innermost first], "swizzle": bytes}``.
+      dims 1.., Poly texts], "box": [ints, innermost first], "swizzle": bytes}``; an im2col-mode map
+      (:class:`kernc.backend.tensor_map.Im2colTensorMap`, a 2-d convolution's NHWC input) adds
+      ``"mode": "im2col"`` and the convolution's geometry as parameter names or literals, W first:
+      ``"out"`` (OW, OH), ``"filter"`` (S, R), ``"stride"``, ``"dilation"``, ``"pad"``, and ``"taps"``
+      (the loop levels of the W tap, the H tap and the channel); ``"box"`` is then ``[channels,
+      pixels]``.
     - ``scratch_size``: for ``kind="scratch"`` (device memory the launcher allocates zero-filled for
       each launch, e.g. the per-block partial sums of ``@deterministic`` reductions), the number of
       elements as a :class:`~kernc.dialect.strided.Poly` text over size symbols and ``__grid`` (the

@@ -98,13 +98,15 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from kernc.dialect.access import ViewAccess
 from kernc.dialect.signature import Param
-from kernc.dialect.strided import StridedLayout
+from kernc.dialect.strided import Poly, StridedLayout
 from kernc.support.mlir import dialect, ir, lazy_dialect
 
 from . import ir_builder as b
 from . import llvm_ops
 from .base import Pass, internal, option
+from .im2col_reads import im2col_read
 from .mma_contractions import (MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, pad_value, sm_number,
                                tile_loop)
 from .targets import PTX_VERSION, WGMMA_ARCHS
@@ -357,23 +359,21 @@ def tma_stages(c: WgmmaConfig, tma_sides, requested: int, limit: int = SHARED_LI
 
 def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
     """The tensor map of staged read ``s`` (:attr:`Param.tensor_map`), or why it has none. Eligible:
-    a ``kern.view_load`` of a 2-D view param (no batch) at exactly ``(x, k)`` or ``(k, x)`` (``x`` the
-    tile's row coordinate, ``k`` the loop's), whose layout gives ``k`` stride 1 and no start offset:
-    then the ``X x 64`` tile of a chunk is the box ``(64, X)`` at ``(k0, x0)`` of the map over
-    ``(K, X-extent)`` with the row stride of ``x``, copied with the 128B swizzle into the K-major
-    tile (the swizzle of step 2, the same bytes). The runtime conditions (a row byte stride that is a
-    multiple of 16 below 2^40, a 16-byte aligned base) are the launcher's (``backend/tensor_map.py``)."""
+    a ``kern.view_load`` of a view param (no batch) at the tile's row coordinate ``x`` and the loop's
+    variable ``k`` -- or the variables of a nest, whose dimensions flatten to one of stride 1 (the
+    view's extents the loops' bounds, the strides of a dense row: ``w[k, r, s, c]``) -- whose layout
+    gives ``k`` stride 1 and no start offset: then the ``X x 64`` tile of a chunk is the box ``(64,
+    X)`` at ``(k0, x0)`` of the map over ``(K, X-extent)`` with the row stride of ``x``, copied with the
+    128B swizzle into the K-major tile (the swizzle of step 2, the same bytes). A read whose tile rows
+    are flattened coordinates is a 2-d convolution's im2col view or nothing
+    (:func:`~kernc.passes.im2col_reads.im2col_read`: the im2col mode's map). The runtime conditions
+    (a row byte stride that is a multiple of 16 below 2^40, a 16-byte aligned base) are the
+    launcher's (``backend/tensor_map.py``)."""
     op = s.op
     if op.name != "kern.view_load":
         return f"its read is {op.name}, not a plain view read"
     if plan.batch:
         return "the contraction is batched"
-    if len(plan.sides[s.side]) != 1:
-        names = ", ".join(plan.coord_names[x] for x in plan.sides[s.side])
-        return (f"its tile's rows are the flattened coordinates ({names}) (a box's rows are one coordinate's; "
-                "TMA's im2col mode, which would walk them, is not built for this read)")
-    if len(plan.levels) > 1:
-        return f"its loop is a nest of {len(plan.levels)} loops (a box's k is one loop's)"
     if "workgroup_attributions" in fn.attributes and ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value:
         return "the kernel already has workgroup buffers"
     entry = fn.regions[0].blocks[0]
@@ -385,30 +385,41 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
     param = sig.params[pos[0]]
     if param.kind != "buffer" or param.layout is None or param.accessor != "view":
         return f"'{names[pos[0]]}' is not a view"
+    X = c.bm if s.side == 0 else c.bn
+    if X > 256:
+        return f"its {X}-row tile is more than a TMA box's 256 rows"
+    view = ViewAccess.from_op(op)
+    if view.swizzle is not None:
+        return f"its layout {view.layout_text} is swizzled"
+    if len(plan.sides[s.side]) != 1:
+        return im2col_read(plan, s, view, names, entry, X, lambda ub, ext: _ends_at(ub, ext, entry, names))
     layout = StridedLayout.parse(param.layout)
-    if layout.rank != 2:
-        return f"its view is {layout.rank}-d, not a matrix"
-    coords = [op.operands[1], op.operands[2]]
+    coords = list(view.coords)
     x = plan.coords[plan.sides[s.side][0]]
-    if coords == [x, plan.iv]:
-        kd, xd = 1, 0
-    elif coords == [plan.iv, x]:
-        kd, xd = 0, 1
-    else:
+    if len(coords) != 1 + len(plan.levels) or coords.count(x) != 1 or any(coords.count(iv) != 1 for iv in plan.ivs):
         return "its coordinates are not the tile's and the loop's own"
+    xd = coords.index(x)
+    kds = [coords.index(iv) for iv in plan.ivs]  # (outermost first)
+    kd = kds[-1]
     if not layout.stride[kd].is_const or layout.stride[kd].value != 1:
         return f"k has stride {layout.stride[kd]} in its layout {param.layout}, not 1 (the box's rows must be k-contiguous)"
     if not layout.start.is_const or layout.start.value:
         return f"its layout {param.layout} starts at an offset"
-    if not _ends_at(plan.loop.operands[1], layout.shape[kd], entry, names):
-        # the box reads up to the view's edge, past the loop's end: with both operands copied, their
-        # products there would be summed (the stored operand's tile is 0 at k >= the loop's end)
-        return (f"its loop does not end at the view's k extent {layout.shape[kd]} (the box would bring "
-                "elements past the loop's end)")
-    X = c.bm if s.side == 0 else c.bn
-    if X > 256:
-        return f"its {X}-row tile is more than a TMA box's 256 rows"
-    return {"view": param.name, "dims": [str(layout.shape[kd]), str(layout.shape[xd])],
+    for outer, inner in zip(kds, kds[1:]):
+        if layout.stride[outer] != layout.stride[inner] * layout.shape[inner]:
+            return (f"its loop nest's dimensions do not flatten to one k of stride 1 in its layout "
+                    f"{param.layout} (a box's k is one dimension's)")
+    for level, d in zip(plan.levels, kds):
+        if not _ends_at(level.operands[1], layout.shape[d], entry, names) or (
+                len(kds) > 1 and not _ends_at(level.operands[0], Poly.const(0), entry, names)):
+            # the box reads up to the view's edge, past the loop's end: with both operands copied, their
+            # products there would be summed (the stored operand's tile is 0 at k >= the loop's end)
+            return (f"its loop does not end at the view's k extent {layout.shape[d]} (the box would bring "
+                    "elements past the loop's end)" if len(kds) == 1 else
+                    f"its loop nest does not run over the whole of the view's {layout.shape[d]} from 0 (the "
+                    "box's k is the nest's, flattened)")
+    K = math.prod((layout.shape[d] for d in kds[1:]), start=layout.shape[kds[0]])
+    return {"view": param.name, "dims": [str(K), str(layout.shape[xd])],
             "strides": [str(layout.stride[xd])], "box": [c.bk, X], "swizzle": ROW_BYTES}
 
 
@@ -425,6 +436,16 @@ def _ends_at(ub: ir.Value, extent, entry, names: list[str]) -> bool:
 
 
 def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str | None = None) -> str:
+    if m.get("mode") == "im2col":
+        copy = (f"cp.async.bulk.tensor.4d.im2col of {m['box'][0]} channels x {m['box'][1]} pixels (the rows "
+                f"(n, oh, ow) from the tile's first, the chunk's filter tap as its im2col offsets "
+                f"(s*{m['dilation'][0]}, r*{m['dilation'][1]}); padding and rows past the last image zero)")
+        launch = ("at launch C a multiple of 64, the output the convolution's and the geometry in the im2col "
+                  "ranges, else the tma=False build runs")
+    else:
+        copy = (f"cp.async.bulk.tensor.2d of the box {m['box'][0]}x{m['box'][1]} (k x rows, out-of-bounds "
+                "elements zero)")
+        launch = "row byte stride a multiple of 16 at launch"
     if stages == 1:
         how = ("into its 128B-swizzled tile, completed on an mbarrier (expect_tx "
                f"{2 * m['box'][0] * m['box'][1]} bytes), issued before the other operand's stores")
@@ -432,10 +453,9 @@ def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str |
         how = (f"into one of {stages} 128B-swizzled tiles (stages), each completed on its own mbarrier "
                f"(expect_tx {2 * m['box'][0] * m['box'][1]} bytes), the copy of chunk c+{stages - 1} issued "
                f"after chunk c's first barrier, before its wgmma (the first {stages - 1} before the chunk loop)")
-    return (f"'{s.name}' of '{sig.name}' loaded by the tensor memory accelerator: per chunk one "
-            f"cp.async.bulk.tensor.2d of the box {m['box'][0]}x{m['box'][1]} (k x rows, out-of-bounds "
-            f"elements zero) {how}; the tensor map is the hidden parameter '{_map_name(s.name)}' (row byte "
-            "stride a multiple of 16 at launch)" + (f"; {short}" if short else ""))
+    return (f"'{s.name}' of '{sig.name}' loaded by the tensor memory accelerator: per chunk one {copy} "
+            f"{how}; the tensor map is the hidden parameter '{_map_name(s.name)}' ({launch})"
+            + (f"; {short}" if short else ""))
 
 
 #: ``mbarrier.try_wait.parity``'s suspend-time hint (ns) per try of its wait loop
@@ -531,11 +551,15 @@ class _WgmmaRewrite(_Rewrite):
         bi = b.arith.DivUIOp(in_batch, nbj).result
         bj = b.sub(in_batch, b.mul(bi, nbj))
         x0 = [b.mul(bi, b.idx(c.bm)), b.mul(bj, b.idx(c.bn))]
+        self.ivs_at = None
+        self.bases = {side: self._im2col_base(side, m, x0, E) for side, m in self.tma.items()
+                      if m.get("mode") == "im2col"}
         lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
         warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
         group = b.arith.DivUIOp(tid, b.idx(WARPGROUP)).result
         first = {plan.coords[x]: v for x, v in coord.items()}
         ivs, lb, ub = tile_loop(plan, first)
+        self.ivs_at = ivs
         f32 = ir.F32Type.get()
         nreg = c.bn // 2
         acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * nreg) + ")>")
@@ -705,8 +729,40 @@ class _WgmmaRewrite(_Rewrite):
         nbytes = sum(2 * m["box"][0] * m["box"][1] for m in self.tma.values())
         nvvm.MBarrierArriveExpectTxOp(barp, _i32(nbytes), predicate=pred)
         for side, tmap in sorted(self.maps.items()):
+            if side not in self.bases:
+                nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+                    dsts[side], tmap, [_to_i32(k), _to_i32(x0[side])], barp, [], predicate=pred)
+                continue
+            # im2col mode: the chunk's 64 k are channels c0.. of one filter tap (r, s) (C a multiple
+            # of 64, checked at launch), its rows the filter-base positions from the tile's first
+            m = self.tma[side]
+            at = self.ivs_at(k)
+            tap_w, tap_h, chan = (at[self.plan.ivs[t]] for t in m["taps"])
+            dw, dh = (self._param(t) for t in m["dilation"])
+            n0, h0, w0 = self.bases[side]
+            i16 = ir.IntegerType.get_signless(16)
+            offsets = [b.arith.IndexCastOp(i16, b.mul(tap_w, dw)).result, b.arith.IndexCastOp(i16, b.mul(tap_h, dh)).result]
             nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
-                dsts[side], tmap, [_to_i32(k), _to_i32(x0[side])], barp, [], predicate=pred)
+                dsts[side], tmap, [_to_i32(v) for v in (chan, w0, h0, n0)], barp, offsets,
+                mode=_attr("#nvvm.tma_load_mode<im2col>"), predicate=pred)
+
+    def _param(self, text: str) -> ir.Value:
+        """A geometry entry of an im2col map (:func:`~kernc.passes.im2col_reads.im2col_read`): a
+        literal, or the kernel parameter of that name, as an index value."""
+        if text.lstrip("-").isdigit():
+            return b.idx(int(text))
+        return self.fn.regions[0].blocks[0].arguments[self.sig.arg_names.index(text)]
+
+    def _im2col_base(self, side: int, m: dict, x0, E) -> tuple:
+        """The tile's first filter-base position ``(n0, oh0*sh - ph, ow0*sw - pw)`` of im2col-mode
+        side ``side`` (its rows ``(n, oh, ow)`` split from the tile's first row ``x0[side]``): the
+        coordinates ``(c0, w0, h0, n0)`` of its copies but the channel."""
+        rows = self.plan.sides[side]
+        at = _split(x0[side], rows, E)
+        n0, oh0, ow0 = (at[q] for q in rows)
+        sw, sh = (self._param(t) for t in m["stride"])
+        pw, ph = (self._param(t) for t in m["pad"])
+        return n0, b.sub(b.mul(oh0, sh), ph), b.sub(b.mul(ow0, sw), pw)
 
     def _descriptor(self, smem, offset, mn: bool = False) -> ir.Value:
         """The i64 descriptor of the tile at ``smem`` (+ ``offset`` bytes, an index); ``mn``: of an

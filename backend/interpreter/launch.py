@@ -91,15 +91,15 @@ def _buffer_arg(v, mt: _MemTy, written: bool, name: str) -> np.ndarray:
 def _tensor_map_arg(v, name: str, kernel: str):
     """A tensor-map parameter: a :class:`~kernc.backend.tensor_map.TensorMap` over a numpy array,
     checked against the driver's limits as the GPU launcher checks it (its array's address)."""
-    from kernc.backend.tensor_map import TensorMap, check
+    from kernc.backend.tensor_map import Im2colTensorMap, TensorMap, check, check_im2col
 
-    if not isinstance(v, TensorMap) or not isinstance(v.array, np.ndarray):
-        raise KerncLaunchError(f"argument '{name}': expected a TensorMap description over a numpy "
-                               f"array (kernc.backend.tensor_map), got {_describe(v)}")
+    if not isinstance(v, (TensorMap, Im2colTensorMap)) or not isinstance(v.array, np.ndarray):
+        raise KerncLaunchError(f"argument '{name}': expected a TensorMap or Im2colTensorMap description "
+                               f"over a numpy array (kernc.backend.tensor_map), got {_describe(v)}")
     if np.dtype(v.array.dtype).itemsize != v.elem_bytes:
         raise KerncLaunchError(f"argument '{name}': the tensor map's {v.dtype} elements are not the "
                                f"array's {v.array.dtype}")
-    check(v, v.array.ctypes.data, name, kernel)
+    (check_im2col if isinstance(v, Im2colTensorMap) else check)(v, v.array.ctypes.data, name, kernel)
     return v
 
 

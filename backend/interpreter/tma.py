@@ -28,7 +28,12 @@ c1}], [mbar]`` (PTX ISA 9.7.9.25.5.1), one copy per issuing thread: the box of `
 ``box[0]`` elements packed, each byte address swizzled with the map's swizzle span
 (:func:`kernc.backend.interpreter.wgmma.swizzle`, the pattern wgmma's descriptors read); elements out
 of the tensor's bounds are 0 (``oob="zero"``) or NaN. Its ``complete_tx`` of the box's bytes goes to
-``mbar`` when it lands (above). The data is written at issue (so a ``wgmma`` still reading that memory
+``mbar`` when it lands (above). The ``.im2col`` load mode (PTX ISA 5.5.4, "im2col mode"; the op's
+``mode`` ``im2col`` with its im2col offsets, e.g. ``cp.async.bulk.tensor.4d...im2col [dst], [map, {c0,
+w0, h0, n0}], [mbar], {ow, oh}``) takes an :class:`kernc.backend.tensor_map.Im2colTensorMap` and
+writes ``pixels`` rows of ``channels`` elements in the same packed, swizzled order: row ``p`` the
+``p``-th filter-base position of the map's pixel box from ``(n0, h0, w0)``, read at that position plus
+the offsets (:func:`im2col_gather`). The data is written at issue (so a ``wgmma`` still reading that memory
 sees it changed at its ``wait_group``), and each element is recorded as this copy's until a thread
 observes the phase it completed in: a ``memref.load``/``memref.store`` (or a ``wgmma`` operand read)
 of such an element by a thread that did not wait for that phase -- no wait, a wait with the wrong
@@ -365,14 +370,17 @@ def _retire(st: TmaState, blk: int) -> None:
 @handles("nvvm.cp.async.bulk.tensor.shared.cluster.global")
 def _tensor_copy(tr, o):
     seg = ir_ints(o.attributes["operandSegmentSizes"])
-    if "tile" not in str(o.attributes["mode"]) or any(seg[4:7]):
-        tr.unsupported(o, "cp.async.bulk.tensor other than tile mode without multicast/L2 hint")
+    mode = str(o.attributes["mode"]) if "mode" in o.attributes else "tile"
+    im2col = "im2col" in mode
+    if not ("tile" in mode or im2col) or any(seg[5:7]) or (seg[4] and not im2col):
+        tr.unsupported(o, "cp.async.bulk.tensor other than tile or im2col mode without multicast/L2 hint")
     ops = _operands(o)
     starts = np.cumsum([0] + seg)
     part = [ops[starts[i]:starts[i + 1]] for i in range(len(seg))]
     dst, desc = tr.use(part[0][0]), tr.use(part[1][0])
     coords = [tr.use(v) for v in part[2]]
     mbar = tr.use(part[3][0])
+    offsets = [tr.use(v) for v in part[4]]  # (im2col mode: i16, signed in the op; 0..2^16-1 in PTX)
     pred = tr.use(part[7][0]) if seg[7] else None
     loc = str(o.location)
     rank = len(coords)
@@ -386,34 +394,46 @@ def _tensor_copy(tr, o):
         if tm is None or not hasattr(tm, "box") or tm.array is None:
             raise KerncRuntimeError(f"cp.async.bulk.tensor (at {loc}): its tensor map argument is not a "
                                     "TensorMap description with an array (kernc.backend.tensor_map)")
-        if tm.rank != rank or any(e != 1 for e in tm.estrides()):
+        if im2col != hasattr(tm, "pixels"):
+            raise KerncRuntimeError(f"cp.async.bulk.tensor (at {loc}): a{'n im2col' if im2col else ' tile'}-mode "
+                                    f"copy with a{'' if im2col else 'n im2col'} tile-mode tensor map")
+        if tm.rank != rank or (not im2col and any(e != 1 for e in tm.estrides())):
             raise KerncRuntimeError(f"cp.async.bulk.tensor (at {loc}): a {rank}-d copy with a rank "
                                     f"{tm.rank} tensor map (or element strides other than 1)")
         st = _st(fr)
         es = tm.elem_bytes
         flat = np.ascontiguousarray(tm.array).reshape(-1).view(np.dtype(f"u{es}"))
-        # the box's element grid (innermost first) and its packed shared byte offsets
-        grids = np.meshgrid(*[np.arange(int(x)) for x in reversed(tm.box)], indexing="ij")
-        rel = [g.reshape(-1) for g in reversed(grids)]  # rel[d]: box coordinate along dim d
-        packed = es * rel[0]
-        row = 1
-        for d in range(1, rank):
-            row *= int(tm.box[d - 1])
-            packed = packed + rel[d] * row * es
+        if not im2col:  # the box's element grid (innermost first) and its packed shared byte offsets
+            grids = np.meshgrid(*[np.arange(int(x)) for x in reversed(tm.box)], indexing="ij")
+            rel = [g.reshape(-1) for g in reversed(grids)]  # rel[d]: box coordinate along dim d
+            packed = es * rel[0]
+            row = 1
+            for d in range(1, rank):
+                row *= int(tm.box[d - 1])
+                packed = packed + rel[d] * row * es
         d0s = _lane_vals(env[dst], lanes)
         bars = _lane_vals(env[mbar], lanes)
         cs = [_lane_vals(env[c], lanes).astype(np.int64) for c in coords]
+        offs = [_lane_vals(env[c], lanes).astype(np.int64) & 0xFFFF for c in offsets]
         for j, lane in enumerate(lanes):
             d0, blk = int(d0s[j]), int(fr.blk[lane])
             if d0 % DST_ALIGN:
                 raise KerncRuntimeError(f"cp.async.bulk.tensor (at {loc}): destination {d0} is not "
                                         f"{DST_ALIGN}-byte aligned")
-            g = [cs[d][j] + rel[d] for d in range(rank)]
-            inside = np.ones(packed.shape, bool)
-            off = np.zeros(packed.shape, np.int64)
-            for d in range(rank):
-                inside &= (g[d] >= 0) & (g[d] < int(tm.dims[d]))
-                off = off + (g[d] * es if d == 0 else g[d] * int(tm.strides[d - 1]))
+            if im2col:  # rows of the pixel box's walk (im2col_gather), the same packed row-major order
+                try:
+                    rows, chans, inside, off = im2col_gather(tm, [c[j] for c in cs], [c[j] for c in offs])
+                except ValueError as err:
+                    raise KerncRuntimeError(f"cp.async.bulk.tensor (at {loc}): {err}") from None
+                packed = es * (rows * int(tm.channels) + chans)
+                off = off * es
+            else:
+                g = [cs[d][j] + rel[d] for d in range(rank)]
+                inside = np.ones(packed.shape, bool)
+                off = np.zeros(packed.shape, np.int64)
+                for d in range(rank):
+                    inside &= (g[d] >= 0) & (g[d] < int(tm.dims[d]))
+                    off = off + (g[d] * es if d == 0 else g[d] * int(tm.strides[d - 1]))
             if (off[inside] // es).max(initial=-1) >= flat.size:
                 raise KerncRuntimeError(f"cp.async.bulk.tensor (at {loc}): the tensor map reaches past "
                                         f"its array of {flat.size} elements")

@@ -279,11 +279,13 @@ def test_tma_on_a_file_without_a_wgmma_contraction_says_it_loads_nothing(capsys)
 
 
 def test_a_convolution_read_says_why_no_box_takes_it(capsys):
-    """Regression (trial): conv2d_fwd_f16's x was "not loaded by TMA: the contraction is batched"; it is
-    not batched, its tile's rows are the flattened (n, oh, ow)."""
-    text = open(os.path.join(EXAMPLES, "conv2d_fwd_f16.kern"), encoding="utf-8").read()
+    """Regression (trial): a convolution's read was "not loaded by TMA: the contraction is batched"; it
+    is not batched, its tile's rows are flattened coordinates (conv2d_wgrad_f16's x: (r, s, c), which
+    no im2col-mode map walks; conv2d_fwd_f16's x is loaded in im2col mode: test_conv2d_fwd_tma.py)."""
+    text = open(os.path.join(EXAMPLES, "conv2d_wgrad_f16.kern"), encoding="utf-8").read()
     Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
     err = capsys.readouterr().err
-    assert ("'x' of 'conv2d_fwd_f16' not loaded by TMA: its tile's rows are the flattened coordinates (n, oh, ow)"
-            in err)
+    assert ("'x' of 'conv2d_wgrad_f16' not loaded by TMA: its tile's rows are the flattened coordinates (r, s, c) "
+            "and its k one loop: TMA's im2col mode loads a 2-d convolution's input with rows (n, oh, ow) and k "
+            "(r, s, c)" in err)
     assert "batched" not in err

@@ -62,15 +62,18 @@ def test_remark_says_wgmma_for_the_convolutions(capsys):
         assert "not using wgmma" not in err
 
 
-def test_tma_declines_a_loop_nest_with_a_remark(capsys):
-    """The convolutions' operands are no TMA boxes (a 4-D view, the im2col view): their tiles keep
-    the per-thread stores under --tma, with a remark each."""
-    text = open(os.path.join(EXAMPLES, "conv2d_fwd_f16.kern"), encoding="utf-8").read()
-    comp = Compilation(text, "t.kern", CompileOptions(remarks=True, arch="sm_90a", tma=True), use_cache=False)
-    err = capsys.readouterr().err
-    assert comp.tensor_core_kernels() == {"conv2d_fwd_f16": "wgmma"}
-    assert not any(p.kind == "tensor_map" for p in comp.signatures["conv2d_fwd_f16"].extra)
-    assert err.count("not loaded by TMA") == 2, err
+def test_tma_takes_the_forward_convolution_and_declines_the_weight_gradient(capsys):
+    """Under --tma conv2d_fwd_f16's x comes by im2col-mode copies and its w by 2-d boxes over the
+    flattened (r, s, c) (tests/tma/test_conv2d_fwd_tma.py); conv2d_wgrad_f16's operands are no boxes
+    (dy n-contiguous, x's rows the flattened (r, s, c)): their tiles keep the per-thread stores, with
+    a remark each."""
+    for name, maps, declined in (("conv2d_fwd_f16", ["__tma_x", "__tma_w"], 0), ("conv2d_wgrad_f16", [], 2)):
+        text = open(os.path.join(EXAMPLES, f"{name}.kern"), encoding="utf-8").read()
+        comp = Compilation(text, "t.kern", CompileOptions(remarks=True, arch="sm_90a", tma=True), use_cache=False)
+        err = capsys.readouterr().err
+        assert comp.tensor_core_kernels() == {name: "wgmma"}
+        assert [p.name for p in comp.signatures[name].extra if p.kind == "tensor_map"] == maps
+        assert err.count("not loaded by TMA") == declined, err
 
 
 @needs_ptxas

@@ -1,0 +1,197 @@
+"""conv2d_fwd_f16 with ``tma=True``: its im2col read ``x`` loaded by TMA's im2col mode
+(``passes/im2col_reads.py``) and its filter ``w[k, r, s, c]`` by a 2-d box over the flattened
+``(r, s, c)``, both on the CPU interpreter bit for bit equal to the per-thread staging build
+(padding, strides, dilations, odd N*OH*OW and K, C past one chunk); the launches the maps cannot
+take running the ``tma=False`` build with the reason; the race when the wait is removed; the
+recogniser on hand-written convolutions and on reads it must refuse; the remarks; ptxas."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import kernc
+from kernc.backend import binding, cpu, toolkit
+from kernc.compiler import Compilation, CompileOptions
+from kernc.support.errors import KerncRuntimeError
+from conftest import EXAMPLES
+from tensor_core_helpers import compiled_sm90a, copy_inputs, fwd_inputs
+
+# (N, H, W, C, K, R, S, stride, pad, dil): C a multiple of 64 (one filter tap per chunk)
+TMA_SHAPES = [(2, 6, 7, 64, 19, 3, 3, (1, 1), (1, 1), (1, 1)),    # 84 rows: one tile, padding
+              (1, 9, 8, 128, 130, 3, 2, (2, 1), (1, 0), (1, 2)),  # 2 chunks per tap, K past a tile
+              (3, 11, 9, 64, 5, 2, 3, (1, 2), (0, 2), (2, 1)),    # 2 tiles of rows, the last partial
+              (1, 1, 1, 64, 1, 1, 1, (1, 1), (0, 0), (1, 1))]     # one output pixel
+
+
+def _run(mod, inputs):
+    args = copy_inputs(inputs)
+    ran = mod.conv2d_fwd_f16(**args)
+    return args["y"], ran
+
+
+@pytest.mark.parametrize("shape", TMA_SHAPES, ids=lambda s: "x".join(map(str, s[:7])))
+def test_the_im2col_build_is_bitwise_the_staged_build(shape):
+    mod = compiled_sm90a("conv2d_fwd_f16", tma=True)
+    sig = mod._compilation.signatures["conv2d_fwd_f16"]
+    assert [(p.name, p.tensor_map.get("mode")) for p in sig.extra] == [("__tma_x", "im2col"), ("__tma_w", None)]
+    inputs = fwd_inputs(*shape)
+    got, ran = _run(mod, inputs)
+    assert (ran.tma, ran.no_tma) == (True, None)
+    want, plain = _run(compiled_sm90a("conv2d_fwd_f16"), inputs)
+    assert plain.tma is None
+    assert not np.isnan(got).any()
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def _bound(mod, inputs):
+    return binding.bind(mod.conv2d_fwd_f16.signature, (), copy_inputs(inputs), cpu.is_host_array, "cpu")
+
+
+@pytest.mark.parametrize("shape, reason", [
+    ((1, 5, 5, 96, 7, 3, 3, (1, 1), (1, 1), (1, 1)),
+     "im2col tensor map parameter '__tma_x': C = 96 is not a multiple of the 64-channel chunk: a chunk "
+     "would straddle two filter taps"),
+    ((1, 4, 5, 33, 7, 1, 1, (1, 1), (0, 0), (1, 1)),  # (x's C % 64 first; w's 66-byte row after)
+     "im2col tensor map parameter '__tma_x': C = 33 is not a multiple of the 64-channel chunk"),
+    ((1, 5, 6, 64, 7, 3, 3, (1, 1), (200, 1), (1, 1)),
+     "im2col tensor map parameter '__tma_x': the padding / dilated filter put the pixel box's lower corner "
+     "(-1, -200) (W, H) outside -128..127"),
+])
+def test_a_geometry_the_map_cannot_take_runs_the_build_without_tma(shape, reason):
+    mod = compiled_sm90a("conv2d_fwd_f16", tma=True)
+    inputs = fwd_inputs(*shape)
+    assert _bound(mod, inputs).no_tma.startswith("kernel 'conv2d_fwd_f16', " + reason)
+    got, ran = _run(mod, inputs)
+    assert ran.tma is False and ran.no_tma.startswith("kernel 'conv2d_fwd_f16', " + reason)
+    want, _ = _run(compiled_sm90a("conv2d_fwd_f16"), inputs)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_cropped_output_runs_the_build_without_tma():
+    """An output smaller than the convolution's (a valid kernel: fewer items): the pixel box's walk
+    would wrap rows at the convolution's OW, not at this OW (CubeCL's note on the width)."""
+    mod = compiled_sm90a("conv2d_fwd_f16", tma=True)
+    inputs = fwd_inputs(1, 5, 6, 64, 3, 3, 3, (1, 1), (1, 1), (1, 1))
+    inputs["y"] = inputs["y"][:, :, :4].copy()
+    got, ran = _run(mod, inputs)
+    assert ran.tma is False and "the output is 5 x 4, not the convolution's 5 x 6" in ran.no_tma
+    want, _ = _run(compiled_sm90a("conv2d_fwd_f16"), inputs)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+WAIT = re.compile(r"nvvm\.mbarrier\.try_wait\.parity [^\n]*\n")
+
+
+def test_without_the_waits_wgmma_reads_a_copy_in_flight():
+    from kernc.backend.interpreter import Interpreter
+    from kernc.compiler import context
+    from kernc.support.mlir import ir
+
+    mod = compiled_sm90a("conv2d_fwd_f16", tma=True)
+    text = mod._compilation.gpu_ir()
+    assert len(WAIT.findall(text)) == 1
+    inputs = fwd_inputs(*TMA_SHAPES[0])
+    for t, ok in ((text, True), (WAIT.sub("\n", text), False)):
+        bound = _bound(mod, inputs)
+        with context():
+            it = Interpreter(ir.Module.parse(t))
+        run = lambda: it.run("conv2d_fwd_f16", bound.grid, bound.block, bound.args)  # noqa: E731
+        if ok:
+            run()
+            want, _ = _run(compiled_sm90a("conv2d_fwd_f16"), inputs)
+            np.testing.assert_array_equal(bound.args[2].reshape(want.shape).view(np.uint32), want.view(np.uint32))
+        else:
+            with pytest.raises(KerncRuntimeError, match=r"operand read of workgroup buffer .* the element was "
+                                                        r"written by the cp\.async\.bulk\.tensor at"):
+                run()
+
+
+def test_the_remarks_say_how_each_operand_is_loaded(capsys):
+    text = open(os.path.join(EXAMPLES, "conv2d_fwd_f16.kern"), encoding="utf-8").read()
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
+    err = capsys.readouterr().err
+    assert ("t.kern:25:26: remark: 'x' of 'conv2d_fwd_f16' loaded by the tensor memory accelerator: per chunk one "
+            "cp.async.bulk.tensor.4d.im2col of 64 channels x 128 pixels (the rows (n, oh, ow) from the tile's "
+            "first, the chunk's filter tap as its im2col offsets (s*dw, r*dh)") in err
+    assert "(at launch C a multiple of 64, the output the convolution's" in err
+    assert ("t.kern:26:26: remark: 'w' of 'conv2d_fwd_f16' loaded by the tensor memory accelerator: per chunk one "
+            "cp.async.bulk.tensor.2d of the box 64x128") in err
+    assert "not loaded by TMA" not in err
+
+
+HAND = """
+kernel conv(x: f16[N, H, W, C] view, w: f16[K, R, S, C] view, y: f32[N, OH, OW, K] view, {params})
+        over (n, oh, ow, k) in (N, OH, OW, K) {{
+    let acc = 0.0;
+    for r in 0..R {{
+        for s in 0..S {{
+            for c in 0..C {{
+                acc += x.checked({read}) * w[k, r, s, c];
+            }}
+        }}
+    }}
+    y[n, oh, ow, k] = acc;
+}}
+"""
+
+
+def _hand(read: str, params: str = "sh: index, sw: index, ph: index, pw: index, dh: index, dw: index"):
+    text = HAND.format(read=read, params=params)
+    comp = Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False)
+    comp.gpu_ir()
+    return comp
+
+
+def test_a_hand_written_convolution_is_the_same_im2col_read(capsys):
+    comp = _hand("n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c")
+    m = comp.signatures["conv"].extra[0].tensor_map
+    assert (m["mode"], m["stride"], m["dilation"], m["pad"], m["filter"], m["out"]) == (
+        "im2col", ["sw", "sh"], ["dw", "dh"], ["pw", "ph"], ["S", "R"], ["OW", "OH"])
+    # literals: stride 2 along W, no padding along H
+    lit = _hand("n, oh + r, ow*2 + s*dw - 1, c", "dw: index").signatures["conv"].extra[0].tensor_map
+    assert (lit["stride"], lit["dilation"], lit["pad"]) == (["2", "1"], ["dw", "1"], ["1", "0"])
+    mod = kernc.compile(HAND.format(read="n, oh + r, ow*2 + s*dw - 1, c", params="dw: index"),
+                        arch="sm_90a", tma=True)
+    plain = kernc.compile(HAND.format(read="n, oh + r, ow*2 + s*dw - 1, c", params="dw: index"), arch="sm_90a")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 7, 9, 64)).astype(np.float16)
+    w = rng.standard_normal((6, 2, 3, 64)).astype(np.float16)
+    ys = [np.full((2, 6, 4, 6), np.nan, np.float32) for _ in range(2)]  # OW = (9 + 2 - 2*2 - 1)//2 + 1
+    ran = mod.conv(x, w, ys[0], dw=2)
+    plain.conv(x, w, ys[1], dw=2)
+    assert ran.tma is True
+    np.testing.assert_array_equal(ys[0].view(np.uint32), ys[1].view(np.uint32))
+
+
+@pytest.mark.parametrize("read, why", [
+    ("n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c + 1", "its image and channel coordinates are not 'n'"),
+    ("n, oh*sh + s*dh - ph, ow*sw + s*dw - pw, c", "one loop variable is both its H and W filter tap"),
+    ("n, oh*ow + r*dh - ph, ow*sw + s*dw - pw, c", "its spatial coordinates are not im2col's"),
+    ("n, oh*sh*dh + r - ph, ow*sw + s*dw - pw, c", "its stride, dilation or padding is not one kernel parameter"),
+    ("n, oh*sh + r*dh + ph, ow*sw + s*dw - pw, c", "its stride, dilation or padding is not one kernel parameter"),
+    ("n, oh*sh + r*dh - ph, ow*sw + k*dw - pw, c", "its coordinates are not sums of products"),
+])
+def test_a_read_that_is_not_im2col_keeps_the_stores(read, why, capsys):
+    comp = _hand(read)
+    err = capsys.readouterr().err
+    if "k*dw" in read:  # (it reads the item's own element: not staged at all)
+        assert not any(p.kind == "tensor_map" and p.tensor_map["view"] == "x" for p in comp.signatures["conv"].extra)
+        return
+    assert f"'x' of 'conv' not loaded by TMA: {why}" in err, err
+    assert [p.tensor_map["view"] for p in comp.signatures["conv"].extra] == ["w"]
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+@pytest.mark.parametrize("index_bits", [32, 64])
+def test_ptxas_takes_the_im2col_build_without_spills(index_bits):
+    ptx = compiled_sm90a("conv2d_fwd_f16", tma=True)._compilation.ptx(index_bits)
+    assert ptx.count("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.im2col") == 2
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes") == 2
+    res = toolkit.run_ptxas(ptx, "sm_90a")
+    assert res.ok, res.log
+    assert res.spills["conv2d_fwd_f16"] == (0, 0)
+    print("conv2d_fwd_f16 registers", index_bits, res.registers["conv2d_fwd_f16"])
