@@ -55,9 +55,11 @@ byte offset 1024 from one 8 ``k`` to the next; the ``k16`` step adds 2048 bytes)
 stores are K-major and do not conflict.
 
 *TMA* (``tma=True``, ``kernc compile --tma``; opt-in): an operand whose tile is a box of its view
-(:func:`_tma_map`: a 2-D view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
-offset, in a loop that ends at the view's ``k`` extent -- the gemms' ``a``; ``b``, n-contiguous, would need the MN-major descriptor layout and keeps
-the stores, with a remark) is loaded by the tensor memory accelerator (PTX ISA 9.7.9.25,
+(:func:`_tma_map`: a view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
+offset, in a loop that ends at the view's ``k`` extent -- the gemms' ``a``; or at ``x`` and a loop
+nest's variables whose dimensions flatten to one ``k`` of stride 1 -- conv2d_fwd_f16's ``w[k, r, s,
+c]``; ``b``, n-contiguous, would need the MN-major descriptor layout and keeps the stores, with a
+remark) is loaded by the tensor memory accelerator (PTX ISA 9.7.9.25,
 ``cp.async.bulk.tensor``; 9.7.13.15, ``mbarrier``): its ``64 x X`` box at ``(k0, x0)`` of a tensor map
 over ``(K, X-extent)`` with the 128B swizzle writes exactly the K-major swizzled tile of step 2 (the
 swizzle is on the shared address, the tile 1024-byte aligned), zeros past the edges as the clone
@@ -67,6 +69,12 @@ box's bytes and the copy, then the other operand's stores, fence and barrier (th
 meanwhile), then every thread's ``mbarrier.try_wait.parity`` with the parity of the number of
 chunks this block waited for before (``(tiles done) * (chunks per tile) + chunk``, mod 2). The tensor
 map is a hidden ``!llvm.ptr`` parameter after the size symbols (``Param.tensor_map``, ``docs/gpu-ir.md``).
+A read whose tile rows are a 2-d convolution's flattened output positions (conv2d_fwd_f16's ``x``,
+:func:`~kernc.passes.im2col_reads.im2col_read`) is loaded in TMA's im2col mode instead (PTX ISA
+5.5.4): per chunk (64 channels ``c0..`` of one filter tap ``(r, s)``; the launcher checks that ``C``
+is a multiple of 64) one rank-4 copy at ``(c0, ow0*sw - pw, oh0*sh - ph, n0)`` with im2col offsets
+``(s*dw, r*dh)``, whose ``BM`` pixel rows are the tile's rows ``m0 ..`` in order, zeros in the
+padding and past the last image: the same K-major swizzled tile.
 
 *Stages* (``tma_stages``, default 2; ``kernc compile --tma-stages``): a TMA'd operand's buffer holds
 ``S`` tiles and there are ``S`` mbarriers (``memref<S x i64>``); the block's chunk ``g`` (``(tiles
