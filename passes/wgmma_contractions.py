@@ -253,7 +253,10 @@ class WgmmaContractions(Pass):
             tma = {}
             if self.tma:
                 for s in (parts.a, parts.b):
-                    why = _tma_map(fn, sig, plan, s, got)
+                    why = _tma_map(fn, sig, plan, s, got, self.mn_major)
+                    if s.side == 1 and not isinstance(why, str) and _minus_zero_start(parts):
+                        why = ("its loop may start from -0.0 (the item's own value, or -0.0): past K its tile must "
+                               "hold -0.0, which keeps a sum of only -0.0 products -0.0, and a box fills +0.0")
                     if isinstance(why, str):
                         emit_remark(self.remarks, s.op, f"'{s.name}' of '{sig.name}' not loaded by TMA: {why}; "
                                     "its tile is staged by per-thread stores")
@@ -264,6 +267,7 @@ class WgmmaContractions(Pass):
             at = plan.loop.location  # (the rewrite erases the loop and the staged reads)
             at_read = {side: (parts.a if side == 0 else parts.b).op.location for side in tma}
             mn, why_mn = mn_major_sides(parts, got, set(tma), self.mn_major)
+            mn |= {side for side, m in tma.items() if m.get("major") == "mn"}  # (MN-major boxes)
             at_mn = {s.side: s.op.location for s in (parts.a, parts.b)}
             _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages, limit if tma else SHARED_LIMIT, mn).run()
             emit_remark(self.remarks, at, _describe(sig, got, parts, mn))
@@ -271,7 +275,7 @@ class WgmmaContractions(Pass):
                 emit_remark(self.remarks, at_mn[side], text)
             for side, m in sorted(tma.items()):
                 s = parts.a if side == 0 else parts.b
-                emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got, stages, short))
+                emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got, stages, short, len(tma) < 2))
 
     def _decide(self, plan: _Analysis) -> WgmmaConfig | str:
         if self.arch not in WGMMA_ARCHS:
@@ -365,14 +369,20 @@ def tma_stages(c: WgmmaConfig, tma_sides, requested: int, limit: int = SHARED_LI
                + f": {n} stage{'s' if n > 1 else ''} ({tma_bytes(c, tma_sides, n)} bytes) built")
 
 
-def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
+def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig, mn_major: bool = True) -> dict | str:
     """The tensor map of staged read ``s`` (:attr:`Param.tensor_map`), or why it has none. Eligible:
     a ``kern.view_load`` of a view param (no batch) at the tile's row coordinate ``x`` and the loop's
     variable ``k`` -- or the variables of a nest, whose dimensions flatten to one of stride 1 (the
     view's extents the loops' bounds, the strides of a dense row: ``w[k, r, s, c]``) -- whose layout
     gives ``k`` stride 1 and no start offset: then the ``X x 64`` tile of a chunk is the box ``(64,
     X)`` at ``(k0, x0)`` of the map over ``(K, X-extent)`` with the row stride of ``x``, copied with the
-    128B swizzle into the K-major tile (the swizzle of step 2, the same bytes). A read whose tile rows
+    128B swizzle into the K-major tile (the swizzle of step 2, the same bytes). Where ``x`` has stride
+    1 instead (the gemms' ``b[k, j]``, conv2d_wgrad_f16's ``dy``; ``mn_major``, ``X`` a multiple of
+    64) the tile is MN-major: ``X/64`` boxes ``(64, 64)`` at ``(x0 + 64q, k0)`` of the map over
+    ``(X-extent, K)`` with the stride of ``k``, box ``q`` at byte ``8192q`` (the leading byte offset):
+    a box's row ``k`` of 64 elements at ``128k``, swizzled, is the MN-major atoms' element ``(x, k)``
+    at ``1024*(k/8) + 128*(k%8) + 16*((x/8) XOR (k%8)) + 2*(x%8)``
+    (:func:`mn_swizzled_index`; ``"major": "mn"``, ``"copies"``). A read whose tile rows
     are flattened coordinates is a 2-d convolution's im2col view or nothing
     (:func:`~kernc.passes.im2col_reads.im2col_read`: the im2col mode's map). The runtime conditions
     (a row byte stride that is a multiple of 16 below 2^40, a 16-byte aligned base) are the
@@ -409,8 +419,16 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
     xd = coords.index(x)
     kds = [coords.index(iv) for iv in plan.ivs]  # (outermost first)
     kd = kds[-1]
-    if not layout.stride[kd].is_const or layout.stride[kd].value != 1:
-        return f"k has stride {layout.stride[kd]} in its layout {param.layout}, not 1 (the box's rows must be k-contiguous)"
+    mn = str(layout.stride[xd]) == "1" and str(layout.stride[kd]) != "1"
+    if mn and not mn_major:
+        return (f"its rows have stride 1 in its layout {param.layout} and MN-major tiles are off "
+                "(--no-wgmma-mn-major): a box's rows would be n-contiguous")
+    if mn and X % MN_ATOM:
+        return (f"its rows have stride 1 in its layout {param.layout} and its {X}-row tile is not a multiple "
+                f"of the MN-major atom's {MN_ATOM} rows (one box each)")
+    if not mn and (not layout.stride[kd].is_const or layout.stride[kd].value != 1):
+        return (f"k has stride {layout.stride[kd]} in its layout {param.layout}, not 1, nor its rows (the box's "
+                "rows must be k- or row-contiguous)")
     if not layout.start.is_const or layout.start.value:
         return f"its layout {param.layout} starts at an offset"
     for outer, inner in zip(kds, kds[1:]):
@@ -427,6 +445,9 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig) -> dict | str:
                     f"its loop nest does not run over the whole of the view's {layout.shape[d]} from 0 (the "
                     "box's k is the nest's, flattened)")
     K = math.prod((layout.shape[d] for d in kds[1:]), start=layout.shape[kds[0]])
+    if mn:
+        return {"view": param.name, "dims": [str(layout.shape[xd]), str(K)], "strides": [str(layout.stride[kd])],
+                "box": [MN_ATOM, c.bk], "swizzle": ROW_BYTES, "major": "mn", "copies": X // MN_ATOM}
     return {"view": param.name, "dims": [str(K), str(layout.shape[xd])],
             "strides": [str(layout.stride[xd])], "box": [c.bk, X], "swizzle": ROW_BYTES}
 
@@ -443,23 +464,43 @@ def _ends_at(ub: ir.Value, extent, entry, names: list[str]) -> bool:
     return name in names and names.index(name) < len(entry.arguments) and ub == entry.arguments[names.index(name)]
 
 
-def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str | None = None) -> str:
+def _minus_zero_start(p) -> bool:
+    """Whether the contraction ``p`` may start from ``-0.0`` (from the item's own value, or the
+    literal): then its ``(k, j)`` tile's pad past K must be ``-0.0`` (:func:`pad_value`; with ``+0.0``
+    a sum of only ``-0.0`` products would end ``+0.0``), which a TMA box's zero fill is not. A sum
+    from any other start is never ``-0.0`` (IEEE 754: ``x + y`` is ``-0.0`` only for two ``-0.0``)."""
+    return p.added or (p.init == 0 and math.copysign(1.0, p.init) < 0)
+
+
+def _box_bytes(m: dict) -> int:
+    """Bytes the copies of one chunk of map ``m`` bring (2-byte elements; ``copies`` boxes)."""
+    return 2 * m["box"][0] * m["box"][1] * m.get("copies", 1)
+
+
+def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str | None = None,
+                  stored: bool = True) -> str:
     if m.get("mode") == "im2col":
         copy = (f"cp.async.bulk.tensor.4d.im2col of {m['box'][0]} channels x {m['box'][1]} pixels (the rows "
                 f"(n, oh, ow) from the tile's first, the chunk's filter tap as its im2col offsets "
                 f"(s*{m['dilation'][0]}, r*{m['dilation'][1]}); padding and rows past the last image zero)")
         launch = ("at launch C a multiple of 64, the output the convolution's and the geometry in the im2col "
                   "ranges, else the tma=False build runs")
+    elif m.get("major") == "mn":
+        copy = (f"cp.async.bulk.tensor.2d per 64-row block of the MN-major tile ({m['copies']} boxes "
+                f"{m['box'][0]}x{m['box'][1]}, rows x k, out-of-bounds elements zero; its rows are contiguous, "
+                "read by wgmma transposed)")
+        launch = "k byte stride a multiple of 16 at launch"
     else:
         copy = (f"cp.async.bulk.tensor.2d of the box {m['box'][0]}x{m['box'][1]} (k x rows, out-of-bounds "
                 "elements zero)")
         launch = "row byte stride a multiple of 16 at launch"
     if stages == 1:
         how = ("into its 128B-swizzled tile, completed on an mbarrier (expect_tx "
-               f"{2 * m['box'][0] * m['box'][1]} bytes), issued before the other operand's stores")
+               f"{_box_bytes(m)} bytes), issued " + ("before the other operand's stores" if stored else
+                                                    "at the chunk's start (both operands copied)"))
     else:
         how = (f"into one of {stages} 128B-swizzled tiles (stages), each completed on its own mbarrier "
-               f"(expect_tx {2 * m['box'][0] * m['box'][1]} bytes), the copy of chunk c+{stages - 1} issued "
+               f"(expect_tx {_box_bytes(m)} bytes), the copy of chunk c+{stages - 1} issued "
                f"after chunk c's first barrier, before its wgmma (the first {stages - 1} before the chunk loop)")
     return (f"'{s.name}' of '{sig.name}' loaded by the tensor memory accelerator: per chunk one {copy} "
             f"{how}; the tensor map is the hidden parameter '{_map_name(s.name)}' ({launch})"
@@ -645,9 +686,10 @@ class _WgmmaRewrite(_Rewrite):
                     par = _to_i32(b.arith.AndIOp(b.arith.DivUIOp(g, b.idx(S)).result, b.idx(1)).result)
                     nvvm.MBarrierTryWaitParityOp(self._bar_ptr(stage), par, _i32(TRY_WAIT_TICKS))
                     if 0 in self.maps:
-                        desc_a = self._descriptor(self.smem_a, b.add(a_row, b.mul(stage, b.idx(self._stage_bytes(0)))))
+                        desc_a = self._descriptor(self.smem_a, b.add(a_row, b.mul(stage, b.idx(self._stage_bytes(0)))),
+                                                  0 in self.mn)
                     if 1 in self.maps:
-                        desc_b = self._descriptor(self.smem_b, b.mul(stage, b.idx(self._stage_bytes(1))))
+                        desc_b = self._descriptor(self.smem_b, b.mul(stage, b.idx(self._stage_bytes(1))), 1 in self.mn)
             nvvm.WgmmaFenceAlignedOp()  # the accumulator registers are about to be read by wgmma
             acc = chunks.inner_iter_args[0]
             ty = "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
@@ -734,16 +776,26 @@ class _WgmmaRewrite(_Rewrite):
             barp = self._bar_ptr(stage)
             dsts = {side: _shared_ptr(self.smem_a if side == 0 else self.smem_b,
                                       b.mul(stage, b.idx(self._stage_bytes(side)))) for side in self.maps}
-        nbytes = sum(2 * m["box"][0] * m["box"][1] for m in self.tma.values())
+        nbytes = sum(_box_bytes(m) for m in self.tma.values())
         nvvm.MBarrierArriveExpectTxOp(barp, _i32(nbytes), predicate=pred)
         for side, tmap in sorted(self.maps.items()):
+            m = self.tma[side]
+            if m.get("major") == "mn":  # box q: rows x0+64q.. at the q-th leading byte offset
+                smem = self.smem_a if side == 0 else self.smem_b
+                base = None if g is None else b.mul(stage, b.idx(self._stage_bytes(side)))
+                for q in range(m["copies"]):
+                    off = base if not q else b.add(base, b.idx(q * MN_LBO)) if base is not None else b.idx(q * MN_LBO)
+                    dst = dsts[side] if off is None else _shared_ptr(smem, off)
+                    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+                        dst, tmap, [_to_i32(b.add(x0[side], b.idx(q * MN_ATOM)) if q else x0[side]), _to_i32(k)],
+                        barp, [], predicate=pred)
+                continue
             if side not in self.bases:
                 nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
                     dsts[side], tmap, [_to_i32(k), _to_i32(x0[side])], barp, [], predicate=pred)
                 continue
             # im2col mode: the chunk's 64 k are channels c0.. of one filter tap (r, s) (C a multiple
             # of 64, checked at launch), its rows the filter-base positions from the tile's first
-            m = self.tma[side]
             at = self.ivs_at(k)
             tap_w, tap_h, chan = (at[self.plan.ivs[t]] for t in m["taps"])
             dw, dh = (self._param(t) for t in m["dilation"])

@@ -22,7 +22,7 @@ SRC = """kernel g(a: f16[M, K] view, b: f16[K, N] view, c: f32[M, N] view) over 
     c[i, j] = acc;
 }"""
 
-BUILDS = {"mma.sync": dict(arch="sm_90"), "wgmma": dict(arch="sm_90a"),
+BUILDS = {"mma.sync": dict(arch="sm_90"), "wgmma": dict(arch="sm_90a"), "tma": dict(arch="sm_90a", tma=True),
           None: dict(arch="sm_90", tensor_cores=False)}
 
 
@@ -53,12 +53,18 @@ def test_signed_zero_of_products_and_start_is_the_loops(modules, build, start):
 @pytest.mark.parametrize("K", [1, 8, 17, 40, 96, 200])
 def test_past_k_the_pads_add_nothing(modules, K):
     """K not a whole number of k chunks (mma.sync 32, wgmma 64): the chunk's tail multiplies the
-    A pad (+0.0) by the B pad (-0.0), -0.0, so a sum of only -0.0 products onto -0.0 stays -0.0."""
-    M, N = 3, 5
+    A pad (+0.0) by the B pad (-0.0), -0.0, so a sum of only -0.0 products onto -0.0 stays -0.0.
+    Under --tma (regression: b, n-contiguous, came by MN-major boxes, whose fill is +0.0, and every
+    such sum ended +0.0 at N = 8) a loop that may start from -0.0 keeps b on the stores."""
+    M, N = 3, 8
     a, b = np.zeros((M, K), np.float16), np.full((K, N), -1.0, np.float16)
     a[1, 0] = 1.0
-    for build in ("mma.sync", "wgmma"):
+    for build in ("mma.sync", "wgmma", "tma"):
         got = np.full((M, N), -0.0, np.float32)
-        assert modules[build].g(a, b, got).tensor_cores == build
+        ran = modules[build].g(a, b, got)
+        assert ran.tensor_cores == {"tma": "wgmma"}.get(build, build)
+        if build == "tma":
+            assert ran.tma is (K % 8 == 0)  # (a's rows a multiple of 16 bytes: a by TMA)
+            assert [p.name for p in modules[build].g.signature.extra] == ["__tma_a"]
         assert (got[1] == -1.0).all()
         assert (got[[0, 2]] == 0).all() and np.signbit(got[[0, 2]]).all()

@@ -1,5 +1,6 @@
 """``kern-wgmma-contractions`` with ``tma=True``: the gemm examples' ``a`` tiles (k-contiguous boxes of
-their views) loaded by ``cp.async.bulk.tensor`` on an mbarrier, run on the CPU interpreter bit for bit
+their views) and ``b`` tiles (n-contiguous: two MN-major 64x64 boxes each) loaded by
+``cp.async.bulk.tensor`` on an mbarrier, run on the CPU interpreter bit for bit
 equal to the per-thread staging build (odd M and N: the zero fill of the box past the edges), the
 races of the pass's own IR with its wait removed or made wrong, the launcher's check of the row
 stride, the remarks, the cache key, and the PTX through ptxas."""
@@ -18,10 +19,12 @@ from kernc.backend.tensor_map import TensorMap
 from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncRuntimeError
 from conftest import EXAMPLES
-from tensor_core_helpers import compiled_sm90a, gemm_dtype, gemm_f16_gpu_ir, gemm_inputs, run_gemm_f16_ir, sm90_cupy
+from tensor_core_helpers import (compiled_sm90a, copy_inputs, gemm_dtype, gemm_f16_gpu_ir, gemm_inputs, run_gemm_f16_ir,
+                                sm90_cupy)
 
-# K a multiple of 8 (a row of 16-byte multiples: what a tensor map takes); M, N odd, K past one chunk
-SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257), (300, 200, 260)]  # the last: 9 blocks
+# K and N multiples of 8 (rows of 16-byte multiples: what a tensor map takes); M odd, N not a multiple
+# of the tile, K past one chunk
+SHAPES = [(1, 8, 8), (15, 72, 40), (130, 136, 104), (17, 64, 264), (300, 200, 264)]  # the last: 9 blocks
 
 
 @pytest.mark.parametrize("name", ["gemm_f16", "gemm_bf16"])
@@ -29,10 +32,11 @@ SHAPES = [(1, 8, 1), (15, 72, 33), (130, 136, 100), (17, 64, 257), (300, 200, 26
 def test_tma_build_is_bitwise_the_staged_build(name, M, K, N):
     mod = compiled_sm90a(name, tma=True)
     gpu_ir = mod._compilation.gpu_ir()
-    # 2 stages (49168 bytes: dynamic workgroup memory): the prologue's copy and the loop's
-    assert gpu_ir.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 2
-    assert "gpu.dynamic_shared_memory" in gpu_ir
-    assert [p.name for p in mod._compilation.signatures[name].extra] == ["__tma_a"]
+    # 2 stages (65552 bytes: dynamic workgroup memory): the prologue's copies and the loop's, a's one
+    # box and b's two
+    assert gpu_ir.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 6
+    assert "gpu.dynamic_shared_memory" in gpu_ir and "nvvm.fence.proxy" not in gpu_ir  # (no stores)
+    assert [p.name for p in mod._compilation.signatures[name].extra] == ["__tma_a", "__tma_b"]
     a, b = gemm_inputs(M, K, N, gemm_dtype(name))
     c = np.full((M, N), np.nan, np.float32)
     mod_c = c.copy()
@@ -43,10 +47,10 @@ def test_tma_build_is_bitwise_the_staged_build(name, M, K, N):
     np.testing.assert_array_equal(mod_c.view(np.uint32), c.view(np.uint32))
 
 
-@pytest.mark.parametrize("M, K, N", [(5, 17, 6), (33, 100, 17), (1, 1, 1)])
+@pytest.mark.parametrize("M, K, N", [(5, 17, 6), (33, 100, 17), (1, 1, 1), (4, 9, 16)])
 def test_a_row_stride_a_tensor_map_cannot_encode_runs_the_build_without_tma(M, K, N):
-    """K % 8 != 0: a row of a is no multiple of 16 bytes. The launch runs the tma=False build, the
-    same bits; binding records why."""
+    """K % 8 != 0: a row of a is no multiple of 16 bytes (the first map's reason is given). The launch
+    runs the tma=False build, the same bits; binding records why."""
     from kernc.backend import binding, cpu
 
     mod = compiled_sm90a("gemm_f16", tma=True)
@@ -65,10 +69,13 @@ def test_a_row_stride_a_tensor_map_cannot_encode_runs_the_build_without_tma(M, K
 
 
 def _run_text(text: str, M: int, K: int, N: int):
-    """gemm_f16's TMA build ``text`` on the interpreter: ``(a, b, c)``, a's tensor map the launcher's."""
-    def tensor_map(a):
-        return [TensorMap("f16", dims=(K, M), strides=(2 * K,), box=(64, 128), swizzle=128, array=a.reshape(-1))]
-    return run_gemm_f16_ir(text, M, K, N, extra=tensor_map)
+    """gemm_f16's TMA build ``text`` on the interpreter: ``(a, b, c)``, a's and b's tensor maps the
+    launcher's (K, N multiples of 8)."""
+    def tensor_maps(a):
+        b = gemm_inputs(M, K, N, np.float16)[1]
+        return [TensorMap("f16", dims=(K, M), strides=(2 * K,), box=(64, 128), swizzle=128, array=a.reshape(-1)),
+                TensorMap("f16", dims=(N, K), strides=(2 * N,), box=(64, 64), swizzle=128, array=b.reshape(-1))]
+    return run_gemm_f16_ir(text, M, K, N, extra=tensor_maps)
 
 
 WAIT = re.compile(r"nvvm\.mbarrier\.try_wait\.parity (%\w+), (%\w+), (%\w+)( : [^\n]*)")
@@ -103,19 +110,25 @@ def test_a_wait_with_the_wrong_parity_races(text):
 
 
 def test_expect_tx_bytes_that_do_not_match_the_box_wait_forever(text):
-    assert "%c16384_i32 = arith.constant 16384 : i32" in text
-    wrong = text.replace("%c16384_i32 = arith.constant 16384 : i32", "%c16384_i32 = arith.constant 8192 : i32")
-    with pytest.raises(KerncRuntimeError, match=r"waits forever in block 0: .* transaction count of -8192 bytes"):
+    assert "%c32768_i32 = arith.constant 32768 : i32" in text  # (a's box and b's two)
+    wrong = text.replace("%c32768_i32 = arith.constant 32768 : i32", "%c32768_i32 = arith.constant 16384 : i32")
+    with pytest.raises(KerncRuntimeError, match=r"waits forever in block 0: .* transaction count of -16384 bytes"):
         _run_text(wrong, 20, 136, 24)
 
 
-def test_remarks_say_which_operand_is_loaded_by_tma_and_why_not_the_other(capsys):
+def test_remarks_say_how_each_operand_is_loaded_by_tma_and_why_not(capsys):
     text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
     Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False).gpu_ir()
     err = capsys.readouterr().err
     assert re.search(r"t\.kern:\d+:\d+: remark: 'a' of 'gemm_f16' loaded by the tensor memory accelerator: per "
                      r"chunk one cp\.async\.bulk\.tensor\.2d of the box 64x128", err)
-    assert "'b' of 'gemm_f16' not loaded by TMA: k has stride N in its layout (K,N):(N,1), not 1" in err
+    assert ("'b' of 'gemm_f16' loaded by the tensor memory accelerator: per chunk one cp.async.bulk.tensor.2d per "
+            "64-row block of the MN-major tile (2 boxes 64x64, rows x k") in err
+    assert "at the chunk's start (both operands copied)" in err or "stages" in err
+    Compilation(text, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True, wgmma_mn_major=False),
+                use_cache=False).gpu_ir()
+    assert ("'b' of 'gemm_f16' not loaded by TMA: its rows have stride 1 in its layout (K,N):(N,1) and MN-major "
+            "tiles are off (--no-wgmma-mn-major)") in capsys.readouterr().err
     Compilation(text, "t.kern", CompileOptions(arch="sm_90a", remarks=True), use_cache=False).gpu_ir()
     assert "tensor memory accelerator" not in capsys.readouterr().err  # opt-in
 
@@ -216,7 +229,7 @@ def test_kernc_run_says_whether_the_tma_build_ran(tmp_path, capsys):
     gemm = os.path.join(EXAMPLES, "gemm_f16.kern")
     common = ["run", gemm, "--arch", "sm_90a", "--tma", "--output-dir", str(tmp_path)]
     for K, tma in ((16, True), (17, False)):
-        a, b = gemm_inputs(5, K, 6, np.float16)
+        a, b = gemm_inputs(5, K, 8, np.float16)
         np.save(tmp_path / "a.npy", a)
         np.save(tmp_path / "b.npy", b)
         inputs = ["--input", f"a=@{tmp_path / 'a.npy'}", "--input", f"b=@{tmp_path / 'b.npy'}"]
@@ -289,3 +302,23 @@ def test_a_convolution_read_says_why_no_box_takes_it(capsys):
             "and its k one loop: TMA's im2col mode loads a 2-d convolution's input with rows (n, oh, ow) and k "
             "(r, s, c)" in err)
     assert "batched" not in err
+
+
+@pytest.mark.parametrize("shape", [(2, 5, 7, 7, 32, 3, 2, (1, 2), (1, 1), (2, 1)),
+                                   (1, 3, 4, 16, 136, 3, 3, (1, 1), (1, 1), (1, 1))])
+def test_the_weight_gradients_output_gradient_comes_by_mn_major_boxes(shape):
+    """conv2d_wgrad_f16's dy (K x M, k-contiguous: the tile's rows) by 64x64 boxes into its MN-major
+    tile (K = 32: one partial 64-row block, K = 136: three), bit for bit the staged build; its x keeps
+    the stores (its rows the flattened (r, s, c))."""
+    from tensor_core_helpers import wgrad_inputs
+
+    mod = compiled_sm90a("conv2d_wgrad_f16", tma=True)
+    sig = mod._compilation.signatures["conv2d_wgrad_f16"]
+    assert [(p.name, p.tensor_map.get("major")) for p in sig.extra] == [("__tma_dy", "mn")]
+    inputs = wgrad_inputs(*shape)
+    got, want = copy_inputs(inputs), copy_inputs(inputs)
+    ran = mod.conv2d_wgrad_f16(**got)
+    assert (ran.tma, ran.no_tma) == (True, None)
+    compiled_sm90a("conv2d_wgrad_f16").conv2d_wgrad_f16(**want)
+    assert not np.isnan(got["gw"]).any()
+    np.testing.assert_array_equal(got["gw"].view(np.uint32), want["gw"].view(np.uint32))

@@ -19,7 +19,7 @@ kernel gemm(a: T[M, K] view, b: T[K, N] view, c: f32[M, N] view) over (i, j) in 
 }
 """
 
-#: a transposed b: both operands k-contiguous, both loaded by TMA
+#: a transposed b: both operands k-contiguous, both loaded by K-major boxes (GEMM's b: MN-major boxes)
 GEMM_NT = GEMM.replace("b: T[K, N]", "b: T[N, K]").replace("b[k, j]", "b[j, k]")
 
 #: a loop from lo to the views' k extent K (empty for lo >= K, a chunk tail for lo % 64)
@@ -91,10 +91,23 @@ def _map(x, elem: str, rows: int):
     return TensorMap(elem, dims=(K, R), strides=(2 * kp,), box=(64, rows), swizzle=128, array=pad.reshape(-1))
 
 
+def _mn_map(x, elem: str):
+    """A tensor map over ``x`` (K x N, n-contiguous: the ``nn`` kind's b) with its rows padded to 16
+    bytes (a copy): the box ``64 x 64`` (n x k) of an MN-major tile's 64-row block."""
+    from kernc.backend.tensor_map import TensorMap
+
+    K, N = x.shape
+    np_ = max(8, -(-N // 8) * 8)
+    pad = np.zeros((K, np_), x.dtype)
+    pad[:, :N] = x
+    return TensorMap(elem, dims=(N, K), strides=(2 * np_,), box=(64, 64), swizzle=128, array=pad.reshape(-1))
+
+
 def run(text: str, kind: str, a, b, elem: str = "f16", grid: int = 1, bounds=(), tma_rows=(64, 128)):
     """Run gemm IR ``text`` on the interpreter (``grid`` blocks of 128 threads): ``c`` (M x N f32,
     NaN before). Its hidden tensor-map arguments (one per ``__tma_`` parameter, in order: a's with
-    ``tma_rows[0]`` rows, b's with ``tma_rows[1]``) map row-padded copies of ``a`` and ``b``.
+    ``tma_rows[0]`` rows, b's with ``tma_rows[1]``, or, ``nn``, b's MN-major 64 x 64 boxes) map
+    row-padded copies of ``a`` and ``b``.
     ``bounds``: the scalar arguments (``lo`` of ``from``, ``hi`` of ``to``). Raises what the interpreter raises."""
     from kernc.backend.interpreter import Interpreter
     from kernc.compiler import context
@@ -108,8 +121,8 @@ def run(text: str, kind: str, a, b, elem: str = "f16", grid: int = 1, bounds=(),
     n_maps = _count_map_args(text)
     if n_maps >= 1:
         maps.append(_map(a, elem, tma_rows[0]))
-    if n_maps >= 2:
-        maps.append(_map(b, elem, tma_rows[1]))
+    if n_maps >= 2:  # (nn: b's MN-major boxes)
+        maps.append(_mn_map(b, elem) if kind == "nn" else _map(b, elem, tma_rows[1]))
     c = np.full(M * N, np.nan, np.float32)
     it.run("gemm", grid, 128, [a.reshape(-1), b.reshape(-1), c, *bounds, M, K, N, *maps])
     return c.reshape(M, N)
