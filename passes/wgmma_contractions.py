@@ -117,8 +117,11 @@ nvvm = lazy_dialect("nvvm")  # (loaded when a kernel is rewritten: sm_90a only)
 
 #: Threads of a warpgroup (4 consecutive warps, the first a multiple of 4).
 WARPGROUP = 128
-#: The instruction's m and k (f16/bf16: m64nNk16).
+#: The instruction's m and k (f16/bf16: m64nNk16; s8/u8: m64nNk32, :data:`WG_K_INT`).
 WG_M, WG_K = 64, 16
+#: The k of the integer shapes (s8/u8 operands, s32 accumulators: m64nNk32), and the bytes of k
+#: one instruction reads of each row (both kinds: 32, the descriptor step per instruction).
+WG_K_INT, WG_K_BYTES = 32, 32
 #: The k chunk staged per step: one 128-byte swizzle row of 2-byte elements.
 BK = 64
 #: Bytes of a row of a staged tile, of an 8-row swizzle atom (the stride byte offset).
@@ -149,10 +152,13 @@ def mn_swizzled_index(r: int, k: int) -> int:
             + ((((r & 63) >> 3) ^ (k & 7)) << 3) + (r & 7))
 
 
-def swizzled_index(r: int, k: int) -> int:
-    """Element index of ``(r, k)`` (``k < 64``) in a K-major 128B-swizzled tile of 2-byte elements
-    (the module docstring, step 2)."""
-    return r * (ROW_BYTES // 2) + (((k >> 3) ^ (r & 7)) << 3) + (k & 7)
+def swizzled_index(r: int, k: int, elem_bytes: int = 2) -> int:
+    """Element index of ``(r, k)`` (``k < 128 / elem_bytes``: one 128-byte row) in a K-major
+    128B-swizzled tile of ``elem_bytes``-byte elements (the module docstring, step 2): byte
+    ``128*r + 16*((k/u) XOR (r%8)) + elem_bytes*(k%u)``, ``u = 16 / elem_bytes`` elements a 16-byte
+    unit (8 of f16/bf16, 16 of i8/u8)."""
+    u = 16 // elem_bytes
+    return r * (ROW_BYTES // elem_bytes) + (((k // u) ^ (r & 7)) * u) + (k % u)
 
 
 @dataclass(frozen=True)
@@ -165,10 +171,17 @@ class WgmmaConfig:
     groups: int
     bn: int
     bk: int = BK
+    #: bytes of an operand element: 2 (f16/bf16), 1 (i8/u8: ``bk`` 128, one 128-byte row)
+    elem_bytes: int = 2
 
     @property
     def bm(self) -> int:
         return WG_M * self.groups
+
+    @property
+    def wg_k(self) -> int:
+        """The instruction's k: 32 bytes of k (k16 of f16/bf16, k32 of s8/u8; PTX ISA 9.7.15.5)."""
+        return WG_K_BYTES // self.elem_bytes
 
     wn, warp_m, mt = 1, 16, 1
 
@@ -229,20 +242,25 @@ class WgmmaContractions(Pass):
             parts = _match(plan, "tf32" in (sig.tensor_cores or {}))
             if isinstance(parts, str):
                 continue  # the same
-            if not isinstance(parts.elem, (ir.F16Type, ir.BF16Type)):
-                # i8/u8 (and @tf32 f32) contractions: wgmma has those shapes, this pass not yet
-                kern_type = {"s8": "i8", "tf32": "f32"}.get(parts.kind.ptx, parts.kind.ptx)
+            if parts.kind.ptx == "tf32":
+                # @tf32 f32 contractions: wgmma has m64nNk8 .tf32, this pass does not build it
                 emit_remark(self.remarks, plan.loop,
-                            f"not using wgmma for '{sig.name}': its {kern_type} operands take "
-                            "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16 only)")
+                            f"not using wgmma for '{sig.name}': its f32 operands take "
+                            "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16/i8/u8)")
                 continue
-            got = self._decide(plan)
+            got = self._decide(plan, parts)
             if isinstance(got, str):
                 emit_remark(self.remarks, plan.loop, f"not using wgmma for '{sig.name}': {got}")
                 continue
             tma = {}
             if self.tma:
                 for s in (parts.a, parts.b):
+                    if got.elem_bytes != 2:  # (_tma_map's boxes and expect_tx are of 2-byte elements)
+                        emit_remark(self.remarks, s.op, f"'{s.name}' of '{sig.name}' not loaded by TMA: its "
+                                    f"{_kern_type(parts)} tile (1-byte elements, 128 k a 128-byte row) has no TMA "
+                                    "box built here (the boxes are of 2-byte f16/bf16 elements); its tile is "
+                                    "staged by per-thread stores")
+                        continue
                     why = _tma_map(fn, sig, plan, s, got)
                     if isinstance(why, str):
                         emit_remark(self.remarks, s.op, f"'{s.name}' of '{sig.name}' not loaded by TMA: {why}; "
@@ -263,7 +281,7 @@ class WgmmaContractions(Pass):
                 s = parts.a if side == 0 else parts.b
                 emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got, stages, short))
 
-    def _decide(self, plan: _Analysis) -> WgmmaConfig | str:
+    def _decide(self, plan: _Analysis, parts=None) -> WgmmaConfig | str:
         if self.arch not in WGMMA_ARCHS:
             return (f"{self.arch} has no wgmma (an sm_90a feature: compile with --arch sm_90a); "
                     "kern-mma-contractions' mma.sync is used")
@@ -271,10 +289,15 @@ class WgmmaContractions(Pass):
             return (f"its block of {plan.block} threads is not 1 or 2 warpgroups of {WARPGROUP} "
                     "threads; kern-mma-contractions' mma.sync is used")
         n = self.block_n
+        integer = parts is not None and parts.kind.integer
         if n % 16 or not 16 <= n <= 256:
-            return f"block_n={n} is not an N of wgmma m64nNk16 taken here (16..256, a multiple of 16)"
-        c = WgmmaConfig(plan.block // WARPGROUP, n)
-        need = c.shared_bytes(2) + 2 * ATOM_BYTES
+            return (f"block_n={n} is not an N of wgmma m64nNk{WG_K_INT if integer else WG_K} taken here "
+                    "(16..256, a multiple of 16)")
+        if integer:  # s8/u8: 1-byte elements, one 128-byte row of 128 k a chunk (4 k32 steps)
+            c = WgmmaConfig(plan.block // WARPGROUP, n, ROW_BYTES, 1)
+        else:
+            c = WgmmaConfig(plan.block // WARPGROUP, n)
+        need = c.shared_bytes(c.elem_bytes) + 2 * ATOM_BYTES
         if need > SHARED_LIMIT:  # (the tiles' configuration: 48 KiB, with or without dynamic memory)
             return f"its tiles need {need} bytes of workgroup memory, more than {SHARED_LIMIT}"
         return c
@@ -292,7 +315,12 @@ def mn_major_sides(p, c: WgmmaConfig, tma_sides, on: bool = True) -> tuple[set, 
             continue
         X = c.bm if s.side == 0 else c.bn
         what = ("m" if s.side == 0 else "n")
-        if not on:
+        if p.kind.integer:
+            why[s.side] = (f"'{s.name}' staged K-major: wgmma reads {_kern_type(p)} operands K-major only (its "
+                           "transpose, imm-trans-a/-b, is for .f16/.bf16: PTX ISA 9.7.15.5), so with its read's "
+                           f"lanes along {what} each warp's 1-byte stores go down 128-byte rows (4-way bank "
+                           "conflicts)")
+        elif not on:
             why[s.side] = (f"'{s.name}' staged K-major (--no-wgmma-mn-major): its read's lanes run along "
                            f"{what}, so each warp's 2-byte stores go down 128-byte rows (4-way bank conflicts)")
         elif X % MN_ATOM:
@@ -308,9 +336,24 @@ def mn_major_sides(p, c: WgmmaConfig, tma_sides, on: bool = True) -> tuple[set, 
     return sides, why
 
 
+def _kern_type(p) -> str:
+    """The kern element type of the matched operands' kind (``i8`` for ``.s8``)."""
+    return "i8" if p.kind.ptx == "s8" else p.kind.ptx
+
+
 def _describe(sig, c: WgmmaConfig, p, mn=frozenset()) -> str:
     def major(side):
         return "MN-major" if side in mn else "K-major"
+    if p.kind.integer:
+        return (f"'{sig.name}' on sm_90a warpgroup tensor cores: {c.bm}x{c.bn} block tiles in chunks of "
+                f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k{c.wg_k} "
+                f"({p.kind.ptx}.{p.kind.ptx}: {_kern_type(p)} products, s32 sums) reading 128B-swizzled "
+                f"workgroup tiles of {p.a.name} ({c.bm}x{c.bk}, K-major) and {p.b.name} (transposed, "
+                f"{c.bn}x{c.bk}, K-major) through matrix descriptors; wgmma.wait_group 0 per chunk; the sums "
+                "are exact (i32 wrap-around, no .satfinite, as the loop's +=): bitwise the --no-tensor-cores "
+                "result in any order"
+                + ("; they start from 0 and each item's own start (its value before the loop) is added after "
+                   "them" if p.added else ""))
     return (f"'{sig.name}' on sm_90a warpgroup tensor cores: {c.bm}x{c.bn} block tiles in chunks of "
             f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k16 ({p.elem} products, "
             f"f32 sums) reading 128B-swizzled workgroup tiles of {p.a.name} ({c.bm}x{c.bk}, {major(0)}) and "
@@ -536,14 +579,14 @@ class _WgmmaRewrite(_Rewrite):
         group = b.arith.DivUIOp(tid, b.idx(WARPGROUP)).result
         first = {plan.coords[x]: v for x, v in coord.items()}
         ivs, lb, ub = tile_loop(plan, first)
-        f32 = ir.F32Type.get()
+        acc_e = ir.IntegerType.get_signless(32) if p.kind.integer else ir.F32Type.get()  # an accumulator
         nreg = c.bn // 2
-        acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * nreg) + ")>")
+        acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join([str(acc_e)] * nreg) + ")>")
         if p.init == 0.0 and math.copysign(1.0, p.init) > 0:  # (a -0.0 start stays -0.0: inserted)
             acc0 = ir.Operation.create("llvm.mlir.zero", results=[acc_t]).result
         else:
             acc0 = llvm_ops.undef(acc_t)
-            init = b.const(p.init, f32)
+            init = b.const(p.init, acc_e)
             for r in range(nreg):
                 acc0 = llvm_ops.insertvalue(acc0, init, [r])
         S = self.nstages
@@ -618,17 +661,18 @@ class _WgmmaRewrite(_Rewrite):
                         desc_b = self._descriptor(self.smem_b, b.mul(stage, b.idx(self._stage_bytes(1))))
             nvvm.WgmmaFenceAlignedOp()  # the accumulator registers are about to be read by wgmma
             acc = chunks.inner_iter_args[0]
-            ty = "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
-            for ks in range(c.bk // WG_K):
-                # K-major +32 bytes (16 k of a 128-byte row), MN-major +2048 (two 8-k atoms); the
-                # start-address field counts 16 bytes
-                step_a, step_b = (_i64(ks * (2 * MN_SBO if side in self.mn else 2 * WG_K) // 16) for side in (0, 1))
+            ty = p.kind.ptx if p.kind.integer else "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
+            for ks in range(c.bk // c.wg_k):
+                # K-major +32 bytes (16 k of f16/bf16, 32 of s8/u8, of a 128-byte row), MN-major +2048
+                # (two 8-k atoms); the start-address field counts 16 bytes
+                step_a, step_b = (_i64(ks * (2 * MN_SBO if side in self.mn else WG_K_BYTES) // 16) for side in (0, 1))
                 da = b.arith.AddIOp(desc_a, step_a).result if ks else desc_a
                 db = b.arith.AddIOp(desc_b, step_b).result if ks else desc_b
                 acc = nvvm.WgmmaMmaAsyncOp(
-                    acc_t, acc, da, db, _attr(f"#nvvm.shape<m = {WG_M}, n = {c.bn}, k = {WG_K}>"),
+                    acc_t, acc, da, db, _attr(f"#nvvm.shape<m = {WG_M}, n = {c.bn}, k = {c.wg_k}>"),
                     _attr(f"#nvvm.wgmma_type<{ty}>"), _attr(f"#nvvm.wgmma_type<{ty}>"),
-                    _attr("#nvvm.wgmma_type<f32>"), _attr("#nvvm.wgmma_scale_out<one>"),
+                    _attr(f"#nvvm.wgmma_type<{'s32' if p.kind.integer else 'f32'}>"),
+                    _attr("#nvvm.wgmma_scale_out<one>"),
                     _attr("#nvvm.wgmma_scale_in<one>"), _attr("#nvvm.wgmma_scale_in<one>"),
                     _attr(f"#nvvm.mma_layout<{'col' if 0 in self.mn else 'row'}>"),
                     _attr(f"#nvvm.mma_layout<{'row' if 1 in self.mn else 'col'}>")).result
@@ -655,7 +699,7 @@ class _WgmmaRewrite(_Rewrite):
                             _clone(op, m)
                         reg = e + 2 * h + 4 * nt
                         m[plan.loop.results[0]] = epilogue_sum(p, plan, m, ir.Operation.create(
-                            "llvm.extractvalue", results=[f32], operands=[out],
+                            "llvm.extractvalue", results=[acc_e], operands=[out],
                             attributes={"position": ir.DenseI64ArrayAttr.get([reg])}).result)
                         for op in plan.post:
                             _clone(op, m)
@@ -738,10 +782,11 @@ class _WgmmaRewrite(_Rewrite):
             within = b.add(b.add(b.mul(k8, b.idx(ROW_BYTES // 2)), b.mul(unit, b.idx(8))), b.and_(xl, b.idx(7)))
             slot = b.add(atoms, within)
             return kk, x, ok, slot, inside
-        chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
+        u = 16 // c.elem_bytes  # elements of a 16-byte unit: 8 (f16/bf16), 16 (i8/u8)
+        chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(u.bit_length() - 1)).result,
                                b.arith.AndIOp(xl, b.idx(7)).result).result
-        slot = b.add(b.add(b.mul(xl, b.idx(ROW_BYTES // 2)), b.mul(chunk, b.idx(8))),
-                     b.arith.AndIOp(kk, b.idx(7)).result)
+        slot = b.add(b.add(b.mul(xl, b.idx(ROW_BYTES // c.elem_bytes)), b.mul(chunk, b.idx(u))),
+                     b.arith.AndIOp(kk, b.idx(u - 1)).result)
         return kk, x, ok, slot, inside
 
 __all__ = ["WgmmaContractions", "WgmmaConfig", "descriptor", "swizzled_index", "mn_swizzled_index",
