@@ -8,6 +8,8 @@ elements agree; a wrong swizzle or fragment layout is a wrong CPU result."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from kernc.backend import toolkit
 from kernc.backend.interpreter import wgmma
 from kernc.compiler import Compilation, CompileOptions
 from kernc.passes.wgmma_contractions import ATOM_BYTES, SWIZZLE_128B, descriptor, swizzled_index
+from conftest import EXAMPLES, example_reference
 
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 
@@ -186,3 +189,53 @@ def test_ptxas_accepts_the_s8_wgmma_for_sm_90a_without_spills(builds, dtype):
     assert res.ok, res.log
     assert res.spills["g"] == (0, 0), res.log
     assert res.registers["g"] <= 128, res.log  # (99 measured: 64 accumulators)
+
+
+def _i8_conv(name: str) -> str:
+    """``examples/NAME.kern`` with i8 operands and i32 sums (``i32(x) * i32(w)``)."""
+    text = open(os.path.join(EXAMPLES, f"{name}.kern"), encoding="utf-8").read()
+    text = text.replace("f16[", "i8[").replace("f32[", "i32[").replace("let acc = 0.0;", "let acc: i32 = 0;")
+    if name == "conv2d_fwd_f16":
+        return (text.replace("acc += x.checked(", "acc += i32(x.checked(")
+                .replace("(m, kk))\n", "(m, kk)))\n").replace("* w[k, r, s, c];", "* i32(w[k, r, s, c]);"))
+    return (text.replace("acc += dy[k, m] * x.checked(", "acc += i32(dy[k, m]) * i32(x.checked(")
+            .replace("(m, kk));", "(m, kk)));"))
+
+
+@pytest.fixture(scope="module")
+def conv_builds():
+    return {name: (kernc.compile(_i8_conv(name), arch="sm_90a"), kernc.compile(_i8_conv(name), tensor_cores=False))
+            for name in ("conv2d_fwd_f16", "conv2d_wgrad_f16")}
+
+
+def test_i8_convolutions_on_wgmma_are_bitwise_the_loop(conv_builds):
+    """The loop nests and flattened sides (the im2col view) with 1-byte tiles: the forward
+    convolution (R*S*C = 30: one partial chunk) and the weight gradient (M = 70, both operands read
+    along their rows: staged K-major) bitwise the --no-tensor-cores build and the exact sums."""
+    conv = example_reference("conv_common")
+    geo = {"sh": 2, "sw": 1, "ph": 1, "pw": 0, "dh": 1, "dw": 2}
+    rng = np.random.default_rng(5)
+    (on, off), ref = conv_builds["conv2d_fwd_f16"], example_reference("conv2d_fwd_f16")
+    assert "nvvm.wgmma.mma_async" in on._compilation.gpu_ir()
+    N, H, W, C, K, R, S = 2, 7, 9, 5, 130, 3, 2
+    OH, OW = conv.output_extent(H, R, 2, 1, 1), conv.output_extent(W, S, 1, 0, 2)
+    x = rng.integers(-128, 128, (N, H, W, C)).astype(np.int8)
+    w = rng.integers(-128, 128, (K, R, S, C)).astype(np.int8)
+    ys = [np.full((N, OH, OW, K), -1, np.int32) for _ in range(2)]
+    for mod, y in zip((on, off), ys):
+        mod.conv2d_fwd_f16(x=x, w=w, y=y, **geo)
+    np.testing.assert_array_equal(ys[0], ys[1])
+    want = ref.conv2d_f64(x, w, OH, OW, (2, 1), (1, 0), (1, 2))  # exact: |sums| < 2^53
+    np.testing.assert_array_equal(ys[0].astype(np.int64), want.astype(np.int64))
+    (on, off), ref = conv_builds["conv2d_wgrad_f16"], example_reference("conv2d_wgrad_f16")
+    assert "nvvm.wgmma.mma_async" in on._compilation.gpu_ir()
+    N, OH, OW, C, K, R, S = 2, 5, 7, 7, 33, 3, 2
+    H, W = conv.input_extent(OH, R, 2, 1, 1), conv.input_extent(OW, S, 1, 0, 2)
+    inputs = {"x": rng.integers(-128, 128, (N, H, W, C)).astype(np.int8),
+              "dy": rng.integers(-128, 128, (N * OH * OW, K)).astype(np.int8), "OH": OH, "OW": OW, **geo}
+    gws = [np.full((K, R, S, C), -1, np.int32) for _ in range(2)]
+    for mod, gw in zip((on, off), gws):
+        mod.conv2d_wgrad_f16(gw=gw, **inputs)
+    np.testing.assert_array_equal(gws[0], gws[1])
+    want = ref.wgrad_f64(inputs["x"], inputs["dy"], *ref._geometry({**inputs, "gw": gws[0]}))
+    np.testing.assert_array_equal(gws[0].astype(np.int64), want.astype(np.int64))
