@@ -1,8 +1,10 @@
-"""``kern-wgmma-contractions``: f16/bf16 contractions on Hopper's warpgroup tensor cores (``wgmma``).
+"""``kern-wgmma-contractions``: f16/bf16 and i8/u8 contractions on Hopper's warpgroup tensor cores (``wgmma``).
 
 The contractions ``kern-mma-contractions`` takes (its matcher, :func:`~kernc.passes.mma_contractions._match`
 over :class:`~kernc.passes.tile_contractions._Analysis`, used here as is: ``acc += a[i, k] * b[k, j]``
-of f16 or bf16 reads summed in f32) run, on ``sm_90a``, as warpgroup matrix multiplies reading both
+of f16 or bf16 reads summed in f32, or ``acc += i32(a[i, k]) * i32(b[k, j])`` of i8 or u8 reads
+summed in i32 -- *integer kinds*, below; not ``@tf32`` f32 ones, which stay on ``mma.sync`` with a
+remark) run, on ``sm_90a``, as warpgroup matrix multiplies reading both
 operands from workgroup memory (PTX ISA 9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
 Instructions"). As there, ``i`` and ``j`` are each the flattened coordinates of one side and ``k`` a
 loop or a perfect nest collapsed into one (:func:`~kernc.passes.tile_contractions.collapse_nest`):
@@ -36,6 +38,21 @@ staged and where an item's code after the loop runs:
    ``(i0 + 64q + 16w + g + 8*((i>>1)&1), j0 + 8*(i>>2) + 2t + (i&1))`` (PTX ISA 9.7.15, "Register
    Fragments", the wgmma D matrix of m64nN: the m16n8 C layout of each warp's 16 rows, repeated
    along N); the code after the loop runs for it under ``i < M && j < N``.
+
+*Integer kinds* (i8/u8 operands, ``MmaKind.integer``): ``wgmma.mma_async.sync.aligned.m64nBNk32
+.s32.{s8,u8}.{s8,u8}`` (PTX ISA 9.7.15.5: N 8, 16, 24, 32 and the multiples of 16 to 256, so every
+``block_n`` taken here), ``i32`` accumulators (the same D fragment as f32's), no ``.satfinite``: the
+sums wrap as the loop's ``+=`` in i32 does, so they are exact and bitwise the loop's in any order.
+Elements are 1 byte, so a chunk is ``BK = 128`` k (one 128-byte row, :attr:`WgmmaConfig.bk`) and a
+tile the same 16 KiB; the K-major 128B layout is the same bytes in its 16-byte units, 16 elements a
+unit: element ``(r, k)`` at byte ``128*r + 16*((k/16) XOR (r%8)) + (k%16)`` (:func:`swizzled_index`
+with ``elem_bytes`` 1); the 4 ``k32`` steps of a chunk add ``32*s`` bytes, as f16's ``k16`` ones.
+Both tiles are K-major: the ISA transposes (``imm-trans-a``/``-b``) ``.f16``/``.bf16`` only, so an
+operand read along its rows keeps the 4-way conflicting K-major stores (:func:`mn_major_sides` says
+so at its read). No TMA (``--tma``): the boxes and ``expect_tx`` bytes here are of 2-byte elements,
+so both tiles are stored per thread, with a remark at each read. The epilogue adds an item's own
+start (``let acc = c[i, j];``) with ``arith.addi``. ptxas ``sm_90a``: 99 registers (gemm i8/u8,
+``block_n`` 128; 38 at 16, 205 at 256), the i8 convolutions 118 (fwd) and 145 (wgrad), 0 spills.
 
 Cost (ptxas ``sm_90a``, the gemm examples): 101 registers at ``block_n = 128`` (64 accumulators; the
 staging is a loop over rounds of slots, not unrolled: unrolled, every round's address stayed live
@@ -163,7 +180,8 @@ def swizzled_index(r: int, k: int, elem_bytes: int = 2) -> int:
 
 @dataclass(frozen=True)
 class WgmmaConfig:
-    """``W`` warpgroups, a ``64W x bn`` block tile, chunks of 64. The ``wm``/``wn``/``warp_*``/``mt``/
+    """``W`` warpgroups, a ``64W x bn`` block tile, chunks of ``bk`` (64 of 2-byte, 128 of 1-byte
+    elements: one 128-byte row). The ``wm``/``wn``/``warp_*``/``mt``/
     ``nt`` fields are those :class:`~kernc.passes.mma_contractions._Rewrite` reads (the tile loop,
     the item mapping): each warp owns 16 rows and all ``bn`` columns; the workgroup tiles' sizes
     are :meth:`_WgmmaRewrite._stages` (``bm x bk`` and ``bn x bk``, K-major)."""
@@ -203,11 +221,13 @@ class WgmmaConfig:
 
 @dataclass
 class WgmmaContractions(Pass):
-    """Run the f16/bf16 contractions ``kern-mma-contractions`` matches with warpgroup ``wgmma``
-    (m64nNk16, f32 accumulators) from 128B-swizzled K-major workgroup tiles, on ``sm_90a``."""
+    """Run the f16/bf16 (m64nNk16, f32 accumulators) and i8/u8 (m64nNk32, s32 accumulators)
+    contractions ``kern-mma-contractions`` matches with warpgroup ``wgmma`` from 128B-swizzled
+    workgroup tiles, on ``sm_90a``."""
 
     name = "kern-wgmma-contractions"
-    summary = "f16/bf16 contraction loops on sm_90a warpgroup tensor cores: wgmma m64nNk16 from swizzled workgroup tiles"
+    summary = ("f16/bf16 and i8/u8 contraction loops on sm_90a warpgroup tensor cores: wgmma m64nNk16/k32 "
+               "from swizzled workgroup tiles")
 
     #: the target (``kernc compile --arch``): wgmma on ``sm_90a`` only
     arch: str = option("sm_90a", choices=tuple(PTX_VERSION))
@@ -366,7 +386,8 @@ def _describe(sig, c: WgmmaConfig, p, mn=frozenset()) -> str:
 
 def tma_bytes(c: WgmmaConfig, tma_sides, stages: int) -> int:
     """Bytes of workgroup memory of the tiles and mbarriers with the TMA'd sides ``tma_sides`` (0:
-    the ``bm x 64`` tile, 1: the ``bn x 64`` one, 2-byte elements) in ``stages`` buffers each: the
+    the ``bm x 64`` tile, 1: the ``bn x 64`` one, 2-byte elements: the integer kinds are never
+    TMA'd) in ``stages`` buffers each: the
     tiles (each a multiple of 1024 bytes, so their 1024-byte alignment adds nothing) and one 8-byte
     mbarrier per stage, allocated last."""
     tiles = sum(2 * (c.bm if side == 0 else c.bn) * c.bk * (stages if side in tma_sides else 1)
@@ -530,7 +551,7 @@ class _WgmmaRewrite(_Rewrite):
         self.maps = {}
 
     def _stages(self) -> list[_Stage]:
-        """Both tiles K-major, rows of ``bk`` (64) elements without padding (the 128B swizzle
+        """Both tiles K-major, rows of ``bk`` (64, or 128 of 1-byte elements: 128 bytes) without padding (the 128B swizzle
         spreads an ldmatrix-free wgmma's reads; :func:`swizzled_index` places the elements); a
         TMA'd side's buffer holds its ``nstages`` tiles one after another (stage ``s`` at row
         ``s * X``: ``128 * X * s`` bytes, a multiple of 1024)."""
@@ -765,10 +786,11 @@ class _WgmmaRewrite(_Rewrite):
         return b.arith.OrIOp(start, _i64(rest - (1 << 64) if rest >= 1 << 63 else rest)).result
 
     def _slot(self, s, x0, e, ext, X: int) -> tuple:
-        """Slot ``e`` of the cooperative load of staged read ``s`` into its ``X x 64`` tile (``X`` =
-        ``bm`` or ``bn``): ``(kk, x, in_range, smem index, inside)`` (``inside``: ``e < X*64``, ``None``
-        where the block's rounds cover the tile exactly), the lanes of a warp along the read's
-        unit-stride coordinate, stored at :func:`swizzled_index` ``(x, kk)``."""
+        """Slot ``e`` of the cooperative load of staged read ``s`` into its ``X x bk`` tile (``X`` =
+        ``bm`` or ``bn``; ``bk`` 64, or 128 for 1-byte elements): ``(kk, x, in_range, smem index,
+        inside)`` (``inside``: ``e < X*bk``, ``None`` where the block's rounds cover the tile exactly),
+        the lanes of a warp along the read's unit-stride coordinate, stored at :func:`swizzled_index`
+        ``(x, kk, elem_bytes)``."""
         c, plan = self.c, self.plan
         total = c.bk * X
         kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], ext[s.side])
