@@ -52,7 +52,7 @@ operand read along its rows keeps the 4-way conflicting K-major stores (:func:`m
 so at its read). No TMA (``--tma``): the boxes and ``expect_tx`` bytes here are of 2-byte elements,
 so both tiles are stored per thread, with a remark at each read. The epilogue adds an item's own
 start (``let acc = c[i, j];``) with ``arith.addi``. ptxas ``sm_90a``: 99 registers (gemm i8/u8,
-``block_n`` 128; 38 at 16, 205 at 256), the i8 convolutions 118 (fwd) and 145 (wgrad), 0 spills.
+``block_n`` 128; 38 at 16, 162 at 240; 156 at 256 on one warpgroup: two need 48 KiB of tiles), the i8 convolutions 118 (fwd) and 145 (wgrad), 0 spills.
 
 Cost (ptxas ``sm_90a``, the gemm examples): 101 registers at ``block_n = 128`` (64 accumulators; the
 staging is a loop over rounds of slots, not unrolled: unrolled, every round's address stayed live

@@ -239,3 +239,76 @@ def test_i8_convolutions_on_wgmma_are_bitwise_the_loop(conv_builds):
     np.testing.assert_array_equal(gws[0], gws[1])
     want = ref.wgrad_f64(inputs["x"], inputs["dy"], *ref._geometry({**inputs, "gw": gws[0]}))
     np.testing.assert_array_equal(gws[0].astype(np.int64), want.astype(np.int64))
+
+
+WAIT = "nvvm.wgmma.wait.group.sync.aligned 0"
+
+
+def _run_ir(text: str, M: int, K: int, N: int):
+    """The i8 gemm's GPU IR ``text`` on the CPU interpreter, one block of 256 threads: ``(a, b, c)``."""
+    from kernc.backend.interpreter import Interpreter
+    from kernc.compiler import context
+    from kernc.support.mlir import ir
+
+    with context():
+        it = Interpreter(ir.Module.parse(text))
+    a, b = _inputs("i8", M, K, N, seed=4)
+    c = np.zeros(M * N, np.int32)
+    it.run("g", 1, 256, [a.reshape(-1), b.reshape(-1), c, M, K, N])
+    return a, b, c.reshape(M, N)
+
+
+def test_the_async_rules_hold_for_the_integer_wgmma(builds):
+    """As for f16 (test_gemm_wgmma.py): the pass's IR runs; without its wait the epilogue reads
+    pending accumulators, with wait_group 1 the next chunk's stores overwrite a pending wgmma's
+    1-byte tile (K = 200: two chunks of 128)."""
+    from kernc.support.errors import KerncRuntimeError
+
+    text = builds["i8"][0]._compilation.gpu_ir()
+    assert text.count(WAIT) == 1
+    a, b, c = _run_ir(text, 20, 200, 24)
+    np.testing.assert_array_equal(c, _exact(a, b))
+    with pytest.raises(KerncRuntimeError, match=r"reads the accumulators of the wgmma\.mma_async at "):
+        _run_ir(text.replace(WAIT, ""), 20, 200, 24)
+    with pytest.raises(KerncRuntimeError, match="overwritten before the wgmma.wait_group"):
+        _run_ir(text.replace(WAIT, WAIT[:-1] + "1"), 20, 200, 24)
+
+
+def test_one_warpgroup_u8():
+    """``@block(128)``: one warpgroup, 64x128 tiles (A at row 0 only)."""
+    mod = kernc.compile(SOURCES["u8"].replace("kernel g", "@block(128) kernel g"), arch="sm_90a")
+    assert mod._compilation.signatures["g"].tiles == [["M", 64], ["N", 128]]
+    a, b = _inputs("u8", 70, 300, 130, seed=6)
+    c = np.full((70, 130), -1, np.int32)
+    assert mod.g(a, b, c).block == 128
+    np.testing.assert_array_equal(c, _exact(a, b))
+
+
+@pytest.mark.parametrize("block_n", [16, 256])
+def test_other_instruction_widths(monkeypatch, block_n):
+    """block_n (the N of m64nNk32; 16 and 256 are in the ISA's integer list) 16 and 256 (one
+    warpgroup: two would need 48 KiB of tiles): other tiles, other D fragments (8 and 128
+    registers), the same exact sums; ptxas takes both."""
+    from kernc.passes import pipeline
+    from kernc.passes.wgmma_contractions import WgmmaContractions
+
+    real = pipeline.kern_to_gpu
+
+    def narrow(**kw):
+        passes = real(**kw)
+        for p in passes:
+            if p.name == WgmmaContractions.name:  # (an OnDemand: the pass it builds)
+                p.built().block_n = block_n
+        return passes
+    monkeypatch.setattr(pipeline, "kern_to_gpu", narrow)
+    src = SOURCES["i8"].replace("kernel g", "@block(128) kernel g") if block_n == 256 else SOURCES["i8"]
+    mod = Module(Compilation(src, "narrow.kern", CompileOptions(arch="sm_90a"), use_cache=False))
+    assert f"<m = 64, n = {block_n}, k = 32>" in mod._compilation.gpu_ir()
+    a, b = _inputs("i8", 70, 140, 270, seed=7)
+    c = np.zeros((70, 270), np.int32)
+    bm = 64 if block_n == 256 else 128
+    assert mod.g(a, b, c).grid == -(-70 // bm) * -(-270 // block_n)
+    np.testing.assert_array_equal(c, _exact(a, b))
+    if toolkit.ptxas_path() is not None:
+        res = toolkit.run_ptxas(mod.ptx, "sm_90a")
+        assert res.ok and res.spills["g"] == (0, 0), res.log
