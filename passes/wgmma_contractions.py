@@ -301,7 +301,7 @@ class WgmmaContractions(Pass):
                 s = parts.a if side == 0 else parts.b
                 emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got, stages, short))
 
-    def _decide(self, plan: _Analysis, parts=None) -> WgmmaConfig | str:
+    def _decide(self, plan: _Analysis, parts) -> WgmmaConfig | str:
         if self.arch not in WGMMA_ARCHS:
             return (f"{self.arch} has no wgmma (an sm_90a feature: compile with --arch sm_90a); "
                     "kern-mma-contractions' mma.sync is used")
@@ -309,7 +309,7 @@ class WgmmaContractions(Pass):
             return (f"its block of {plan.block} threads is not 1 or 2 warpgroups of {WARPGROUP} "
                     "threads; kern-mma-contractions' mma.sync is used")
         n = self.block_n
-        integer = parts is not None and parts.kind.integer
+        integer = parts.kind.integer
         if n % 16 or not 16 <= n <= 256:
             return (f"block_n={n} is not an N of wgmma m64nNk{WG_K_INT if integer else WG_K} taken here "
                     "(16..256, a multiple of 16)")

@@ -169,6 +169,17 @@ def test_the_remarks(capsys, dtype):
                 "has no TMA box built here") in err, err
 
 
+def test_tma_builds_run_with_their_tiles_stored():
+    """``tma=True``: the same per-thread staged build (no tensor map parameter), the same result."""
+    mod = kernc.compile(SOURCES["u8"], arch="sm_90a", tma=True)
+    assert not mod._compilation.signatures["g"].extra
+    a, b = _inputs("u8", 70, 130, 50, seed=8)
+    c = np.zeros((70, 50), np.int32)
+    result = mod.g(a, b, c)
+    assert result.tensor_cores == "wgmma" and not result.tma
+    np.testing.assert_array_equal(c, _exact(a, b))
+
+
 def test_no_wgmma_and_other_targets_keep_mma_sync(capsys):
     for kw in (dict(wgmma=False), dict(arch="sm_90")):
         comp = Compilation(SOURCES["i8"], "t.kern", CompileOptions(remarks=True, **{"arch": "sm_90a", **kw}),
