@@ -122,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "kernel's @tensor_cores)")
     # kern-wgmma-contractions
     c.add_argument("--no-wgmma", action="store_true",
-                   help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (they take "
-                        "mma.sync instead)")
+                   help="do not run f16/bf16/i8/u8 contractions as warpgroup wgmma on sm_90a (they "
+                        "take mma.sync instead)")
     c.add_argument("--tma", action="store_true",
                    help="load the wgmma operand tiles that are boxes of their views with the tensor "
                         "memory accelerator (cp.async.bulk.tensor on an mbarrier; sm_90a)")
@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not run f16/bf16/i8 (and @tf32 f32) contractions on tensor cores (mma.sync; "
                         "compare --stats)")
     r.add_argument("--no-wgmma", action="store_true",
-                   help="do not run f16/bf16 contractions as warpgroup wgmma on sm_90a (compare --stats)")
+                   help="do not run f16/bf16/i8/u8 contractions as warpgroup wgmma on sm_90a (compare --stats)")
     r.add_argument("--tma", action="store_true",
                    help="load the wgmma operand tiles by the tensor memory accelerator (sm_90a)")
     r.add_argument("--tma-stages", type=ascii_int_option, default=2, choices=range(1, 9), metavar="{1..8}",

@@ -1,8 +1,10 @@
-"""``kern-wgmma-contractions``: f16/bf16 contractions on Hopper's warpgroup tensor cores (``wgmma``).
+"""``kern-wgmma-contractions``: f16/bf16 and i8/u8 contractions on Hopper's warpgroup tensor cores (``wgmma``).
 
 The contractions ``kern-mma-contractions`` takes (its matcher, :func:`~kernc.passes.mma_contractions._match`
 over :class:`~kernc.passes.tile_contractions._Analysis`, used here as is: ``acc += a[i, k] * b[k, j]``
-of f16 or bf16 reads summed in f32) run, on ``sm_90a``, as warpgroup matrix multiplies reading both
+of f16 or bf16 reads summed in f32, or ``acc += i32(a[i, k]) * i32(b[k, j])`` of i8 or u8 reads
+summed in i32 -- *integer kinds*, below; not ``@tf32`` f32 ones, which stay on ``mma.sync`` with a
+remark) run, on ``sm_90a``, as warpgroup matrix multiplies reading both
 operands from workgroup memory (PTX ISA 9.7.15, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
 Instructions"). As there, ``i`` and ``j`` are each the flattened coordinates of one side and ``k`` a
 loop or a perfect nest collapsed into one (:func:`~kernc.passes.tile_contractions.collapse_nest`):
@@ -36,6 +38,21 @@ staged and where an item's code after the loop runs:
    ``(i0 + 64q + 16w + g + 8*((i>>1)&1), j0 + 8*(i>>2) + 2t + (i&1))`` (PTX ISA 9.7.15, "Register
    Fragments", the wgmma D matrix of m64nN: the m16n8 C layout of each warp's 16 rows, repeated
    along N); the code after the loop runs for it under ``i < M && j < N``.
+
+*Integer kinds* (i8/u8 operands, ``MmaKind.integer``): ``wgmma.mma_async.sync.aligned.m64nBNk32
+.s32.{s8,u8}.{s8,u8}`` (PTX ISA 9.7.15.5: N 8, 16, 24, 32 and the multiples of 16 to 256, so every
+``block_n`` taken here), ``i32`` accumulators (the same D fragment as f32's), no ``.satfinite``: the
+sums wrap as the loop's ``+=`` in i32 does, so they are exact and bitwise the loop's in any order.
+Elements are 1 byte, so a chunk is ``BK = 128`` k (one 128-byte row, :attr:`WgmmaConfig.bk`) and a
+tile the same 16 KiB; the K-major 128B layout is the same bytes in its 16-byte units, 16 elements a
+unit: element ``(r, k)`` at byte ``128*r + 16*((k/16) XOR (r%8)) + (k%16)`` (:func:`swizzled_index`
+with ``elem_bytes`` 1); the 4 ``k32`` steps of a chunk add ``32*s`` bytes, as f16's ``k16`` ones.
+Both tiles are K-major: the ISA transposes (``imm-trans-a``/``-b``) ``.f16``/``.bf16`` only, so an
+operand read along its rows keeps the 4-way conflicting K-major stores (:func:`mn_major_sides` says
+so at its read). No TMA (``--tma``): the boxes and ``expect_tx`` bytes here are of 2-byte elements,
+so both tiles are stored per thread, with a remark at each read. The epilogue adds an item's own
+start (``let acc = c[i, j];``) with ``arith.addi``. ptxas ``sm_90a``: 99 registers (gemm i8/u8,
+``block_n`` 128; 38 at 16, 162 at 240; 156 at 256 on one warpgroup: two need 48 KiB of tiles), the i8 convolutions 118 (fwd) and 145 (wgrad), 0 spills.
 
 Cost (ptxas ``sm_90a``, the gemm examples): 101 registers at ``block_n = 128`` (64 accumulators; the
 staging is a loop over rounds of slots, not unrolled: unrolled, every round's address stayed live
@@ -127,8 +144,11 @@ nvvm = lazy_dialect("nvvm")  # (loaded when a kernel is rewritten: sm_90a only)
 
 #: Threads of a warpgroup (4 consecutive warps, the first a multiple of 4).
 WARPGROUP = 128
-#: The instruction's m and k (f16/bf16: m64nNk16).
+#: The instruction's m and k (f16/bf16: m64nNk16; s8/u8: m64nNk32, :data:`WG_K_INT`).
 WG_M, WG_K = 64, 16
+#: The k of the integer shapes (s8/u8 operands, s32 accumulators: m64nNk32), and the bytes of k
+#: one instruction reads of each row (both kinds: 32, the descriptor step per instruction).
+WG_K_INT, WG_K_BYTES = 32, 32
 #: The k chunk staged per step: one 128-byte swizzle row of 2-byte elements.
 BK = 64
 #: Bytes of a row of a staged tile, of an 8-row swizzle atom (the stride byte offset).
@@ -159,15 +179,19 @@ def mn_swizzled_index(r: int, k: int) -> int:
             + ((((r & 63) >> 3) ^ (k & 7)) << 3) + (r & 7))
 
 
-def swizzled_index(r: int, k: int) -> int:
-    """Element index of ``(r, k)`` (``k < 64``) in a K-major 128B-swizzled tile of 2-byte elements
-    (the module docstring, step 2)."""
-    return r * (ROW_BYTES // 2) + (((k >> 3) ^ (r & 7)) << 3) + (k & 7)
+def swizzled_index(r: int, k: int, elem_bytes: int = 2) -> int:
+    """Element index of ``(r, k)`` (``k < 128 / elem_bytes``: one 128-byte row) in a K-major
+    128B-swizzled tile of ``elem_bytes``-byte elements (the module docstring, step 2): byte
+    ``128*r + 16*((k/u) XOR (r%8)) + elem_bytes*(k%u)``, ``u = 16 / elem_bytes`` elements a 16-byte
+    unit (8 of f16/bf16, 16 of i8/u8)."""
+    u = 16 // elem_bytes
+    return r * (ROW_BYTES // elem_bytes) + (((k // u) ^ (r & 7)) * u) + (k % u)
 
 
 @dataclass(frozen=True)
 class WgmmaConfig:
-    """``W`` warpgroups, a ``64W x bn`` block tile, chunks of 64. The ``wm``/``wn``/``warp_*``/``mt``/
+    """``W`` warpgroups, a ``64W x bn`` block tile, chunks of ``bk`` (64 of 2-byte, 128 of 1-byte
+    elements: one 128-byte row). The ``wm``/``wn``/``warp_*``/``mt``/
     ``nt`` fields are those :class:`~kernc.passes.mma_contractions._Rewrite` reads (the tile loop,
     the item mapping): each warp owns 16 rows and all ``bn`` columns; the workgroup tiles' sizes
     are :meth:`_WgmmaRewrite._stages` (``bm x bk`` and ``bn x bk``, K-major)."""
@@ -175,10 +199,17 @@ class WgmmaConfig:
     groups: int
     bn: int
     bk: int = BK
+    #: bytes of an operand element: 2 (f16/bf16), 1 (i8/u8: ``bk`` 128, one 128-byte row)
+    elem_bytes: int = 2
 
     @property
     def bm(self) -> int:
         return WG_M * self.groups
+
+    @property
+    def wg_k(self) -> int:
+        """The instruction's k: 32 bytes of k (k16 of f16/bf16, k32 of s8/u8; PTX ISA 9.7.15.5)."""
+        return WG_K_BYTES // self.elem_bytes
 
     wn, warp_m, mt = 1, 16, 1
 
@@ -200,11 +231,13 @@ class WgmmaConfig:
 
 @dataclass
 class WgmmaContractions(Pass):
-    """Run the f16/bf16 contractions ``kern-mma-contractions`` matches with warpgroup ``wgmma``
-    (m64nNk16, f32 accumulators) from 128B-swizzled K-major workgroup tiles, on ``sm_90a``."""
+    """Run the f16/bf16 (m64nNk16, f32 accumulators) and i8/u8 (m64nNk32, s32 accumulators)
+    contractions ``kern-mma-contractions`` matches with warpgroup ``wgmma`` from 128B-swizzled
+    workgroup tiles, on ``sm_90a``."""
 
     name = "kern-wgmma-contractions"
-    summary = "f16/bf16 contraction loops on sm_90a warpgroup tensor cores: wgmma m64nNk16 from swizzled workgroup tiles"
+    summary = ("f16/bf16 and i8/u8 contraction loops on sm_90a warpgroup tensor cores: wgmma m64nNk16/k32 "
+               "from swizzled workgroup tiles")
 
     #: the target (``kernc compile --arch``): wgmma on ``sm_90a`` only
     arch: str = option("sm_90a", choices=tuple(PTX_VERSION))
@@ -239,20 +272,25 @@ class WgmmaContractions(Pass):
             parts = _match(plan, "tf32" in (sig.tensor_cores or {}))
             if isinstance(parts, str):
                 continue  # the same
-            if not isinstance(parts.elem, (ir.F16Type, ir.BF16Type)):
-                # i8/u8 (and @tf32 f32) contractions: wgmma has those shapes, this pass not yet
-                kern_type = {"s8": "i8", "tf32": "f32"}.get(parts.kind.ptx, parts.kind.ptx)
+            if parts.kind.ptx == "tf32":
+                # @tf32 f32 contractions: wgmma has m64nNk8 .tf32, this pass does not build it
                 emit_remark(self.remarks, plan.loop,
-                            f"not using wgmma for '{sig.name}': its {kern_type} operands take "
-                            "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16 only)")
+                            f"not using wgmma for '{sig.name}': its f32 operands take "
+                            "kern-mma-contractions' mma.sync (wgmma is built here for f16/bf16/i8/u8)")
                 continue
-            got = self._decide(plan)
+            got = self._decide(plan, parts)
             if isinstance(got, str):
                 emit_remark(self.remarks, plan.loop, f"not using wgmma for '{sig.name}': {got}")
                 continue
             tma = {}
             if self.tma:
                 for s in (parts.a, parts.b):
+                    if got.elem_bytes != 2:  # (_tma_map's boxes and expect_tx are of 2-byte elements)
+                        emit_remark(self.remarks, s.op, f"'{s.name}' of '{sig.name}' not loaded by TMA: its "
+                                    f"{_kern_type(parts)} tile (1-byte elements, 128 k a 128-byte row) has no TMA "
+                                    "box built here (the boxes are of 2-byte f16/bf16 elements); its tile is "
+                                    "staged by per-thread stores")
+                        continue
                     why = _tma_map(fn, sig, plan, s, got, self.mn_major)
                     if s.side == 1 and not isinstance(why, str) and _minus_zero_start(parts):
                         why = ("its loop may start from -0.0 (the item's own value, or -0.0): past K its tile must "
@@ -277,7 +315,7 @@ class WgmmaContractions(Pass):
                 s = parts.a if side == 0 else parts.b
                 emit_remark(self.remarks, at_read[side], _describe_tma(sig, s, m, got, stages, short, len(tma) < 2))
 
-    def _decide(self, plan: _Analysis) -> WgmmaConfig | str:
+    def _decide(self, plan: _Analysis, parts) -> WgmmaConfig | str:
         if self.arch not in WGMMA_ARCHS:
             return (f"{self.arch} has no wgmma (an sm_90a feature: compile with --arch sm_90a); "
                     "kern-mma-contractions' mma.sync is used")
@@ -285,10 +323,15 @@ class WgmmaContractions(Pass):
             return (f"its block of {plan.block} threads is not 1 or 2 warpgroups of {WARPGROUP} "
                     "threads; kern-mma-contractions' mma.sync is used")
         n = self.block_n
+        integer = parts.kind.integer
         if n % 16 or not 16 <= n <= 256:
-            return f"block_n={n} is not an N of wgmma m64nNk16 taken here (16..256, a multiple of 16)"
-        c = WgmmaConfig(plan.block // WARPGROUP, n)
-        need = c.shared_bytes(2) + 2 * ATOM_BYTES
+            return (f"block_n={n} is not an N of wgmma m64nNk{WG_K_INT if integer else WG_K} taken here "
+                    "(16..256, a multiple of 16)")
+        if integer:  # s8/u8: 1-byte elements, one 128-byte row of 128 k a chunk (4 k32 steps)
+            c = WgmmaConfig(plan.block // WARPGROUP, n, ROW_BYTES, 1)
+        else:
+            c = WgmmaConfig(plan.block // WARPGROUP, n)
+        need = c.shared_bytes(c.elem_bytes) + 2 * ATOM_BYTES
         if need > SHARED_LIMIT:  # (the tiles' configuration: 48 KiB, with or without dynamic memory)
             return f"its tiles need {need} bytes of workgroup memory, more than {SHARED_LIMIT}"
         return c
@@ -306,7 +349,12 @@ def mn_major_sides(p, c: WgmmaConfig, tma_sides, on: bool = True) -> tuple[set, 
             continue
         X = c.bm if s.side == 0 else c.bn
         what = ("m" if s.side == 0 else "n")
-        if not on:
+        if p.kind.integer:
+            why[s.side] = (f"'{s.name}' staged K-major: wgmma reads {_kern_type(p)} operands K-major only (its "
+                           "transpose, imm-trans-a/-b, is for .f16/.bf16: PTX ISA 9.7.15.5), so with its read's "
+                           f"lanes along {what} each warp's 1-byte stores go down 128-byte rows (4-way bank "
+                           "conflicts)")
+        elif not on:
             why[s.side] = (f"'{s.name}' staged K-major (--no-wgmma-mn-major): its read's lanes run along "
                            f"{what}, so each warp's 2-byte stores go down 128-byte rows (4-way bank conflicts)")
         elif X % MN_ATOM:
@@ -322,9 +370,24 @@ def mn_major_sides(p, c: WgmmaConfig, tma_sides, on: bool = True) -> tuple[set, 
     return sides, why
 
 
+def _kern_type(p) -> str:
+    """The kern element type of the matched operands' kind (``i8`` for ``.s8``)."""
+    return "i8" if p.kind.ptx == "s8" else p.kind.ptx
+
+
 def _describe(sig, c: WgmmaConfig, p, mn=frozenset()) -> str:
     def major(side):
         return "MN-major" if side in mn else "K-major"
+    if p.kind.integer:
+        return (f"'{sig.name}' on sm_90a warpgroup tensor cores: {c.bm}x{c.bn} block tiles in chunks of "
+                f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k{c.wg_k} "
+                f"({p.kind.ptx}.{p.kind.ptx}: {_kern_type(p)} products, s32 sums) reading 128B-swizzled "
+                f"workgroup tiles of {p.a.name} ({c.bm}x{c.bk}, K-major) and {p.b.name} (transposed, "
+                f"{c.bn}x{c.bk}, K-major) through matrix descriptors; wgmma.wait_group 0 per chunk; the sums "
+                "are exact (i32 wrap-around, no .satfinite, as the loop's +=): bitwise the --no-tensor-cores "
+                "result in any order"
+                + ("; they start from 0 and each item's own start (its value before the loop) is added after "
+                   "them" if p.added else ""))
     return (f"'{sig.name}' on sm_90a warpgroup tensor cores: {c.bm}x{c.bn} block tiles in chunks of "
             f"{c.bk} of k, {c.groups} warpgroup(s) of wgmma.mma_async m64n{c.bn}k16 ({p.elem} products, "
             f"f32 sums) reading 128B-swizzled workgroup tiles of {p.a.name} ({c.bm}x{c.bk}, {major(0)}) and "
@@ -337,7 +400,8 @@ def _describe(sig, c: WgmmaConfig, p, mn=frozenset()) -> str:
 
 def tma_bytes(c: WgmmaConfig, tma_sides, stages: int) -> int:
     """Bytes of workgroup memory of the tiles and mbarriers with the TMA'd sides ``tma_sides`` (0:
-    the ``bm x 64`` tile, 1: the ``bn x 64`` one, 2-byte elements) in ``stages`` buffers each: the
+    the ``bm x 64`` tile, 1: the ``bn x 64`` one, 2-byte elements: the integer kinds are never
+    TMA'd) in ``stages`` buffers each: the
     tiles (each a multiple of 1024 bytes, so their 1024-byte alignment adds nothing) and one 8-byte
     mbarrier per stage, allocated last."""
     tiles = sum(2 * (c.bm if side == 0 else c.bn) * c.bk * (stages if side in tma_sides else 1)
@@ -469,6 +533,8 @@ def _minus_zero_start(p) -> bool:
     literal): then its ``(k, j)`` tile's pad past K must be ``-0.0`` (:func:`pad_value`; with ``+0.0``
     a sum of only ``-0.0`` products would end ``+0.0``), which a TMA box's zero fill is not. A sum
     from any other start is never ``-0.0`` (IEEE 754: ``x + y`` is ``-0.0`` only for two ``-0.0``)."""
+    if p.kind.integer:
+        return False
     return p.added or (p.init == 0 and math.copysign(1.0, p.init) < 0)
 
 
@@ -556,7 +622,7 @@ class _WgmmaRewrite(_Rewrite):
         self.maps = {}
 
     def _stages(self) -> list[_Stage]:
-        """Both tiles K-major, rows of ``bk`` (64) elements without padding (the 128B swizzle
+        """Both tiles K-major, rows of ``bk`` (64, or 128 of 1-byte elements: 128 bytes) without padding (the 128B swizzle
         spreads an ldmatrix-free wgmma's reads; :func:`swizzled_index` places the elements); a
         TMA'd side's buffer holds its ``nstages`` tiles one after another (stage ``s`` at row
         ``s * X``: ``128 * X * s`` bytes, a multiple of 1024)."""
@@ -609,14 +675,14 @@ class _WgmmaRewrite(_Rewrite):
         first = {plan.coords[x]: v for x, v in coord.items()}
         ivs, lb, ub = tile_loop(plan, first)
         self.ivs_at = ivs
-        f32 = ir.F32Type.get()
+        acc_e = ir.IntegerType.get_signless(32) if p.kind.integer else ir.F32Type.get()  # an accumulator
         nreg = c.bn // 2
-        acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * nreg) + ")>")
+        acc_t = ir.Type.parse("!llvm.struct<(" + ", ".join([str(acc_e)] * nreg) + ")>")
         if p.init == 0.0 and math.copysign(1.0, p.init) > 0:  # (a -0.0 start stays -0.0: inserted)
             acc0 = ir.Operation.create("llvm.mlir.zero", results=[acc_t]).result
         else:
             acc0 = llvm_ops.undef(acc_t)
-            init = b.const(p.init, f32)
+            init = b.const(p.init, acc_e)
             for r in range(nreg):
                 acc0 = llvm_ops.insertvalue(acc0, init, [r])
         S = self.nstages
@@ -692,17 +758,18 @@ class _WgmmaRewrite(_Rewrite):
                         desc_b = self._descriptor(self.smem_b, b.mul(stage, b.idx(self._stage_bytes(1))), 1 in self.mn)
             nvvm.WgmmaFenceAlignedOp()  # the accumulator registers are about to be read by wgmma
             acc = chunks.inner_iter_args[0]
-            ty = "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
-            for ks in range(c.bk // WG_K):
-                # K-major +32 bytes (16 k of a 128-byte row), MN-major +2048 (two 8-k atoms); the
-                # start-address field counts 16 bytes
-                step_a, step_b = (_i64(ks * (2 * MN_SBO if side in self.mn else 2 * WG_K) // 16) for side in (0, 1))
+            ty = p.kind.ptx if p.kind.integer else "bf16" if isinstance(p.elem, ir.BF16Type) else "f16"
+            for ks in range(c.bk // c.wg_k):
+                # K-major +32 bytes (16 k of f16/bf16, 32 of s8/u8, of a 128-byte row), MN-major +2048
+                # (two 8-k atoms); the start-address field counts 16 bytes
+                step_a, step_b = (_i64(ks * (2 * MN_SBO if side in self.mn else WG_K_BYTES) // 16) for side in (0, 1))
                 da = b.arith.AddIOp(desc_a, step_a).result if ks else desc_a
                 db = b.arith.AddIOp(desc_b, step_b).result if ks else desc_b
                 acc = nvvm.WgmmaMmaAsyncOp(
-                    acc_t, acc, da, db, _attr(f"#nvvm.shape<m = {WG_M}, n = {c.bn}, k = {WG_K}>"),
+                    acc_t, acc, da, db, _attr(f"#nvvm.shape<m = {WG_M}, n = {c.bn}, k = {c.wg_k}>"),
                     _attr(f"#nvvm.wgmma_type<{ty}>"), _attr(f"#nvvm.wgmma_type<{ty}>"),
-                    _attr("#nvvm.wgmma_type<f32>"), _attr("#nvvm.wgmma_scale_out<one>"),
+                    _attr(f"#nvvm.wgmma_type<{'s32' if p.kind.integer else 'f32'}>"),
+                    _attr("#nvvm.wgmma_scale_out<one>"),
                     _attr("#nvvm.wgmma_scale_in<one>"), _attr("#nvvm.wgmma_scale_in<one>"),
                     _attr(f"#nvvm.mma_layout<{'col' if 0 in self.mn else 'row'}>"),
                     _attr(f"#nvvm.mma_layout<{'row' if 1 in self.mn else 'col'}>")).result
@@ -729,7 +796,7 @@ class _WgmmaRewrite(_Rewrite):
                             _clone(op, m)
                         reg = e + 2 * h + 4 * nt
                         m[plan.loop.results[0]] = epilogue_sum(p, plan, m, ir.Operation.create(
-                            "llvm.extractvalue", results=[f32], operands=[out],
+                            "llvm.extractvalue", results=[acc_e], operands=[out],
                             attributes={"position": ir.DenseI64ArrayAttr.get([reg])}).result)
                         for op in plan.post:
                             _clone(op, m)
@@ -837,10 +904,11 @@ class _WgmmaRewrite(_Rewrite):
         return b.arith.OrIOp(start, _i64(rest - (1 << 64) if rest >= 1 << 63 else rest)).result
 
     def _slot(self, s, x0, e, ext, X: int) -> tuple:
-        """Slot ``e`` of the cooperative load of staged read ``s`` into its ``X x 64`` tile (``X`` =
-        ``bm`` or ``bn``): ``(kk, x, in_range, smem index, inside)`` (``inside``: ``e < X*64``, ``None``
-        where the block's rounds cover the tile exactly), the lanes of a warp along the read's
-        unit-stride coordinate, stored at :func:`swizzled_index` ``(x, kk)``."""
+        """Slot ``e`` of the cooperative load of staged read ``s`` into its ``X x bk`` tile (``X`` =
+        ``bm`` or ``bn``; ``bk`` 64, or 128 for 1-byte elements): ``(kk, x, in_range, smem index,
+        inside)`` (``inside``: ``e < X*bk``, ``None`` where the block's rounds cover the tile exactly),
+        the lanes of a warp along the read's unit-stride coordinate, stored at :func:`swizzled_index`
+        ``(x, kk, elem_bytes)``."""
         c, plan = self.c, self.plan
         total = c.bk * X
         kk, xl, x, ok = _slot_position(e, s.k_fastest, c.bk, X, x0[s.side], ext[s.side])
@@ -854,10 +922,11 @@ class _WgmmaRewrite(_Rewrite):
             within = b.add(b.add(b.mul(k8, b.idx(ROW_BYTES // 2)), b.mul(unit, b.idx(8))), b.and_(xl, b.idx(7)))
             slot = b.add(atoms, within)
             return kk, x, ok, slot, inside
-        chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(3)).result,
+        u = 16 // c.elem_bytes  # elements of a 16-byte unit: 8 (f16/bf16), 16 (i8/u8)
+        chunk = b.arith.XOrIOp(b.arith.ShRUIOp(kk, b.idx(u.bit_length() - 1)).result,
                                b.arith.AndIOp(xl, b.idx(7)).result).result
-        slot = b.add(b.add(b.mul(xl, b.idx(ROW_BYTES // 2)), b.mul(chunk, b.idx(8))),
-                     b.arith.AndIOp(kk, b.idx(7)).result)
+        slot = b.add(b.add(b.mul(xl, b.idx(ROW_BYTES // c.elem_bytes)), b.mul(chunk, b.idx(u))),
+                     b.arith.AndIOp(kk, b.idx(u - 1)).result)
         return kk, x, ok, slot, inside
 
 __all__ = ["WgmmaContractions", "WgmmaConfig", "descriptor", "swizzled_index", "mn_swizzled_index",

@@ -72,7 +72,7 @@ The package, one job per module (imports point down this list only):
   :mod:`.memory` (loads, stores, allocas; bounds and race checks), :mod:`.vector` (16-byte vector
   accesses), :mod:`.gpu` (ids, barriers, shuffles, atomics), :mod:`.nvgpu` (``ldmatrix`` and
   ``mma.sync`` with the PTX ISA's fragment layouts), :mod:`.wgmma` (Hopper's ``nvvm.wgmma.*``:
-  matrix descriptors, swizzles, the m64nN accumulator fragment, pending groups and their errors;
+  matrix descriptors, swizzles, the m64nN accumulator fragment (f32 or s32), pending groups and their errors;
   the LLVM structs that carry the accumulators), :mod:`.async_copy` (``cp.async``,
   its groups and waits: a copy in flight read is a reported race), :mod:`.control` (``scf``);
 - :mod:`.traffic`: :class:`RunStats` and the request, sector and bank-conflict counts;

@@ -10,16 +10,20 @@ Workgroup addresses (:func:`kernc.backend.interpreter.memory.workgroup_address`)
 of a block holds its workgroup buffers in attribution order, each at a multiple of 1024 bytes from
 1024; ``memref.extract_aligned_pointer_as_index`` of a workgroup buffer gives that address.
 
-``nvvm.wgmma.mma_async`` (PTX ISA 9.7.15, ``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}``,
-A and B from shared memory, scales 1; each K-major (``layoutA`` ``row``, ``layoutB`` ``col``:
-``imm-trans-a``/``imm-trans-b`` 0) or MN-major (``layoutA`` ``col``, ``layoutB`` ``row``: transposed)):
+``nvvm.wgmma.mma_async`` (PTX ISA 9.7.15, ``wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}``
+and ``.m64nNk32.s32.{s8,u8}.{s8,u8}`` (the same type both sides; no ``.satfinite``), A and B from
+shared memory, scales 1; each K-major (``layoutA`` ``row``, ``layoutB`` ``col``: ``imm-trans-a``/
+``imm-trans-b`` 0) or, f16/bf16 only (the ISA has no transpose for 8-bit types), MN-major
+(``layoutA`` ``col``, ``layoutB`` ``row``: transposed)):
 
 - *Descriptors* (9.7.15.5.1): start address ``(d & 0x3FFF) << 4``, leading byte offset
   ``((d >> 16) & 0x3FFF) << 4``, stride byte offset ``((d >> 32) & 0x3FFF) << 4``, base offset
   ``(d >> 49) & 7`` (0 only, else unsupported), swizzle mode ``d >> 62`` (0 none, 1 128B, 2 64B,
-  3 32B). Row ``r`` (of M = 64 for A, N for B), element ``k < 16`` of the operand is at byte
-  ``start + (r//8)*SBO + (r%8)*16 + (k//8)*LBO + 2*(k%8)`` without swizzle, and with a ``T``-byte
-  swizzle at ``x = start + (r//8)*SBO + (r%8)*T + 2k`` swizzled to ``x XOR ((x >> 3) & (T/16 - 1) << 4)``
+  3 32B). Row ``r`` (of M = 64 for A, N for B), element ``k < K`` (16 of 2-byte, 32 of 1-byte
+  elements: 32 bytes of a row either way) of an ``e``-byte element type is at byte ``start +
+  (r//8)*SBO + (r%8)*16 + (k//u)*LBO + e*(k%u)`` (``u = 16/e`` elements a 16-byte unit: the
+  canonical layouts are in 16-byte units, 9.7.15.5.1.2) without swizzle, and with a ``T``-byte
+  swizzle at ``x = start + (r//8)*SBO + (r%8)*T + e*k`` swizzled to ``x XOR ((x >> 3) & (T/16 - 1) << 4)``
   (the 16-byte unit within a ``T``-byte row XORed with the row's index in the pattern: address
   bits 4.. XOR bits 7..). The swizzle works on absolute addresses, so the buffer must declare an
   alignment of at least the pattern's repeat (``8*T`` bytes) -- else ``KerncRuntimeError``. The
@@ -31,11 +35,16 @@ A and B from shared memory, scales 1; each K-major (``layoutA`` ``row``, ``layou
   offset the one from 8 ``k`` to the next; element ``(r, k)`` is at ``x = start + 2*(r % (T/2)) +
   (r // (T/2))*LBO + T*(k%8) + (k//8)*SBO``, swizzled as above. Without swizzle (interleaved): 8x8
   core matrices, ``start + 2*(r%8) + (r//8)*SBO + 16*(k%8) + (k//8)*LBO``.
-- *Accumulators* (9.7.15, "Register Fragments": the D matrix of m64nN): register ``d_i`` (``i < N/2``) of thread
-  ``32w + 4g + t`` of the warpgroup is element ``(16w + g + 8*((i >> 1) & 1), 8*(i >> 2) + 2t + (i & 1))``.
-- *Arithmetic*: products exact in f32 (f16/bf16 significands), ``D = C + sum_k A[m, k]*B[n, k]``
-  summed in f32 from ``C``, ``k`` ascending, each addition rounded to nearest even (the interpreter's
-  order; the ISA leaves the hardware's open).
+- *Accumulators* (9.7.15, "Register Fragments": the D matrix of m64nN, the same for ``.f32`` and
+  ``.s32``): register ``d_i`` (``i < N/2``) of thread ``32w + 4g + t`` of the warpgroup is element
+  ``(16w + g + 8*((i >> 1) & 1), 8*(i >> 2) + 2t + (i & 1))``.
+- *Arithmetic*: f16/bf16: products exact in f32 (f16/bf16 significands), ``D = C + sum_k
+  A[m, k]*B[n, k]`` summed in f32 from ``C``, ``k`` ascending, each addition rounded to nearest even
+  (the interpreter's order; the ISA leaves the hardware's open). s8/u8 (bytes read signed for
+  ``.s8``, unsigned for ``.u8``): products and the sum from ``C`` exact in int64 (``k`` ascending;
+  32 products of at most 2^15 in magnitude and an i32 ``C`` cannot overflow it), then wrapped to
+  i32 (two's complement, as ``+=`` in i32 and ``.s32`` accumulation without ``.satfinite`` do):
+  the same result in any order.
 
 Async semantics modelled (9.7.15, the ``wgmma.fence``, ``commit_group``, ``wait_group``), each a
 ``KerncRuntimeError`` naming the op and its location when broken:
@@ -167,11 +176,21 @@ def _state(fr) -> _State:
 
 
 def _nregs(t) -> int:
-    s = str(t)
-    m = re.fullmatch(r"!llvm\.struct<\((.*)\)>", s)
-    if not m or any(x.strip() != "f32" for x in m.group(1).split(",")):
-        return -1
-    return len(m.group(1).split(","))
+    """Registers of an accumulator struct type (all ``f32`` or all ``i32``), or -1."""
+    return len(_acc_fields(t) or ()) or -1
+
+
+def _acc_fields(t) -> list[str] | None:
+    m = re.fullmatch(r"!llvm\.struct<\((.*)\)>", str(t))
+    if not m:
+        return None
+    fields = [x.strip() for x in m.group(1).split(",")]
+    return fields if len(set(fields)) == 1 and fields[0] in ("f32", "i32") else None
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The elements' bits (an unsigned view of their size): compared, -0.0 is not 0.0, NaN is itself."""
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
 def _groups(fr, mask, what: str, loc: str) -> np.ndarray:
@@ -200,11 +219,15 @@ def _lanes(v, L: int) -> np.ndarray:
 
 @handles("llvm.mlir.zero", "llvm.mlir.undef", "llvm.mlir.poison")
 def _struct_constant(tr, o):
-    """A struct of f32 accumulators: zeros (``zero``) or NaN (``undef``/``poison``)."""
+    """A struct of f32 or i32 accumulators: zeros (``zero``), or NaN (f32) / ``0x7FC00000`` (i32:
+    the same bits) for ``undef``/``poison``."""
     n = _nregs(o.results[0].type)
     if n < 0:
         tr.unsupported(o, f"{o.name} of {o.results[0].type}")
-    v = np.float32(0.0 if o.name == "llvm.mlir.zero" else np.nan)
+    if _acc_fields(o.results[0].type)[0] == "i32":
+        v = np.int32(0 if o.name == "llvm.mlir.zero" else 0x7FC00000)
+    else:
+        v = np.float32(0.0 if o.name == "llvm.mlir.zero" else np.nan)
     r = tr.define(o.results[0])
 
     def f(fr, mask):
@@ -315,7 +338,7 @@ def _wait(tr, o):
             for rec in st.groups.pop(0):
                 for buf, idx, seen in rec.reads:
                     now = buf.data[idx]
-                    changed = now.view(np.uint16) != seen.view(np.uint16)
+                    changed = _bits(now) != _bits(seen)
                     if changed.any():
                         raise KerncRuntimeError(
                             f"workgroup buffer '{buf.name}' that the wgmma.mma_async at {rec.loc} reads "
@@ -344,14 +367,20 @@ def _find(fr, addr: np.ndarray, what: str, loc: str):
 
 @handles("nvvm.wgmma.mma_async")
 def _mma_async(tr, o):
-    """``nvvm.wgmma.mma_async`` m64nNk16, f16/bf16 operands from workgroup memory, f32 accumulators."""
+    """``nvvm.wgmma.mma_async`` m64nNk16 of f16/bf16 operands with f32 accumulators, or m64nNk32 of
+    s8/u8 ones with s32 accumulators, from workgroup memory (the module docstring)."""
     attrs = o.attributes
     shape = ir_ints(attrs["shape"])
     types = [str(attrs[x]) for x in ("typeA", "typeB", "typeD")]
     elem = re.search(r"<(\w+)>", types[0]).group(1)
-    ok = (len(shape) == 3 and shape[0] == 64 and shape[2] == 16 and types[0] == types[1]
-          and elem in ("f16", "bf16") and "f32" in types[2]
+    integer = elem in ("s8", "u8")
+    K = 32 if integer else 16
+    fields = _acc_fields(o.results[0].type)
+    ok = (len(shape) == 3 and shape[0] == 64 and shape[2] == K and types[0] == types[1]
+          and elem in ("f16", "bf16", "s8", "u8") and ("s32" if integer else "f32") in types[2]
+          and fields is not None and fields[0] == ("i32" if integer else "f32")
           and re.search(r"<(row|col)>", str(attrs["layoutA"])) and re.search(r"<(row|col)>", str(attrs["layoutB"]))
+          and not (integer and ("col" in str(attrs["layoutA"]) or "row" in str(attrs["layoutB"])))
           and all("one" in str(attrs[x]) for x in ("scaleA", "scaleB", "scaleD"))
           and "satfinite" not in attrs)
     N = shape[1] if len(shape) == 3 else 0
@@ -365,7 +394,8 @@ def _mma_async(tr, o):
     pos = [d_position(i) for i in range(nreg)]
     prow = np.stack([p[0] for p in pos])  # (nreg, 128)
     pcol = np.stack([p[1] for p in pos])
-    want = {"f16": "float16", "bf16": "bfloat16"}[elem]
+    want = {"f16": "float16", "bf16": "bfloat16", "s8": "int8", "u8": "int8"}[elem]  # (u8: i8 buffers)
+    ebytes = 1 if integer else 2
     mn = {"A": "col" in str(attrs["layoutA"]), "B": "row" in str(attrs["layoutB"])}  # transposed: MN-major
     items: list = []  # (warpgroup, buffer, element indices in its block's array, operand) read
     sid = site(loc)
@@ -381,7 +411,7 @@ def _mma_async(tr, o):
             if f["base_offset"]:
                 raise KerncRuntimeError(f"wgmma.mma_async (at {loc}): {what} descriptor with a matrix "
                                         "base offset, which the interpreter does not model")
-            addr = operand_addresses(d[g, 0], rows, mn_major=mn[what])
+            addr = operand_addresses(d[g, 0], rows, K, ebytes, mn_major=mn[what])
             i, buf, el = _find(fr, addr, what, loc)
             T = SWIZZLE_BYTES[f["swizzle"]]
             al = _view_alignment(buf) if buf.window is not None else align[i]
@@ -400,12 +430,15 @@ def _mma_async(tr, o):
             seen = buf.data[idx]
             st = _state(fr)
             snap = None if st.proxy is None else st.proxy.get(id(buf))
-            if snap is None or (snap[idx].view(np.uint16) != seen.view(np.uint16)).any():
+            if snap is None or (_bits(snap[idx]) != _bits(seen)).any():
                 raise KerncRuntimeError(
                     f"wgmma.mma_async (at {loc}) reads workgroup buffer '{buf.name}' as {what}, "
                     "written by ordinary stores after the last fence.proxy.async.shared::cta (or with "
                     "none): the async proxy wgmma reads through may not see them (PTX ISA, \"Async Proxy\")")
-            vals.append(seen.astype(np.float32))
+            if integer:  # the bytes as .s8 / .u8 read them, exact in int64
+                vals.append((seen.view(np.uint8) if elem == "u8" else seen).astype(np.int64))
+            else:
+                vals.append(seen.astype(np.float32))
             reads.append((buf, idx, seen.copy()))
             items.append((g, buf, el, what))
         return vals, reads
@@ -425,12 +458,20 @@ def _mma_async(tr, o):
         A, ra = operand(fr, groups, env[da], 64, "A")
         Bm, rb = operand(fr, groups, env[db], N, "B")
         _track_reads(fr, mask, items, loc, sid)
-        regs = [np.array(_lanes(x, L), np.float32) for x in acc.regs]
+        dt = np.int32 if integer else np.float32
+        regs = [np.array(_lanes(x, L), dt) for x in acc.regs]
         R = np.stack(regs).reshape(nreg, -1, WARPGROUP)  # (reg, warpgroup, thread)
         for gi, g in enumerate(groups):
+            a, bm = A[gi], Bm[gi]
+            if integer:  # exact int64 products and sum from C, wrapped to i32 once (two's complement)
+                D = np.zeros((64, N), np.int64)
+                D[prow, pcol] = R[:, g, :]
+                for k in range(K):
+                    D = D + a[:, k, None] * bm[None, :, k]
+                R[:, g, :] = D[prow, pcol].astype(np.int32)
+                continue
             D = np.zeros((64, N), np.float32)
             D[prow, pcol] = R[:, g, :]
-            a, bm = A[gi], Bm[gi]
             for k in range(16):  # exact f32 products, added k ascending, rounded each time
                 D = D + a[:, k, None] * bm[None, :, k]
             R[:, g, :] = D[prow, pcol]

@@ -1,6 +1,6 @@
 """Batched f16/i8 contractions whose batch coordinate is not the first item coordinate
-(``over (i, j, z)``, ``over (i, z, j)``): on tensor cores (``mma.sync``; on ``sm_90a`` wgmma
-declines and mma.sync takes them) and on the CUDA-core tiles, against numpy on the CPU interpreter
+(``over (i, j, z)``, ``over (i, z, j)``): on tensor cores (``mma.sync``; on ``sm_90a`` warpgroup
+``wgmma``, s8 for the i8 one) and on the CUDA-core tiles, against numpy on the CPU interpreter
 at odd sizes, and the PTX through ``ptxas`` (an older build crashed in MLIR lowering them)."""
 
 from __future__ import annotations
@@ -86,8 +86,10 @@ def test_batch_coordinate_anywhere_matches_numpy(name, arch, tensor_cores):
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_batch_coordinate_anywhere_assembles_on_tensor_cores(name, arch):
     ptx = _module(name, arch, True).ptx
-    # (f16 on sm_90a: kern-wgmma-contractions, which flattens the sides as kern-mma-contractions)
-    assert ("wgmma.mma_async" if arch == "sm_90a" and name.endswith("f16") else "mma.sync.aligned") in ptx
+    # (sm_90a: kern-wgmma-contractions, which flattens the sides as kern-mma-contractions)
+    assert ("wgmma.mma_async" if arch == "sm_90a" else "mma.sync.aligned") in ptx
+    if name.endswith("i8"):
+        assert ("m64n128k32.s32.s8.s8" in ptx) == (arch == "sm_90a")
     result = toolkit.run_ptxas(ptx, arch=arch)
     assert result.ok, result.log
     assert result.spills["g"] == (0, 0), result.log

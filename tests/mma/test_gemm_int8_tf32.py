@@ -219,7 +219,8 @@ def test_attribute_arguments_are_errors():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
 def test_ptx_assembles_without_spills(name, mma, x2, count, arch):
     """One 32-wide k chunk: 4x4 fragments of one k32 step (i8) or four k8 steps (tf32)."""
-    ptx = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch=arch).ptx
+    # wgmma=False: on sm_90a kern-wgmma-contractions would take gemm_i8 first (tests/wgmma)
+    ptx = kernc.compile_file(os.path.join(EXAMPLES, f"{name}.kern"), arch=arch, wgmma=False).ptx
     assert ptx.count(mma) == count
     assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == x2
     assert ptx.count("ldmatrix.sync.aligned.m8n8.x2.shared.b16") == x2

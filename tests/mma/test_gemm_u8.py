@@ -66,9 +66,10 @@ def _remarks(text, capsys, **kw):
 
 
 def test_u8_remark_names_u8_products(capsys):
-    err = _remarks(GEMM_U8, capsys, arch="sm_90a")
-    assert "mma.sync m16n8k32 (u8 products, i32 sums)" in err, err
-    assert "not using wgmma for 'gemm_u8': its u8 operands take kern-mma-contractions' mma.sync" in err, err
+    # (sm_90a: kern-wgmma-contractions takes it, tests/wgmma/test_wgmma_int8.py)
+    for kw in (dict(arch="sm_90"), dict(arch="sm_90a", wgmma=False)):
+        err = _remarks(GEMM_U8, capsys, **kw)
+        assert "mma.sync m16n8k32 (u8 products, i32 sums)" in err, err
 
 
 def test_mixed_i8_u8_stays_on_cuda_cores_with_a_remark(capsys):
@@ -80,7 +81,8 @@ def test_mixed_i8_u8_stays_on_cuda_cores_with_a_remark(capsys):
 @needs_ptxas
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_90a"])
 def test_u8_ptx_assembles_without_spills(arch):
-    ptx = kernc.compile(GEMM_U8, arch=arch).ptx
+    # wgmma=False: on sm_90a kern-wgmma-contractions would take the gemm first (tests/wgmma)
+    ptx = kernc.compile(GEMM_U8, arch=arch, wgmma=False).ptx
     assert ptx.count(U8_MMA) == 16  # one k32 step of 4x4 fragments per chunk
     assert ".s8" not in ptx
     result = toolkit.run_ptxas(ptx, arch=arch)

@@ -99,6 +99,7 @@ def test_accumulate_into_c_on_tensor_cores(arch):
     modi.g(ai, bi, c)
     np.testing.assert_array_equal(c, c0 + ai.astype(np.int64) @ bi.astype(np.int64))  # exact
     assert modi._compilation.signatures["g"].tiles == [["M", 128], ["N", 128]]
+    assert ptx_op in modi.ptx  # (sm_90a: wgmma .s32.s8.s8, the start added in the epilogue)
 
 
 SQUARES = """

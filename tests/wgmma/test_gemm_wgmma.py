@@ -184,15 +184,20 @@ def test_other_instruction_widths(monkeypatch, block_n):
 
 
 @pytest.mark.parametrize("name", ["gemm_i8", "gemm_tf32"])
-def test_i8_and_tf32_gemms_on_sm_90a_take_mma_sync_with_a_remark(capsys, name):
-    """kern-wgmma-contractions builds f16/bf16 only: the i8 and @tf32 kinds kern-mma-contractions
-    matches go to its mma.sync (regression: the wgmma pass took them as f16 and failed), with the
-    same result as on sm_90."""
+def test_tf32_gemms_on_sm_90a_take_mma_sync_with_a_remark_and_i8_ones_wgmma(capsys, name):
+    """kern-wgmma-contractions builds f16/bf16/i8/u8: the @tf32 kind kern-mma-contractions matches
+    goes to its mma.sync (regression: the wgmma pass took it as f16 and failed), the i8 one to
+    wgmma (tests/wgmma/test_wgmma_int8.py), each with the same result as on sm_90."""
     text = open(os.path.join(EXAMPLES, f"{name}.kern"), encoding="utf-8").read()
     comp = Compilation(text, "t.kern", CompileOptions(remarks=True, arch="sm_90a"), use_cache=False)
     gpu_ir, err = comp.gpu_ir(), capsys.readouterr().err
-    assert "nvvm.wgmma" not in gpu_ir and "nvgpu.mma.sync" in gpu_ir
-    assert f"not using wgmma for '{name}'" in err and "f16/bf16 only" in err
+    if name == "gemm_tf32":
+        assert "nvvm.wgmma" not in gpu_ir and "nvgpu.mma.sync" in gpu_ir
+        assert (f"not using wgmma for '{name}': its f32 operands take kern-mma-contractions' mma.sync "
+                "(wgmma is built here for f16/bf16/i8/u8)") in err, err
+    else:
+        assert "nvvm.wgmma.mma_async" in gpu_ir and "nvgpu.mma.sync" not in gpu_ir
+        assert "not using wgmma" not in err and "m64n128k32 (s8.s8: i8 products, s32 sums)" in err, err
     M, K, N = 19, 40, 23
     rng = np.random.default_rng(3)
     if name == "gemm_i8":
