@@ -492,7 +492,7 @@ def _tensor_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
 
 def _im2col_map(sig: KernelSignature, p: Param, array, env: dict, device: str, zeros):
     """:func:`_tensor_map` of an im2col-mode map (``"mode": "im2col"``: a 2-d convolution's NHWC
-    input, ``kern-wgmma-contractions`` via :func:`kernc.passes.im2col_reads.im2col_read`): the
+    input, ``kern-wgmma-contractions`` via :func:`kernc.passes.wgmma_contractions_im2col.im2col_read`): the
     geometry evaluated in ``env`` (sizes and scalar arguments), the map
     :func:`~kernc.backend.tensor_map.conv2d_im2col_map` (an
     :class:`~kernc.backend.tensor_map.Im2colTensorMap` on the CPU, ``cuTensorMapEncodeIm2col``'s

@@ -87,7 +87,7 @@ meanwhile), then every thread's ``mbarrier.try_wait.parity`` with the parity of 
 chunks this block waited for before (``(tiles done) * (chunks per tile) + chunk``, mod 2). The tensor
 map is a hidden ``!llvm.ptr`` parameter after the size symbols (``Param.tensor_map``, ``docs/gpu-ir.md``).
 A read whose tile rows are a 2-d convolution's flattened output positions (conv2d_fwd_f16's ``x``,
-:func:`~kernc.passes.im2col_reads.im2col_read`) is loaded in TMA's im2col mode instead (PTX ISA
+:func:`~kernc.passes.wgmma_contractions_im2col.im2col_read`) is loaded in TMA's im2col mode instead (PTX ISA
 5.5.4): per chunk (64 channels ``c0..`` of one filter tap ``(r, s)``; the launcher checks that ``C``
 is a multiple of 64) one rank-4 copy at ``(c0, ow0*sw - pw, oh0*sh - ph, n0)`` with im2col offsets
 ``(s*dw, r*dh)``, whose ``BM`` pixel rows are the tile's rows ``m0 ..`` in order, zeros in the
@@ -131,7 +131,7 @@ from kernc.support.mlir import dialect, ir, lazy_dialect
 from . import ir_builder as b
 from . import llvm_ops
 from .base import Pass, internal, option
-from .im2col_reads import im2col_read
+from .wgmma_contractions_im2col import im2col_read
 from .mma_contractions import (MIN_SM, _match, _owner, _Rewrite, _Stage, epilogue_sum, pad_value, sm_number,
                                tile_loop)
 from .targets import PTX_VERSION, WGMMA_ARCHS
@@ -448,7 +448,7 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig, mn_major: bool = True)
     at ``1024*(k/8) + 128*(k%8) + 16*((x/8) XOR (k%8)) + 2*(x%8)``
     (:func:`mn_swizzled_index`; ``"major": "mn"``, ``"copies"``). A read whose tile rows
     are flattened coordinates is a 2-d convolution's im2col view or nothing
-    (:func:`~kernc.passes.im2col_reads.im2col_read`: the im2col mode's map). The runtime conditions
+    (:func:`~kernc.passes.wgmma_contractions_im2col.im2col_read`: the im2col mode's map). The runtime conditions
     (a row byte stride that is a multiple of 16 below 2^40, a 16-byte aligned base) are the
     launcher's (``backend/tensor_map.py``)."""
     op = s.op
@@ -874,7 +874,7 @@ class _WgmmaRewrite(_Rewrite):
                 mode=_attr("#nvvm.tma_load_mode<im2col>"), predicate=pred)
 
     def _param(self, text: str) -> ir.Value:
-        """A geometry entry of an im2col map (:func:`~kernc.passes.im2col_reads.im2col_read`): a
+        """A geometry entry of an im2col map (:func:`~kernc.passes.wgmma_contractions_im2col.im2col_read`): a
         literal, or the kernel parameter of that name, as an index value."""
         if text.lstrip("-").isdigit():
             return b.idx(int(text))

@@ -17,7 +17,7 @@ from conftest import EXAMPLES
 #: The modules of the large optional rewrites, which a saxpy has nothing for.
 ON_DEMAND = ("kernc.passes.tile_contractions", "kernc.passes.mma_contractions",
              "kernc.passes.wgmma_contractions", "kernc.passes.coalesce_views", "kernc.passes.map_groups",
-             "kernc.passes.privatize_atomics", "kernc.passes.im2col_reads")
+             "kernc.passes.privatize_atomics", "kernc.passes.wgmma_contractions_im2col")
 #: The accessor lowerings a saxpy (a read and an add, per thread) does without.
 BLOCK_LOWERINGS = ("kernc.passes.lower_accessors_shared", "kernc.passes.lower_accessors_shared_sum",
                    "kernc.passes.lower_accessors_unique", "kernc.passes.lower_accessors_pair",

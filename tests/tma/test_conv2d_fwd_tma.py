@@ -1,5 +1,5 @@
 """conv2d_fwd_f16 with ``tma=True``: its im2col read ``x`` loaded by TMA's im2col mode
-(``passes/im2col_reads.py``) and its filter ``w[k, r, s, c]`` by a 2-d box over the flattened
+(``passes/wgmma_contractions_im2col.py``) and its filter ``w[k, r, s, c]`` by a 2-d box over the flattened
 ``(r, s, c)``, both on the CPU interpreter bit for bit equal to the per-thread staging build
 (padding, strides, dilations, odd N*OH*OW and K, C past one chunk); the launches the maps cannot
 take running the ``tma=False`` build with the reason; the race when the wait is removed; the
