@@ -513,6 +513,9 @@ def _im2col_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
     channels, pixels = (int(x) for x in m["box"])
     address = array.ctypes.data if device == "cpu" else int(array.data.ptr)
     why = conv2d_im2col_reason(g, channels, pixels, int(m["swizzle"]), address)
+    if why is None and "loop" in m and ev(m["loop"]) != N * OH * OW:  # (a weight gradient's one loop m)
+        why = (f"its loop over m ends at {m['loop']} = {ev(m['loop'])}, not N*OH*OW = {N * OH * OW}: the pixel walk "
+               "would not stop where the loop does")
     if why is not None:
         err = KerncLaunchError(f"kernel '{sig.name}', im2col tensor map parameter '{p.name}': {why}")
         err.tma_limit = True

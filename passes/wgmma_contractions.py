@@ -545,7 +545,15 @@ def _box_bytes(m: dict) -> int:
 
 def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str | None = None,
                   stored: bool = True) -> str:
-    if m.get("mode") == "im2col":
+    if m.get("mode") == "im2col" and m["rows"] == "taps":
+        copy = (f"cp.async.bulk.tensor.4d.im2col per 64-row block of the MN-major tile ({m['copies']} copies of "
+                f"{m['box'][0]} channels of one filter tap, the block's, as the im2col offsets (s*{m['dilation'][0]}, "
+                f"r*{m['dilation'][1]}), x {m['box'][1]} pixels, the chunk's (n, oh, ow); padding and pixels past the "
+                "last image zero; read by wgmma transposed)")
+        launch = ("at launch C a multiple of 64, the output the convolution's" + (", the loop's bound N*OH*OW"
+                                                                                 if "loop" in m else "")
+                  + " and the geometry in the im2col ranges, else the tma=False build runs")
+    elif m.get("mode") == "im2col":
         copy = (f"cp.async.bulk.tensor.4d.im2col of {m['box'][0]} channels x {m['box'][1]} pixels (the rows "
                 f"(n, oh, ow) from the tile's first, the chunk's filter tap as its im2col offsets "
                 f"(s*{m['dilation'][0]}, r*{m['dilation'][1]}); padding and rows past the last image zero)")
@@ -667,8 +675,9 @@ class _WgmmaRewrite(_Rewrite):
         bj = b.sub(in_batch, b.mul(bi, nbj))
         x0 = [b.mul(bi, b.idx(c.bm)), b.mul(bj, b.idx(c.bn))]
         self.ivs_at = None
+        self.E, self.ext = E, ext
         self.bases = {side: self._im2col_base(side, m, x0, E) for side, m in self.tma.items()
-                      if m.get("mode") == "im2col"}
+                      if m.get("rows") == "pixels"}
         lane = b.arith.RemUIOp(tid, b.idx(WARP)).result
         warp = b.arith.DivUIOp(tid, b.idx(WARP)).result
         group = b.arith.DivUIOp(tid, b.idx(WARPGROUP)).result
@@ -847,31 +856,63 @@ class _WgmmaRewrite(_Rewrite):
         nvvm.MBarrierArriveExpectTxOp(barp, _i32(nbytes), predicate=pred)
         for side, tmap in sorted(self.maps.items()):
             m = self.tma[side]
-            if m.get("major") == "mn":  # box q: rows x0+64q.. at the q-th leading byte offset
-                smem = self.smem_a if side == 0 else self.smem_b
-                base = None if g is None else b.mul(stage, b.idx(self._stage_bytes(side)))
+            smem = self.smem_a if side == 0 else self.smem_b
+            base = None if g is None else b.mul(stage, b.idx(self._stage_bytes(side)))
+
+            def block(q, side=side, smem=smem, base=base):  # the destination of 64-row block q
+                if not q:
+                    return dsts[side]
+                return _shared_ptr(smem, b.idx(q * MN_LBO) if base is None else b.add(base, b.idx(q * MN_LBO)))
+            if m.get("mode") == "im2col":
+                self._issue_im2col(side, m, tmap, k, x0, barp, dsts[side], block, pred)
+            elif m.get("major") == "mn":  # box q: rows x0+64q.. at the q-th leading byte offset
                 for q in range(m["copies"]):
-                    off = base if not q else b.add(base, b.idx(q * MN_LBO)) if base is not None else b.idx(q * MN_LBO)
-                    dst = dsts[side] if off is None else _shared_ptr(smem, off)
                     nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
-                        dst, tmap, [_to_i32(b.add(x0[side], b.idx(q * MN_ATOM)) if q else x0[side]), _to_i32(k)],
+                        block(q), tmap, [_to_i32(b.add(x0[side], b.idx(q * MN_ATOM)) if q else x0[side]), _to_i32(k)],
                         barp, [], predicate=pred)
-                continue
-            if side not in self.bases:
+            else:
                 nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
                     dsts[side], tmap, [_to_i32(k), _to_i32(x0[side])], barp, [], predicate=pred)
-                continue
-            # im2col mode: the chunk's 64 k are channels c0.. of one filter tap (r, s) (C a multiple
-            # of 64, checked at launch), its rows the filter-base positions from the tile's first
-            at = self.ivs_at(k)
-            tap_w, tap_h, chan = (at[self.plan.ivs[t]] for t in m["taps"])
-            dw, dh = (self._param(t) for t in m["dilation"])
-            n0, h0, w0 = self.bases[side]
-            i16 = ir.IntegerType.get_signless(16)
-            offsets = [b.arith.IndexCastOp(i16, b.mul(tap_w, dw)).result, b.arith.IndexCastOp(i16, b.mul(tap_h, dh)).result]
+
+    def _issue_im2col(self, side, m, tmap, k, x0, barp, dst, block, pred) -> None:
+        """The im2col-mode copies of the chunk at ``k`` (:func:`~kernc.passes.wgmma_contractions_im2col.im2col_read`).
+        ``"rows": "pixels"``: the chunk's 64 k are channels ``c0..`` of one filter tap ``(r, s)`` (``C`` a
+        multiple of 64, checked at launch), the tile's rows the filter-base positions from its first
+        (:meth:`_im2col_base`): one copy. ``"taps"``: the chunk's 64 k are 64 pixels from ``k``'s
+        ``(n, oh, ow)``; each 64-row block ``q`` the 64 channels of one tap (row ``x0 + 64q`` split
+        into ``(r, s, c0)``, clamped to the last block: a block past ``R*S*C`` loads rows no item
+        stores, so the copy's bytes still match the expect_tx): one copy per block into the MN-major
+        tile (``block(q)``: its destination)."""
+        i16 = ir.IntegerType.get_signless(16)
+        dw, dh = (self._param(t) for t in m["dilation"])
+        tw, th, tc = m["taps"]
+
+        def issue(dst, chan, tap_w, tap_h, n0, h0, w0):
+            offsets = [b.arith.IndexCastOp(i16, b.mul(tap_w, dw)).result,
+                       b.arith.IndexCastOp(i16, b.mul(tap_h, dh)).result]
             nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
-                dsts[side], tmap, [_to_i32(v) for v in (chan, w0, h0, n0)], barp, offsets,
+                dst, tmap, [_to_i32(v) for v in (chan, w0, h0, n0)], barp, offsets,
                 mode=_attr("#nvvm.tma_load_mode<im2col>"), predicate=pred)
+        if m["rows"] == "pixels":
+            at = self.ivs_at(k)
+            issue(dst, at[self.plan.ivs[tc]], at[self.plan.ivs[tw]], at[self.plan.ivs[th]], *self.bases[side])
+            return
+        if len(self.plan.levels) == 3:  # the pixel loops' (n, oh, ow) at k
+            at = self.ivs_at(k)
+            n0, oh0, ow0 = (at[iv] for iv in self.plan.ivs)
+        else:  # one loop m: (m / (OH*OW), m / OW % OH, m % OW)
+            OW, OH = (self._param(t) for t in m["out"])
+            q = b.arith.DivUIOp(k, OW).result
+            n0, oh0, ow0 = b.arith.DivUIOp(q, OH).result, b.arith.RemUIOp(q, OH).result, b.arith.RemUIOp(k, OW).result
+        sw, sh = (self._param(t) for t in m["stride"])
+        pw, ph = (self._param(t) for t in m["pad"])
+        h0, w0 = b.sub(b.mul(oh0, sh), ph), b.sub(b.mul(ow0, sw), pw)
+        rows = self.plan.sides[side]
+        last = b.arith.MaxSIOp(b.sub(self.ext[side], b.idx(MN_ATOM)), b.idx(0)).result
+        for q in range(m["copies"]):
+            x = b.arith.MinSIOp(b.add(x0[side], b.idx(q * MN_ATOM)) if q else x0[side], last).result
+            tap = _split(x, rows, self.E)
+            issue(block(q), tap[rows[tc]], tap[rows[tw]], tap[rows[th]], n0, h0, w0)
 
     def _param(self, text: str) -> ir.Value:
         """A geometry entry of an im2col map (:func:`~kernc.passes.wgmma_contractions_im2col.im2col_read`): a

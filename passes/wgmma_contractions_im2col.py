@@ -58,15 +58,21 @@ class _Normal:
     Any other value -- an opaque op's result, a division that is no chain part -- makes the form
     ``None`` (not recognised)."""
 
-    def __init__(self, chains: list, leaves: list) -> None:
+    def __init__(self, chains: list, leaves: list, split=None) -> None:
         self.atom: dict = {}  # value -> atom number
-        self.value: list = []  # atom number -> value
+        self.value: list = []  # atom number -> value (or a split atom's key)
         self.memo: dict = {}
+        self.meta: dict = {}  # a split atom -> ("div" | "rem", the atom split, the divisor's form)
+        self.keys: dict = {}
         for v in leaves:
             self._atom(v)
         atoms = [[(self._atom(v), e) for v, e in ch] for ch in chains]
         # (an extent's form is None where it is no parameter or literal: such a chain is not used)
         self.chains = [[(a, self.of(e)) for a, e in ch] for ch in atoms]
+        # a loop variable in 0 .. ub whose quotients and remainders by parameters are atoms too
+        # (conv2d_wgrad_f16's m split into (n, oh, ow) by OH*OW and OW)
+        self.split = None if split is None else self.atom[split]
+        self.leaves = set(range(len(leaves)))
 
     def _atom(self, v) -> int:
         if v not in self.atom:
@@ -126,7 +132,28 @@ class _Normal:
                     for cut in range(lo, hi + 1):
                         if d == self.size(ch, cut, hi):
                             return self.flat(ch, lo, cut) if div else self.flat(ch, cut, hi)
-        return None
+        return self._split_part(p, d, div)
+
+    def _split_part(self, p: dict, d: dict, div: bool) -> dict | None:
+        """``p / d`` or ``p % d`` as an atom, for ``p`` the split loop variable or a quotient of it
+        and ``d`` a product of parameters: ``(m / a) / b`` is ``m / (a*b)`` (one atom)."""
+        if self.split is None or len(p) != 1 or not d or any(a not in self.leaves for m in d for a in m):
+            return None
+        (m, c), = p.items()
+        if c != 1 or len(m) != 1:
+            return None
+        a = m[0]
+        if a in self.meta and self.meta[a][0] == "div":
+            if div:
+                a, d = self.meta[a][1], _mul(self.meta[a][2], d)
+        elif a != self.split:
+            return None
+        key = ("div" if div else "rem", a, tuple(sorted(d.items())))
+        if key not in self.keys:
+            self.keys[key] = len(self.value)
+            self.value.append(key)
+            self.meta[self.keys[key]] = (key[0], a, d)
+        return {(self.keys[key],): 1}
 
     def holds(self, v) -> bool:
         """Whether the ``i1`` value ``v`` is true for every value of the chains: an ``arith.andi``
@@ -174,28 +201,53 @@ def _nonzero(attr) -> bool:
         return ir.IntegerAttr(attr).value != 0
 
 
+def _pixels_of_one_loop(nm: _Normal, forms: list, m: int):
+    """The image, H and W atoms ``(m / (OH*OW), (m / OW) % OH, m % OW)`` of the split loop variable
+    ``m`` the spatial coordinates use, with ``OW`` and ``OH``'s forms; ``None`` if they do not."""
+    def parts(form, kind):
+        return [a for mono in form for a in mono if nm.meta.get(a, ("",))[0] == kind]
+    w = [a for a in parts(forms[2], "rem") if nm.meta[a][1] == m]
+    h = [a for a in parts(forms[1], "rem") if nm.meta[a][1] in nm.meta and nm.meta[nm.meta[a][1]][1] == m]
+    if len(w) != 1 or len(h) != 1:
+        return None
+    OW, OH = nm.meta[w[0]][2], nm.meta[h[0]][2]
+    if nm.meta[nm.meta[h[0]][1]][2] != OW:
+        return None
+    n = nm.keys.get(("div", m, tuple(sorted(_mul(OH, OW).items()))))
+    return None if n is None else ((n, h[0], w[0]), OW, OH)
+
+
 def im2col_read(plan, s, view: ViewAccess, names: list[str], entry, X: int,
                 ends_at: Callable) -> dict | str:
     """The im2col tensor map (:attr:`Param.tensor_map`, ``"mode": "im2col"``) of staged read ``s``
     of ``plan`` (:class:`~kernc.passes.tile_contractions._Analysis`) with an ``X``-row tile, or why
     it has none. Eligible: a read ``X[n', h', w', c']`` of a dense NHWC 4-d view (strides ``(H*W*C,
     W*C, C, 1)``, no start offset) whose coordinates are, in normal form (:class:`_Normal`), ``n' =
-    n``, ``h' = oh*sh + r*dh - ph``, ``w' = ow*sw + s*dw - pw``, ``c' = c``: ``(n, oh, ow)`` the
-    tile side's coordinates in that order, ``(r, s, c)`` the variables of a nest of three loops from
-    0 (``c`` the innermost, whose loop ends at the view's ``C``; ``r``, ``s`` in either order), the
-    strides, dilations, paddings and filter extents each a kernel parameter or a literal; a checked
-    read's default 0 and its mask true for every item and iteration (the im2col view's range
-    check). ``names``: the entry's argument names (``sig.arg_names``); ``ends_at(ub, extent)``:
-    whether loop bound ``ub`` is the view extent ``extent``. The runtime conditions (``C`` a
-    multiple of 64, the output the convolution's, the driver's ranges) are the launcher's
-    (:func:`kernc.backend.tensor_map.conv2d_im2col_reason`)."""
+    n``, ``h' = oh*sh + r*dh - ph``, ``w' = ow*sw + s*dw - pw``, ``c' = c``, the strides, dilations,
+    paddings and extents each a kernel parameter or a literal, loops from 0; a checked read's default
+    0 and its mask true for every item and iteration (the im2col view's range check). Either
+
+    - ``"rows": "pixels"`` (a forward convolution): ``(n, oh, ow)`` the tile side's coordinates in
+      that order, ``(r, s, c)`` the variables of a nest of three loops (``c`` the innermost, ending
+      at the view's ``C``; ``r``, ``s`` in either order); one copy per chunk writes the K-major tile
+      (``pixels = X`` rows of 64 channels); or
+    - ``"rows": "taps"`` (a weight gradient): ``(r, s, c)`` the tile side's coordinates (``c`` the
+      last, its extent the view's ``C``) and ``(n, oh, ow)`` a nest of three loops (``n`` ending at
+      the view's ``N``), or one loop ``m`` split as ``(m / (OH*OW), (m / OW) % OH, m % OW)``
+      (conv2d_wgrad_f16's im2col view); per chunk one copy per 64-row block (64 channels of one tap
+      by the chunk's 64 pixels: an MN-major block, ``"major": "mn"``).
+
+    ``names``: the entry's argument names (``sig.arg_names``); ``ends_at(ub, extent)``: whether
+    loop bound ``ub`` is the view extent ``extent``. The runtime conditions (``C`` a multiple of 64,
+    the output the convolution's, the driver's ranges, one loop's bound ``N*OH*OW``) are the
+    launcher's (:func:`kernc.backend.tensor_map.conv2d_im2col_reason`, ``binding._im2col_map``)."""
     rows = plan.sides[s.side]
     coord_names = [plan.coord_names[x] for x in rows]
-    if len(rows) != 3 or len(plan.levels) != 3:
-        L = len(plan.levels)
+    L = len(plan.levels)
+    if len(rows) != 3 or L not in (1, 3):
         return (f"its tile's rows are the flattened coordinates ({', '.join(coord_names)}) and its k "
                 f"{'one loop' if L == 1 else f'a nest of {L} loops'}: TMA's im2col mode loads a 2-d "
-                "convolution's input with rows (n, oh, ow) and k (r, s, c)")
+                "convolution's input with rows (n, oh, ow) and k (r, s, c), or rows (r, s, c) and k (n, oh, ow)")
     if view.layout.rank != 4:
         return f"its view is {view.layout.rank}-d, not an NHWC image (im2col mode)"
     lay = view.layout
@@ -212,64 +264,102 @@ def im2col_read(plan, s, view: ViewAccess, names: list[str], entry, X: int,
     args = list(entry.arguments)
     by_value = {a: names[i] for i, a in enumerate(args) if i < len(names)}
     nm = _Normal([[(plan.coords[x], plan.delin.extents[x]) for x in rows],
-                  [(iv, level.operands[1]) for iv, level in zip(plan.ivs, plan.levels)]], args)
+                  [(iv, level.operands[1]) for iv, level in zip(plan.ivs, plan.levels)]], args,
+                 split=plan.ivs[0] if L == 1 else None)
     if any(e is None for ch in nm.chains for _, e in ch):
         return "its coordinates' or loops' extents are not kernel parameters or literals"
     forms = [nm.of(v) for v in view.coords]
     if None in forms:
         return "its coordinates are not sums of products of the item's and loops' coordinates (im2col mode)"
-    row_atoms = [nm.chains[0][i][0] for i in range(3)]
-    k_atoms = [nm.chains[1][i][0] for i in range(3)]
+    row_atoms = [a for a, _ in nm.chains[0]]
+    k_atoms = [a for a, _ in nm.chains[1]]
+    if L == 3 and forms[0] == {(row_atoms[0],): 1}:
+        mode, pix, taps_pool, out_names = "pixels", row_atoms, k_atoms, coord_names
+        out = [plan.extents[rows[2]], plan.extents[rows[1]]]
+    else:
+        mode, taps_pool, out_names = "taps", row_atoms, ("n", "oh", "ow")
+        if L == 3:
+            pix = k_atoms
+            out = [_scalar(nm.of(plan.levels[i].operands[1]), nm, by_value) for i in (2, 1)]
+        else:
+            got = _pixels_of_one_loop(nm, forms, k_atoms[0])
+            if got is None:
+                return ("its coordinates are not im2col's: x[n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c] over "
+                        "rows (n, oh, ow) and k (r, s, c), or rows (r, s, c) and k (n, oh, ow) (one loop m: "
+                        "n = m / (OH*OW), oh = m / OW % OH, ow = m % OW)")
+            pix, OW, OH = got
+            out = [_scalar(OW, nm, by_value), _scalar(OH, nm, by_value)]
+        if None in out:
+            return "its output extents are not kernel parameters or literals"
 
     def only(form, atom) -> bool:
         return form == {(atom,): 1}
 
-    if not only(forms[0], row_atoms[0]) or not only(forms[3], k_atoms[2]):
-        return (f"its image and channel coordinates are not '{coord_names[0]}' and the innermost loop's "
-                "variable (im2col mode: x[n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c])")
+    if not only(forms[0], pix[0]) or not only(forms[3], taps_pool[2]):
+        return (f"its image and channel coordinates are not '{out_names[0]}' and the "
+                f"{'innermost loop' if mode == 'pixels' else 'last coordinate'}'s (im2col mode: x[n, oh*sh + "
+                "r*dh - ph, ow*sw + s*dw - pw, c])")
+    variant = set(pix) | set(taps_pool) | set(k_atoms) | set(row_atoms)
     spatial, taps = [], []
-    for d, row in ((2, row_atoms[2]), (1, row_atoms[1])):  # W, then H (innermost first)
-        outer = {row: None, k_atoms[0]: None, k_atoms[1]: None}
+    for d in (2, 1):  # W, then H (innermost first)
+        outer = {pix[d]: None, taps_pool[0]: None, taps_pool[1]: None}
         rest: dict = {}
-        for m, c in forms[d].items():
-            hit = [a for a in m if a in outer]
-            if len(hit) > 1 or any(a in k_atoms[2:] or a in row_atoms for a in m if a not in hit):
+        for mono, c in forms[d].items():
+            hit = [a for a in mono if a in outer]
+            if len(hit) > 1 or any(a in variant or a in nm.meta for a in mono if a not in hit):
                 return "its spatial coordinates are not im2col's (a product of two coordinates)"
             if hit:
                 if outer[hit[0]] is not None:
                     return "its spatial coordinates are not im2col's"
-                outer[hit[0]] = {tuple(a for a in m if a != hit[0]): c}
+                outer[hit[0]] = {tuple(a for a in mono if a != hit[0]): c}
             else:
-                rest[m] = c
-        tap = [a for a in k_atoms[:2] if outer[a] is not None]
-        if outer[row] is None or len(tap) != 1:
-            return (f"its {'W' if d == 2 else 'H'} coordinate is not {coord_names[d]}*stride + "
+                rest[mono] = c
+        tap = [a for a in taps_pool[:2] if outer[a] is not None]
+        if outer[pix[d]] is None or len(tap) != 1:
+            return (f"its {'W' if d == 2 else 'H'} coordinate is not {out_names[d]}*stride + "
                     "tap*dilation - padding (im2col mode)")
-        texts = [_scalar(outer[row], nm, by_value), _scalar(outer[tap[0]], nm, by_value),
+        texts = [_scalar(outer[pix[d]], nm, by_value), _scalar(outer[tap[0]], nm, by_value),
                  _scalar(_add({}, rest, -1), nm, by_value)]
         if None in texts or "0" in texts[:2]:
             return ("its stride, dilation or padding is not one kernel parameter or a literal (a padding "
                     "not below 0)")
         spatial.append(texts)
-        taps.append(k_atoms.index(tap[0]))
+        taps.append(taps_pool.index(tap[0]))
     if taps[0] == taps[1]:
         return "one loop variable is both its H and W filter tap"
-    filt = [_scalar(nm.of(plan.levels[t].operands[1]), nm, by_value) for t in taps]
+    if mode == "pixels":
+        filt = [_scalar(nm.of(plan.levels[t].operands[1]), nm, by_value) for t in taps]
+        chan_ok = ends_at(plan.levels[2].operands[1], shape[3])
+    else:
+        filt = [_scalar(nm.of(plan.delin.extents[rows[t]]), nm, by_value) for t in taps]
+        chan_ok = ends_at(plan.delin.extents[rows[2]], shape[3])
+        if L == 3 and not ends_at(plan.levels[0].operands[1], shape[0]):
+            return f"its image loop does not end at the view's N extent {shape[0]}"
     if None in filt:
-        return "its filter loops' bounds are not kernel parameters or literals"
-    if not ends_at(plan.levels[2].operands[1], shape[3]):
-        return f"its channel loop does not end at the view's C extent {shape[3]}"
+        return "its filter extents are not kernel parameters or literals"
+    if not chan_ok:
+        return (f"its channel {'loop' if mode == 'pixels' else 'coordinate'} does not end at the view's C "
+                f"extent {shape[3]}")
     if view.checked and view.default is not None and _nonzero(view.default):
         return "its checked read's default is not 0 (TMA fills the padding with 0)"
     if view.mask is not None and not nm.holds(view.mask):
         return "its read's mask is not only the im2col view's range check"
-    return {"view": names[args.index(view.buffer)], "mode": "im2col",
-            "dims": [str(shape[3]), str(shape[2]), str(shape[1]), str(shape[0])],
-            "strides": [str(stride[2]), str(stride[1]), str(stride[0])],
-            "out": [plan.extents[rows[2]], plan.extents[rows[1]]], "filter": filt,
-            "stride": [spatial[0][0], spatial[1][0]], "dilation": [spatial[0][1], spatial[1][1]],
-            "pad": [spatial[0][2], spatial[1][2]], "taps": [taps[0], taps[1], 2],
-            "box": [CHANNELS, X], "swizzle": 128}
+    m = {"view": names[args.index(view.buffer)], "mode": "im2col", "rows": mode,
+         "dims": [str(shape[3]), str(shape[2]), str(shape[1]), str(shape[0])],
+         "strides": [str(stride[2]), str(stride[1]), str(stride[0])],
+         "out": out, "filter": filt,
+         "stride": [spatial[0][0], spatial[1][0]], "dilation": [spatial[0][1], spatial[1][1]],
+         "pad": [spatial[0][2], spatial[1][2]], "taps": [taps[0], taps[1], 2],
+         "box": [CHANNELS, X], "swizzle": 128}
+    if mode == "taps":
+        if X % CHANNELS:
+            return f"its {X}-row tile is not a multiple of the {CHANNELS}-channel blocks of its MN-major tile"
+        m.update(box=[CHANNELS, CHANNELS], major="mn", copies=X // CHANNELS)
+        if L == 1:  # (the launcher checks that the loop covers exactly the pixel walk)
+            m["loop"] = _scalar(nm.of(plan.levels[0].operands[1]), nm, by_value)
+            if m["loop"] is None:
+                return "its loop's bound is not a kernel parameter or a literal"
+    return m
 
 
 __all__ = ["im2col_read", "CHANNELS"]

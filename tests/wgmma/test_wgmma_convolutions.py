@@ -62,13 +62,13 @@ def test_remark_says_wgmma_for_the_convolutions(capsys):
         assert "not using wgmma" not in err
 
 
-def test_tma_takes_the_forward_convolution_and_declines_the_weight_gradient(capsys):
+def test_tma_takes_both_convolutions(capsys):
     """Under --tma conv2d_fwd_f16's x comes by im2col-mode copies and its w by 2-d boxes over the
-    flattened (r, s, c) (tests/tma/test_conv2d_fwd_tma.py); conv2d_wgrad_f16's dy (k-contiguous: its
-    rows) by MN-major boxes, while its x (rows the flattened (r, s, c)) keeps the per-thread stores,
-    with a remark."""
+    flattened (r, s, c); conv2d_wgrad_f16's dy (k-contiguous: its rows) by MN-major boxes and its x
+    by im2col-mode copies into its MN-major tile (tests/tma/test_conv2d_tma.py): no per-thread
+    stores in either."""
     for name, maps, declined in (("conv2d_fwd_f16", ["__tma_x", "__tma_w"], 0),
-                                 ("conv2d_wgrad_f16", ["__tma_dy"], 1)):
+                                 ("conv2d_wgrad_f16", ["__tma_dy", "__tma_x"], 0)):
         text = open(os.path.join(EXAMPLES, f"{name}.kern"), encoding="utf-8").read()
         comp = Compilation(text, "t.kern", CompileOptions(remarks=True, arch="sm_90a", tma=True), use_cache=False)
         err = capsys.readouterr().err

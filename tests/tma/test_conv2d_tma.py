@@ -1,9 +1,12 @@
-"""conv2d_fwd_f16 with ``tma=True``: its im2col read ``x`` loaded by TMA's im2col mode
-(``passes/wgmma_contractions_im2col.py``) and its filter ``w[k, r, s, c]`` by a 2-d box over the flattened
-``(r, s, c)``, both on the CPU interpreter bit for bit equal to the per-thread staging build
-(padding, strides, dilations, odd N*OH*OW and K, C past one chunk); the launches the maps cannot
-take running the ``tma=False`` build with the reason; the race when the wait is removed; the
-recogniser on hand-written convolutions and on reads it must refuse; the remarks; ptxas."""
+"""The convolutions with ``tma=True``: conv2d_fwd_f16's im2col read ``x`` loaded by TMA's im2col mode
+(``passes/wgmma_contractions_im2col.py``, rows = pixels: one copy per chunk into the K-major tile)
+and its filter ``w[k, r, s, c]`` by a 2-d box over the flattened ``(r, s, c)``; conv2d_wgrad_f16's
+``x`` by im2col-mode copies too (rows = filter taps: one copy per 64-row block of its MN-major tile,
+64 channels by the chunk's 64 pixels) and its ``dy`` by MN-major 64x64 boxes. On the CPU
+interpreter bit for bit equal to the per-thread staging build (padding, strides, dilations, odd
+N*OH*OW and K, C past one chunk); the launches the maps cannot take running the ``tma=False``
+build with the reason; the race when the wait is removed; the recogniser on hand-written
+convolutions and on reads it must refuse; the remarks; ptxas."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from kernc.backend import binding, cpu, toolkit
 from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncRuntimeError
 from conftest import EXAMPLES
-from tensor_core_helpers import compiled_sm90a, copy_inputs, fwd_inputs
+from tensor_core_helpers import compiled_sm90a, copy_inputs, fwd_inputs, wgrad_inputs
 
 # (N, H, W, C, K, R, S, stride, pad, dil): C a multiple of 64 (one filter tap per chunk)
 TMA_SHAPES = [(2, 6, 7, 64, 19, 3, 3, (1, 1), (1, 1), (1, 1)),    # 84 rows: one tile, padding
@@ -195,3 +198,90 @@ def test_ptxas_takes_the_im2col_build_without_spills(index_bits):
     assert res.ok, res.log
     assert res.spills["conv2d_fwd_f16"] == (0, 0)
     print("conv2d_fwd_f16 registers", index_bits, res.registers["conv2d_fwd_f16"])
+
+
+# (N, OH, OW, C, K, R, S, stride, pad, dil) of conv2d_wgrad_f16: C a multiple of 64
+WGRAD_SHAPES = [(2, 5, 7, 64, 32, 3, 2, (1, 2), (1, 1), (2, 1)),   # 70 pixels: 2 chunks, the last partial
+                (1, 3, 4, 128, 24, 3, 3, (1, 1), (1, 1), (1, 1)),  # 1152 rows (r, s, c): 9 row tiles
+                (1, 4, 3, 64, 8, 1, 1, (1, 1), (0, 0), (1, 1))]    # 64 rows: the second block clamped
+
+
+def _wgrad(mod, inputs):
+    args = copy_inputs(inputs)
+    ran = mod.conv2d_wgrad_f16(**args)
+    return args["gw"], ran
+
+
+@pytest.mark.parametrize("shape", WGRAD_SHAPES, ids=lambda s: "x".join(map(str, s[:7])))
+def test_the_weight_gradient_by_tma_is_bitwise_the_staged_build(shape):
+    mod = compiled_sm90a("conv2d_wgrad_f16", tma=True)
+    m = mod._compilation.signatures["conv2d_wgrad_f16"].extra[1].tensor_map
+    assert (m["mode"], m["rows"], m["major"], m["box"], m["copies"], m["loop"]) == (
+        "im2col", "taps", "mn", [64, 64], 2, "M")
+    inputs = wgrad_inputs(*shape)
+    got, ran = _wgrad(mod, inputs)
+    assert (ran.tma, ran.no_tma) == (True, None)
+    want, _ = _wgrad(compiled_sm90a("conv2d_wgrad_f16"), inputs)
+    assert not np.isnan(got).any()
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_weight_gradient_whose_loop_is_not_the_pixel_walk_falls_back():
+    """dy with fewer columns M than N*OH*OW: the loop over m stops early, the pixel walk would not."""
+    mod = compiled_sm90a("conv2d_wgrad_f16", tma=True)
+    inputs = wgrad_inputs(*WGRAD_SHAPES[0])
+    inputs["dy"] = inputs["dy"][:64].copy()  # (stored M x K: the layout kxm)
+    got, ran = _wgrad(mod, inputs)
+    assert ran.tma is False and ran.no_tma.endswith(
+        "its loop over m ends at M = 64, not N*OH*OW = 70: the pixel walk would not stop where the loop does")
+    want, _ = _wgrad(compiled_sm90a("conv2d_wgrad_f16"), inputs)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+WGRAD_HAND = """
+kernel wg(x: f16[N, H, W, C] view, dy: f16[N, OH, OW, K] view, gw: f32[K, R, S, C] view,
+          sh: index, sw: index, ph: index, pw: index, dh: index, dw: index)
+        over (k, r, s, c) in (K, R, S, C) {
+    let acc = 0.0;
+    for n in 0..N {
+        for oh in 0..OH {
+            for ow in 0..OW {
+                acc += dy[n, oh, ow, k] * x.checked(n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c);
+            }
+        }
+    }
+    gw[k, r, s, c] = acc;
+}
+"""
+
+
+def test_a_hand_written_weight_gradient_is_an_im2col_read_over_its_loops(capsys):
+    comp = Compilation(WGRAD_HAND, "t.kern", CompileOptions(arch="sm_90a", tma=True, remarks=True), use_cache=False)
+    comp.gpu_ir()
+    err = capsys.readouterr().err
+    maps = {p.tensor_map["view"]: p.tensor_map for p in comp.signatures["wg"].extra}
+    assert (maps["x"]["rows"], maps["x"]["out"], maps["x"]["filter"]) == ("taps", ["OW", "OH"], ["S", "R"])
+    assert "loop" not in maps["x"]  # (three loops: n ends at the view's N, OH/OW checked at launch)
+    assert "'x' of 'wg' loaded by the tensor memory accelerator: per chunk one cp.async.bulk.tensor.4d.im2col per " \
+           "64-row block of the MN-major tile" in err
+    mod, plain = (kernc.compile(WGRAD_HAND, arch="sm_90a", tma=t) for t in (True, False))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 6, 5, 64)).astype(np.float16)
+    dy = rng.standard_normal((2, 3, 5, 16)).astype(np.float16)  # stride (2, 1), padding 1, dilation 1, R = S = 3
+    gws = [np.full((16, 3, 3, 64), np.nan, np.float32) for _ in range(2)]
+    geometry = dict(sh=2, sw=1, ph=1, pw=1, dh=1, dw=1)
+    ran = mod.wg(x, dy, gws[0], **geometry)
+    plain.wg(x, dy, gws[1], **geometry)
+    assert ran.tma is True, ran.no_tma
+    np.testing.assert_array_equal(gws[0].view(np.uint32), gws[1].view(np.uint32))
+
+
+@pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
+@pytest.mark.parametrize("index_bits", [32, 64])
+def test_ptxas_takes_the_weight_gradients_tma_build_without_spills(index_bits):
+    ptx = compiled_sm90a("conv2d_wgrad_f16", tma=True)._compilation.ptx(index_bits)
+    assert ptx.count("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.im2col") == 4
+    res = toolkit.run_ptxas(ptx, "sm_90a")
+    assert res.ok, res.log
+    assert res.spills["conv2d_wgrad_f16"] == (0, 0)
+    print("conv2d_wgrad_f16 registers", index_bits, res.registers["conv2d_wgrad_f16"])
