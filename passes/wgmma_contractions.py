@@ -75,8 +75,9 @@ stores are K-major and do not conflict.
 (:func:`_tma_map`: a view read at exactly ``(x, k)``/``(k, x)`` with ``k`` stride 1 and no start
 offset, in a loop that ends at the view's ``k`` extent -- the gemms' ``a``; or at ``x`` and a loop
 nest's variables whose dimensions flatten to one ``k`` of stride 1 -- conv2d_fwd_f16's ``w[k, r, s,
-c]``; ``b``, n-contiguous, would need the MN-major descriptor layout and keeps the stores, with a
-remark) is loaded by the tensor memory accelerator (PTX ISA 9.7.9.25,
+c]``; or whose rows are contiguous -- the gemms' ``b[k, j]``, conv2d_wgrad_f16's ``dy``: ``X/64``
+boxes of ``64 x 64`` into its MN-major tile, box ``q`` at the leading byte offset ``8192q``) is
+loaded by the tensor memory accelerator (PTX ISA 9.7.9.25,
 ``cp.async.bulk.tensor``; 9.7.13.15, ``mbarrier``): its ``64 x X`` box at ``(k0, x0)`` of a tensor map
 over ``(K, X-extent)`` with the 128B swizzle writes exactly the K-major swizzled tile of step 2 (the
 swizzle is on the shared address, the tile 1024-byte aligned), zeros past the edges as the clone
@@ -91,7 +92,11 @@ A read whose tile rows are a 2-d convolution's flattened output positions (conv2
 5.5.4): per chunk (64 channels ``c0..`` of one filter tap ``(r, s)``; the launcher checks that ``C``
 is a multiple of 64) one rank-4 copy at ``(c0, ow0*sw - pw, oh0*sh - ph, n0)`` with im2col offsets
 ``(s*dw, r*dh)``, whose ``BM`` pixel rows are the tile's rows ``m0 ..`` in order, zeros in the
-padding and past the last image: the same K-major swizzled tile.
+padding and past the last image: the same K-major swizzled tile. A weight gradient's ``x``
+(conv2d_wgrad_f16: rows the filter taps ``(r, s, c)``, k the pixels) takes one such copy per
+64-row block of its MN-major tile: 64 channels of the block's tap by the chunk's 64 pixels.
+A ``(k, j)`` operand of a loop that may start from ``-0.0`` keeps the stores (its pad past K must
+be ``-0.0``, :func:`pad_value`; a box fills ``+0.0``).
 
 *Stages* (``tma_stages``, default 2; ``kernc compile --tma-stages``): a TMA'd operand's buffer holds
 ``S`` tiles and there are ``S`` mbarriers (``memref<S x i64>``); the block's chunk ``g`` (``(tiles
