@@ -468,12 +468,12 @@ def _tensor_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
     odd number of f16 elements, whose byte stride is no multiple of 16; marked ``tma_limit``: bind
     then records it as ``BoundLaunch.no_tma`` and the launcher runs the build without TMA), or when
     the driver refuses the map (its reason, ``cuGetErrorString``)."""
-    from .tensor_map import MAP_BYTES, TensorMap, check, encode
+    from .tensor_map import ELEM_BYTES, MAP_BYTES, TensorMap, check, encode
 
     m = p.tensor_map
     if m.get("mode") == "im2col":
         return _im2col_map(sig, p, array, env, device, zeros)
-    es = 2
+    es = ELEM_BYTES[p.dtype]
     tm = TensorMap(p.dtype, dims=tuple(Poly.parse(d).evaluate(env) for d in m["dims"]),
                    strides=tuple(es * Poly.parse(d).evaluate(env) for d in m["strides"]),
                    box=tuple(m["box"]), swizzle=int(m["swizzle"]), array=array if device == "cpu" else None)

@@ -290,12 +290,6 @@ class WgmmaContractions(Pass):
             tma = {}
             if self.tma:
                 for s in (parts.a, parts.b):
-                    if got.elem_bytes != 2:  # (_tma_map's boxes and expect_tx are of 2-byte elements)
-                        emit_remark(self.remarks, s.op, f"'{s.name}' of '{sig.name}' not loaded by TMA: its "
-                                    f"{_kern_type(parts)} tile (1-byte elements, 128 k a 128-byte row) has no TMA "
-                                    "box built here (the boxes are of 2-byte f16/bf16 elements); its tile is "
-                                    "staged by per-thread stores")
-                        continue
                     why = _tma_map(fn, sig, plan, s, got, self.mn_major)
                     if s.side == 1 and not isinstance(why, str) and _minus_zero_start(parts):
                         why = ("its loop may start from -0.0 (the item's own value, or -0.0): past K its tile must "
@@ -409,7 +403,7 @@ def tma_bytes(c: WgmmaConfig, tma_sides, stages: int) -> int:
     TMA'd) in ``stages`` buffers each: the
     tiles (each a multiple of 1024 bytes, so their 1024-byte alignment adds nothing) and one 8-byte
     mbarrier per stage, allocated last."""
-    tiles = sum(2 * (c.bm if side == 0 else c.bn) * c.bk * (stages if side in tma_sides else 1)
+    tiles = sum(c.elem_bytes * (c.bm if side == 0 else c.bn) * c.bk * (stages if side in tma_sides else 1)
                 for side in (0, 1))
     return tiles + 8 * stages
 
@@ -479,6 +473,8 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig, mn_major: bool = True)
     if view.swizzle is not None:
         return f"its layout {view.layout_text} is swizzled"
     if len(plan.sides[s.side]) != 1:
+        if c.elem_bytes != 2:
+            return "its tile's rows are flattened coordinates, and im2col-mode copies are built for f16/bf16 only"
         return im2col_read(plan, s, view, names, entry, X, lambda ub, ext: _ends_at(ub, ext, entry, names))
     layout = StridedLayout.parse(param.layout)
     coords = list(view.coords)
@@ -489,6 +485,9 @@ def _tma_map(fn, sig, plan: _Analysis, s, c: WgmmaConfig, mn_major: bool = True)
     kds = [coords.index(iv) for iv in plan.ivs]  # (outermost first)
     kd = kds[-1]
     mn = str(layout.stride[xd]) == "1" and str(layout.stride[kd]) != "1"
+    if mn and c.elem_bytes != 2:
+        return (f"its rows have stride 1 in its layout {param.layout}, and a tile of 1-byte elements cannot be "
+                "MN-major (wgmma transposes f16/bf16 tiles only)")
     if mn and not mn_major:
         return (f"its rows have stride 1 in its layout {param.layout} and MN-major tiles are off "
                 "(--no-wgmma-mn-major): a box's rows would be n-contiguous")
@@ -543,9 +542,9 @@ def _minus_zero_start(p) -> bool:
     return p.added or (p.init == 0 and math.copysign(1.0, p.init) < 0)
 
 
-def _box_bytes(m: dict) -> int:
-    """Bytes the copies of one chunk of map ``m`` bring (2-byte elements; ``copies`` boxes)."""
-    return 2 * m["box"][0] * m["box"][1] * m.get("copies", 1)
+def _box_bytes(m: dict, elem_bytes: int = 2) -> int:
+    """Bytes the copies of one chunk of map ``m`` bring (``elem_bytes``-byte elements; ``copies`` boxes)."""
+    return elem_bytes * m["box"][0] * m["box"][1] * m.get("copies", 1)
 
 
 def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str | None = None,
@@ -575,11 +574,11 @@ def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str |
         launch = "row byte stride a multiple of 16 at launch"
     if stages == 1:
         how = ("into its 128B-swizzled tile, completed on an mbarrier (expect_tx "
-               f"{_box_bytes(m)} bytes), issued " + ("before the other operand's stores" if stored else
+               f"{_box_bytes(m, c.elem_bytes)} bytes), issued " + ("before the other operand's stores" if stored else
                                                     "at the chunk's start (both operands copied)"))
     else:
         how = (f"into one of {stages} 128B-swizzled tiles (stages), each completed on its own mbarrier "
-               f"(expect_tx {_box_bytes(m)} bytes), the copy of chunk c+{stages - 1} issued "
+               f"(expect_tx {_box_bytes(m, c.elem_bytes)} bytes), the copy of chunk c+{stages - 1} issued "
                f"after chunk c's first barrier, before its wgmma (the first {stages - 1} before the chunk loop)")
     return (f"'{s.name}' of '{sig.name}' loaded by the tensor memory accelerator: per chunk one {copy} "
             f"{how}; the tensor map is the hidden parameter '{_map_name(s.name)}' ({launch})"
@@ -657,7 +656,7 @@ class _WgmmaRewrite(_Rewrite):
                 s = self.p.a if side == 0 else self.p.b
                 self.maps[side] = entry.add_argument(ptr, fn.location)
                 sig.extra.append(Param(name=_map_name(s.name), kind="tensor_map",
-                                       dtype="bf16" if isinstance(self.p.elem, ir.BF16Type) else "f16",
+                                       dtype=_kern_type(self.p),
                                        tensor_map=m))
             fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(
                 list(ft.inputs) + [ptr] * len(self.tma), list(ft.results)))
@@ -857,7 +856,7 @@ class _WgmmaRewrite(_Rewrite):
             barp = self._bar_ptr(stage)
             dsts = {side: _shared_ptr(self.smem_a if side == 0 else self.smem_b,
                                       b.mul(stage, b.idx(self._stage_bytes(side)))) for side in self.maps}
-        nbytes = sum(_box_bytes(m) for m in self.tma.values())
+        nbytes = sum(_box_bytes(m, self.c.elem_bytes) for m in self.tma.values())
         nvvm.MBarrierArriveExpectTxOp(barp, _i32(nbytes), predicate=pred)
         for side, tmap in sorted(self.maps.items()):
             m = self.tma[side]

@@ -161,22 +161,29 @@ def test_the_remarks(capsys, dtype):
     # b (n-contiguous) stays K-major: no transpose for 8-bit types
     assert (f"'b' staged K-major: wgmma reads {dtype} operands K-major only (its transpose, imm-trans-a/-b, "
             "is for .f16/.bf16") in err, err
-    # --tma: no TMA box of 1-byte elements is built; both tiles stay per-thread stores
+    # --tma: a (k-contiguous) by a 128x128 box of 1-byte elements; b keeps the stores (no MN-major
+    # tile of 8-bit elements)
     gpu_ir, err = _remarks(capsys, SOURCES[dtype], tma=True)
-    assert "nvvm.wgmma.mma_async" in gpu_ir and "cp.async.bulk.tensor" not in gpu_ir
-    for name in ("a", "b"):
-        assert (f"'{name}' of 'g' not loaded by TMA: its {dtype} tile (1-byte elements, 128 k a 128-byte row) "
-                "has no TMA box built here") in err, err
+    assert "nvvm.wgmma.mma_async" in gpu_ir and gpu_ir.count("cp.async.bulk.tensor.shared.cluster.global") == 2
+    assert ("'a' of 'g' loaded by the tensor memory accelerator: per chunk one cp.async.bulk.tensor.2d of the box "
+            "128x128 (k x rows, out-of-bounds elements zero) into one of 2 128B-swizzled tiles (stages), each "
+            "completed on its own mbarrier (expect_tx 16384 bytes)") in err, err
+    assert ("'b' of 'g' not loaded by TMA: its rows have stride 1 in its layout (K,N):(N,1), and a tile of 1-byte "
+            "elements cannot be MN-major (wgmma transposes f16/bf16 tiles only)") in err, err
 
 
-def test_tma_builds_run_with_their_tiles_stored():
-    """``tma=True``: the same per-thread staged build (no tensor map parameter), the same result."""
-    mod = kernc.compile(SOURCES["u8"], arch="sm_90a", tma=True)
-    assert not mod._compilation.signatures["g"].extra
-    a, b = _inputs("u8", 70, 130, 50, seed=8)
-    c = np.zeros((70, 50), np.int32)
+@pytest.mark.parametrize("dtype", ["i8", "u8"])
+@pytest.mark.parametrize("M, K, N", [(70, 144, 50), (1, 16, 1), (130, 272, 70), (5, 130, 7)])
+def test_tma_builds_are_the_exact_product(dtype, M, K, N):
+    """``tma=True``: a's tile by a box of 1-byte elements (K % 16 == 0: its rows a multiple of 16
+    bytes; K = 130 runs the tma=False build), the exact product either way."""
+    mod = kernc.compile(SOURCES[dtype], arch="sm_90a", tma=True)
+    m = mod._compilation.signatures["g"].extra[0]
+    assert (m.name, m.dtype, m.tensor_map["box"]) == ("__tma_a", dtype, [128, 128])
+    a, b = _inputs(dtype, M, K, N, seed=8)
+    c = np.zeros((M, N), np.int32)
     result = mod.g(a, b, c)
-    assert result.tensor_cores == "wgmma" and not result.tma
+    assert result.tensor_cores == "wgmma" and result.tma is (K % 16 == 0), result.no_tma
     np.testing.assert_array_equal(c, _exact(a, b))
 
 
