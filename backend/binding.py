@@ -513,6 +513,9 @@ def _im2col_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
     channels, pixels = (int(x) for x in m["box"])
     address = array.ctypes.data if device == "cpu" else int(array.data.ptr)
     why = conv2d_im2col_reason(g, channels, pixels, int(m["swizzle"]), address)
+    if why is None and m.get("unchecked") and (ph or pw):
+        why = (f"its read of '{m['view']}' is not checked and the padding (ph, pw) = ({ph}, {pw}) reads outside the "
+               f"image (an error the zero fill of TMA would hide; {m['view']}.checked(...) reads 0 there)")
     if why is None and "loop" in m and ev(m["loop"]) != N * OH * OW:  # (a weight gradient's one loop m)
         why = (f"its loop over m ends at {m['loop']} = {ev(m['loop'])}, not N*OH*OW = {N * OH * OW}: the pixel walk "
                "would not stop where the loop does")

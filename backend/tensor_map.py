@@ -117,8 +117,8 @@ def check(tm: TensorMap, address: int, param: str, kernel: str) -> None:
         if int(s) % GLOBAL_ALIGN or not 0 < int(s) < MAX_STRIDE:
             bad(f"the byte stride of dimension {i + 1} is {int(s)} ({_stride_name(i + 1)}; dimensions innermost "
                 f"first): it must be a positive multiple of "
-                f"{GLOBAL_ALIGN} below 2^40 (a row of {tm.dims[0]} x {tm.elem_bytes} bytes must be "
-                "padded to 16 bytes)")
+                f"{GLOBAL_ALIGN} below 2^40 (a row of {tm.dims[0]} x {tm.elem_bytes} bytes is no multiple of 16 "
+                f"bytes: its extent must be a multiple of {GLOBAL_ALIGN // tm.elem_bytes})")
     for i, bx in enumerate(tm.box):
         if not 1 <= int(bx) <= MAX_BOX:
             bad(f"box dimension {i} is {int(bx)}, not in 1..{MAX_BOX}")
@@ -297,8 +297,9 @@ def conv2d_im2col_reason(g: Conv2dGeometry, channels: int, pixels: int, swizzle:
     oh = (g.H + 2 * g.ph - g.dh * (g.R - 1) - 1) // g.sh + 1
     ow = (g.W + 2 * g.pw - g.dw * (g.S - 1) - 1) // g.sw + 1
     if (g.OH, g.OW) != (oh, ow):
-        return (f"the output is {g.OH} x {g.OW}, not the convolution's {oh} x {ow}: TMA im2col walks "
-                "the pixel box and does not pad the width to an even tile")
+        return (f"the output is {g.OH} x {g.OW}, not the convolution's {oh} x {ow} (OH = (H + 2*ph - dh*(R-1) - "
+                "1) / sh + 1, OW likewise): TMA's im2col walk covers exactly the convolution's output positions, "
+                "row by row (it does not pad a row to another width)")
     if g.C % channels:
         return (f"C = {g.C} is not a multiple of the {channels}-channel chunk: a chunk would straddle "
                 "two filter taps")
@@ -348,8 +349,8 @@ def check_im2col(tm: Im2colTensorMap, address: int, param: str, kernel: str) -> 
         if int(s) % GLOBAL_ALIGN or not 0 < int(s) < MAX_STRIDE:
             bad(f"the byte stride of dimension {i + 1} is {int(s)} ({_stride_name(i + 1, 'pixels')}; "
                 f"dimensions innermost first): it must be a positive multiple of "
-                f"{GLOBAL_ALIGN} below 2^40 (a pixel of {tm.dims[0]} x {tm.elem_bytes} bytes must be "
-                "padded to 16 bytes)")
+                f"{GLOBAL_ALIGN} below 2^40 (a pixel of {tm.dims[0]} x {tm.elem_bytes} bytes is no multiple of 16 "
+                f"bytes: C must be a multiple of {GLOBAL_ALIGN // tm.elem_bytes})")
     lo, hi = IM2COL_CORNER[r]
     for name, v in (("lower", tm.lower), ("upper", tm.upper)):
         for i, x in enumerate(v):

@@ -580,7 +580,8 @@ def cmd_run(ns) -> int:
         staging += f"; contraction on tensor cores ({result.tensor_cores})"
     staging += {True: "; tiles loaded by TMA",
                 False: f"; without TMA (the tma=False build ran: {result.no_tma})",
-                None: ""}[result.tma]
+                None: "; --tma loaded no tile (the build has no TMA copy: `kernc compile --remarks` says why)"
+                if getattr(ns, "tma", False) else ""}[result.tma]
     if not ns.quiet:  # (--quiet: errors, and the counters --stats asks for, only)
         print(
             f"ran {sig.name} on {result.device}: P={result.problem_size}, grid={result.grid}x{result.block}{staging}; "

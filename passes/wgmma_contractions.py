@@ -579,7 +579,8 @@ def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str |
     else:
         how = (f"into one of {stages} 128B-swizzled tiles (stages), each completed on its own mbarrier "
                f"(expect_tx {_box_bytes(m, c.elem_bytes)} bytes), the copy of chunk c+{stages - 1} issued "
-               f"after chunk c's first barrier, before its wgmma (the first {stages - 1} before the chunk loop)")
+               f"after chunk c's first barrier, before its wgmma (the first "
+               + ("one" if stages == 2 else str(stages - 1)) + " before the chunk loop)")
     return (f"'{s.name}' of '{sig.name}' loaded by the tensor memory accelerator: per chunk one {copy} "
             f"{how}; the tensor map is the hidden parameter '{_map_name(s.name)}' ({launch})"
             + (f"; {short}" if short else ""))

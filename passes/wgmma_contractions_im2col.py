@@ -295,10 +295,13 @@ def im2col_read(plan, s, view: ViewAccess, names: list[str], entry, X: int,
     def only(form, atom) -> bool:
         return form == {(atom,): 1}
 
-    if not only(forms[0], pix[0]) or not only(forms[3], taps_pool[2]):
-        return (f"its image and channel coordinates are not '{out_names[0]}' and the "
-                f"{'innermost loop' if mode == 'pixels' else 'last coordinate'}'s (im2col mode: x[n, oh*sh + "
-                "r*dh - ph, ow*sw + s*dw - pw, c])")
+    if not only(forms[0], pix[0]):
+        return (f"its image coordinate is not '{out_names[0]}' (im2col mode: x[n, oh*sh + r*dh - ph, ow*sw + s*dw - "
+                "pw, c])")
+    if not only(forms[3], taps_pool[2]):
+        return ("its channel coordinate is not the " + ("innermost loop's variable (put the channel loop innermost: "
+                                                        if mode == "pixels" else "tile's last coordinate (") +
+                "a chunk is 64 consecutive channels of one filter tap)")
     variant = set(pix) | set(taps_pool) | set(k_atoms) | set(row_atoms)
     spatial, taps = [], []
     for d in (2, 1):  # W, then H (innermost first)
@@ -320,9 +323,13 @@ def im2col_read(plan, s, view: ViewAccess, names: list[str], entry, X: int,
                     "tap*dilation - padding (im2col mode)")
         texts = [_scalar(outer[pix[d]], nm, by_value), _scalar(outer[tap[0]], nm, by_value),
                  _scalar(_add({}, rest, -1), nm, by_value)]
-        if None in texts or "0" in texts[:2]:
-            return ("its stride, dilation or padding is not one kernel parameter or a literal (a padding "
-                    "not below 0)")
+        where = "W" if d == 2 else "H"
+        if None in texts[:2] or "0" in texts[:2]:
+            return (f"its {where} stride or dilation is not a positive kernel parameter or literal (o*stride + "
+                    "tap*dilation - padding; a flipped filter's -tap*dilation is not im2col's)")
+        if texts[2] is None:
+            return (f"its {where} padding is not a kernel parameter or literal subtracted (o*stride + tap*dilation - "
+                    "padding; '+ padding' or a positive offset would be a negative padding)")
         spatial.append(texts)
         taps.append(taps_pool.index(tap[0]))
     if taps[0] == taps[1]:
@@ -351,6 +358,8 @@ def im2col_read(plan, s, view: ViewAccess, names: list[str], entry, X: int,
          "stride": [spatial[0][0], spatial[1][0]], "dilation": [spatial[0][1], spatial[1][1]],
          "pad": [spatial[0][2], spatial[1][2]], "taps": [taps[0], taps[1], 2],
          "box": [CHANNELS, X], "swizzle": 128}
+    if not view.checked:  # (the launcher keeps a padded walk off TMA: its zero fill would hide the error)
+        m["unchecked"] = True
     if mode == "taps":
         if X % CHANNELS:
             return f"its {X}-row tile is not a multiple of the {CHANNELS}-channel blocks of its MN-major tile"

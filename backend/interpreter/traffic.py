@@ -45,6 +45,10 @@ class RunStats:
       consecutive lanes, 128 bytes each, counted separately (a conflict-free f64 warp access counts
       0, as Nsight Compute's excess wavefronts do);
     - ``threads`` = grid * block, ``blocks`` = grid.
+
+    Not counted: the tensor memory accelerator's copies (``cp.async.bulk.tensor``) and ``wgmma``'s
+    operand reads -- no thread's load or store: a ``--tma`` build's tiles show as no global load
+    requests and no shared requests (only its other operand's stores, if any).
     """
 
     global_load_requests: int = 0

@@ -171,11 +171,13 @@ def test_a_hand_written_convolution_is_the_same_im2col_read(capsys):
 
 
 @pytest.mark.parametrize("read, why", [
-    ("n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c + 1", "its image and channel coordinates are not 'n'"),
+    ("n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c + 1", "its channel coordinate is not the innermost loop's variable"),
+    ("oh, n*sh + r*dh - ph, ow*sw + s*dw - pw, c", "its image coordinate is not 'n'"),
+    ("n, oh*sh - r*dh + ph, ow*sw + s*dw - pw, c", "its H stride or dilation is not a positive kernel parameter"),
     ("n, oh*sh + s*dh - ph, ow*sw + s*dw - pw, c", "one loop variable is both its H and W filter tap"),
     ("n, oh*ow + r*dh - ph, ow*sw + s*dw - pw, c", "its spatial coordinates are not im2col's"),
-    ("n, oh*sh*dh + r - ph, ow*sw + s*dw - pw, c", "its stride, dilation or padding is not one kernel parameter"),
-    ("n, oh*sh + r*dh + ph, ow*sw + s*dw - pw, c", "its stride, dilation or padding is not one kernel parameter"),
+    ("n, oh*sh*dh + r - ph, ow*sw + s*dw - pw, c", "its H stride or dilation is not a positive kernel parameter"),
+    ("n, oh*sh + r*dh + ph, ow*sw + s*dw - pw, c", "its H padding is not a kernel parameter or literal subtracted"),
     ("n, oh*sh + r*dh - ph, ow*sw + k*dw - pw, c", "its coordinates are not sums of products"),
 ])
 def test_a_read_that_is_not_im2col_keeps_the_stores(read, why, capsys):
@@ -285,3 +287,29 @@ def test_ptxas_takes_the_weight_gradients_tma_build_without_spills(index_bits):
     assert res.ok, res.log
     assert res.spills["conv2d_wgrad_f16"] == (0, 0)
     print("conv2d_wgrad_f16 registers", index_bits, res.registers["conv2d_wgrad_f16"])
+
+
+def test_an_unchecked_read_with_padding_runs_the_build_that_reports_it():
+    """Trial: a plain x[...] (no .checked) with padding 1 ran by TMA, whose zero fill hid the read
+    outside the image; the tma=False build reports it. A padded unchecked read falls back; without
+    padding it is in bounds and TMA runs."""
+    from kernc.support.errors import KerncRuntimeError
+
+    src = HAND.replace("x.checked(", "x(").replace("x({read})", "x[{read}]").format(
+        read="n, oh*sh + r*dh - ph, ow*sw + s*dw - pw, c", params="sh: index, sw: index, ph: index, pw: index, "
+        "dh: index, dw: index")
+    mod = kernc.compile(src, arch="sm_90a", tma=True)
+    assert mod._compilation.signatures["conv"].extra[0].tensor_map["unchecked"] is True
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 5, 5, 64)).astype(np.float16)
+    w = rng.standard_normal((3, 3, 3, 64)).astype(np.float16)
+    with pytest.raises(KerncRuntimeError, match="out-of-bounds load from buffer 'x'"):
+        mod.conv(x, w, np.zeros((1, 5, 5, 3), np.float32), sh=1, sw=1, ph=1, pw=1, dh=1, dw=1)
+    y = np.full((1, 3, 3, 3), np.nan, np.float32)
+    assert mod.conv(x, w, y, sh=1, sw=1, ph=0, pw=0, dh=1, dw=1).tma is True
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    want = np.zeros((1, 3, 3, 3))
+    for r in range(3):
+        for s_ in range(3):
+            want += np.einsum("nhwc,kc->nhwk", xd[:, r:r + 3, s_:s_ + 3], wd[:, r, s_])
+    np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3 * np.sqrt(576))

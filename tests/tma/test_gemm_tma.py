@@ -59,7 +59,7 @@ def test_a_row_stride_a_tensor_map_cannot_encode_runs_the_build_without_tma(M, K
     bound = binding.bind(mod.gemm_f16.signature, (a, b, c), {}, cpu.is_host_array, "cpu")
     assert bound.no_tma == (f"kernel 'gemm_f16', tensor map parameter '__tma_a': the byte stride of dimension 1 "
                             f"is {2 * K} (the stride between rows; dimensions innermost first): it must be a positive multiple of 16 below 2^40 (a row of {K} x 2 "
-                            "bytes must be padded to 16 bytes)")
+                            "bytes is no multiple of 16 bytes: its extent must be a multiple of 8)")
     ran = mod.gemm_f16(a, b, c)
     assert ran.tma is False and ran.no_tma == bound.no_tma  # LaunchResult says which build ran, and why
     assert f"without TMA ({bound.no_tma})" in repr(ran)
@@ -326,3 +326,16 @@ def test_the_weight_gradients_maps_fall_back_together(shape):
     compiled_sm90a("conv2d_wgrad_f16").conv2d_wgrad_f16(**want)
     assert not np.isnan(got["gw"]).any()
     np.testing.assert_array_equal(got["gw"].view(np.uint32), want["gw"].view(np.uint32))
+
+
+def test_kernc_run_says_when_tma_loads_nothing(tmp_path, capsys):
+    """Trial: ``kernc run --tma`` on sm_90 (no wgmma) said nothing of TMA; it says none was loaded."""
+    from kernc.cli import main
+
+    a, b = gemm_inputs(4, 16, 8, np.float16)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    assert main(["run", os.path.join(EXAMPLES, "gemm_f16.kern"), "--tma", "--output-dir", str(tmp_path),
+                 "--input", f"a=@{tmp_path / 'a.npy'}", "--input", f"b=@{tmp_path / 'b.npy'}"]) == 0
+    assert "; --tma loaded no tile (the build has no TMA copy: `kernc compile --remarks` says why)" in \
+        capsys.readouterr().out

@@ -78,8 +78,9 @@ REASONS = [
     (_geom(1, 8, 8, 96, 3, 3, ph=1, pw=1), {}, "C = 96 is not a multiple of the 64-channel chunk: a chunk "
      "would straddle two filter taps"),
     (_geom(1, 8, 8, 32, 3, 3), {}, "C = 32 is not a multiple of the 64-channel chunk"),
-    (Conv2dGeometry(1, 8, 8, 64, 3, 3, 6, 8), {}, "the output is 6 x 8, not the convolution's 6 x 6: TMA "
-     "im2col walks the pixel box and does not pad the width to an even tile"),
+    (Conv2dGeometry(1, 8, 8, 64, 3, 3, 6, 8), {}, "the output is 6 x 8, not the convolution's 6 x 6 \\(OH = "
+     "\\(H \\+ 2\\*ph - dh\\*\\(R-1\\) - 1\\) / sh \\+ 1, OW likewise\\): TMA's im2col walk covers exactly the "
+     "convolution's output positions"),
     (_geom(1, 300, 300, 64, 3, 3, ph=130, pw=1), {}, "the padding / dilated filter put the pixel box's "
      "lower corner \\(-1, -130\\) \\(W, H\\) outside -128..127"),
     (_geom(1, 300, 300, 64, 3, 3, dh=100, dw=1), {}, "upper corner \\(-2, -200\\) \\(W, H\\) outside -128..127"),
@@ -92,7 +93,7 @@ REASONS = [
     (G, dict(channels=128), "a pixel's 256 bytes are more than the 128-byte swizzle span"),
     (_geom(1, 8, 8, 4, 1, 1), dict(channels=4, swizzle=0), "the byte stride of dimension 1 is 8 \\(the stride between pixels; dimensions innermost first\\): it "
      "must be "
-     "a positive multiple of 16 .* \\(a pixel of 4 x 2 bytes must be padded to 16 bytes\\)"),
+     "a positive multiple of 16 .* \\(a pixel of 4 x 2 bytes is no multiple of 16 bytes: C must be a multiple of 8\\)"),
     (_geom(1, 8, 8, 64, 1, 1), dict(channels=4, swizzle=0), "a pixel's 8 bytes \\(4 channels\\) are not a "
      "multiple of 16"),
     (Conv2dGeometry(1, 8, 8, 64, 3, 3, 6, 6, ph=-1), {}, "negative padding"),
