@@ -204,3 +204,21 @@ def check_wgrad(mod, inputs):
     within_f64(args["gw"], want, scale, inputs["dy"].shape[0])
     np.testing.assert_array_equal(args["gw"], ref.reference(copy_inputs(inputs))["gw"])
     return args["gw"]
+
+
+def narrow_block_n(monkeypatch, block_n: int) -> None:
+    """Make the pipeline's kern-wgmma-contractions build with ``block_n`` (the N of its wgmma and
+    its block tile's columns) for the rest of the test (``monkeypatch``: pytest's fixture or a
+    ``MonkeyPatch.context()``)."""
+    from kernc.passes import pipeline
+    from kernc.passes.wgmma_contractions import WgmmaContractions
+
+    real = pipeline.kern_to_gpu
+
+    def narrow(**kw):
+        passes = real(**kw)
+        for p in passes:
+            if p.name == WgmmaContractions.name:  # (an OnDemand: the pass it builds)
+                p.built().block_n = block_n
+        return passes
+    monkeypatch.setattr(pipeline, "kern_to_gpu", narrow)

@@ -30,10 +30,11 @@ TMA_SHAPES = [(2, 6, 7, 64, 19, 3, 3, (1, 1), (1, 1), (1, 1)),    # 84 rows: one
               (1, 1, 1, 64, 1, 1, 1, (1, 1), (0, 0), (1, 1))]     # one output pixel
 
 
-def _run(mod, inputs):
+def _run(mod, inputs, name="conv2d_fwd_f16", out="y"):
+    """``(out array, LaunchResult)`` of ``mod.name`` on a copy of ``inputs``."""
     args = copy_inputs(inputs)
-    ran = mod.conv2d_fwd_f16(**args)
-    return args["y"], ran
+    ran = getattr(mod, name)(**args)
+    return args[out], ran
 
 
 @pytest.mark.parametrize("shape", TMA_SHAPES, ids=lambda s: "x".join(map(str, s[:7])))
@@ -209,9 +210,7 @@ WGRAD_SHAPES = [(2, 5, 7, 64, 32, 3, 2, (1, 2), (1, 1), (2, 1)),   # 70 pixels: 
 
 
 def _wgrad(mod, inputs):
-    args = copy_inputs(inputs)
-    ran = mod.conv2d_wgrad_f16(**args)
-    return args["gw"], ran
+    return _run(mod, inputs, "conv2d_wgrad_f16", "gw")
 
 
 @pytest.mark.parametrize("shape", WGRAD_SHAPES, ids=lambda s: "x".join(map(str, s[:7])))

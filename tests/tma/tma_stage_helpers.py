@@ -50,20 +50,12 @@ def compilation(kind: str, elem: str = "f16", block_n: int | None = None, remark
     import pytest
 
     from kernc.compiler import Compilation, CompileOptions
-    from kernc.passes import pipeline
-    from kernc.passes.wgmma_contractions import WgmmaContractions
+    from tensor_core_helpers import narrow_block_n
 
     src = SOURCES[kind].replace("T[", f"{elem}[")
-    real = pipeline.kern_to_gpu
-
-    def narrow(**kw):
-        passes = real(**kw)
-        for p in passes:
-            if p.name == WgmmaContractions.name and block_n is not None:  # (an OnDemand: the pass it builds)
-                p.built().block_n = block_n
-        return passes
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipeline, "kern_to_gpu", narrow)
+        if block_n is not None:
+            narrow_block_n(mp, block_n)
         comp = Compilation(src, f"{kind}.kern", CompileOptions(arch="sm_90a", remarks=remarks, **options),
                            use_cache=False)
         comp.gpu_ir()

@@ -19,7 +19,8 @@ from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncRuntimeError
 from conftest import EXAMPLES, example_reference
 from tensor_core_helpers import (BATCHED_TRANSPOSED_GEMM, assert_within_f64, check_batched_transposed_gemm,
-                                 check_gemm_example, compiled_sm90a, gemm_f16_gpu_ir, gemm_inputs, run_gemm_f16_ir)
+                                 check_gemm_example, compiled_sm90a, gemm_f16_gpu_ir, gemm_inputs, narrow_block_n,
+                                 run_gemm_f16_ir)
 
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 
@@ -160,18 +161,8 @@ def test_wgmma_must_be_a_bool():
 def test_other_instruction_widths(monkeypatch, block_n):
     """block_n (the N of m64nNk16) 64 and 16: other tiles, other D fragments, the same sums."""
     from kernc.api import Module
-    from kernc.passes import pipeline
-    from kernc.passes.wgmma_contractions import WgmmaContractions
 
-    real = pipeline.kern_to_gpu
-
-    def narrow(**kw):
-        passes = real(**kw)
-        for p in passes:
-            if p.name == WgmmaContractions.name:  # (an OnDemand: the pass it builds)
-                p.built().block_n = block_n
-        return passes
-    monkeypatch.setattr(pipeline, "kern_to_gpu", narrow)
+    narrow_block_n(monkeypatch, block_n)
     text = open(os.path.join(EXAMPLES, "gemm_f16.kern"), encoding="utf-8").read()
     mod = Module(Compilation(text, "narrow.kern", CompileOptions(arch="sm_90a"), use_cache=False))
     assert f"<m = 64, n = {block_n}, k = 16>" in mod._compilation.gpu_ir()

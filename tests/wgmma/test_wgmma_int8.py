@@ -20,6 +20,7 @@ from kernc.backend.interpreter import wgmma
 from kernc.compiler import Compilation, CompileOptions
 from kernc.passes.wgmma_contractions import ATOM_BYTES, SWIZZLE_128B, descriptor, swizzled_index
 from conftest import EXAMPLES, example_reference
+from tensor_core_helpers import narrow_block_n
 
 needs_ptxas = pytest.mark.skipif(toolkit.ptxas_path() is None, reason="ptxas not found")
 
@@ -307,18 +308,7 @@ def test_other_instruction_widths(monkeypatch, block_n):
     """block_n (the N of m64nNk32; 16 and 256 are in the ISA's integer list) 16 and 256 (one
     warpgroup: two would need 48 KiB of tiles): other tiles, other D fragments (8 and 128
     registers), the same exact sums; ptxas takes both."""
-    from kernc.passes import pipeline
-    from kernc.passes.wgmma_contractions import WgmmaContractions
-
-    real = pipeline.kern_to_gpu
-
-    def narrow(**kw):
-        passes = real(**kw)
-        for p in passes:
-            if p.name == WgmmaContractions.name:  # (an OnDemand: the pass it builds)
-                p.built().block_n = block_n
-        return passes
-    monkeypatch.setattr(pipeline, "kern_to_gpu", narrow)
+    narrow_block_n(monkeypatch, block_n)
     src = SOURCES["i8"].replace("kernel g", "@block(128) kernel g") if block_n == 256 else SOURCES["i8"]
     mod = Module(Compilation(src, "narrow.kern", CompileOptions(arch="sm_90a"), use_cache=False))
     assert f"<m = 64, n = {block_n}, k = 32>" in mod._compilation.gpu_ir()
