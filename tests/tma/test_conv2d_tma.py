@@ -21,7 +21,7 @@ from kernc.backend import binding, cpu, toolkit
 from kernc.compiler import Compilation, CompileOptions
 from kernc.support.errors import KerncRuntimeError
 from conftest import EXAMPLES
-from tensor_core_helpers import compiled_sm90a, copy_inputs, fwd_inputs, wgrad_inputs
+from tensor_core_helpers import compiled_sm90a, copy_inputs, fwd_inputs, sm90_cupy, wgrad_inputs
 
 # (N, H, W, C, K, R, S, stride, pad, dil): C a multiple of 64 (one filter tap per chunk)
 TMA_SHAPES = [(2, 6, 7, 64, 19, 3, 3, (1, 1), (1, 1), (1, 1)),    # 84 rows: one tile, padding
@@ -312,3 +312,20 @@ def test_an_unchecked_read_with_padding_runs_the_build_that_reports_it():
         for s_ in range(3):
             want += np.einsum("nhwc,kc->nhwk", xd[:, r:r + 3, s_:s_ + 3], wd[:, r, s_])
     np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3 * np.sqrt(576))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, shape", [("conv2d_fwd_f16", TMA_SHAPES[1]), ("conv2d_wgrad_f16", WGRAD_SHAPES[0])])
+def test_on_a_gpu_the_im2col_maps_give_the_staged_builds_bits(name, shape):
+    """On an sm_90 device: the driver's im2col map (cuTensorMapEncodeIm2col) and the PTX copy agree
+    with the interpreter's reading of PTX ISA 5.5.4 (the pixel walk, the corners, the offsets) iff
+    the TMA build's bits are the staged build's. (The sums' order on tensor cores is the same in
+    both builds: only the tiles' loads differ.)"""
+    cp = sm90_cupy()
+    inputs = (fwd_inputs if name == "conv2d_fwd_f16" else wgrad_inputs)(*shape)
+    out = "y" if name == "conv2d_fwd_f16" else "gw"
+    got, want = ({k: cp.asarray(v) if isinstance(v, np.ndarray) else v for k, v in inputs.items()} for _ in range(2))
+    ran = getattr(compiled_sm90a(name, tma=True), name)(**got)
+    assert ran.tma is True, ran.no_tma
+    getattr(compiled_sm90a(name), name)(**want)
+    np.testing.assert_array_equal(cp.asnumpy(got[out]).view(np.uint32), cp.asnumpy(want[out]).view(np.uint32))

@@ -151,10 +151,10 @@ def test_ptxas_takes_the_tma_build_without_spills(name):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("M, K, N", [(130, 136, 100), (33, 100, 17)])
+@pytest.mark.parametrize("M, K, N", [(130, 136, 104), (33, 100, 17)])
 def test_on_a_gpu_the_tma_build_is_bitwise_the_staged_build(M, K, N):
-    """The hidden map encoded by the driver (cuTensorMapEncodeTiled) and passed in global memory; K = 100
-    (a 200-byte row) runs the build without TMA."""
+    """The hidden maps encoded by the driver (cuTensorMapEncodeTiled) and passed in global memory (a's
+    box, b's MN-major boxes); K = 100 (a 200-byte row) runs the build without TMA."""
     cp = sm90_cupy()
     a, b = gemm_inputs(M, K, N, np.float16)
     da, db = cp.asarray(a), cp.asarray(b)
