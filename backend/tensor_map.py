@@ -296,6 +296,10 @@ def conv2d_im2col_reason(g: Conv2dGeometry, channels: int, pixels: int, swizzle:
         return "a size, stride or dilation below 1, or a negative padding"
     oh = (g.H + 2 * g.ph - g.dh * (g.R - 1) - 1) // g.sh + 1
     ow = (g.W + 2 * g.pw - g.dw * (g.S - 1) - 1) // g.sw + 1
+    if min(oh, ow) < 1:
+        return (f"the padded image ({g.H + 2 * g.ph} x {g.W + 2 * g.pw}) is smaller than the dilated filter "
+                f"({g.dh * (g.R - 1) + 1} x {g.dw * (g.S - 1) + 1}): the convolution has no output position for "
+                "TMA's im2col walk")
     if (g.OH, g.OW) != (oh, ow):
         return (f"the output is {g.OH} x {g.OW}, not the convolution's {oh} x {ow} (OH = (H + 2*ph - dh*(R-1) - "
                 "1) / sh + 1, OW likewise): TMA's im2col walk covers exactly the convolution's output positions, "

@@ -97,6 +97,9 @@ REASONS = [
     (_geom(1, 8, 8, 64, 1, 1), dict(channels=4, swizzle=0), "a pixel's 8 bytes \\(4 channels\\) are not a "
      "multiple of 16"),
     (Conv2dGeometry(1, 8, 8, 64, 3, 3, 6, 6, ph=-1), {}, "negative padding"),
+    # (trial: it said "not the convolution's -2 x -2")
+    (Conv2dGeometry(1, 2, 2, 64, 5, 5, 1, 1), {}, "the padded image \\(2 x 2\\) is smaller than the dilated "
+     "filter \\(5 x 5\\): the convolution has no output position"),
 ]
 
 
