@@ -303,7 +303,21 @@ def _addr(fr, buf, act, rel):
 @handles("memref.load")
 def _load(tr, o):
     f = _load_untracked(tr, o)
-    return _tracked(tr, o, f, o.operands[0], o.operands[1:], False)
+    return _located(_tracked(tr, o, f, o.operands[0], o.operands[1:], False), o)
+
+
+def _located(f, o):
+    """``f`` whose out-of-bounds ``KerncRuntimeError`` names the access's source location."""
+    loc = str(o.location)
+
+    def located(fr, mask):
+        try:
+            f(fr, mask)
+        except KerncRuntimeError as err:
+            if str(err).startswith("out-of-bounds") and " (at " not in str(err):
+                raise KerncRuntimeError(f"{err} (at {loc})") from None
+            raise
+    return located
 
 
 def _tracked(tr, o, f, mem, idxs, store: bool):
@@ -506,7 +520,7 @@ def _load_untracked(tr, o):
 
 @handles("memref.store")
 def _store(tr, o):
-    return _tracked(tr, o, _store_untracked(tr, o), o.operands[1], o.operands[2:], True)
+    return _located(_tracked(tr, o, _store_untracked(tr, o), o.operands[1], o.operands[2:], True), o)
 
 
 def _store_untracked(tr, o):

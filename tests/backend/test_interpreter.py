@@ -517,6 +517,17 @@ def test_out_of_bounds_load_names_buffer_thread_index():
     assert "'x'" in msg and "thread 1000" in msg and "index 1000" in msg and "1000 elements" in msg
 
 
+def test_an_out_of_bounds_access_names_its_source_line():
+    """Trial: the error gave the thread and the flat index but not where in the source the read is."""
+    import kernc
+
+    mod = kernc.compile("kernel k(x: f32[n] view, y: f32[n] view) over (i) in (n) {\n    y[i] = x[i + 1];\n}",
+                        filename="oob.kern")
+    with pytest.raises(KerncRuntimeError, match=r"out-of-bounds load from buffer 'x': thread 3 read index 4, "
+                                                r"buffer has 4 elements \(at loc\(\"oob\.kern\":2:12\)\)"):
+        mod.k(np.zeros(4, np.float32), np.zeros(4, np.float32))
+
+
 def test_out_of_bounds_store():
     it = Interpreter(OOB)
     x = np.zeros(1024, np.float32)
