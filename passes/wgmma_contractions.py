@@ -49,8 +49,9 @@ unit: element ``(r, k)`` at byte ``128*r + 16*((k/16) XOR (r%8)) + (k%16)`` (:fu
 with ``elem_bytes`` 1); the 4 ``k32`` steps of a chunk add ``32*s`` bytes, as f16's ``k16`` ones.
 Both tiles are K-major: the ISA transposes (``imm-trans-a``/``-b``) ``.f16``/``.bf16`` only, so an
 operand read along its rows keeps the 4-way conflicting K-major stores (:func:`mn_major_sides` says
-so at its read). No TMA (``--tma``): the boxes and ``expect_tx`` bytes here are of 2-byte elements,
-so both tiles are stored per thread, with a remark at each read. The epilogue adds an item's own
+so at its read). Under ``--tma`` a k-contiguous operand comes by a ``128 x X`` box of 1-byte
+elements (``expect_tx`` and stage bytes of the element size); one read along its rows keeps the
+stores (no 8-bit MN-major tile), and im2col-mode copies are f16/bf16 only, with remarks. The epilogue adds an item's own
 start (``let acc = c[i, j];``) with ``arith.addi``. ptxas ``sm_90a``: 99 registers (gemm i8/u8,
 ``block_n`` 128; 38 at 16, 162 at 240; 156 at 256 on one warpgroup: two need 48 KiB of tiles), the i8 convolutions 118 (fwd) and 145 (wgrad), 0 spills.
 
