@@ -468,7 +468,7 @@ def _tensor_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
     odd number of f16 elements, whose byte stride is no multiple of 16; marked ``tma_limit``: bind
     then records it as ``BoundLaunch.no_tma`` and the launcher runs the build without TMA), or when
     the driver refuses the map (its reason, ``cuGetErrorString``)."""
-    from .tensor_map import ELEM_BYTES, MAP_BYTES, TensorMap, check, encode
+    from .tensor_map import ELEM_BYTES, TensorMap, check, encode
 
     m = p.tensor_map
     if m.get("mode") == "im2col":
@@ -482,9 +482,13 @@ def _tensor_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
     except KerncLaunchError as err:
         err.tma_limit = True  # a documented limit: the launch runs the build without TMA
         raise
-    if device == "cpu":
-        return tm
-    raw = encode(tm, int(array.data.ptr), p.name, sig.name)
+    return tm if device == "cpu" else _device_map(encode(tm, int(array.data.ptr), p.name, sig.name), zeros)
+
+
+def _device_map(raw: bytes, zeros):
+    """The 128-byte ``CUtensorMap`` ``raw`` copied to device memory (``zeros``: a CuPy allocation)."""
+    from .tensor_map import MAP_BYTES
+
     out = zeros(MAP_BYTES, np.uint8)
     out.set(np.frombuffer(raw, np.uint8))
     return out
@@ -500,7 +504,7 @@ def _im2col_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
     (:func:`~kernc.backend.tensor_map.conv2d_im2col_reason`: ``C`` not a multiple of the 64-channel
     chunk, an output not the convolution's, a stride, padding or dilation outside the im2col ranges,
     a misaligned address) ``KerncLaunchError`` marked ``tma_limit`` (the build without TMA runs)."""
-    from .tensor_map import MAP_BYTES, Conv2dGeometry, conv2d_im2col_map, conv2d_im2col_reason, encode_im2col
+    from .tensor_map import Conv2dGeometry, conv2d_im2col_map, conv2d_im2col_reason, encode_im2col
 
     m = p.tensor_map
 
@@ -524,12 +528,7 @@ def _im2col_map(sig: KernelSignature, p: Param, array, env: dict, device: str, z
         err.tma_limit = True
         raise err
     tm = conv2d_im2col_map(g, channels, pixels, int(m["swizzle"]), array if device == "cpu" else None)
-    if device == "cpu":
-        return tm
-    raw = encode_im2col(tm, address, p.name, sig.name)
-    out = zeros(MAP_BYTES, np.uint8)
-    out.set(np.frombuffer(raw, np.uint8))
-    return out
+    return tm if device == "cpu" else _device_map(encode_im2col(tm, address, p.name, sig.name), zeros)
 
 
 def bind(sig: KernelSignature, args: tuple, kwargs: dict, is_array, device: str, zeros=None,

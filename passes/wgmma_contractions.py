@@ -304,8 +304,7 @@ class WgmmaContractions(Pass):
             stages, short = tma_stages(got, set(tma), self.tma_stages, limit) if tma else (1, None)
             at = plan.loop.location  # (the rewrite erases the loop and the staged reads)
             at_read = {side: (parts.a if side == 0 else parts.b).op.location for side in tma}
-            mn, why_mn = mn_major_sides(parts, got, set(tma), self.mn_major)
-            mn |= {side for side, m in tma.items() if m.get("major") == "mn"}  # (MN-major boxes)
+            mn, why_mn = mn_major_sides(parts, got, tma, self.mn_major)
             at_mn = {s.side: s.op.location for s in (parts.a, parts.b)}
             _WgmmaRewrite(fn, sig, plan, got, parts, tma, stages, limit if tma else SHARED_LIMIT, mn).run()
             emit_remark(self.remarks, at, _describe(sig, got, parts, mn))
@@ -337,15 +336,17 @@ class WgmmaContractions(Pass):
         return c
 
 
-def mn_major_sides(p, c: WgmmaConfig, tma_sides, on: bool = True) -> tuple[set, dict]:
-    """The sides (0: ``a``, 1: ``b``) staged MN-major, and the remark of each staged side whose
-    read's lanes run along its rows (not ``k_fastest``: the case whose K-major stores go down
-    128-byte rows, 4-way bank conflicts), at that read: MN-major, or why not (``on`` False:
-    ``--no-wgmma-mn-major``; a tile of rows not a multiple of the 64-row atom; a TMA'd tile, which
-    the copy writes K-major)."""
-    sides, why = set(), {}
+def mn_major_sides(p, c: WgmmaConfig, tma: dict, on: bool = True) -> tuple[set, dict]:
+    """The sides (0: ``a``, 1: ``b``) whose tiles are MN-major -- those TMA'd by MN-major boxes
+    (``tma``: the maps of the TMA'd sides, :func:`_tma_map`; the TMA remark says so), and the
+    staged ones below -- and the remark of each staged side whose read's lanes run along its rows
+    (not ``k_fastest``: the case whose K-major stores go down 128-byte rows, 4-way bank conflicts),
+    at that read: MN-major, or why not (``on`` False: ``--no-wgmma-mn-major``; a tile of rows not a
+    multiple of the 64-row atom; 8-bit elements, which wgmma does not transpose)."""
+    sides = {side for side, m in tma.items() if m.get("major") == "mn"}
+    why = {}
     for s in (p.a, p.b):
-        if s.k_fastest or s.side in tma_sides:
+        if s.k_fastest or s.side in tma:
             continue
         X = c.bm if s.side == 0 else c.bn
         what = ("m" if s.side == 0 else "n")
@@ -400,8 +401,8 @@ def _describe(sig, c: WgmmaConfig, p, mn=frozenset()) -> str:
 
 def tma_bytes(c: WgmmaConfig, tma_sides, stages: int) -> int:
     """Bytes of workgroup memory of the tiles and mbarriers with the TMA'd sides ``tma_sides`` (0:
-    the ``bm x 64`` tile, 1: the ``bn x 64`` one, 2-byte elements: the integer kinds are never
-    TMA'd) in ``stages`` buffers each: the
+    the ``bm x bk`` tile, 1: the ``bn x bk`` one, of ``c.elem_bytes``-byte elements) in ``stages``
+    buffers each: the
     tiles (each a multiple of 1024 bytes, so their 1024-byte alignment adds nothing) and one 8-byte
     mbarrier per stage, allocated last."""
     tiles = sum(c.elem_bytes * (c.bm if side == 0 else c.bn) * c.bk * (stages if side in tma_sides else 1)
@@ -550,20 +551,19 @@ def _box_bytes(m: dict, elem_bytes: int = 2) -> int:
 
 def _describe_tma(sig, s, m: dict, c: WgmmaConfig, stages: int = 1, short: str | None = None,
                   stored: bool = True) -> str:
-    if m.get("mode") == "im2col" and m["rows"] == "taps":
-        copy = (f"cp.async.bulk.tensor.4d.im2col per 64-row block of the MN-major tile ({m['copies']} copies of "
-                f"{m['box'][0]} channels of one filter tap, the block's, as the im2col offsets (s*{m['dilation'][0]}, "
-                f"r*{m['dilation'][1]}), x {m['box'][1]} pixels, the chunk's (n, oh, ow); padding and pixels past the "
-                "last image zero; read by wgmma transposed)")
-        launch = ("at launch C a multiple of 64, the output the convolution's" + (", the loop's bound N*OH*OW"
-                                                                                 if "loop" in m else "")
+    if m.get("mode") == "im2col":
+        if m["rows"] == "taps":
+            copy = (f"cp.async.bulk.tensor.4d.im2col per 64-row block of the MN-major tile ({m['copies']} copies "
+                    f"of {m['box'][0]} channels of one filter tap, the block's, as the im2col offsets "
+                    f"(s*{m['dilation'][0]}, r*{m['dilation'][1]}), x {m['box'][1]} pixels, the chunk's (n, oh, ow); "
+                    "padding and pixels past the last image zero; read by wgmma transposed)")
+        else:
+            copy = (f"cp.async.bulk.tensor.4d.im2col of {m['box'][0]} channels x {m['box'][1]} pixels (the rows "
+                    f"(n, oh, ow) from the tile's first, the chunk's filter tap as its im2col offsets "
+                    f"(s*{m['dilation'][0]}, r*{m['dilation'][1]}); padding and rows past the last image zero)")
+        launch = ("at launch C a multiple of 64, the output the convolution's"
+                  + (", the loop's bound N*OH*OW" if "loop" in m else "")
                   + " and the geometry in the im2col ranges, else the tma=False build runs")
-    elif m.get("mode") == "im2col":
-        copy = (f"cp.async.bulk.tensor.4d.im2col of {m['box'][0]} channels x {m['box'][1]} pixels (the rows "
-                f"(n, oh, ow) from the tile's first, the chunk's filter tap as its im2col offsets "
-                f"(s*{m['dilation'][0]}, r*{m['dilation'][1]}); padding and rows past the last image zero)")
-        launch = ("at launch C a multiple of 64, the output the convolution's and the geometry in the im2col "
-                  "ranges, else the tma=False build runs")
     elif m.get("major") == "mn":
         copy = (f"cp.async.bulk.tensor.2d per 64-row block of the MN-major tile ({m['copies']} boxes "
                 f"{m['box'][0]}x{m['box'][1]}, rows x k, out-of-bounds elements zero; its rows are contiguous, "
@@ -680,7 +680,6 @@ class _WgmmaRewrite(_Rewrite):
         bi = b.arith.DivUIOp(in_batch, nbj).result
         bj = b.sub(in_batch, b.mul(bi, nbj))
         x0 = [b.mul(bi, b.idx(c.bm)), b.mul(bj, b.idx(c.bn))]
-        self.ivs_at = None
         self.E, self.ext = E, ext
         self.bases = {side: self._im2col_base(side, m, x0, E) for side, m in self.tma.items()
                       if m.get("rows") == "pixels"}
@@ -910,9 +909,7 @@ class _WgmmaRewrite(_Rewrite):
             OW, OH = (self._param(t) for t in m["out"])
             q = b.arith.DivUIOp(k, OW).result
             n0, oh0, ow0 = b.arith.DivUIOp(q, OH).result, b.arith.RemUIOp(q, OH).result, b.arith.RemUIOp(k, OW).result
-        sw, sh = (self._param(t) for t in m["stride"])
-        pw, ph = (self._param(t) for t in m["pad"])
-        h0, w0 = b.sub(b.mul(oh0, sh), ph), b.sub(b.mul(ow0, sw), pw)
+        n0, h0, w0 = self._filter_base(m, n0, oh0, ow0)
         rows = self.plan.sides[side]
         last = b.arith.MaxSIOp(b.sub(self.ext[side], b.idx(MN_ATOM)), b.idx(0)).result
         for q in range(m["copies"]):
@@ -933,7 +930,11 @@ class _WgmmaRewrite(_Rewrite):
         coordinates ``(c0, w0, h0, n0)`` of its copies but the channel."""
         rows = self.plan.sides[side]
         at = _split(x0[side], rows, E)
-        n0, oh0, ow0 = (at[q] for q in rows)
+        return self._filter_base(m, *(at[q] for q in rows))
+
+    def _filter_base(self, m: dict, n0, oh0, ow0) -> tuple:
+        """The filter-base position ``(n0, oh0*sh - ph, ow0*sw - pw)`` of output position ``(n0, oh0,
+        ow0)`` under im2col map ``m``'s stride and padding."""
         sw, sh = (self._param(t) for t in m["stride"])
         pw, ph = (self._param(t) for t in m["pad"])
         return n0, b.sub(b.mul(oh0, sh), ph), b.sub(b.mul(ow0, sw), pw)

@@ -302,7 +302,7 @@ def im2col_read(plan, s, view: ViewAccess, names: list[str], entry, X: int,
         return ("its channel coordinate is not the " + ("innermost loop's variable (put the channel loop innermost: "
                                                         if mode == "pixels" else "tile's last coordinate (") +
                 "a chunk is 64 consecutive channels of one filter tap)")
-    variant = set(pix) | set(taps_pool) | set(k_atoms) | set(row_atoms)
+    variant = set(k_atoms) | set(row_atoms)  # (and the split atoms: nm.meta)
     spatial, taps = [], []
     for d in (2, 1):  # W, then H (innermost first)
         outer = {pix[d]: None, taps_pool[0]: None, taps_pool[1]: None}

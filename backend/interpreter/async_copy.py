@@ -97,10 +97,10 @@ def _device_async_copy(tr, o):
         env = fr.env
         env[r] = np.int64(0)  # (a token: nothing the interpreter needs)
         dbuf, sbuf = env[d], env[s]
-        act, rel = _access(fr, mask, dbuf, [env[di]], "store")
+        act, rel = _access(fr, mask, dbuf, [env[di]], "store", loc)
         if act is not None and act.size == 0:
             return
-        _access(fr, mask, dbuf, [env[di] + (count - 1)], "store")  # the last element copied
+        _access(fr, mask, dbuf, [env[di] + (count - 1)], "store", loc)  # the last element copied
         lanes = fr.lane if act is None else act
         rel = np.broadcast_to(np.asarray(rel, np.int64), lanes.shape).copy()
         nread = np.full(lanes.shape, count, np.int64) if n is None else \
@@ -127,7 +127,7 @@ def _device_async_copy(tr, o):
             rd[lanes[nread > j]] = True
             if not rd.any():
                 continue
-            sact, srel = _access(fr, rd, sbuf, [np.where(rd, np.broadcast_to(env[si], (fr.L,)) + j, 0)], "load")
+            sact, srel = _access(fr, rd, sbuf, [np.where(rd, np.broadcast_to(env[si], (fr.L,)) + j, 0)], "load", loc)
             if fr.collect and j == 0:
                 _count(fr, sbuf, sact, srel, "load")
             sa = _addr(fr, sbuf, sact, srel)

@@ -303,13 +303,14 @@ def _atomic(tr, o):
     # serialised atomics, without the sort that returning the old values needs
     fold = fn is not None and not any(True for _ in o.results[0].uses)
     r = tr.define(o.results[0])
+    loc = str(o.location)
     if ty.bits == 1 and view not in ("f", "k"):
         tr.unsupported(o, "memref.atomic_rmw on i1")
 
     def f(fr, mask):
         env = fr.env
         buf = env[m]
-        act, rel = _access(fr, mask, buf, [env[i] for i in idx], "atomic")
+        act, rel = _access(fr, mask, buf, [env[i] for i in idx], "atomic", loc)
         if act is not None and act.size == 0:
             env[r] = zero
             return

@@ -20,8 +20,9 @@ from .translate import handles
 from .types import _MemTy
 
 
-def _access(fr: _Frame, mask, buf: _Buf, idxs, what: str):
-    """Active lanes and indices of a memory access; raises on an out-of-bounds active lane.
+def _access(fr: _Frame, mask, buf: _Buf, idxs, what: str, loc: str | None = None):
+    """Active lanes and indices of a memory access; raises on an out-of-bounds active lane (naming
+    the access's source location ``loc``, the op's, where given).
 
     Returns ``(act, rel)``: ``act`` is ``None`` (every lane active), or an int64 array of active
     lanes (possibly empty); ``rel`` the element offsets inside the instance, a scalar (uniform) or
@@ -47,9 +48,9 @@ def _access(fr: _Frame, mask, buf: _Buf, idxs, what: str):
                 bad = rel.size and (int(rel.min()) < 0 or int(rel.max()) >= buf.size)
             if bad:
                 k = int(np.argmax((rel < 0) | (rel >= buf.size)))
-                _oob(fr, buf, what, k if act is None else act[k], int(rel[k]))
+                _oob(fr, buf, what, k if act is None else act[k], int(rel[k]), loc)
         elif rel < 0 or rel >= buf.size:
-            _oob(fr, buf, what, 0 if act is None else act[0], int(rel))
+            _oob(fr, buf, what, 0 if act is None else act[0], int(rel), loc)
     else:
         bad = np.zeros((), dtype=np.bool_)
         for d, i in zip(buf.dims, sel):
@@ -58,7 +59,7 @@ def _access(fr: _Frame, mask, buf: _Buf, idxs, what: str):
             k = int(np.argmax(bad)) if bad.ndim else 0
             lane = k if act is None else act[k]
             index = tuple(int(i[k]) if type(i) is np.ndarray else int(i) for i in sel)
-            _oob(fr, buf, what, lane, index)
+            _oob(fr, buf, what, lane, index, loc)
         rel = 0
         for st, i in zip(buf.strides, sel):
             rel = rel + i * st
@@ -198,7 +199,7 @@ def _interval_race(fr, buf, first, addr, a: str, did_a: str, loc_a: str, b: str,
         f"{noun} by {a} at {loc_a}; threads of a block see each other's workgroup stores only after a barrier)")
 
 
-def _oob(fr, buf, what, lane, index):
+def _oob(fr, buf, what, lane, index, loc: str | None = None):
     verb = {"load": ("load from", "read"), "store": ("store to", "wrote"),
             "atomic": ("atomic_rmw on", "accessed")}[what]
     if isinstance(index, tuple):
@@ -210,7 +211,7 @@ def _oob(fr, buf, what, lane, index):
         where = f" (workgroup memory of block {fr.first_block + int(lane) // fr.B})"
     raise KerncRuntimeError(
         f"out-of-bounds {verb[0]} {buf.describe()}{where}: thread {fr.thread_id(lane)} {verb[1]} "
-        f"index {index}, buffer {shape}")
+        f"index {index}, buffer {shape}" + (f" (at {loc})" if loc else ""))
 
 
 def _lane_view(fr: _Frame, buf: _Buf, lin, rel):
@@ -272,14 +273,14 @@ def _count_view(fr: _Frame, buf: _Buf, ct: int, rel, kind: str) -> None:
 _DENSE = 4
 
 
-def _dense_load(fr: _Frame, mask, buf: _Buf, rel, zero):
+def _dense_load(fr: _Frame, mask, buf: _Buf, rel, zero, loc: str | None = None):
     """A gather by the lanes of ``mask`` (most lanes) with index ``rel`` (int64, every lane) done by
     every lane, the inactive ones reading element 0 of their instance: cheaper than gathering the
     active lanes' indices and scattering the values back. Inactive lanes of the result hold 0."""
     safe = np.where(mask, rel, 0)
     if safe.view(np.uint64).max() >= buf.size:  # (a negative index is a huge unsigned one)
         k = int(np.argmax(mask & ((rel < 0) | (rel >= buf.size))))
-        _oob(fr, buf, "load", k, int(rel[k]))
+        _oob(fr, buf, "load", k, int(rel[k]), loc)
     if fr.collect:
         _count_masked(fr, buf, mask, safe, "load")
     addr = safe if buf.base is None else buf.base + safe
@@ -303,21 +304,7 @@ def _addr(fr, buf, act, rel):
 @handles("memref.load")
 def _load(tr, o):
     f = _load_untracked(tr, o)
-    return _located(_tracked(tr, o, f, o.operands[0], o.operands[1:], False), o)
-
-
-def _located(f, o):
-    """``f`` whose out-of-bounds ``KerncRuntimeError`` names the access's source location."""
-    loc = str(o.location)
-
-    def located(fr, mask):
-        try:
-            f(fr, mask)
-        except KerncRuntimeError as err:
-            if str(err).startswith("out-of-bounds") and " (at " not in str(err):
-                raise KerncRuntimeError(f"{err} (at {loc})") from None
-            raise
-    return located
+    return _tracked(tr, o, f, o.operands[0], o.operands[1:], False)
 
 
 def _tracked(tr, o, f, mem, idxs, store: bool):
@@ -459,6 +446,7 @@ def _load_untracked(tr, o):
     ty = tr.ty(o.results[0].type, o)
     zero = ty.zero()
     r = tr.define(o.results[0])
+    loc = str(o.location)
     runs = len(idx) == 1  # a 1-D access may be a strided run of the lanes (_lane_view)
     lin = affine.coefficients(tr, idx[0]) if runs else None
     periodic = runs and idx[0] in tr.periodic
@@ -497,9 +485,9 @@ def _load_untracked(tr, o):
             if mask is not fr.full and type(rel) is np.ndarray and rel.dtype == np.int64:
                 nact = int(np.count_nonzero(mask))
                 if nact * _DENSE >= fr.L:  # mostly active: every lane gathers (the inactive ones element 0)
-                    env[r] = _dense_load(fr, mask, buf, rel, zero)
+                    env[r] = _dense_load(fr, mask, buf, rel, zero, loc)
                     return
-        act, rel = _access(fr, mask, buf, [env[i] for i in idx], "load")
+        act, rel = _access(fr, mask, buf, [env[i] for i in idx], "load", loc)
         if act is not None and act.size == 0:
             env[r] = zero
             return
@@ -520,7 +508,7 @@ def _load_untracked(tr, o):
 
 @handles("memref.store")
 def _store(tr, o):
-    return _located(_tracked(tr, o, _store_untracked(tr, o), o.operands[1], o.operands[2:], True), o)
+    return _tracked(tr, o, _store_untracked(tr, o), o.operands[1], o.operands[2:], True)
 
 
 def _store_untracked(tr, o):
@@ -528,6 +516,7 @@ def _store_untracked(tr, o):
     m = tr.use(o.operands[1])
     tr.written.add(m)
     idx = [tr.use(x) for x in o.operands[2:]]
+    loc = str(o.location)
     runs = len(idx) == 1  # a 1-D access may be a strided run of the lanes (_lane_view)
     lin = affine.coefficients(tr, idx[0]) if runs else None
     periodic = runs and idx[0] in tr.periodic
@@ -561,7 +550,7 @@ def _store_untracked(tr, o):
                         _count_masked(fr, buf, mask, rel, "store")
                     np.copyto(view, val, casting="unsafe", where=mask.reshape(view.shape))
                 return
-        act, rel = _access(fr, mask, buf, [env[i] for i in idx], "store")
+        act, rel = _access(fr, mask, buf, [env[i] for i in idx], "store", loc)
         if act is not None and act.size == 0:
             return
         if fr.collect:

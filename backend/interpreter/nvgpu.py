@@ -180,11 +180,11 @@ def _ldmatrix(tr, o):
         _whole_warps(fr, mask, "nvgpu.ldmatrix", loc)
         buf = env[m]
         first = [env[i] for i in idx]
-        act, rel = _access(fr, mask, buf, first, "load")
+        act, rel = _access(fr, mask, buf, first, "load", loc)
         if act is not None and act.size == 0:
             env[r] = tuple(zeros for _ in range(n))
             return
-        _access(fr, mask, buf, [first[0] + (16 // size - 1)], "load")  # the row's last element
+        _access(fr, mask, buf, [first[0] + (16 // size - 1)], "load", loc)  # the row's last element
         addr = np.broadcast_to(_addr(fr, buf, act, rel), (fr.L if act is None else act.size,))
         misaligned = (addr * buf.itemsize) % 16 != 0
         if misaligned.any():

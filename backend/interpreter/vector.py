@@ -25,16 +25,17 @@ def _vector_load(tr, o):
     zero = ety.zero()
     r = tr.define(o.results[0])
     check = access_check(tr, o, o.operands[0], o.operands[1:], False, n)
+    loc = str(o.location)
 
     def f(fr, mask):
         env = fr.env
         buf = env[m]
         first = [env[i] for i in idx]
-        act, rel = _access(fr, mask, buf, first, "load")
+        act, rel = _access(fr, mask, buf, first, "load", loc)
         if act is not None and act.size == 0:
             env[r] = (zero,) * n
             return
-        _access(fr, mask, buf, [first[0] + (n - 1)], "load")
+        _access(fr, mask, buf, [first[0] + (n - 1)], "load", loc)
         if check is not None:
             check(fr, mask)
         if fr.collect:
@@ -67,10 +68,10 @@ def _vector_store(tr, o):
         env = fr.env
         buf = env[m]
         first = [env[i] for i in idx]
-        act, rel = _access(fr, mask, buf, first, "store")
+        act, rel = _access(fr, mask, buf, first, "store", loc)
         if act is not None and act.size == 0:
             return
-        _access(fr, mask, buf, [first[0] + (n - 1)], "store")
+        _access(fr, mask, buf, [first[0] + (n - 1)], "store", loc)
         if check is not None:
             check(fr, mask)
         elif fr.copies is not None and fr.copies.entries:
